@@ -1,0 +1,1 @@
+"""Loaders and validators for the inputs cfbench accepts."""

@@ -1,0 +1,46 @@
+"""The judge layer: the one place where cfbench talks to language models.
+
+>>> from cfbench.judges import GenerationConfig, Request, run_requests
+>>> req = Request("q1", ({"role": "user", "content": "Is water wet? Answer Yes or No."},),
+...               GenerationConfig(max_tokens=2, top_logprobs=5))
+>>> run_requests("scripted:yes", [req], cache=False, progress=False).judgments.loc[0, "text"]
+'Yes'
+"""
+
+from .base import (PRESETS, GenerationConfig, Judge, JudgeError, Request, Response, RetryableError,
+                   yes_probability)
+from .cache import ResponseCache, default_cache_dir, default_cache_path
+from .registry import UnknownJudgeError, backends, get_judge, parse_spec, register_backend
+from .runner import CacheMissError, RunResult, arun_requests, judge_for, plan_requests, run_requests
+from .scripted import register_script
+
+__all__ = [
+    "PRESETS", "GenerationConfig", "Judge", "JudgeError", "Request", "Response", "RetryableError",
+    "yes_probability", "ResponseCache", "default_cache_dir", "default_cache_path", "UnknownJudgeError",
+    "backends", "get_judge", "parse_spec", "register_backend", "CacheMissError", "RunResult",
+    "arun_requests", "judge_for", "plan_requests", "run_requests", "register_script", "usable_backends",
+]
+
+
+def usable_backends() -> dict[str, str]:
+    """For each backend, whether it can run here and why not (for ``cfbench judges``)."""
+    import importlib.util
+    import os
+
+    from .local import embedded_model_status
+
+    status = {}
+    llama = importlib.util.find_spec("llama_cpp") is not None
+    model_ok, model_msg = embedded_model_status()
+    status["local"] = ("usable" if llama and model_ok else
+                       "not usable: " + ("llama-cpp-python is not installed; " if not llama else "") +
+                       ("" if model_ok else model_msg))
+    has_openai = importlib.util.find_spec("openai") is not None
+    status["openai"] = ("usable" if has_openai and os.environ.get("OPENAI_API_KEY") else
+                        "needs " + ("the openai package and " if not has_openai else "") +
+                        "OPENAI_API_KEY (or a keyless server via openai:<model>@<base_url>)")
+    has_hf = importlib.util.find_spec("huggingface_hub") is not None
+    status["hf"] = ("usable" if has_hf and os.environ.get("HF_TOKEN") else
+                    "needs " + ("huggingface_hub and " if not has_hf else "") + "HF_TOKEN")
+    status["scripted"] = "usable (test double: unit tests and smoke configs only)"
+    return status

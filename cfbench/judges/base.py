@@ -1,0 +1,210 @@
+"""The judge interface: requests in, responses out.
+
+A *judge* is any backend that turns chat messages plus generation settings
+into text (and, where the backend allows, first-token log-probabilities and
+token usage). Everything that talks to a language model goes through here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = [
+    "GenerationConfig",
+    "Request",
+    "Response",
+    "Judge",
+    "JudgeError",
+    "RetryableError",
+    "PRESETS",
+    "yes_probability",
+]
+
+
+class JudgeError(RuntimeError):
+    """A judge call failed for a reason retrying will not fix."""
+
+
+class RetryableError(JudgeError):
+    """A judge call failed for a transient reason (429, 5xx, timeout).
+
+    ``retry_after`` carries the server's Retry-After in seconds when it sent one.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Generation settings. All of them are part of the cache key.
+
+    ``json_schema`` asks the backend to constrain output to that JSON schema
+    (grammar-constrained decoding on the local backend, ``response_format``
+    on OpenAI-compatible servers). ``top_logprobs`` > 0 asks for that many
+    alternatives for the *first* generated token (used for P(Yes)).
+    ``repeat_penalty`` is honoured where the backend supports it.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int | None = 0
+    repeat_penalty: float | None = 1.0
+    stop: tuple[str, ...] = ()
+    json_schema: Mapping[str, Any] | None = None
+    top_logprobs: int = 0
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.temperature <= 2.0):
+            raise ValueError(f"GenerationConfig.temperature must be in [0, 2], got {self.temperature!r}")
+        if not (0.0 < self.top_p <= 1.0):
+            raise ValueError(f"GenerationConfig.top_p must be in (0, 1], got {self.top_p!r}")
+        if not (isinstance(self.max_tokens, int) and self.max_tokens > 0):
+            raise ValueError(f"GenerationConfig.max_tokens must be a positive int, got {self.max_tokens!r}")
+        if self.top_logprobs < 0 or self.top_logprobs > 20:
+            raise ValueError(f"GenerationConfig.top_logprobs must be in [0, 20], got {self.top_logprobs!r}")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+    def replace(self, **changes: Any) -> "GenerationConfig":
+        data = asdict(self)
+        data.update(changes)
+        return GenerationConfig(**data)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        data["json_schema"] = dict(self.json_schema) if self.json_schema is not None else None
+        return data
+
+
+#: Named presets for the seeds' protocols.
+PRESETS: dict[str, GenerationConfig] = {
+    # Seed 000, Table 8: temperature 0, top_p 1, at most 1000 new tokens.
+    "seed000": GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=1000, seed=0, repeat_penalty=1.0),
+    # Seed 002, section 3.1: temperature 0.2, nucleus 0.9, at most 300 new tokens.
+    "seed002": GenerationConfig(temperature=0.2, top_p=0.9, max_tokens=300, seed=0, repeat_penalty=1.0),
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call to make. ``request_id`` is the caller's handle (unique in a run);
+    ``repeat`` distinguishes deliberate repeats of the same prompt, so a
+    robustness baseline never reads one cached answer back k times."""
+
+    request_id: str
+    messages: tuple[Mapping[str, str], ...]
+    config: GenerationConfig = field(default_factory=GenerationConfig)
+    repeat: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.request_id:
+            raise ValueError("Request.request_id must be a non-empty string")
+        msgs = tuple(dict(m) for m in self.messages)
+        if not msgs:
+            raise ValueError(f"request {self.request_id!r}: field 'messages' is empty")
+        for i, m in enumerate(msgs):
+            if m.get("role") not in {"system", "user", "assistant"}:
+                raise ValueError(f"request {self.request_id!r}: messages[{i}].role must be system/user/assistant, got {m.get('role')!r}")
+            if not isinstance(m.get("content"), str):
+                raise ValueError(f"request {self.request_id!r}: messages[{i}].content must be a string")
+        object.__setattr__(self, "messages", msgs)
+        if self.repeat < 0:
+            raise ValueError(f"request {self.request_id!r}: field 'repeat' must be >= 0")
+
+    def cache_key(self, judge_spec: str) -> str:
+        """Hash of what determines the answer: backend+model, messages,
+        generation settings and the repeat index. Operational settings
+        (timeouts, concurrency, retries) are deliberately not part of it."""
+        payload = {
+            "judge": judge_spec,
+            "messages": [[m["role"], m["content"]] for m in self.messages],
+            "config": self.config.as_dict(),
+            "repeat": self.repeat,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Response:
+    """What a backend returned for one request."""
+
+    text: str
+    top_logprobs: dict[str, float] | None = None  # first generated token: token -> logprob
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_evaluated: int | None = None  # after KV-cache reuse (local backend)
+    finish_reason: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, blob: str) -> "Response":
+        return cls(**json.loads(blob))
+
+
+class Judge:
+    """Base class of all backends.
+
+    Subclasses set ``spec`` (the registry string that names them, e.g.
+    ``local:qwen2.5-coder-1.5b``) and implement :meth:`complete`. Backends
+    that are safe to call from several threads at once set
+    ``max_concurrency`` > 1; the runner never exceeds it.
+    """
+
+    spec: str = ""
+    max_concurrency: int = 1
+    supports_logprobs: bool = False
+    supports_json_schema: bool = False
+
+    def complete(self, request: Request) -> Response:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    async def acomplete(self, request: Request) -> Response:
+        """Async entry point; the default runs :meth:`complete` in a thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.complete, request)
+
+    def order_key(self, request: Request) -> Sequence[Any]:
+        """Sort key the runner uses to order uncached requests. The default
+        groups requests sharing a prefix (useful for KV-cache reuse)."""
+        return tuple(m["content"] for m in request.messages)
+
+    def close(self) -> None:
+        """Release resources (models, HTTP sessions)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+
+def yes_probability(top_logprobs: Mapping[str, float] | None) -> float:
+    """P(Yes) / (P(Yes) + P(No)) from first-token alternatives.
+
+    Tokens are compared after stripping whitespace and case-folding, so
+    ``"Yes"``, ``" yes"`` and ``"YES"`` all count as *yes*. Returns NaN when
+    neither a yes nor a no token is among the alternatives.
+
+    >>> round(yes_probability({"Yes": -0.1, "No": -2.4}), 3)
+    0.909
+    """
+    if not top_logprobs:
+        return math.nan
+    p_yes = p_no = 0.0
+    for token, lp in top_logprobs.items():
+        t = token.strip().lower()
+        if t == "yes":
+            p_yes += math.exp(lp)
+        elif t == "no":
+            p_no += math.exp(lp)
+    if p_yes + p_no == 0.0:
+        return math.nan
+    return p_yes / (p_yes + p_no)

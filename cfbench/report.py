@@ -1,0 +1,97 @@
+"""Where a run's outputs go: one writer for tables, figures and summary.json.
+
+Notebooks never write files themselves; they hand frames, figures and the
+summary to :class:`RunOutput`, which writes them under the run's directory
+(``results/<study>/<config>/`` under ``cfbench reproduce``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["RunOutput", "to_jsonable", "scrub_secrets"]
+
+_SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
+
+
+def scrub_secrets(text: str, extra_env: tuple[str, ...] = ()) -> str:
+    """Replace the values of known secret environment variables in ``text``."""
+    for name in _SECRET_ENV + tuple(extra_env):
+        value = os.environ.get(name)
+        if value and len(value) >= 8:
+            text = text.replace(value, f"<{name}>")
+    return text
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy/pandas scalars and containers to JSON-safe Python (NaN -> None)."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, pd.DataFrame):
+        return to_jsonable(obj.to_dict(orient="records"))
+    if isinstance(obj, pd.Series):
+        return to_jsonable(obj.to_dict())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+class RunOutput:
+    """Writes a run's artefacts under one directory.
+
+    >>> out = RunOutput("results/shopflow/smoke")      # doctest: +SKIP
+    >>> out.table("rates", rates_df)                   # doctest: +SKIP
+    >>> out.figure("rates", fig)                       # doctest: +SKIP
+    >>> out.summary({"decision": "BLOCKED"})           # doctest: +SKIP
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._summary: dict[str, Any] = {}
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def table(self, name: str, frame: pd.DataFrame, *, fmt: str = "csv") -> Path:
+        """Write ``frame`` as ``<name>.csv`` (or ``.parquet``)."""
+        if fmt == "csv":
+            p = self.dir / f"{name}.csv"
+            text = frame.to_csv(index=False)
+            p.write_text(scrub_secrets(text), encoding="utf-8")
+        elif fmt == "parquet":
+            p = self.dir / f"{name}.parquet"
+            frame.to_parquet(p, index=False)
+        else:
+            raise ValueError(f"unknown table format {fmt!r} (csv or parquet)")
+        return p
+
+    def figure(self, name: str, fig: Any, *, dpi: int = 130) -> Path:
+        """Save a matplotlib figure as ``<name>.png``."""
+        p = self.dir / f"{name}.png"
+        fig.savefig(p, dpi=dpi, bbox_inches="tight")
+        return p
+
+    def summary(self, data: Mapping[str, Any], *, merge: bool = True) -> Path:
+        """Write (or merge into) ``summary.json``."""
+        if merge:
+            self._summary.update(to_jsonable(data))
+        else:
+            self._summary = to_jsonable(dict(data))
+        p = self.dir / "summary.json"
+        text = json.dumps(self._summary, indent=2, sort_keys=True, ensure_ascii=False)
+        p.write_text(scrub_secrets(text) + "\n", encoding="utf-8")
+        return p

@@ -1,0 +1,116 @@
+"""Run the study notebooks with papermill: ``cfbench reproduce``.
+
+Each study is ``notebooks/<study>.ipynb`` with its parameters in
+``configs/<study>/<config>.yaml``; the executed notebook and everything it
+writes land in ``results/<study>/<config>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .errors import InputError
+from .report import scrub_secrets
+
+__all__ = ["STUDIES", "CONFIGS", "reproduce", "load_config", "project_root"]
+
+STUDIES = ("shopflow", "identity_tone", "contact_center_qa")
+CONFIGS = ("smoke", "default", "paper")
+
+# Parameter names that must never carry a value: keys come from the environment only.
+_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+
+
+def project_root() -> Path:
+    """The checkout holding ``notebooks/`` and ``configs/`` (cwd first, then the source tree)."""
+    for candidate in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        if (candidate / "notebooks").is_dir() and (candidate / "configs").is_dir():
+            return candidate
+    raise FileNotFoundError("cannot find notebooks/ and configs/; run from the cfbench checkout")
+
+
+def load_config(study: str, config: str, *, root: Path | None = None) -> dict[str, Any]:
+    """Parameters of one study under one config, validated."""
+    root = root or project_root()
+    path = root / "configs" / study / f"{config}.yaml"
+    if not path.is_file():
+        raise InputError(f"no such config file (configs exist for: {', '.join(CONFIGS)})", source=str(path))
+    try:
+        params = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid YAML: {exc}", source=str(path)) from None
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InputError(f"must be a mapping of parameter names to values, got {type(params).__name__}",
+                         source=str(path))
+    for name in params:
+        if not isinstance(name, str):
+            raise InputError("parameter names must be strings", source=str(path), field=str(name))
+        if _SECRET_NAME.search(name):
+            raise InputError("looks like a secret; keys and tokens come from environment variables only, "
+                             "never from parameters (papermill writes parameters into the executed notebook)",
+                             source=str(path), field=name)
+    return params
+
+
+def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
+              results_dir: str | os.PathLike[str] = "results", replay: bool = False,
+              root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Execute the study notebooks for ``config``; returns run info per study."""
+    import papermill as pm
+
+    root = root or project_root()
+    studies = list(studies or STUDIES)
+    for s in studies:
+        if s not in STUDIES:
+            raise ValueError(f"unknown study {s!r} (known: {', '.join(STUDIES)})")
+    if config not in CONFIGS:
+        raise ValueError(f"unknown config {config!r} (known: {', '.join(CONFIGS)})")
+    if replay:
+        os.environ["CFBENCH_MODE"] = "replay"
+    info: dict[str, dict[str, Any]] = {}
+    for study in studies:
+        params = load_config(study, config, root=root)
+        out_dir = Path(results_dir) / study / config
+        out_abs = out_dir if out_dir.is_absolute() else root / out_dir
+        out_abs.mkdir(parents=True, exist_ok=True)
+        params = {**params, "output_dir": str(out_dir), "config_name": config}
+        print(f"[cfbench] {study} / {config} -> {out_dir}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        pm.execute_notebook(
+            str(root / "notebooks" / f"{study}.ipynb"),
+            str(out_abs / f"{study}.ipynb"),
+            parameters=params,
+            cwd=str(root),
+            progress_bar=True,
+            kernel_name="python3",
+        )
+        wall = time.perf_counter() - t0
+        _assert_no_secrets(out_abs)
+        info[study] = {
+            "study": study, "config": config, "wall_s": round(wall, 1),
+            "python": platform.python_version(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "replay": replay,
+        }
+        (out_abs / "run_info.json").write_text(json.dumps(info[study], indent=2) + "\n", encoding="utf-8")
+        print(f"[cfbench] {study} / {config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
+    return info
+
+
+def _assert_no_secrets(directory: Path) -> None:
+    """Fail loudly if the value of a secret env var reached a run's outputs."""
+    for path in directory.rglob("*"):
+        if path.is_file() and path.suffix in {".ipynb", ".json", ".csv", ".txt", ".md", ".log"}:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if scrub_secrets(text) != text:
+                raise RuntimeError(f"a secret from the environment was written to {path}; refusing to keep it")
