@@ -1,0 +1,190 @@
+"""``make_variants``: transcripts in, the tidy variants frame out."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from cfbench.errors import InputError
+from cfbench.io.transcripts import Transcript, load_transcripts, transcripts_from_records
+from cfbench.schema import VARIANT_COLUMNS
+
+from . import inject as _inject  # noqa: F401  (registers perturbers)
+from . import metadata as _metadata  # noqa: F401
+from . import turns as _turns  # noqa: F401
+from .base import TABLE_DIMENSIONS, Variant, get_perturber
+from .identify import identify_turns
+from .validate import check_variant
+
+__all__ = ["make_variants", "render_transcript", "side_by_side", "variant_id", "original_variant_id",
+           "DEFAULT_DIMENSIONS"]
+
+#: ``make_variants(dimensions=None)`` makes these: the 15 table rows.
+DEFAULT_DIMENSIONS: tuple[str, ...] = TABLE_DIMENSIONS
+
+
+def variant_id(item_id: str, dimension: str, condition: str) -> str:
+    return f"{item_id}::{dimension}::{condition}"
+
+
+def original_variant_id(item_id: str) -> str:
+    return f"{item_id}::original"
+
+
+def _as_transcripts(transcripts: Any) -> list[Transcript]:
+    if isinstance(transcripts, (str, os.PathLike)):
+        return load_transcripts(transcripts)
+    out = list(transcripts)
+    if all(isinstance(t, Transcript) for t in out):
+        ids = [t.id for t in out]
+        dup = next((i for i in ids if ids.count(i) > 1), None)
+        if dup is not None:
+            raise InputError("duplicate id", source="make_variants", record=dup, field="id")
+        return out
+    return transcripts_from_records([t.to_dict() if isinstance(t, Transcript) else t for t in out],
+                                    source="make_variants")
+
+
+def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: list[str]) -> dict[str, Any]:
+    return {
+        "item_id": t.id,
+        "dimension": dim,
+        "condition": cond,
+        "variant_id": variant_id(t.id, dim, cond),
+        "operation": v.operation,
+        "turns": v.turns,
+        "header": v.header,
+        "edits": v.edits,
+        "seed": seed,
+        "applicable": v.applicable,
+        "reason": v.reason,
+        "valid": bool(v.applicable and not problems),
+        "rejection_reason": "not applicable" if not v.applicable else "; ".join(problems),
+    }
+
+
+def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
+                  dimensions: Sequence[str] | None = None, seed: int = 0,
+                  rewrite_judge: str | None = None, validate_judge: str | None = None,
+                  max_attempts: int = 3, progress: bool = True) -> pd.DataFrame:
+    """Every counterfactual variant of every transcript, as a tidy frame.
+
+    Parameters
+    ----------
+    transcripts : list of Transcript, list of JSONL-shaped dicts, or a path
+        A path is read with :func:`cfbench.io.transcripts.load_transcripts`.
+    dimensions : sequence of str, optional
+        Dimension ids (default: the 15 table rows, :data:`DEFAULT_DIMENSIONS`;
+        ``"disfluency"`` is available as an extra).
+    seed : int
+        With the item id, determines every random choice (names, cue turns,
+        cues, insertion points, header fillers).
+    rewrite_judge, validate_judge : judge spec, optional
+        For style dimensions on transcripts without a synthetic plan, rewrite
+        the identified turns with ``rewrite_judge`` and check each result with
+        ``validate_judge`` (up to ``max_attempts`` generations). Without
+        ``rewrite_judge`` those variants are ``applicable=False``.
+
+    Returns
+    -------
+    DataFrame with :data:`cfbench.schema.VARIANT_COLUMNS`: one ``original``
+    row per item, then one row per (item, dimension, condition). ``turns`` is
+    a list of ``{"speaker", "text"}`` (None when not applicable), ``edits`` a
+    list of ``{"turn", "op", "speaker", "before", "after"}``, ``header`` a
+    string or None. ``valid`` is False when a guard failed
+    (``rejection_reason`` says which) or the row is not applicable.
+    """
+    ts = _as_transcripts(transcripts)
+    dims = list(DEFAULT_DIMENSIONS if dimensions is None else dimensions)
+    for d in dims:
+        get_perturber(d)  # raises KeyError on an unknown id
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"dimensions listed twice: {dims}")
+    rows: list[dict[str, Any]] = []
+    llm_jobs: list[tuple[int, Transcript, Any, str, str]] = []
+    for t in tqdm(ts, desc="variants", disable=not progress):
+        ident = identify_turns(t)
+        orig = Variant([x.to_dict() for x in t.turns], operation="none")
+        r = _row(t, "original", "original", orig, seed, [])
+        r["variant_id"] = original_variant_id(t.id)
+        rows.append(r)
+        for d in dims:
+            p = get_perturber(d)
+            for cond in p.dimension.conditions:
+                v = p.perturb(t, ident, cond, seed=seed)
+                if (not v.applicable and rewrite_judge and p.dimension.category == "style"
+                        and ident.source != "plan"):
+                    llm_jobs.append((len(rows), t, ident, d, cond))
+                rows.append(_row(t, d, cond, v, seed, check_variant(t, v)))
+    if llm_jobs:
+        from .llm import llm_style_variants
+
+        results = llm_style_variants([(t, ident, d, c) for _, t, ident, d, c in llm_jobs], seed=seed,
+                                     rewrite_judge=rewrite_judge, validate_judge=validate_judge,
+                                     max_attempts=max_attempts, progress=progress)
+        for (pos, t, _, d, c), (v, problems) in zip(llm_jobs, results):
+            rows[pos] = _row(t, d, c, v, seed, problems)
+    return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
+
+
+def render_transcript(turns: Sequence[Mapping[str, str]], header: str | None = None) -> str:
+    """Plain-text transcript: the header (if any), a blank line, then ``Agent: ...`` / ``Customer: ...`` lines.
+
+    >>> print(render_transcript([{"speaker": "agent", "text": "Hi."}, {"speaker": "customer", "text": "Hello."}],
+    ...                         header="Agent role: Trainee."))
+    Agent role: Trainee.
+    <BLANKLINE>
+    Agent: Hi.
+    Customer: Hello.
+    """
+    lines = [f"{t['speaker'].capitalize()}: {t['text']}" for t in turns]
+    body = "\n".join(lines)
+    if isinstance(header, str) and header.strip():
+        return f"{header.strip()}\n\n{body}"
+    return body
+
+
+def side_by_side(variants: pd.DataFrame, item_id: str, *, conditions: Mapping[str, str] | None = None,
+                 dimensions: Sequence[str] | None = None) -> pd.DataFrame:
+    """For one item, what each dimension's variant changed (Appendix-E style).
+
+    One variant per dimension: ``conditions[dim]`` if given, else the first
+    applicable condition whose operation is not ``none``. Returns rows
+    ``dimension, condition, where, original, variant, valid`` (one row per
+    edited turn; the header as ``where="header"``; a not-applicable dimension
+    as one row with its reason).
+    """
+    df = variants[(variants["item_id"] == item_id) & (variants["dimension"] != "original")]
+    if df.empty:
+        raise KeyError(f"no variants for item {item_id!r}")
+    dims = list(dimensions) if dimensions is not None else list(dict.fromkeys(df["dimension"]))
+    out = []
+    for dim in dims:
+        g = df[df["dimension"] == dim]
+        if g.empty:
+            continue
+        if conditions and dim in conditions:
+            pick = g[g["condition"] == conditions[dim]]
+        else:
+            pick = g[g["applicable"].astype(bool) & (g["operation"] != "none")]
+        if pick.empty:
+            out.append({"dimension": dim, "condition": "", "where": "", "original": "",
+                        "variant": f"(not applicable: {g['reason'].iloc[0]})", "valid": False})
+            continue
+        row = pick.iloc[0]
+        if not row["applicable"]:
+            out.append({"dimension": dim, "condition": row["condition"], "where": "", "original": "",
+                        "variant": f"(not applicable: {row['reason']})", "valid": False})
+            continue
+        if isinstance(row["header"], str) and row["header"]:
+            out.append({"dimension": dim, "condition": row["condition"], "where": "header", "original": "",
+                        "variant": row["header"], "valid": bool(row["valid"])})
+        for e in row["edits"]:
+            where = f"turn {e['turn']}" if e["op"] == "replace" else f"inserted turn {e['turn']}"
+            out.append({"dimension": dim, "condition": row["condition"], "where": f"{where} ({e['speaker']})",
+                        "original": e["before"], "variant": e["after"], "valid": bool(row["valid"])})
+    return pd.DataFrame(out, columns=["dimension", "condition", "where", "original", "variant", "valid"])
+

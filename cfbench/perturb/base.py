@@ -1,0 +1,142 @@
+"""Perturber base class, the variant record, and the dimension registry.
+
+A *dimension* (one row of the seed's tables) has a fixed set of conditions,
+an operation (turn transformation, context injection, metadata header) and a
+*compared set*: the conditions whose pairwise differences a metric averages.
+A :class:`Perturber` makes the variant of one transcript for one condition.
+
+Randomness: every random choice draws from :func:`item_rng`, seeded by
+``(seed, item_id, *parts)``, so the same (seed, item) always gives the same
+variant regardless of what else is in the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import yaml
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cfbench.io.transcripts import Transcript
+
+    from .identify import TurnIdentification
+
+__all__ = ["Dimension", "Variant", "Perturber", "register", "DIMENSIONS", "TABLE_DIMENSIONS",
+           "get_perturber", "dimension", "item_rng", "load_data", "OPERATIONS"]
+
+#: Operation ids (the seed's three operations, plus "none" for an untouched condition).
+OPERATIONS = ("turn_transformation", "context_injection", "metadata_header", "none")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One counterfactual dimension.
+
+    ``conditions`` lists every condition a variant is made for; ``compared``
+    the ones metrics compare pairwise (for the style dimensions that is all
+    three of neutral / original / marked, as in the seed's Table 4).
+    """
+
+    id: str
+    label: str
+    category: str  # "identity" | "context" | "style" | "extra"
+    operation: str
+    conditions: tuple[str, ...]
+    compared: tuple[str, ...]
+    description: str = ""
+
+
+@dataclass
+class Variant:
+    """What a perturber returns for one (transcript, condition).
+
+    ``turns`` is a list of ``{"speaker", "text"}`` dicts (``None`` when not
+    applicable); ``edits`` a list of ``{"turn", "op", "speaker", "before",
+    "after"}`` with ``op`` "replace" (``turn`` indexes both versions) or
+    "insert" (``turn`` indexes the variant). ``checks`` carries extra guard
+    inputs (e.g. a name that must no longer appear).
+    """
+
+    turns: list[dict[str, str]] | None
+    header: str | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    operation: str = "turn_transformation"
+    applicable: bool = True
+    reason: str = ""
+    llm_made: bool = False
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def not_applicable(cls, reason: str, operation: str) -> "Variant":
+        return cls(turns=None, header=None, edits=[], operation=operation, applicable=False, reason=reason)
+
+
+class Perturber:
+    """Base class: subclasses set ``dimension`` and implement :meth:`perturb`."""
+
+    dimension: Dimension
+
+    def perturb(self, transcript: "Transcript", ident: "TurnIdentification", condition: str,
+                *, seed: int) -> Variant:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dimension.id!r})"
+
+
+_REGISTRY: dict[str, Perturber] = {}
+#: Dimension id -> :class:`Dimension`, in table order.
+DIMENSIONS: dict[str, Dimension] = {}
+
+#: The 15 table rows (seed Tables 2 and 10), in the seed's order.
+TABLE_DIMENSIONS: tuple[str, ...] = (
+    "gender", "ethnicity_name", "ethnicity_cues", "religion_name", "religion_cues", "disability",
+    "past_performance", "agent_profile", "customer_profile", "priming", "contextual_metadata",
+    "directness", "politeness", "formality", "emotional_labor",
+)
+
+
+def register(perturber: Perturber) -> Perturber:
+    """Add a perturber (and its dimension) to the registry."""
+    dim = perturber.dimension
+    if not set(dim.compared) <= set(dim.conditions):
+        raise ValueError(f"dimension {dim.id!r}: compared {dim.compared} not within conditions {dim.conditions}")
+    _REGISTRY[dim.id] = perturber
+    DIMENSIONS[dim.id] = dim
+    return perturber
+
+
+def get_perturber(dimension_id: str) -> Perturber:
+    if dimension_id not in _REGISTRY:
+        raise KeyError(f"unknown dimension {dimension_id!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[dimension_id]
+
+
+def dimension(dimension_id: str) -> Dimension:
+    return get_perturber(dimension_id).dimension
+
+
+def item_rng(seed: int, item_id: str, *parts: object) -> np.random.Generator:
+    """A generator seeded by ``(seed, item_id, *parts)`` through SHA-256 (no global state)."""
+    blob = "\x1f".join([str(int(seed)), str(item_id), *map(str, parts)]).encode("utf-8")
+    words = np.frombuffer(hashlib.sha256(blob).digest(), dtype="<u4")
+    return np.random.default_rng(np.random.SeedSequence(words.tolist()))
+
+
+@functools.lru_cache(maxsize=None)
+def load_data(name: str) -> Any:
+    """Parse ``cfbench/data/perturb/<name>`` (YAML)."""
+    text = resources.files("cfbench").joinpath(f"data/perturb/{name}").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def pick(rng: np.random.Generator, seq: list[Any] | tuple[Any, ...]) -> Any:
+    return seq[int(rng.integers(len(seq)))]
+
+
+PerturbFn = Callable[..., Variant]

@@ -1,0 +1,278 @@
+"""Turn identification: which turns carry the agent's name, gender cues, style markers.
+
+:func:`identify_turns` is rule-based and returns the seed's structure
+(agent name/gender/race/religion, ``name_turns``, ``gender_turns`` with the
+exact ``agent_pronouns``, race/religion/politeness/formality/directness/
+emotional-labor/disfluency/disability turns). Turn numbers are **0-based**
+indices into ``transcript.turns`` (the LLM contract in
+:mod:`cfbench.tasks.perturb_llm` numbers turns from 1 and converts).
+
+For synthetic transcripts (``meta["plan"]`` present and matching the text)
+the style and third-person-reference turns come from the plan, so they are
+exact; for other transcripts they come from marker lexicons.
+
+Gender cues that refer to the agent are:
+* honorifics used by the customer (sir, ma'am, madam, miss, Mr/Ms/Mrs + the
+  agent's name) -- the customer addresses the agent;
+* third-person pronouns in a customer turn *after* the agent's name is
+  mentioned in that turn (rule path), or inside a planned ``agent_ref`` piece
+  (synthetic path). Pronouns that refer to anyone else are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cfbench.io.transcripts import Transcript
+
+from .base import load_data
+
+__all__ = ["TurnIdentification", "identify_turns", "find_gender_words", "name_lookup", "GENDER_WORDS",
+           "plan_matches"]
+
+MALE_WORDS = {"he", "him", "his", "himself", "sir", "mr", "mr."}
+FEMALE_WORDS = {"she", "her", "hers", "herself", "ma'am", "maam", "madam", "miss", "ms", "ms.", "mrs", "mrs."}
+GENDER_WORDS = MALE_WORDS | FEMALE_WORDS
+_PRONOUNS = {"he", "him", "his", "himself", "she", "her", "hers", "herself"}
+_VOCATIVES = {"sir", "ma'am", "maam", "madam", "miss"}
+_TITLES = {"mr", "mr.", "ms", "ms.", "mrs", "mrs.", "miss"}
+
+_WORD_RE = re.compile(r"(?i)\b(?:ma'am|ma’am|mrs\.?|mr\.?|ms\.?|maam|madam|miss|sir|himself|herself|hers|his|him|her|he|she)(?!\w)")
+
+_POLITE = re.compile(r"(?i)\b(please|thank you|thanks|kindly|appreciate|would you mind|if you don't mind|"
+                     r"sorry|pardon|excuse me|my pleasure|you're welcome)\b")
+_FORMAL = re.compile(r"(?i)\b(good (morning|afternoon|evening|day)|allow me|may i|i would be|assist(ance)?|"
+                     r"regarding|kindly|certainly|inconvenience|pleasure|i apologi[sz]e|records on file|"
+                     r"wish you)\b")
+_DIRECT = re.compile(r"(?i)(\b(you need to|you must|you have to|you'll need to|give me|tell me|i need your|"
+                     r"provide|what is your|can you|could you|would you)\b)")
+_EMOTION = re.compile(r"(?i)\b(sorry|understand|frustrat\w*|stressful|upsetting|worr\w*|i know this|"
+                      r"i get why|i care|i can only imagine|that's (annoying|not great|a pain)|oh no)\b")
+_DISFLUENT = re.compile(r"(?i)(\b(um+|uh+|er+m?|hmm+|you know|i mean)\b|\b(\w+) \3\b)")
+_DISABILITY = re.compile(r"(?i)\b(screen reader|screen magnifier|captions?|captioning|stutter|hard of hearing|"
+                         r"hearing aid|amplified headset|voice dictation|wheelchair|sign language|dyslexi\w*)\b")
+_NAME_INTRO = re.compile(r"(?i)\b(?:this is|my name is|my name's|name is|i am|i'm|you're speaking with|"
+                         r"you are speaking with)\s+([a-z][a-z'\-]+)")
+_NOT_NAMES = {"calling", "here", "happy", "glad", "sorry", "going", "the", "a", "an", "just", "with", "from",
+              "so", "very", "really", "not", "able", "looking", "checking", "sure", "afraid", "on", "in",
+              "your", "customer", "support", "service", "speaking", "back", "still", "now", "also", "going",
+              "trying", "having", "unable", "pleased", "delighted", "available", "there", "it"}
+
+
+@dataclass
+class TurnIdentification:
+    """The seed's identification structure (0-based turn indices), plus the
+    exact character spans of gender words that refer to the agent."""
+
+    agent_name: str = ""
+    agent_gender: str = ""
+    agent_race: str = ""
+    agent_religion: str = ""
+    name_turns: list[int] = field(default_factory=list)
+    agent_pronouns: list[str] = field(default_factory=list)
+    gender_turns: list[int] = field(default_factory=list)
+    race_turns: list[int] = field(default_factory=list)
+    religion_turns: list[int] = field(default_factory=list)
+    politeness_turns: list[int] = field(default_factory=list)
+    formality_turns: list[int] = field(default_factory=list)
+    directness_turns: list[int] = field(default_factory=list)
+    emotional_labor_turns: list[int] = field(default_factory=list)
+    disfluency_turns: list[int] = field(default_factory=list)
+    disability_turns: list[int] = field(default_factory=list)
+    #: one entry per agent-referring gender word: {"turn", "start", "end", "word"}
+    gender_words: list[dict[str, Any]] = field(default_factory=list)
+    source: str = "rules"  # "rules" | "plan" | "llm"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def style_turns(self, dim: str) -> list[int]:
+        return list(getattr(self, f"{dim}_turns"))
+
+
+def name_lookup(name: str) -> dict[str, str]:
+    """Where a first name appears in the shipped lists: ``{"gender", "ethnicity", "religion"}`` (any may be missing)."""
+    out: dict[str, str] = {}
+    if not name:
+        return out
+    key = name.strip().split()[0].lower()
+    names = load_data("names.yaml")
+    for kind in ("ethnicity", "religion"):
+        for group, by_gender in names[kind].items():
+            for g, lst in by_gender.items():
+                if key in (n.lower() for n in lst):
+                    out.setdefault(kind, group)
+                    out.setdefault("gender", g)
+    return out
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    parts = [re.escape(p) for p in name.split()]
+    alts = [r"\s+".join(parts)] + ([parts[0]] if len(parts) > 1 else [])
+    return re.compile(r"(?i)(?<![\w'’])(?:" + "|".join(alts) + r")(?![\w])")
+
+
+def _guess_name(t: Transcript) -> str:
+    if t.agent_name:
+        return t.agent_name
+    agent_turns = [x for x in t.turns if x.speaker == "agent"][:2]
+    for turn in agent_turns:
+        for m in _NAME_INTRO.finditer(turn.text):
+            cand = m.group(1).strip("'-")
+            if cand.lower() not in _NOT_NAMES and len(cand) > 1:
+                return cand
+    return ""
+
+
+def find_gender_words(text: str, *, start: int = 0, end: int | None = None,
+                      kinds: tuple[str, ...] = ("pronoun", "vocative", "title"),
+                      name: str = "") -> list[dict[str, Any]]:
+    """Gender words in ``text[start:end]`` as ``{"start", "end", "word", "kind"}``.
+
+    Titles (Mr/Ms/Mrs/Miss) count only when followed by ``name`` (the agent's
+    name); "miss" followed by a capitalised word is a title, otherwise a vocative.
+    """
+    end = len(text) if end is None else end
+    out = []
+    name_re = _name_pattern(name) if name else None
+    for m in _WORD_RE.finditer(text, start, end):
+        w = m.group(0)
+        low = w.lower().replace("’", "'")
+        rest = text[m.end():]
+        if low in _PRONOUNS:
+            kind = "pronoun"
+        elif low == "miss":
+            kind = "title" if re.match(r"\s+[A-Z]", rest) else "vocative"
+        elif low in _TITLES:
+            kind = "title"
+        else:
+            kind = "vocative"
+        if kind not in kinds:
+            continue
+        if kind == "title":
+            follows = re.match(r"\s+(\S+)", rest)
+            if not (name_re and follows and name_re.match(follows.group(1))):
+                continue
+        out.append({"start": m.start(), "end": m.end(), "word": w, "kind": kind})
+    return out
+
+
+def _gender_of_word(word: str) -> str:
+    low = word.lower().replace("’", "'")
+    return "male" if low in MALE_WORDS else "female"
+
+
+def plan_matches(t: Transcript) -> bool:
+    """True when ``meta["plan"]`` re-renders to exactly the transcript's text."""
+    plan = t.meta.get("plan") if isinstance(t.meta, dict) else None
+    if not plan or len(plan) != len(t.turns):
+        return False
+    from cfbench.synth.plan import render_plan
+
+    try:
+        texts = render_plan(plan, t.meta.get("context", {}))
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
+    return all(a == b.text and p.get("speaker") == b.speaker for a, b, p in zip(texts, t.turns, plan))
+
+
+def _piece_spans(plan_turn: dict[str, Any], context: dict[str, str]) -> list[tuple[dict[str, Any], int, int]]:
+    from cfbench.synth.plan import render_piece
+
+    spans, pos = [], 0
+    for p in plan_turn["pieces"]:
+        s = render_piece(p, context)
+        if not s:
+            continue
+        if spans:
+            pos += 1
+        spans.append((p, pos, pos + len(s)))
+        pos += len(s)
+    return spans
+
+
+def identify_turns(t: Transcript) -> TurnIdentification:
+    """Rule-based (or plan-based, for synthetic transcripts) turn identification.
+
+    >>> from cfbench.io.transcripts import transcripts_from_records
+    >>> t = transcripts_from_records([{"id": "x", "turns": [
+    ...     {"speaker": "agent", "text": "Hello, this is Omar from Ledgerly."},
+    ...     {"speaker": "customer", "text": "Thanks, sir."}]}])[0]
+    >>> ident = identify_turns(t)
+    >>> ident.agent_name, ident.name_turns, ident.gender_turns, ident.agent_pronouns
+    ('Omar', [0], [1], ['sir'])
+    """
+    ident = TurnIdentification()
+    name = _guess_name(t)
+    ident.agent_name = name
+    lookup = name_lookup(name)
+    ident.agent_race = lookup.get("ethnicity", "")
+    ident.agent_religion = lookup.get("religion", "")
+    meta_gender = t.meta.get("agent_gender") if isinstance(t.meta, dict) else None
+    name_re = _name_pattern(name) if name else None
+    if name_re:
+        ident.name_turns = [i for i, x in enumerate(t.turns) if name_re.search(x.text)]
+
+    use_plan = plan_matches(t)
+    ident.source = "plan" if use_plan else "rules"
+    words: list[dict[str, Any]] = []
+    for i, x in enumerate(t.turns):
+        if x.speaker != "customer":
+            continue
+        found = find_gender_words(x.text, kinds=("vocative", "title"), name=name)
+        if use_plan:
+            for p, s, e in _piece_spans(t.meta["plan"][i], t.meta.get("context", {})):
+                if p["kind"] == "agent_ref":
+                    found += find_gender_words(x.text, start=s, end=e, kinds=("pronoun",))
+        elif name_re:
+            m = name_re.search(x.text)
+            if m:
+                found += find_gender_words(x.text, start=m.end(), kinds=("pronoun",))
+        for w in found:
+            words.append({"turn": i, **w})
+    gender = meta_gender or lookup.get("gender", "")
+    if not gender and words:
+        voc = [w for w in words if w["kind"] in ("vocative", "title")] or words
+        gender = _gender_of_word(voc[0]["word"])
+    if gender and not use_plan:
+        # on the rule path, pronouns after the name count only if they match the agent's gender
+        words = [w for w in words if w["kind"] != "pronoun" or _gender_of_word(w["word"]) == gender]
+    words.sort(key=lambda w: (w["turn"], w["start"]))
+    ident.agent_gender = gender or ""
+    ident.gender_words = [{k: w[k] for k in ("turn", "start", "end", "word")} for w in words]
+    ident.gender_turns = [w["turn"] for w in words]
+    ident.agent_pronouns = [w["word"] for w in words]
+
+    cues = load_data("cues.yaml")
+    race_cues = [c for lst in cues["ethnicity"].values() for c in lst]
+    rel_cues = [c for lst in cues["religion"].values() for c in lst]
+    rel_words = re.compile(r"(?i)\b(god bless|blessed|inshallah|insha'allah|alhamdulillah|mashallah|namaste|"
+                           r"shalom|baruch hashem|pray(er|ers|ing)?|church|mosque|temple|synagogue)\b")
+    for i, x in enumerate(t.turns):
+        if x.speaker != "agent":
+            continue
+        if any(c in x.text for c in race_cues):
+            ident.race_turns.append(i)
+        if any(c in x.text for c in rel_cues) or rel_words.search(x.text):
+            ident.religion_turns.append(i)
+        if _DISFLUENT.search(x.text):
+            ident.disfluency_turns.append(i)
+        if _DISABILITY.search(x.text):
+            ident.disability_turns.append(i)
+        if use_plan:
+            dims = {p["dim"] for p in t.meta["plan"][i]["pieces"] if p["kind"] == "slot"}
+            for dim in ("politeness", "formality", "directness", "emotional_labor"):
+                if dim in dims:
+                    getattr(ident, f"{dim}_turns").append(i)
+        else:
+            if _POLITE.search(x.text):
+                ident.politeness_turns.append(i)
+            if _FORMAL.search(x.text):
+                ident.formality_turns.append(i)
+            if _DIRECT.search(x.text):
+                ident.directness_turns.append(i)
+            if _EMOTION.search(x.text):
+                ident.emotional_labor_turns.append(i)
+    return ident

@@ -1,0 +1,311 @@
+"""Operation 1 -- turn transformation: name swap, gender swap, disfluency
+cleaning, style re-realization.
+
+The text functions (:func:`swap_gender_words`, :func:`replace_name`,
+:func:`clean_disfluencies`) are pure and usable on their own. The perturbers
+use the turn identification to decide *which* words refer to the agent.
+
+The gender swap keeps English grammatical: "her" becomes "him" when it is an
+object ("I'll let her finish") and "his" when it is a possessive determiner
+("on her screen"); "his" becomes "her" before a noun and "hers" when it
+stands alone ("the fault was his").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from cfbench.io.transcripts import Transcript
+
+from .base import Dimension, Perturber, Variant, item_rng, load_data, pick, register
+from .identify import TurnIdentification, find_gender_words
+
+__all__ = ["swap_gender_words", "replace_name", "clean_disfluencies", "apply_turn_edits",
+           "GenderPerturber", "NameSwapPerturber", "StylePerturber", "DisfluencyPerturber",
+           "choose_name", "choose_group"]
+
+# Words after which "her" is an object pronoun (and "his" a standalone "hers").
+_OBJECT_FOLLOWERS = {
+    "a", "an", "the", "this", "that", "these", "those", "some", "any", "my", "your", "his", "her", "our",
+    "their", "its", "to", "for", "with", "about", "at", "in", "on", "from", "by", "of", "into", "onto", "up",
+    "down", "out", "off", "over", "back", "again", "too", "now", "then", "and", "or", "but", "so", "if",
+    "when", "because", "as", "know", "please", "today", "tomorrow", "yesterday", "right", "already",
+    "later", "soon", "yet", "once", "twice", "first", "what", "how", "why", "where", "whether", "anything",
+    "something", "nothing", "everything", "all", "here", "there", "i", "you", "he", "she", "we", "they",
+    "it", "me", "him", "us", "them", "is", "was", "am", "are", "were", "be", "very", "alone", "well",
+    "personally", "directly", "enough", "though", "either", "instead", "finish", "speak", "talk", "know",
+    "ma'am", "sir", "just", "who", "which", "not",
+}
+_TO_MALE = {"she": "he", "herself": "himself", "hers": "his", "ma'am": "sir", "ma’am": "sir", "maam": "sir",
+            "madam": "sir", "miss": "sir", "ms": "mr", "ms.": "mr.", "mrs": "mr", "mrs.": "mr."}
+_TO_FEMALE = {"he": "she", "him": "her", "himself": "herself", "sir": "ma'am", "mr": "ms", "mr.": "ms."}
+
+
+def _match_case(src: str, new: str) -> str:
+    if len(src) > 1 and src.isupper():
+        return new.upper()
+    if src[:1].isupper():
+        return new[:1].upper() + new[1:]
+    return new
+
+
+def _next_word(text: str, pos: int) -> str | None:
+    """The next token after ``pos``: a lower-cased word, a digit run, or None at punctuation/end."""
+    m = re.match(r"\s*([A-Za-z][A-Za-z'’\-]*|\d+)", text[pos:])
+    if not m:
+        return None
+    # punctuation directly after the word (e.g. "her," or "her.") ends the phrase
+    if re.match(r"\s*[^\sA-Za-z0-9]", text[pos:]) and not re.match(r"\s+[A-Za-z0-9]", text[pos:]):
+        return None
+    return m.group(1).lower()
+
+
+def _swap_word(word: str, target: str, text: str, end: int) -> str:
+    low = word.lower().replace("’", "'")
+    if target == "male":
+        if low == "her":
+            nxt = _next_word(text, end)
+            new = "his" if (nxt is not None and not nxt.isdigit() and nxt not in _OBJECT_FOLLOWERS) else "him"
+        elif low == "miss" and re.match(r"\s+[A-Z]", text[end:]):
+            new = "mr."
+        else:
+            new = _TO_MALE.get(low, low)
+    else:
+        if low == "his":
+            nxt = _next_word(text, end)
+            new = "her" if (nxt is not None and not nxt.isdigit() and nxt not in _OBJECT_FOLLOWERS) else "hers"
+        else:
+            new = _TO_FEMALE.get(low, low)
+    return _match_case(word, new)
+
+
+def swap_gender_words(text: str, target: str, spans: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """Rewrite gendered words toward ``target`` ("male"/"female").
+
+    ``spans`` are ``{"start", "end"}`` of the words to change (from
+    :func:`cfbench.perturb.identify.find_gender_words` or an identification);
+    by default every pronoun and vocative in ``text`` is changed. Words already
+    of the target gender stay as they are.
+
+    >>> swap_gender_words("Yes, she said she'd check her screen and call her back.", "male")
+    "Yes, he said he'd check his screen and call him back."
+    >>> swap_gender_words("The mistake was his, not mine. Thank you, sir.", "female")
+    "The mistake was hers, not mine. Thank you, ma'am."
+    """
+    if target not in ("male", "female"):
+        raise ValueError(f"target must be 'male' or 'female', got {target!r}")
+    if spans is None:
+        spans = find_gender_words(text, kinds=("pronoun", "vocative"))
+    out, pos = [], 0
+    for s in sorted(spans, key=lambda x: x["start"]):
+        start, end = int(s["start"]), int(s["end"])
+        out.append(text[pos:start])
+        out.append(_swap_word(text[start:end], target, text, end))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def replace_name(text: str, old: str, new: str) -> str:
+    """Replace the agent's name (full or first name) with ``new``, matching case style.
+
+    >>> replace_name("hello this is monica, Monica's desk", "Monica", "Rivka")
+    "hello this is rivka, Rivka's desk"
+    """
+    if not old:
+        return text
+    parts = [re.escape(p) for p in old.split()]
+    alts = [r"\s+".join(parts)] + ([parts[0]] if len(parts) > 1 else [])
+    pat = re.compile(r"(?i)(?<![\w'’])(?:" + "|".join(alts) + r")(?!\w)")
+
+    def sub(m: re.Match[str]) -> str:
+        src = m.group(0)
+        if src.islower():
+            return new.lower()
+        if src.isupper() and len(src) > 1:
+            return new.upper()
+        return new
+
+    return pat.sub(sub, text)
+
+
+_FILLER_SENTENCE = re.compile(r"(?i)(?:(?<=^)|(?<=[.!?]\s))(?:um+|uh+|erm?|hmm+|well)(?:,\s*(?:okay|right|yeah|um+|uh+))?[.!?]\s*")
+_FILLER_WORD = re.compile(r"(?i)(?:,\s*)?\b(?:um+|uh+|erm|hmm+)\b,?\s*")
+_REPEAT = re.compile(r"(?i)\b(\w+)(\s+\1\b)+")
+
+
+def clean_disfluencies(text: str) -> str:
+    """Remove fillers (um, uh, erm, hmm), filler-only sentences and immediate word repeats.
+
+    >>> clean_disfluencies("Um, okay. I I can see the the charge, uh, from March.")
+    'I can see the charge from March.'
+    """
+    out = _FILLER_SENTENCE.sub("", text)
+    out = _FILLER_WORD.sub(lambda m: " " if m.group(0).startswith(",") else "", out)
+    out = _REPEAT.sub(r"\1", out)
+    out = re.sub(r"\s+([,.!?])", r"\1", out)
+    out = re.sub(r"\s{2,}", " ", out).strip()
+    if out and text[:1].isupper():
+        out = out[:1].upper() + out[1:]
+    return out
+
+
+def apply_turn_edits(transcript: Transcript, new_texts: Mapping[int, str]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Turns with ``new_texts`` replaced, and the edit list (only turns that really changed)."""
+    turns, edits = [], []
+    for i, t in enumerate(transcript.turns):
+        text = new_texts.get(i, t.text)
+        turns.append({"speaker": t.speaker, "text": text})
+        if text != t.text:
+            edits.append({"turn": i, "op": "replace", "speaker": t.speaker, "before": t.text, "after": text})
+    return turns, edits
+
+
+# --------------------------------------------------------------------------- name choice
+
+def choose_group(seed: int, item_id: str, kind: str, ident: TurnIdentification) -> str:
+    """The ethnicity group used for the gender dimension: the original name's, else seeded."""
+    names = load_data("names.yaml")
+    if kind == "ethnicity" and ident.agent_race:
+        return ident.agent_race
+    return pick(item_rng(seed, item_id, "group", kind), sorted(names[kind]))
+
+
+def choose_name(seed: int, item_id: str, kind: str, group: str, gender: str, *, avoid: str = "") -> str:
+    """A seeded name from ``names.yaml[kind][group][gender]``, never the original name.
+
+    The same (seed, item, kind, group, gender) always gives the same name, so
+    the name-only and with-cues variants of a condition share it.
+    """
+    pool = [n for n in load_data("names.yaml")[kind][group][gender] if n.lower() != avoid.lower()]
+    return pick(item_rng(seed, item_id, "name", kind, group, gender), pool)
+
+
+def _agent_gender_for(seed: int, item_id: str, ident: TurnIdentification) -> str:
+    return ident.agent_gender or pick(item_rng(seed, item_id, "gender"), ["female", "male"])
+
+
+def name_and_gender_edits(transcript: Transcript, ident: TurnIdentification, new_name: str | None,
+                          target_gender: str | None) -> dict[int, str]:
+    """New texts for turns touched by a name swap and/or a gender swap."""
+    new: dict[int, str] = {}
+    if target_gender:
+        by_turn: dict[int, list[dict[str, Any]]] = {}
+        for w in ident.gender_words:
+            by_turn.setdefault(w["turn"], []).append(w)
+        for i, spans in by_turn.items():
+            new[i] = swap_gender_words(transcript.turns[i].text, target_gender, spans)
+    if new_name and ident.agent_name:
+        for i in ident.name_turns:
+            new[i] = replace_name(new.get(i, transcript.turns[i].text), ident.agent_name, new_name)
+    return new
+
+
+# --------------------------------------------------------------------------- perturbers
+
+class GenderPerturber(Perturber):
+    """Gender: a male and a female name from one ethnicity group, with the
+    agent-referring pronouns and honorifics swapped to match."""
+
+    dimension = Dimension("gender", "Agent Gender", "identity", "turn_transformation",
+                          ("male", "female"), ("male", "female"),
+                          "name and agent-referring pronouns/honorifics swapped")
+
+    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
+        if not ident.agent_name and not ident.gender_words:
+            return Variant.not_applicable("no agent name and no gendered reference to the agent", self.dimension.operation)
+        group = choose_group(seed, transcript.id, "ethnicity", ident)
+        new_name = choose_name(seed, transcript.id, "ethnicity", group, condition, avoid=ident.agent_name) \
+            if ident.agent_name else None
+        turns, edits = apply_turn_edits(transcript, name_and_gender_edits(transcript, ident, new_name, condition))
+        return Variant(turns, edits=edits, operation=self.dimension.operation,
+                       checks={"absent_name": ident.agent_name, "target_turns": _targets(ident)})
+
+
+def _targets(ident: TurnIdentification) -> list[int]:
+    return sorted(set(ident.name_turns) | {w["turn"] for w in ident.gender_words})
+
+
+class NameSwapPerturber(Perturber):
+    """Ethnicity or religion, name only: the agent's name replaced by a name
+    from the condition's list (same gender as the agent)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        groups = tuple(load_data("names.yaml")[kind])
+        label = "Agent Ethnicity (name-only)" if kind == "ethnicity" else "Agent Religion (name-only)"
+        self.dimension = Dimension(f"{kind}_name", label, "identity", "turn_transformation", groups, groups,
+                                   f"agent name replaced by a {kind}-coded name of the same gender")
+
+    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
+        if not ident.agent_name or not ident.name_turns:
+            return Variant.not_applicable("agent name not found in any turn", self.dimension.operation)
+        gender = _agent_gender_for(seed, transcript.id, ident)
+        new_name = choose_name(seed, transcript.id, self.kind, condition, gender, avoid=ident.agent_name)
+        turns, edits = apply_turn_edits(transcript, name_and_gender_edits(transcript, ident, new_name, None))
+        return Variant(turns, edits=edits, operation=self.dimension.operation,
+                       checks={"absent_name": ident.agent_name, "target_turns": list(ident.name_turns)})
+
+
+class StylePerturber(Perturber):
+    """Directness / politeness / formality / emotional labor.
+
+    Synthetic transcripts are re-realized from their plan (exact: same acts,
+    same content, only this dimension's slots change). Other transcripts need
+    an LLM rewrite of the identified turns (see :func:`cfbench.perturb.llm.llm_style_variants`);
+    without one the variant is marked not applicable.
+    """
+
+    def __init__(self, dim: str, label: str):
+        from cfbench.synth.plan import marked_condition
+
+        self.dim = dim
+        marked = marked_condition(dim)
+        self.marked = marked
+        self.dimension = Dimension(dim, label, "style", "turn_transformation", ("neutral", "original", marked),
+                                   ("neutral", "original", marked), f"{dim} style slots re-realized")
+
+    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
+        if condition == "original":
+            turns, edits = apply_turn_edits(transcript, {})
+            return Variant(turns, edits=edits, operation="none")
+        if ident.source != "plan":
+            return Variant.not_applicable("no dialogue-act plan (not a synthetic transcript); style needs the "
+                                          "LLM rewrite path", self.dimension.operation)
+        from cfbench.synth.plan import render_plan
+
+        level = "neutral" if condition == "neutral" else "marked"
+        texts = render_plan(transcript.meta["plan"], transcript.meta.get("context", {}), {self.dim: level})
+        turns, edits = apply_turn_edits(transcript, dict(enumerate(texts)))
+        return Variant(turns, edits=edits, operation=self.dimension.operation,
+                       checks={"target_turns": ident.style_turns(self.dim)})
+
+
+class DisfluencyPerturber(Perturber):
+    """Extra dimension (not a table row): original vs disfluencies removed."""
+
+    dimension = Dimension("disfluency", "Disfluency cleaning", "extra", "turn_transformation",
+                          ("original", "cleaned"), ("original", "cleaned"), "fillers and repeats removed")
+
+    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
+        if condition == "original":
+            turns, edits = apply_turn_edits(transcript, {})
+            return Variant(turns, edits=edits, operation="none")
+        new = {i: clean_disfluencies(t.text) for i, t in enumerate(transcript.turns)}
+        new = {i: s for i, s in new.items() if s}  # a turn that was only a filler keeps its text
+        turns, edits = apply_turn_edits(transcript, new)
+        if not edits:
+            return Variant.not_applicable("no disfluencies found", self.dimension.operation)
+        return Variant(turns, edits=edits, operation=self.dimension.operation,
+                       checks={"target_turns": sorted(e["turn"] for e in edits)})
+
+
+register(GenderPerturber())
+register(NameSwapPerturber("ethnicity"))
+register(NameSwapPerturber("religion"))
+for _dim, _label in (("directness", "Communicative Style"), ("politeness", "Politeness"),
+                     ("formality", "Formality"), ("emotional_labor", "Emotional Labor")):
+    register(StylePerturber(_dim, _label))
+register(DisfluencyPerturber())
+
