@@ -35,7 +35,7 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
         pos = x + (i - (len(slices) - 1) / 2) * width
         ax.bar(pos, est, width, label=str(s), yerr=err, capsize=4)
         for p, e, k, n in zip(pos, est, sub["successes"], sub["n"]):
-            ax.annotate(f"{int(k)}/{int(n)}", (p, 0.02), ha="center", va="bottom", fontsize=7, color="white")
+            ax.annotate(f"{int(k)}/{int(n)}", (p, 0.02), ha="center", va="bottom", fontsize=7, color="black")
     labels = {"selection": "selection rate", "tpr": "TPR (ready)", "fpr": "FPR (needs review)"}
     ax.set_xticks(x, [labels.get(m, m) for m in metrics])
     ax.set_ylim(0, 1.05)
