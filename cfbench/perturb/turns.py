@@ -8,7 +8,9 @@ use the turn identification to decide *which* words refer to the agent.
 The gender swap keeps English grammatical: "her" becomes "him" when it is an
 object ("I'll let her finish") and "his" when it is a possessive determiner
 ("on her screen"); "his" becomes "her" before a noun and "hers" when it
-stands alone ("the fault was his").
+stands alone ("the fault was his"). The decision looks at the next word (and,
+for let/make/help, the previous one). Known limit: after a perception verb
+with a bare infinitive ("I heard her say it") "her" is read as possessive.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ _OBJECT_FOLLOWERS = {
     "later", "soon", "yet", "once", "twice", "first", "what", "how", "why", "where", "whether", "anything",
     "something", "nothing", "everything", "all", "here", "there", "i", "you", "he", "she", "we", "they",
     "it", "me", "him", "us", "them", "is", "was", "am", "are", "were", "be", "very", "alone", "well",
-    "personally", "directly", "enough", "though", "either", "instead", "finish", "speak", "talk", "know",
-    "ma'am", "sir", "just", "who", "which", "not",
+    "personally", "directly", "enough", "though", "either", "instead", "ma'am", "sir", "just", "who",
+    "which", "not",
 }
 _TO_MALE = {"she": "he", "herself": "himself", "hers": "his", "ma'am": "sir", "ma’am": "sir", "maam": "sir",
             "madam": "sir", "miss": "sir", "ms": "mr", "ms.": "mr.", "mrs": "mr", "mrs.": "mr."}
@@ -61,12 +63,28 @@ def _next_word(text: str, pos: int) -> str | None:
     return m.group(1).lower()
 
 
-def _swap_word(word: str, target: str, text: str, end: int) -> str:
+# Verbs after which "her" + bare verb is an object ("let her finish", "help her find").
+# ("see/hear her ..." is left out: "I saw her new address" is far more common there.)
+_CAUSATIVES = {"let", "lets", "letting", "make", "makes", "made", "help", "helps", "helped"}
+
+
+def _prev_word(text: str, start: int) -> str | None:
+    m = re.search(r"([A-Za-z][A-Za-z'’]*)\s+$", text[:start])
+    return m.group(1).lower() if m else None
+
+
+def _her_is_object(text: str, start: int, end: int) -> bool:
+    nxt = _next_word(text, end)
+    if nxt is None or nxt.isdigit() or nxt in _OBJECT_FOLLOWERS:
+        return True
+    return _prev_word(text, start) in _CAUSATIVES and nxt not in {"own"}
+
+
+def _swap_word(word: str, target: str, text: str, start: int, end: int) -> str:
     low = word.lower().replace("’", "'")
     if target == "male":
         if low == "her":
-            nxt = _next_word(text, end)
-            new = "his" if (nxt is not None and not nxt.isdigit() and nxt not in _OBJECT_FOLLOWERS) else "him"
+            new = "him" if _her_is_object(text, start, end) else "his"
         elif low == "miss" and re.match(r"\s+[A-Z]", text[end:]):
             new = "mr."
         else:
@@ -101,7 +119,7 @@ def swap_gender_words(text: str, target: str, spans: Iterable[Mapping[str, Any]]
     for s in sorted(spans, key=lambda x: x["start"]):
         start, end = int(s["start"]), int(s["end"])
         out.append(text[pos:start])
-        out.append(_swap_word(text[start:end], target, text, end))
+        out.append(_swap_word(text[start:end], target, text, start, end))
         pos = end
     out.append(text[pos:])
     return "".join(out)

@@ -1,0 +1,141 @@
+"""LLM paths of the perturbers: style rewriting of user transcripts, with
+validation and regeneration, and an optional LLM turn identifier.
+
+Both go through the judge layer (:func:`cfbench.judges.run_requests`), so
+replies are cached and every call is recorded; prompts and parsers live in
+:mod:`cfbench.tasks.perturb_llm`.
+
+Style rewriting: each identified turn of the dimension (rule-based markers,
+see :mod:`cfbench.perturb.identify`) is rewritten on its own, with the turns
+before and after as context. The variant then passes the deterministic guards
+and, when ``validate_judge`` is given, an LLM equivalence check. A failure
+triggers a new generation (sampled, a separate cache entry) up to
+``max_attempts`` in all; the last attempt is kept with ``valid=False`` and
+the reasons if none passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from cfbench.io.transcripts import Transcript
+
+from .base import Variant
+from .identify import TurnIdentification
+from .turns import apply_turn_edits
+from .validate import check_variant
+
+__all__ = ["llm_style_variants", "identify_turns_llm"]
+
+
+def _render(turns: Sequence[dict[str, str]]) -> str:
+    return "\n".join(f"{t['speaker'].capitalize()}: {t['text']}" for t in turns)
+
+
+def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str, str]], *, seed: int,
+                       rewrite_judge: str, validate_judge: str | None = None, max_attempts: int = 3,
+                       progress: bool = True) -> list[tuple[Variant, list[str]]]:
+    """One (variant, failed checks) per job ``(transcript, identification, dimension, condition)``."""
+    from cfbench.judges import run_requests
+    from cfbench.tasks.perturb_llm import parse_rewrite, parse_validate, rewrite_request, validate_request
+
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be >= 1")
+    results: list[tuple[Variant, list[str]] | None] = [None] * len(jobs)
+    pending: list[int] = []
+    for k, (t, ident, dim, cond) in enumerate(jobs):
+        targets = [i for i in ident.style_turns(dim) if t.turns[i].speaker == "agent"]
+        if not targets:
+            results[k] = (Variant.not_applicable(f"no agent turn with {dim} markers to rewrite",
+                                                 "turn_transformation"), [])
+        else:
+            pending.append(k)
+    history: dict[int, list[str]] = {k: [] for k in pending}
+    for attempt in range(max_attempts):
+        if not pending:
+            break
+        reqs, index = [], []
+        for k in pending:
+            t, ident, dim, cond = jobs[k]
+            for i in ident.style_turns(dim):
+                if t.turns[i].speaker != "agent":
+                    continue
+                left = t.turns[i - 1].text if i > 0 else ""
+                right = t.turns[i + 1].text if i + 1 < len(t.turns) else ""
+                reqs.append(rewrite_request(f"{t.id}::{dim}::{cond}::t{i}::a{attempt}", dimension=dim,
+                                            condition=cond, target=t.turns[i].text, left=left, right=right,
+                                            attempt=attempt, seed=seed))
+                index.append((k, i))
+        res = run_requests(rewrite_judge, reqs, desc=f"style rewrite (attempt {attempt + 1})", progress=progress)
+        new_texts: dict[int, dict[int, str]] = {k: {} for k in pending}
+        errors: dict[int, list[str]] = {k: [] for k in pending}
+        for (k, i), (_, row) in zip(index, res.judgments.iterrows()):
+            if not row["ok"]:
+                errors[k].append(f"rewrite call failed for turn {i}: {row['error']}")
+                continue
+            parsed = parse_rewrite(row["text"])
+            if not parsed["parse_ok"]:
+                errors[k].append(f"rewrite reply for turn {i} unparseable: {parsed['parse_error']}")
+            else:
+                new_texts[k][i] = parsed["text"]
+        candidates: dict[int, Variant] = {}
+        for k in pending:
+            t, ident, dim, cond = jobs[k]
+            turns, edits = apply_turn_edits(t, new_texts[k])
+            v = Variant(turns, edits=edits, operation="turn_transformation", llm_made=True,
+                        checks={"target_turns": ident.style_turns(dim)})
+            problems = list(errors[k]) or check_variant(t, v)
+            if not errors[k] and not edits:
+                problems.append("rewrite changed nothing")
+            candidates[k] = v
+            history[k] = problems
+        to_validate = [k for k in pending if not history[k]] if validate_judge else []
+        if to_validate:
+            vreqs = [validate_request(f"{jobs[k][0].id}::{jobs[k][2]}::{jobs[k][3]}::validate::a{attempt}",
+                                      _render([x.to_dict() for x in jobs[k][0].turns]),
+                                      _render(candidates[k].turns or []), attempt=attempt)
+                     for k in to_validate]
+            vres = run_requests(validate_judge, vreqs, desc=f"equivalence check (attempt {attempt + 1})",
+                                progress=progress)
+            for k, (_, row) in zip(to_validate, vres.judgments.iterrows()):
+                if not row["ok"]:
+                    history[k] = [f"validator call failed: {row['error']}"]
+                    continue
+                parsed = parse_validate(row["text"])
+                if not parsed["parse_ok"]:
+                    history[k] = [f"validator reply unparseable: {parsed['parse_error']}"]
+                elif not parsed["equivalent"]:
+                    history[k] = [f"validator: not equivalent ({parsed['reason']})"]
+        still = []
+        for k in pending:
+            if history[k] and attempt + 1 < max_attempts:
+                still.append(k)
+            else:
+                v = candidates[k]
+                problems = history[k]
+                if problems:
+                    problems = problems + [f"rejected after {attempt + 1} attempt(s)"]
+                v.reason = f"LLM rewrite, attempt {attempt + 1}"
+                results[k] = (v, problems)
+        pending = still
+    return [r for r in results if r is not None]
+
+
+def identify_turns_llm(transcripts: Sequence[Transcript], judge: str, *, progress: bool = True
+                       ) -> list[dict[str, Any]]:
+    """LLM identification of each transcript: ``{"item_id", "parse_ok", "parse_error",
+    "identification"}`` (0-based turns; ``identification`` is None on a parse failure)."""
+    from cfbench.judges import run_requests
+    from cfbench.tasks.perturb_llm import identify_request, parse_identify
+
+    reqs = [identify_request(f"{t.id}::identify", [x.to_dict() for x in t.turns]) for t in transcripts]
+    res = run_requests(judge, reqs, desc="identify turns", progress=progress)
+    out = []
+    for t, (_, row) in zip(transcripts, res.judgments.iterrows()):
+        if not row["ok"]:
+            out.append({"item_id": t.id, "parse_ok": False, "parse_error": f"call failed: {row['error']}",
+                        "identification": None, "raw": None})
+            continue
+        parsed = parse_identify(row["text"], len(t.turns))
+        out.append({"item_id": t.id, **parsed, "raw": row["text"]})
+    return out
