@@ -1,0 +1,504 @@
+"""Evaluation planning for the contact-center study: variants x tasks x judges x repeats.
+
+:func:`plan_evaluation` expands a ``variants`` frame (``cfbench.schema.VARIANT_COLUMNS``)
+into one *row* per (judge, arm, task, question, variant, repeat) and one
+:class:`~cfbench.judges.Request` per distinct prompt: rows whose prompts are
+identical (the original transcript appears under every dimension whose
+compared set contains it; repeat 0 of the robustness baseline is the
+original itself) share a request and are judged once. Nothing is called
+while planning; :meth:`EvaluationPlan.summary` and :func:`estimate_cost` are
+the dry run. :func:`run_plan` runs the requests through
+:func:`cfbench.judges.run_requests` (cached, merged, ordered for KV reuse)
+and parses every reply.
+
+Pseudo-dimensions used in the rows frame:
+
+``original``    condition ``original``: one row per item (accuracy, direction)
+``robustness``  condition ``repeat<r>``: k repeats of each original at the
+                robustness temperature (CFR/MASD among repeats, kappa)
+
+Variant rows that are not applicable or failed validation are not judged;
+they are listed in ``plan.skipped`` with their reason, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .judges.base import GenerationConfig, Request
+from .tasks import coaching as _coaching
+from .tasks import qa as _qa
+
+__all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "run_plan",
+           "labels_frame", "ROW_COLUMNS", "select_items", "study_tables"]
+
+TASKS = ("qa", "positives", "improvement")
+ROW_COLUMNS = ["row_id", "judge", "arm", "task", "question_id", "item_id", "dimension", "condition",
+               "variant_id", "repeat", "temperature", "request_id", "key"]
+_ARMS = ("baseline", "fairness")
+
+
+@dataclass
+class EvaluationPlan:
+    """What :func:`plan_evaluation` produced.
+
+    ``rows``      one row per planned judgment (``ROW_COLUMNS``)
+    ``requests``  judge spec -> list of distinct requests
+    (coaching rows carry the task name, ``positives``/``improvement``, as
+    their ``question_id`` so every row has a unit key)
+    ``skipped``   variant rows not judged, with ``reason``
+    ``settings``  the planning arguments (for the run's summary)
+    """
+
+    rows: pd.DataFrame
+    requests: dict[str, list[Request]]
+    skipped: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> pd.DataFrame:
+        """Dry-run counts per judge, arm and task: rows, distinct requests, shared."""
+        r = self.rows
+        g = r.groupby(["judge", "arm", "task"], sort=True)
+        out = g.agg(n_rows=("row_id", "size"), n_requests=("key", "nunique")).reset_index()
+        out["n_shared"] = out["n_rows"] - out["n_requests"]
+        return out
+
+    @property
+    def n_requests(self) -> int:
+        return sum(len(v) for v in self.requests.values())
+
+
+def _turns_list(turns: Any, record: object) -> list[dict]:
+    if turns is None or (isinstance(turns, float) and math.isnan(turns)):
+        raise InputError("variant has no turns", record=record, field="turns")
+    out = []
+    for t in list(turns):
+        if hasattr(t, "speaker"):
+            out.append({"speaker": t.speaker, "text": t.text})
+        elif isinstance(t, Mapping):
+            out.append({"speaker": t.get("speaker"), "text": t.get("text")})
+        else:
+            raise InputError(f"turn of type {type(t).__name__} is not a mapping", record=record, field="turns")
+    return out
+
+
+def _truthy(v: Any) -> bool:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return True  # not validated (e.g. header variants) counts as usable
+    return bool(v)
+
+
+def _key(judge: str, req: Request) -> str:
+    return req.cache_key(judge)
+
+
+def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions: Sequence[str],
+                    rubric: pd.DataFrame | None = None, qa_mode: str = "json",
+                    evidence_chars: int = 0, config: GenerationConfig | None = None,
+                    items: Sequence[str] | None = None, dimensions: Sequence[str] | None = None,
+                    compared: Mapping[str, Sequence[str]] | None = None,
+                    repeats: int = 3,
+                    robustness_temperature: float | Sequence[float] | None = None,
+                    fairness: bool = False, fairness_dimensions: Sequence[str] | None = None,
+                    coaching: bool = False, coaching_items: Sequence[str] | None = None,
+                    coaching_dimensions: Sequence[str] | None = None,
+                    analysis_chars: int = 200) -> EvaluationPlan:
+    """Expand variants into judgment rows and distinct requests (nothing is called).
+
+    Parameters
+    ----------
+    variants : DataFrame
+        ``VARIANT_COLUMNS``; rows with condition ``"original"`` give each
+        item's original transcript (every item needs one).
+    judges : judge specs, e.g. ``["local:qwen2.5-coder-1.5b"]``
+    questions : rubric question ids asked in the Auto-QA task
+    compared : optional ``{dimension: [conditions]}``, the compared set of
+        each dimension (e.g. whether "original" is one of its conditions);
+        by default every judged condition of the dimension is compared.
+    repeats : k, repeats of each original for the robustness baseline
+        (repeat index is part of the cache key; 0 disables the baseline)
+    robustness_temperature : temperature(s) of the repeats; default the
+        evaluation temperature (the seed's "same prompt and settings"; at 0 a
+        deterministic backend repeats itself). Repeats at the evaluation
+        temperature form pseudo-dimension ``robustness``; repeats at any other
+        temperature ``t`` form ``robustness_t<t>`` (a sampling-noise reference).
+    fairness : also plan the fairness-prompting arm, on
+        ``fairness_dimensions`` (default all)
+    coaching : also plan positives/improvement notes on ``coaching_items``
+        x ``coaching_dimensions`` (defaults: all)
+    """
+    from .schema import VARIANT_COLUMNS
+
+    for c in ("item_id", "dimension", "condition", "variant_id", "turns"):
+        if c not in variants.columns:
+            raise InputError("missing column", source="variants frame", field=c)
+    if qa_mode not in _qa.QA_MODES:
+        raise ValueError(f"qa_mode must be one of {_qa.QA_MODES}, got {qa_mode!r}")
+    rubric = rubric if rubric is not None else _qa.load_rubric()
+    qrows = rubric.set_index("question_id")
+    for q in questions:
+        if q not in qrows.index:
+            raise InputError("unknown question id", source="rubric", record=q, field="question_id")
+    base_cfg = config or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
+    qa_cfg = _qa.qa_config(qa_mode, base_cfg, evidence_chars=evidence_chars)
+    coach_cfg = _coaching.coaching_config(base_cfg, constrained=(qa_mode != "free"),
+                                          analysis_chars=analysis_chars)
+    if robustness_temperature is None:
+        rob_ts = [base_cfg.temperature]
+    elif isinstance(robustness_temperature, (int, float)):
+        rob_ts = [float(robustness_temperature)]
+    else:
+        rob_ts = [float(t) for t in robustness_temperature]
+
+    v = variants
+    if items is not None:
+        v = v[v["item_id"].isin(list(items))]
+    unknown = set(items or []) - set(v["item_id"])
+    if unknown:
+        raise InputError("item not in the variants frame", source="variants frame",
+                         record=sorted(unknown)[0], field="item_id")
+    item_order = list(dict.fromkeys(v["item_id"]))
+    usable = np.array([bool(a) if a is not None else True for a in v.get("applicable", pd.Series(True, index=v.index))]) \
+        & np.array([_truthy(x) for x in v.get("valid", pd.Series(None, index=v.index))])
+    skipped = v.loc[~usable, [c for c in VARIANT_COLUMNS if c in v.columns and c not in ("turns", "edits")]].copy()
+    if len(skipped):
+        skipped["skip_reason"] = [
+            (f"not applicable: {r}" if not bool(a) else f"rejected: {j}")
+            for a, r, j in zip(skipped.get("applicable", True), skipped.get("reason", None),
+                               skipped.get("rejection_reason", None))]
+    v = v.loc[usable]
+
+    originals = v[v["condition"] == "original"].drop_duplicates("item_id").set_index("item_id")
+    for it in item_order:
+        if it not in originals.index:
+            raise InputError("no original (condition 'original') for this item", source="variants frame",
+                             record=it, field="condition")
+
+    text_cache: dict[Any, str] = {}
+
+    def transcript_text(row: Any) -> str:
+        vid = row.variant_id
+        if vid not in text_cache:
+            header = getattr(row, "header", None)
+            text_cache[vid] = _qa.format_transcript(_turns_list(row.turns, vid), header, record=vid)
+        return text_cache[vid]
+
+    dims_all = [d for d in dict.fromkeys(v["dimension"]) if d != "original"]
+    if dimensions is not None:
+        missing = set(dimensions) - set(dims_all)
+        if missing:
+            raise InputError("dimension not in the variants frame", source="variants frame",
+                             record=sorted(missing)[0], field="dimension")
+        dims_all = [d for d in dims_all if d in set(dimensions)]
+    cf = v[v["dimension"].isin(dims_all)]
+    if compared:
+        keep = np.array([(d not in compared) or (c in set(compared[d]))
+                         for d, c in zip(cf["dimension"], cf["condition"])], dtype=bool)
+        cf = cf.loc[keep]
+
+    rows: list[dict] = []
+    requests: dict[str, dict[str, Request]] = {j: {} for j in judges}
+
+    def add(judge: str, arm: str, task: str, qid: str | None, item: str, dim: str, cond: str,
+            vrow: Any, repeat: int, temperature: float) -> None:
+        text = transcript_text(vrow)
+        fair = arm == "fairness"
+        rid = f"{task}/{qid or '-'}/{arm}/{item}/{vrow.variant_id}/r{repeat}/t{temperature:g}"
+        if task == "qa":
+            cfg = qa_cfg if temperature == qa_cfg.temperature else qa_cfg.replace(temperature=temperature)
+            req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=qa_mode,
+                                 fairness=fair, evidence_chars=evidence_chars, config=cfg, repeat=repeat)
+        else:
+            cfg = coach_cfg if temperature == coach_cfg.temperature else coach_cfg.replace(temperature=temperature)
+            req = _coaching.coaching_request(rid, text, task, fairness=fair, config=cfg, repeat=repeat)
+        key = _key(judge, req)
+        if key not in requests[judge]:
+            requests[judge][key] = req
+        rows.append({"judge": judge, "arm": arm, "task": task, "question_id": qid or task, "item_id": item,
+                     "dimension": dim, "condition": cond, "variant_id": vrow.variant_id, "repeat": repeat,
+                     "temperature": temperature, "request_id": requests[judge][key].request_id, "key": key})
+
+    arms = ["baseline"] + (["fairness"] if fairness else [])
+    fair_dims = set(fairness_dimensions) if fairness_dimensions is not None else set(dims_all)
+    c_items = set(coaching_items) if coaching_items is not None else set(item_order)
+    c_dims = set(coaching_dimensions) if coaching_dimensions is not None else set(dims_all)
+    task_list: list[tuple[str, str | None]] = [("qa", q) for q in questions]
+    if coaching:
+        task_list += [("positives", None), ("improvement", None)]
+
+    for judge in judges:
+        for arm in arms:
+            for task, qid in task_list:
+                for item in item_order:
+                    if task != "qa" and item not in c_items:
+                        continue
+                    orow = originals.loc[item]
+                    orow = pd.Series(orow).rename(None)
+                    orow_t = _RowView(item, orow)
+                    add(judge, arm, task, qid, item, "original", "original", orow_t, 0, base_cfg.temperature)
+                    if arm == "baseline":
+                        for rob_t in rob_ts:
+                            rdim = ("robustness" if rob_t == base_cfg.temperature
+                                    else f"robustness_t{rob_t:g}")
+                            for r in range(repeats):
+                                add(judge, arm, task, qid, item, rdim, f"repeat{r}", orow_t, r, rob_t)
+                    sub = cf[cf["item_id"] == item]
+                    for vrow in sub.itertuples(index=False):
+                        if arm == "fairness" and vrow.dimension not in fair_dims:
+                            continue
+                        if task != "qa" and vrow.dimension not in c_dims:
+                            continue
+                        add(judge, arm, task, qid, item, vrow.dimension, vrow.condition, vrow, 0,
+                            base_cfg.temperature)
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "row_id", np.arange(len(frame)))
+    settings = dict(judges=list(judges), questions=list(questions), qa_mode=qa_mode,
+                    evidence_chars=evidence_chars, repeats=repeats, robustness_temperatures=rob_ts,
+                    temperature=base_cfg.temperature, fairness=fairness,
+                    fairness_dimensions=sorted(fair_dims) if fairness else [], coaching=coaching,
+                    coaching_items=sorted(c_items) if coaching else [],
+                    coaching_dimensions=sorted(c_dims) if coaching else [], n_items=len(item_order),
+                    dimensions=dims_all, rubric_version=rubric.attrs.get("version"))
+    return EvaluationPlan(rows=frame[ROW_COLUMNS], requests={j: list(d.values()) for j, d in requests.items()},
+                          skipped=skipped.reset_index(drop=True), settings=settings)
+
+
+class _RowView:
+    """Attribute access to an original's row (variant_id, turns, header)."""
+
+    def __init__(self, item: str, row: pd.Series):
+        self.item_id = item
+        self.variant_id = row.get("variant_id")
+        self.turns = row.get("turns")
+        self.header = row.get("header")
+
+
+def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = 70.0, gen_tps: float = 22.0,
+                  chars_per_token: float = 3.6, expected_output_tokens: Mapping[str, int] | None = None,
+                  reuse_prefix: bool = True) -> pd.DataFrame:
+    """Dry-run estimate of tokens and seconds per judge on a local-style backend.
+
+    Requests are put in the runner's order (by message contents) and, with
+    ``reuse_prefix``, only the part of each prompt after the prefix it shares
+    with the previous one is counted. Characters are converted to tokens at
+    ``chars_per_token``; output tokens per task default to the JSON contract's
+    typical length. A planning aid, not a measurement.
+    """
+    exp = {"qa": 12, "positives": 60, "improvement": 60} | dict(expected_output_tokens or {})
+    task_of = dict(zip(plan.rows["request_id"], plan.rows["task"]))
+    rows = []
+    for judge, reqs in plan.requests.items():
+        texts = sorted(("\x00".join(m["content"] for m in r.messages), task_of.get(r.request_id, "qa"))
+                       for r in reqs)
+        prev = ""
+        total_chars = new_chars = 0
+        out_tokens = 0
+        for t, task in texts:
+            total_chars += len(t)
+            common = 0
+            if reuse_prefix:
+                n = min(len(t), len(prev))
+                while common < n and t[common] == prev[common]:
+                    common += 1
+            new_chars += len(t) - common
+            out_tokens += exp.get(task, 12)
+            prev = t
+        pt = new_chars / chars_per_token
+        rows.append({"judge": judge, "n_requests": len(reqs), "prompt_tokens": int(total_chars / chars_per_token),
+                     "prompt_tokens_after_reuse": int(pt), "output_tokens": out_tokens,
+                     "est_seconds": pt / prompt_tps + out_tokens / gen_tps})
+    return pd.DataFrame(rows)
+
+
+def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:
+    """Ground-truth labels as ``item_id, question_id, label`` (from ``Transcript.labels``)."""
+    rows = []
+    for t in transcripts:
+        tid = getattr(t, "id", None) if not isinstance(t, Mapping) else t.get("id")
+        labels = getattr(t, "labels", None) if not isinstance(t, Mapping) else t.get("labels")
+        for q, lab in dict(labels or {}).items():
+            if lab not in ("Yes", "No"):
+                raise InputError(f"label must be 'Yes' or 'No', got {lab!r}", record=tid, field=f"labels.{q}")
+            rows.append({"item_id": tid, "question_id": q, "label": lab})
+    return pd.DataFrame(rows, columns=["item_id", "question_id", "label"])
+
+
+def run_plan(plan: EvaluationPlan, *, rubric: pd.DataFrame | None = None,
+             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
+             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
+    """Call every distinct request once per judge and parse the replies.
+
+    Returns ``(judgments, rows, stats)``:
+
+    ``judgments``  one row per distinct request and judge: the runner's
+                   columns (raw ``text``, ``cache_hit``, ``ok``, tokens, ...),
+                   the task, question, item, arm, repeat of its first use,
+                   ``n_uses``, and the parsed fields (``answer``,
+                   ``answer_yes``, ``confidence``, ``p_yes``, ``score``,
+                   ``parse_ok``, ``parse_error``, ``parse_note``, ...)
+    ``rows``       the plan's rows with the parsed values joined on, plus
+                   ``category``/``type`` from the rubric and ``label``
+    ``stats``      the runner's tallies per judge
+    """
+    from .judges import run_requests
+
+    rubric = rubric if rubric is not None else _qa.load_rubric()
+    parts, stats = [], {}
+    for judge, reqs in plan.requests.items():
+        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress)
+        stats[judge] = res.stats
+        j = res.judgments.copy()
+        j["judge"] = judge
+        parts.append(j)
+    judgments = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    first = plan.rows.drop_duplicates(["judge", "request_id"]).set_index(["judge", "request_id"])
+    uses = plan.rows.groupby(["judge", "request_id"]).size().rename("n_uses")
+    meta = first[["arm", "task", "question_id", "item_id", "dimension", "condition", "variant_id",
+                  "temperature"]].join(uses)
+    judgments = judgments.merge(meta, left_on=["judge", "request_id"], right_index=True, how="left")
+    qa_mask = (judgments["task"] == "qa").to_numpy()
+    parsed = pd.DataFrame(index=judgments.index)
+    if qa_mask.any():
+        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask])
+    if (~qa_mask).any():
+        pc = _coaching.parse_coaching_frame(judgments.loc[~qa_mask])
+        parsed = pd.concat([parsed, pc]) if len(parsed) else pc
+    parsed = parsed.reindex(judgments.index)
+    for col in ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
+                "analysis", "parse_ok", "parse_error", "parse_note"):
+        judgments[col] = parsed[col] if col in parsed.columns else np.nan
+    judgments["parse_ok"] = judgments["parse_ok"].fillna(False).astype(bool)
+
+    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"]
+    rows = plan.rows.merge(judgments[["judge", "request_id", "cache_hit", "ok"] + value_cols],
+                           on=["judge", "request_id"], how="left")
+    cat = rubric.set_index("question_id")[["category", "type"]]
+    rows = rows.join(cat, on="question_id")
+    if labels is not None and len(labels):
+        rows = rows.merge(labels[["item_id", "question_id", "label"]], on=["item_id", "question_id"], how="left")
+    else:
+        rows["label"] = None
+    return judgments, rows, stats
+
+
+# ----------------------------------------------------------------------------- analysis
+
+_SCORES = {"qa": ("confidence", "confidence"), "positives": ("score", "positives"),
+           "improvement": ("score", "improvement")}
+
+
+def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,
+                 balance_label: str | None = None) -> list[Any]:
+    """The first ``n`` transcripts (in file order) that suit the study.
+
+    ``require_agent_name`` keeps only transcripts where the agent is named,
+    so the name-based dimensions (gender, ethnicity, religion) apply to every
+    item. ``balance_label`` (a label id such as ``issue_resolution``)
+    alternates Yes and No items as far as the set allows, so accuracy is not
+    computed on one class only. Raises :class:`InputError` when fewer than
+    ``n`` transcripts qualify.
+    """
+    pool = [t for t in transcripts if not require_agent_name or getattr(t, "agent_name", None)]
+    if balance_label:
+        yes = [t for t in pool if dict(getattr(t, "labels", {}) or {}).get(balance_label) == "Yes"]
+        no = [t for t in pool if dict(getattr(t, "labels", {}) or {}).get(balance_label) != "Yes"]
+        mixed = []
+        for i in range(max(len(yes), len(no))):
+            mixed += ([yes[i]] if i < len(yes) else []) + ([no[i]] if i < len(no) else [])
+        pool = mixed
+    if len(pool) < n:
+        raise InputError(f"only {len(pool)} transcripts qualify, {n} requested", source="transcripts",
+                         field="agent_name" if require_agent_name else "id")
+    return list(pool[:n])
+
+
+def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
+
+    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
+    ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
+    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
+    seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
+    """
+    from .metrics import counterfactual as M
+
+    r = rows.copy()
+    r["score_name"] = r["task"].map({k: v[1] for k, v in _SCORES.items()})
+    is_rob = r["dimension"].astype(str).str.startswith("robustness")
+    cf = r[~is_rob & (r["dimension"] != "original")]
+    rob_all = r[is_rob]
+    orig = r[r["dimension"] == "original"]
+    qa_cf = cf[cf["task"] == "qa"]
+    by = ["judge", "arm", "dimension"]
+    out: dict[str, pd.DataFrame] = {}
+
+    out["cfr"] = M.flip_rate(qa_cf, by=by, n_boot=n_boot, seed=seed)
+    masd_parts = []
+    for task, (col, name) in _SCORES.items():
+        sub = cf[cf["task"] == task]
+        if len(sub) and sub[col].notna().any():
+            masd_parts.append(M.mean_abs_score_diff(sub, value=col, by=by, n_boot=n_boot, seed=seed)
+                              .assign(score=name))
+    out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
+                   pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
+                                              "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]))
+    out["masd"] = out["masd"][by + ["score"] + [c for c in out["masd"].columns if c not in by + ["score"]]]
+
+    rob_parts = []
+    for rdim, rob in rob_all.groupby("dimension", sort=True):
+        for task, (col, name) in _SCORES.items():
+            sub = rob[rob["task"] == task]
+            if not len(sub):
+                continue
+            if task == "qa":
+                t = M.robustness_baseline(sub, answer="answer_yes", scores=("confidence",), by=["judge"],
+                                          n_boot=n_boot, seed=seed)
+            else:
+                t = M.robustness_baseline(sub.drop(columns=["answer_yes"]), scores=(col,), by=["judge"],
+                                          n_boot=n_boot, seed=seed)
+                t["metric"] = f"masd_{name}"
+            rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
+    out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
+        columns=["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
+                 "ci_low", "ci_high", "ci_method", "baseline", "temperature"])
+
+    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
+    out["accuracy"] = M.accuracy(qa_orig, by=["judge"])
+    out["accuracy_by_question"] = M.accuracy(qa_orig, by=["judge", "question_id"])
+    qa_rob = rob_all[rob_all["task"] == "qa"]
+    out["kappa"] = (M.repeat_kappa(qa_rob, by=["judge", "dimension"]).rename(columns={"dimension": "baseline"})
+                    if len(qa_rob) else pd.DataFrame())
+    out["flip_distribution"] = M.flip_distribution(qa_cf, by=["judge", "arm", "dimension"])
+    base_cf = qa_cf[qa_cf["arm"] == "baseline"]
+    cmr = [M.cfr_minus_robustness(base_cf, g, by=["judge", "dimension"], n_boot=n_boot, seed=seed)
+           .assign(baseline=rdim) for rdim, g in qa_rob.groupby("dimension", sort=True)]
+    out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
+    dir_parts = []
+    cf_marked = cf[cf["condition"] != "original"]
+    for task, (col, name) in _SCORES.items():
+        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
+        if len(sub) and len(o) and sub[col].notna().any():
+            dir_parts.append(M.effect_direction(sub, o, value=col, by=by, match=["judge", "arm"],
+                                                n_boot=n_boot, seed=seed).assign(score=name))
+    if len(qa_cf):
+        dir_parts.append(M.effect_direction(cf_marked[cf_marked["task"] == "qa"], orig[orig["task"] == "qa"], value="answer_yes", by=by,
+                                            match=["judge", "arm"], n_boot=n_boot, seed=seed)
+                         .assign(score="yes_rate"))
+    out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
+    # pooled over dimensions: a unit is item x question x dimension
+    out["cfr_by_category"] = M.flip_rate(qa_cf, by=["judge", "arm", "category"],
+                                         unit=["item_id", "question_id", "dimension"], n_boot=n_boot, seed=seed)
+
+    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
+    if len(out["masd"]):
+        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
+    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
+    out["fairness_prompting_delta"] = M.fairness_prompting_delta(stacked)
+    return out

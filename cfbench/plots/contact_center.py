@@ -1,0 +1,215 @@
+"""Tables and figures of the contact-center study (seed 000: Table 2, Figures 3-5).
+
+Every function takes the tidy tables of :func:`cfbench.plan.study_tables`
+and returns a DataFrame (for display) or a matplotlib Figure (for
+:meth:`cfbench.report.RunOutput.figure`); nothing is computed here that is
+not already in those tables, apart from averages over dimensions for display.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
+           "DIMENSION_GROUPS"]
+
+#: Dimension -> the seed's three categories (Figure 4).
+DIMENSION_GROUPS: dict[str, str] = {
+    "gender": "identity", "ethnicity_name": "identity", "ethnicity_cues": "identity",
+    "religion_name": "identity", "religion_cues": "identity", "disability": "identity",
+    "past_performance": "context", "agent_profile": "context", "customer_profile": "context",
+    "priming": "context", "contextual_metadata": "context",
+    "directness": "style", "politeness": "style", "formality": "style", "emotional_labor": "style",
+}
+
+_BLOCKS = (("cfr", "CFR (%)"), ("confidence", "Confidence MASD"), ("positives", "Positives MASD"),
+           ("improvement", "Improvement MASD"))
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def table2(cfr: pd.DataFrame, masd: pd.DataFrame, robustness: pd.DataFrame, accuracy: pd.DataFrame, *,
+           dimensions: Sequence[str], labels: Mapping[str, str] | None = None,
+           arm: str = "baseline", with_n: bool = False,
+           robustness_baseline: str = "robustness") -> pd.DataFrame:
+    """The seed's Table 2 layout: one column per judge; CFR block and three MASD blocks.
+
+    Rows per block: the dimensions in ``dimensions`` order, ``Average`` (mean
+    over the dimensions with a value), ``Robustness`` (the same metric among
+    repeats of the originals); the CFR block ends with ``Accuracy`` (%).
+    CFR, robustness CFR and accuracy in percent. With ``with_n`` each cell
+    also shows the number of pairs behind it, e.g. ``"12.5 (n=48)"``.
+    ``robustness_baseline`` picks which repeat set fills the Robustness rows
+    (``robustness`` = repeats at the evaluation settings).
+    """
+    labels = dict(labels or {})
+    robustness = _pick_baseline(robustness, robustness_baseline)
+    c = cfr[cfr["arm"] == arm] if "arm" in cfr.columns else cfr
+    m = masd[masd["arm"] == arm] if (len(masd) and "arm" in masd.columns) else masd
+    judges = sorted(set(c["judge"]) | (set(m["judge"]) if len(m) else set()))
+    blocks = []
+    for key, title in _BLOCKS:
+        if key == "cfr":
+            src = c.assign(value=c["cfr"] * 100)
+            rob_metric, rob_scale = "cfr", 100
+        else:
+            if not len(m) or key not in set(m["score"]):
+                continue
+            src = m[m["score"] == key].assign(value=lambda d: d["masd"])
+            rob_metric, rob_scale = f"masd_{key}", 1
+        val = src.pivot_table(index="dimension", columns="judge", values="value", aggfunc="first")
+        npairs = src.pivot_table(index="dimension", columns="judge", values="n_pairs", aggfunc="first")
+        val = val.reindex(index=list(dimensions), columns=judges)
+        npairs = npairs.reindex(index=list(dimensions), columns=judges)
+        avg = val.mean(axis=0, skipna=True)
+        rows = {labels.get(d, d): val.loc[d] for d in dimensions}
+        rows["Average"] = avg
+        rob = robustness[robustness["metric"] == rob_metric] if len(robustness) else robustness
+        rob_val = (rob.set_index("judge")["value"] * rob_scale).reindex(judges) if len(rob) else \
+            pd.Series(np.nan, index=judges)
+        rows["Robustness"] = rob_val
+        n_rows = {labels.get(d, d): npairs.loc[d] for d in dimensions}
+        n_rows["Average"] = npairs.sum(axis=0, min_count=1)
+        n_rows["Robustness"] = (rob.set_index("judge")["n_pairs"].reindex(judges) if len(rob)
+                                else pd.Series(np.nan, index=judges))
+        if key == "cfr":
+            acc = accuracy.set_index("judge")["accuracy"].reindex(judges) * 100 if len(accuracy) else \
+                pd.Series(np.nan, index=judges)
+            rows["Accuracy"] = acc
+            n_rows["Accuracy"] = (accuracy.set_index("judge")["n"].reindex(judges) if len(accuracy)
+                                  else pd.Series(np.nan, index=judges))
+        block = pd.DataFrame(rows).T
+        if with_n:
+            nb = pd.DataFrame(n_rows).T.reindex(index=block.index, columns=block.columns)
+            vals, ns = block.to_numpy(dtype=float), nb.to_numpy(dtype=float)
+            cells = [[("-" if np.isnan(x) else (f"{x:.2f} (n={int(n)})" if not np.isnan(n) else f"{x:.2f}"))
+                      for x, n in zip(vr, nr)] for vr, nr in zip(vals, ns)]
+            block = pd.DataFrame(cells, index=block.index, columns=block.columns)
+        block.index = pd.MultiIndex.from_product([[title], block.index], names=["block", "row"])
+        blocks.append(block)
+    out = pd.concat(blocks)
+    out.columns.name = "judge"
+    return out
+
+
+def _pick_baseline(robustness: pd.DataFrame, name: str) -> pd.DataFrame:
+    if len(robustness) and "baseline" in robustness.columns:
+        return robustness[robustness["baseline"] == name]
+    return robustness
+
+
+def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str = "judge",
+            row_order: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
+            title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds"):
+    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges)."""
+    plt = _plt()
+    wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first") * scale
+    if row_order is not None:
+        wide = wide.reindex([r for r in row_order if r in wide.index])
+    labels = dict(labels or {})
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * max(1, wide.shape[1]), 0.9 + 0.36 * max(1, wide.shape[0])))
+    data = wide.to_numpy(dtype=float)
+    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap)
+    ax.set_xticks(range(wide.shape[1]), [str(c) for c in wide.columns], rotation=30, ha="right")
+    ax.set_yticks(range(wide.shape[0]), [labels.get(r, r) for r in wide.index])
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            ax.text(j, i, "-" if np.isnan(data[i, j]) else fmt.format(data[i, j]), ha="center",
+                    va="center", fontsize=8)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "baseline"):
+    """Figure-3 style: answer accuracy vs mean CFR over dimensions, one point per judge.
+
+    Error bars: the accuracy's Wilson interval; CFR bars span the smallest
+    and largest per-dimension CFR (the spread the average hides).
+    """
+    plt = _plt()
+    c = cfr[cfr["arm"] == arm] if "arm" in cfr.columns else cfr
+    g = c.groupby("judge")["cfr"].agg(["mean", "min", "max"]) * 100
+    a = accuracy.set_index("judge")
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for judge in g.index:
+        if judge not in a.index:
+            continue
+        x, y = g.loc[judge, "mean"], a.loc[judge, "accuracy"] * 100
+        ax.errorbar(x, y, xerr=[[x - g.loc[judge, "min"]], [g.loc[judge, "max"] - x]],
+                    yerr=[[y - a.loc[judge, "ci_low"] * 100], [a.loc[judge, "ci_high"] * 100 - y]],
+                    fmt="o", capsize=3)
+        ax.annotate(judge, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("mean CFR over dimensions (%) - lower is fairer")
+    ax.set_ylabel("answer accuracy (%)")
+    ax.set_title("Accuracy vs counterfactual flip rate")
+    fig.tight_layout()
+    return fig
+
+
+def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str = "baseline",
+                      labels: Mapping[str, str] | None = None,
+                      groups: Mapping[str, str] = DIMENSION_GROUPS):
+    """Figure-4 style: CFR per dimension with its interval, grouped by identity/context/style."""
+    plt = _plt()
+    labels = dict(labels or {})
+    c = cfr[cfr["arm"] == arm] if "arm" in cfr.columns else cfr
+    judges = sorted(c["judge"].unique())
+    dims = [d for d in dimensions if d in set(c["dimension"])]
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(dims) * max(1, len(judges))), 4))
+    width = 0.8 / max(1, len(judges))
+    colors = {"identity": "#4c72b0", "context": "#dd8452", "style": "#55a868"}
+    for k, judge in enumerate(judges):
+        sub = c[c["judge"] == judge].set_index("dimension").reindex(dims)
+        x = np.arange(len(dims)) + k * width
+        y = sub["cfr"].to_numpy(float) * 100
+        lo = np.nan_to_num(y - sub["ci_low"].to_numpy(float) * 100)
+        hi = np.nan_to_num(sub["ci_high"].to_numpy(float) * 100 - y)
+        ax.bar(x, y, width=width, color=[colors.get(groups.get(d, ""), "#999999") for d in dims],
+               alpha=1.0 - 0.3 * k, edgecolor="black", linewidth=0.4, label=judge)
+        ax.errorbar(x, y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+    ax.set_xticks(np.arange(len(dims)) + width * (len(judges) - 1) / 2,
+                  [labels.get(d, d) for d in dims], rotation=45, ha="right")
+    ax.set_ylabel("CFR (%)")
+    ax.set_title("Flip rate by dimension (blue identity, orange context, green style)")
+    if len(judges) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: str = "baseline"):
+    """Figure-5 style: mean CFR over dimensions next to each repeat-noise CFR, per judge."""
+    plt = _plt()
+    bases = (sorted(robustness["baseline"].unique()) if len(robustness) and "baseline" in robustness.columns
+             else ["robustness"])
+    c = cfr[cfr["arm"] == arm] if "arm" in cfr.columns else cfr
+    mean = c.groupby("judge")["cfr"].mean() * 100
+    judges = list(mean.index)
+    x = np.arange(len(judges))
+    w = 0.8 / (1 + len(bases))
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(judges)), 3.8))
+    ax.bar(x, mean.reindex(judges).to_numpy(float), width=w, label="mean CFR (counterfactual)")
+    for k, b in enumerate(bases, start=1):
+        rb = _pick_baseline(robustness, b) if len(robustness) else robustness
+        rob = (rb[rb["metric"] == "cfr"].set_index("judge")["value"] * 100) if len(rb) else pd.Series(dtype=float)
+        temp = rb["temperature"].iloc[0] if len(rb) and "temperature" in rb.columns else np.nan
+        ax.bar(x + k * w, rob.reindex(judges).to_numpy(float), width=w,
+               label=f"repeats ({b}, T={temp:g})")
+    ax.set_xticks(x, judges, rotation=20, ha="right")
+    ax.set_ylabel("flip rate (%)")
+    ax.set_title("Unfairness vs intrinsic instability")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,171 @@
+"""Coaching-notes judge task for the contact-center study (seed 000).
+
+Two requests per transcript variant, each answered as JSON:
+
+``positives``    strengths of the agent: ``{"score": 0-100, "analysis": "..."}``
+``improvement``  areas to improve:        ``{"score": 0-100, "analysis": "..."}``
+                 (100 = little to improve, as in the seed's scoring guideline)
+
+The score feeds MASD (Eq. 4). Same prompt layout as :mod:`cfbench.tasks.qa`
+(fixed system prompt, transcript first, task last). A reply without a
+readable 0-100 score is a parse failure with the raw text kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..judges.base import GenerationConfig, Request, Response
+from ..judges.scripted import register_script, stable_unit
+from .qa import _json_object, _prompt_parts, load_prompt
+
+__all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
+           "coaching_request", "parse_coaching", "parse_coaching_frame"]
+
+COACHING_KINDS = ("positives", "improvement")
+_FENCE = re.compile(r"```(?:json|JSON)?")
+_SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?", re.I)
+
+
+def coaching_json_schema(analysis_chars: int = 200) -> dict:
+    """Compact schema: score first (so a truncated analysis still leaves it), then analysis."""
+    return {
+        "type": "object",
+        "properties": {
+            "score": {"type": "integer", "minimum": 0, "maximum": 100},
+            "analysis": {"type": "string", "maxLength": int(analysis_chars)},
+        },
+        "required": ["score", "analysis"],
+        "additionalProperties": False,
+    }
+
+
+def coaching_messages(transcript: str, kind: str, *, fairness: bool = False) -> tuple[dict, dict]:
+    """System + user messages for one coaching request about ``transcript``."""
+    if kind not in COACHING_KINDS:
+        raise ValueError(f"kind must be one of {COACHING_KINDS}, got {kind!r}")
+    task = load_prompt("coach_positives" if kind == "positives" else "coach_improvement")
+    system = load_prompt("system_fair_coaching" if fairness else "system").strip()
+    user = load_prompt("user_frame").format(transcript=transcript, task=task.strip())
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})
+
+
+def coaching_config(base: GenerationConfig | None = None, *, constrained: bool = True,
+                    analysis_chars: int = 200) -> GenerationConfig:
+    """Generation settings; ``constrained`` adds the JSON schema (local model)."""
+    base = base or GenerationConfig(temperature=0.0, max_tokens=400, seed=0)
+    if constrained:
+        return base.replace(json_schema=coaching_json_schema(analysis_chars),
+                            max_tokens=min(base.max_tokens, 20 + analysis_chars // 2))
+    return base
+
+
+def coaching_request(request_id: str, transcript: str, kind: str, *, fairness: bool = False,
+                     config: GenerationConfig | None = None, repeat: int = 0) -> Request:
+    msgs = coaching_messages(transcript, kind, fairness=fairness)
+    return Request(request_id, messages=msgs, config=config or coaching_config(), repeat=repeat)
+
+
+def parse_coaching(text: str | None) -> dict[str, Any]:
+    """Read ``{"score": N, "analysis": "..."}`` from a reply.
+
+    Tolerates code fences, raw newlines inside strings, ``"72"`` or ``"72/100"``
+    as the score, and (noted in ``parse_note``) a ``Score: 72`` line when no
+    JSON object is present. A missing, non-numeric or out-of-range score gives
+    ``parse_ok=False``; nothing is clipped into range.
+
+    >>> parse_coaching('{"score": 72, "analysis": "- clearer next steps"}')["score"]
+    72.0
+    """
+    out: dict[str, Any] = {"score": math.nan, "analysis": None, "parse_ok": False,
+                           "parse_error": None, "parse_note": None}
+    if text is None or not str(text).strip():
+        out["parse_error"] = "empty reply"
+        return out
+    raw = _FENCE.sub("", str(text))
+    obj = _json_object(raw)
+    value: Any = None
+    if obj is not None:
+        lowered = {str(k).strip().lower(): v for k, v in obj.items()}
+        if "score" not in lowered:
+            out["parse_error"] = "JSON object has no 'score'"
+            return out
+        value = lowered["score"]
+        analysis = lowered.get("analysis")
+        if isinstance(analysis, list):
+            analysis = "\n".join(map(str, analysis))
+        out["analysis"] = analysis if isinstance(analysis, str) else None
+    else:
+        m = list(_SCORE_TEXT.finditer(raw))
+        if not m:
+            out["parse_error"] = "no JSON object and no score"
+            return out
+        value = m[-1].group(1) + (m[-1].group(2) or "")
+        out["parse_note"] = "score read from free text, not JSON"
+        out["analysis"] = raw.strip()
+    if isinstance(value, bool) or value is None:
+        out["parse_error"] = f"score {value!r} is not a number"
+        return out
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?\s*", value)
+        if not m:
+            out["parse_error"] = f"score {value!r} is not a number"
+            return out
+        value = float(m.group(1))
+    value = float(value)
+    if not (0.0 <= value <= 100.0):
+        out["parse_error"] = f"score {value:g} is outside 0-100"
+        return out
+    out["score"] = value
+    out["parse_ok"] = True
+    return out
+
+
+def parse_coaching_frame(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Parsed columns for a judgments frame; failed calls are parse failures."""
+    rows = []
+    oks = judgments["ok"] if "ok" in judgments.columns else pd.Series(True, index=judgments.index)
+    errs = judgments["error"] if "error" in judgments.columns else pd.Series(None, index=judgments.index)
+    for text, ok, err in zip(judgments["text"], oks, errs):
+        if not ok:
+            rows.append({"score": math.nan, "analysis": None, "parse_ok": False,
+                         "parse_error": f"call failed: {err}", "parse_note": None})
+        else:
+            rows.append(parse_coaching(text))
+    return pd.DataFrame(rows, index=judgments.index)
+
+
+def _scripted_coach(request: Request) -> Response:
+    """Deterministic stand-in for a coaching judge (smoke runs and tests only).
+
+    Base score from the customer's turns; a prompt hash shifts it by a few
+    points (smaller under the fairness prompt); a header mentioning past
+    coaching lowers it, to give the smoke run a visible priming effect.
+    """
+    transcript, task, user, fair = _prompt_parts(request)
+    if "Coaching task:" not in task:  # one spec can serve the whole study
+        from .qa import _scripted_qa
+
+        return _scripted_qa(request)
+    customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))
+    kind = "positives" if "strengths" in task else "improvement"
+    base = 50 + 40 * stable_unit("cc-coach", kind, customer)
+    shift = (stable_unit("cc-coach-shift", user, fair) - 0.5) * (4 if fair else 10)
+    if "coaching" in transcript.lower() and not fair:
+        shift -= 8
+    if request.config.temperature > 0:
+        shift += (stable_unit("cc-coach-rep", user, request.repeat) - 0.5) * 4
+    score = int(round(min(100, max(0, base + shift))))
+    if stable_unit("cc-coach-garbage", user) < 0.03:
+        return Response(text='{"analysis": "- (scripted) no score given"}', prompt_tokens=len(user.split()),
+                        completion_tokens=10)
+    text = json.dumps({"score": score, "analysis": f"- (scripted {kind} note)"})
+    return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=15)
+
+
+register_script("cc-coach", _scripted_coach)

@@ -1,0 +1,478 @@
+"""Auto-QA judge task for the contact-center study (seed 000).
+
+A judge reads one call transcript (optionally with a metadata header) and
+answers one rubric question Yes/No with a confidence 0-100.
+
+Three output contracts, all parsed by :func:`parse_qa`:
+
+``free``     the seed's free-text contract: evidences, synthesis,
+             ``Confidence: N`` and ``Hence, the final answer is: Yes|No``
+``json``     JSON-constrained decoding (for the local model):
+             ``{"answer": "Yes"|"No", "confidence": 0-100[, "evidence": "..."]}``
+``compact``  answer first, then the confidence (``Yes 85``), so the first
+             generated token carries P(Yes)
+
+A reply whose answer cannot be read is a parse failure: ``parse_ok=False``
+with the raw text kept by the caller; it is never turned into "No".
+
+Prompt layout (see ``cfbench/data/qa/prompts/README.md``): fixed system
+prompt, then the user message with the transcript first and the question
+last, so every question about one variant reuses the transcript's KV cache.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+import yaml
+
+from ..errors import InputError
+from ..judges.base import GenerationConfig, Request, Response, yes_probability
+from ..judges.scripted import register_script, stable_unit
+
+__all__ = [
+    "QA_MODES",
+    "RUBRIC_COLUMNS",
+    "load_rubric",
+    "load_prompt",
+    "format_transcript",
+    "qa_json_schema",
+    "qa_messages",
+    "qa_config",
+    "qa_request",
+    "parse_qa",
+    "parse_qa_frame",
+]
+
+QA_MODES = ("free", "json", "compact")
+RUBRIC_COLUMNS = ["question_id", "category", "type", "yes_means", "text", "criteria", "paraphrases"]
+_SPEAKERS = {"agent": "Agent", "customer": "Customer"}
+
+
+# ----------------------------------------------------------------------------- data files
+
+QA_DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "qa"
+
+
+def _data_text(*parts: str) -> str:
+    return QA_DATA_DIR.joinpath(*parts).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def load_prompt(name: str) -> str:
+    """Text of ``cfbench/data/qa/prompts/<name>.txt``."""
+    try:
+        return _data_text("prompts", f"{name}.txt")
+    except FileNotFoundError:
+        raise InputError("no such prompt file", source="cfbench/data/qa/prompts", record=name,
+                         field="name") from None
+
+
+def load_rubric(path: str | None = None) -> pd.DataFrame:
+    """The Auto-QA rubric as a frame (one row per question, ``RUBRIC_COLUMNS``).
+
+    ``path`` reads a user rubric in the same YAML layout; by default the
+    shipped ``cfbench/data/qa/rubric.yaml``. The rubric version is in
+    ``frame.attrs["version"]``.
+
+    >>> r = load_rubric()
+    >>> len(r), int((r["type"] == "objective").sum())
+    (30, 10)
+    """
+    source = path or "cfbench/data/qa/rubric.yaml"
+    text = open(path, encoding="utf-8").read() if path else _data_text("rubric.yaml")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or "questions" not in data:
+        raise InputError("rubric must be a mapping with a 'questions' list", source=source,
+                         field="questions")
+    categories = data.get("categories") or {}
+    rows, seen = [], set()
+    for i, q in enumerate(data["questions"]):
+        qid = q.get("id") if isinstance(q, dict) else None
+        rec = qid if qid else f"#{i}"
+        if not qid or not isinstance(qid, str):
+            raise InputError("missing question id", source=source, record=rec, field="id")
+        if qid in seen:
+            raise InputError("duplicate question id", source=source, record=qid, field="id")
+        seen.add(qid)
+        for fld in ("category", "type", "text", "criteria"):
+            if not q.get(fld):
+                raise InputError("missing or empty", source=source, record=qid, field=fld)
+        if q["type"] not in ("subjective", "objective"):
+            raise InputError(f"must be subjective or objective, got {q['type']!r}", source=source,
+                             record=qid, field="type")
+        if categories and q["category"] not in categories:
+            raise InputError(f"unknown category {q['category']!r}", source=source, record=qid,
+                             field="category")
+        if q.get("yes_means", "good") not in ("good", "bad"):
+            raise InputError("must be good or bad", source=source, record=qid, field="yes_means")
+        rows.append({
+            "question_id": qid, "category": q["category"], "type": q["type"],
+            "yes_means": q.get("yes_means", "good"), "text": q["text"].strip(),
+            "criteria": [str(c).strip() for c in q["criteria"]],
+            "paraphrases": [str(p).strip() for p in q.get("paraphrases") or []],
+        })
+    frame = pd.DataFrame(rows, columns=RUBRIC_COLUMNS)
+    frame.attrs["version"] = data.get("version")
+    frame.attrs["name"] = data.get("name")
+    return frame
+
+
+# ----------------------------------------------------------------------------- transcripts
+
+def format_transcript(turns: Sequence[Mapping[str, Any]], header: Any = None, *,
+                      record: object = None) -> str:
+    """Render turns (``{"speaker": "agent"|"customer", "text": ...}``) for a prompt.
+
+    ``header`` (Operation 3 metadata) goes above the dialogue: a string as is,
+    a mapping as ``key: value`` lines, ``None``/empty for no header.
+
+    >>> format_transcript([{"speaker": "agent", "text": "Hi, I'm Ana."},
+    ...                    {"speaker": "customer", "text": "Hello."}])
+    "Agent: Hi, I'm Ana.\\nCustomer: Hello."
+    """
+    if turns is None or len(turns) == 0:
+        raise InputError("transcript has no turns", record=record, field="turns")
+    lines = []
+    if header is not None and not (isinstance(header, float) and math.isnan(header)):
+        if isinstance(header, Mapping):
+            lines.extend(f"{k}: {v}" for k, v in header.items())
+        elif isinstance(header, str):
+            if header.strip():
+                lines.append(header.strip())
+        else:
+            raise InputError(f"header must be a string or mapping, got {type(header).__name__}",
+                             record=record, field="header")
+        if lines:
+            lines.append("")
+    for i, t in enumerate(turns):
+        speaker = str(t.get("speaker", "")).strip().lower()
+        if speaker not in _SPEAKERS:
+            raise InputError(f"turn {i}: unknown speaker {t.get('speaker')!r}", record=record,
+                             field="turns")
+        text = t.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"turn {i}: empty text", record=record, field="turns")
+        lines.append(f"{_SPEAKERS[speaker]}: {' '.join(text.split())}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- requests
+
+def qa_json_schema(evidence_chars: int = 0) -> dict:
+    """JSON schema of the constrained mode; ``evidence_chars`` > 0 adds a short quote."""
+    props: dict[str, Any] = {
+        "answer": {"type": "string", "enum": ["Yes", "No"]},
+        "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+    }
+    required = ["answer", "confidence"]
+    if evidence_chars > 0:
+        props["evidence"] = {"type": "string", "maxLength": int(evidence_chars)}
+        required.append("evidence")
+    return {"type": "object", "properties": props, "required": required,
+            "additionalProperties": False}
+
+
+def _question_block(question: Mapping[str, Any], paraphrase: int | None) -> tuple[str, str]:
+    text = question["text"]
+    if paraphrase is not None and paraphrase >= 0:
+        paras = list(question.get("paraphrases") or [])
+        if paraphrase >= len(paras):
+            raise InputError(f"question has {len(paras)} paraphrases, asked for #{paraphrase}",
+                             record=question.get("question_id"), field="paraphrases")
+        text = paras[paraphrase]
+    criteria = "\n".join(f"- {c}" for c in question["criteria"])
+    return text, criteria
+
+
+def qa_messages(transcript: str, question: Mapping[str, Any], *, mode: str = "json",
+                fairness: bool = False, evidence_chars: int = 0,
+                paraphrase: int | None = None) -> tuple[dict, dict]:
+    """System + user messages asking ``question`` (a rubric row) about ``transcript``."""
+    if mode not in QA_MODES:
+        raise ValueError(f"mode must be one of {QA_MODES}, got {mode!r}")
+    qtext, criteria = _question_block(question, paraphrase)
+    if mode == "free":
+        task = load_prompt("qa_free").format(question=qtext, criteria=criteria)
+    elif mode == "json":
+        shape = '{"answer": "Yes" or "No", "confidence": whole number 0-100 for how sure you are'
+        shape += ', "evidence": a short quote from the call}' if evidence_chars > 0 else "}"
+        task = load_prompt("qa_json").format(question=qtext, criteria=criteria, shape=shape)
+    else:
+        task = load_prompt("qa_compact").format(question=qtext, criteria=criteria)
+    system = load_prompt("system_fair_qa" if fairness else "system").strip()
+    user = load_prompt("user_frame").format(transcript=transcript, task=task.strip())
+    return ({"role": "system", "content": system}, {"role": "user", "content": user})
+
+
+def qa_config(mode: str, base: GenerationConfig | None = None, *, evidence_chars: int = 0,
+              top_logprobs: int = 5) -> GenerationConfig:
+    """Generation settings for a mode: JSON schema for ``json``, short budgets."""
+    base = base or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
+    if mode == "json":
+        return base.replace(json_schema=qa_json_schema(evidence_chars),
+                            max_tokens=min(base.max_tokens, 24 + evidence_chars // 2),
+                            top_logprobs=top_logprobs)
+    if mode == "compact":
+        return base.replace(max_tokens=min(base.max_tokens, 10), top_logprobs=top_logprobs)
+    return base.replace(top_logprobs=top_logprobs)
+
+
+def qa_request(request_id: str, transcript: str, question: Mapping[str, Any], *,
+               mode: str = "json", fairness: bool = False, evidence_chars: int = 0,
+               config: GenerationConfig | None = None, repeat: int = 0,
+               paraphrase: int | None = None) -> Request:
+    """One :class:`Request` for an Auto-QA judgment."""
+    msgs = qa_messages(transcript, question, mode=mode, fairness=fairness,
+                       evidence_chars=evidence_chars, paraphrase=paraphrase)
+    cfg = config if config is not None else qa_config(mode, evidence_chars=evidence_chars)
+    return Request(request_id, messages=msgs, config=cfg, repeat=repeat)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+_FENCE = re.compile(r"```(?:json|JSON)?")
+_EMPH = re.compile(r"[*_`#]+")
+_NOT_BOTH = r"\b(?![-'])(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
+_FINAL = re.compile(r"final\s+answer\s*(?:is|would\s+be|:)?\s*[:\-=]?\s*\(?\"?'?(yes|no)" + _NOT_BOTH, re.I)
+_ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*[:\-=]\s*\"?'?(yes|no)" + _NOT_BOTH, re.I)
+_LEADING = re.compile(r"^\s*[\"'(\[]?\s*(yes|no)" + _NOT_BOTH, re.I)
+_CONF = re.compile(r"confidence(?:\s+score)?(?:\s+level)?\s*(?:is|of|:|=|-)?\s*[:=]?\s*"
+                   r"(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
+_NUMBER_AFTER_ANSWER = re.compile(r"^\s*[\"'(\[]?\s*(?:yes|no)\b[\s,;:|\-()\"'\]]*"
+                                  r"(?:confidence\s*[:=]?\s*)?(\d{1,3}(?:\.\d+)?)\s*(%)?", re.I)
+_SECTION = re.compile(r"(evidences?|synthesis)\s*:\s*(.*?)(?=\n\s*(?:evidences?|synthesis|confidence|"
+                      r"hence|final answer)\b|\Z)", re.I | re.S)
+
+
+def _empty_result() -> dict[str, Any]:
+    return {"answer": None, "answer_yes": math.nan, "confidence": math.nan, "evidence": None,
+            "synthesis": None, "parse_ok": False, "parse_error": None, "parse_note": None,
+            "p_yes": math.nan}
+
+
+def _confidence_value(raw: str, unit: str | None) -> tuple[float, str | None]:
+    value = float(raw)
+    if "." in raw and value <= 1.0 and not unit:
+        return math.nan, f"confidence {raw} looks like a fraction, not a 0-100 number"
+    if value > 100:
+        return math.nan, f"confidence {raw} is above 100"
+    return value, None
+
+
+def _json_object(text: str) -> dict | None:
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        for j in range(start, len(text)):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[start:j + 1], strict=False)
+                    except json.JSONDecodeError:
+                        break
+                    if isinstance(obj, dict):
+                        return obj
+                    break
+        start = text.find("{", start + 1)
+    return None
+
+
+def _answer_from_value(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*[*_\"']*\s*(yes|no)\s*[.!*_\"']*\s*", value, re.I)
+        if m:
+            return m.group(1).capitalize()
+    return None
+
+
+def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Read an Auto-QA reply in any of the three contracts.
+
+    Returns ``answer`` ("Yes"/"No"/None), ``answer_yes`` (1.0/0.0/NaN),
+    ``confidence`` (0-100 or NaN), ``evidence``, ``synthesis``, ``parse_ok``,
+    ``parse_error`` (why parsing failed), ``parse_note`` (what was missing
+    from an otherwise readable reply, e.g. no confidence) and ``p_yes`` (from first-token logprobs, NaN when absent).
+    An unreadable or ambiguous answer gives ``parse_ok=False``, never "No".
+
+    >>> parse_qa("Confidence: 80\\nHence, the final answer is: **Yes**.")["answer"]
+    'Yes'
+    >>> parse_qa("I cannot tell from this call.")["parse_ok"]
+    False
+    """
+    out = _empty_result()
+    out["p_yes"] = yes_probability(top_logprobs) if top_logprobs else math.nan
+    if text is None or not str(text).strip():
+        out["parse_error"] = "empty reply"
+        return out
+    raw = str(text)
+    notes: list[str] = []
+
+    obj = _json_object(_FENCE.sub("", raw)) if "{" in raw else None
+    if obj is not None:
+        lowered = {str(k).strip().lower(): v for k, v in obj.items()}
+        ans_key = next((k for k in ("answer", "final_answer", "final answer", "verdict") if k in lowered), None)
+        if ans_key is not None:
+            answer = _answer_from_value(lowered[ans_key])
+            if answer is None:
+                out["parse_error"] = f"JSON answer {lowered[ans_key]!r} is not Yes/No"
+                return out
+            out["answer"] = answer
+            conf = lowered.get("confidence")
+            if isinstance(conf, bool):
+                conf = None
+            if isinstance(conf, (int, float)):
+                conf = str(conf)
+            if isinstance(conf, str):
+                m = re.fullmatch(r"\s*(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?\s*", conf)
+                if m:
+                    value, note = _confidence_value(m.group(1), m.group(2))
+                    out["confidence"] = value
+                    if note:
+                        notes.append(note)
+                else:
+                    notes.append(f"confidence {conf!r} is not a number")
+            elif conf is None:
+                notes.append("no confidence")
+            ev = lowered.get("evidence", lowered.get("evidences"))
+            out["evidence"] = ev if isinstance(ev, str) else (json.dumps(ev) if ev is not None else None)
+            syn = lowered.get("synthesis", lowered.get("rationale"))
+            out["synthesis"] = syn if isinstance(syn, str) else None
+            return _finish(out, notes)
+
+    clean = _EMPH.sub("", _FENCE.sub("", raw))
+    finals = {m.group(1).lower() for m in _FINAL.finditer(clean)}
+    if not finals:
+        finals = {m.group(1).lower() for m in _ANSWER_LINE.finditer(clean)}
+    leading = _LEADING.match(clean)
+    if len(finals) > 1:
+        # several "final answer" statements that disagree: take the last one only
+        # when the reply explicitly concludes with it, else it is ambiguous
+        last = list(_FINAL.finditer(clean)) or list(_ANSWER_LINE.finditer(clean))
+        tail = clean[last[-1].end():].strip()
+        if len(tail) > 80:
+            out["parse_error"] = "conflicting final answers"
+            return out
+        finals = {last[-1].group(1).lower()}
+    if finals:
+        out["answer"] = next(iter(finals)).capitalize()
+    elif leading:
+        out["answer"] = leading.group(1).capitalize()
+        m = _NUMBER_AFTER_ANSWER.match(clean)
+        if m:
+            value, note = _confidence_value(m.group(1), m.group(2))
+            out["confidence"] = value
+            if note:
+                notes.append(note)
+    else:
+        out["parse_error"] = "no final Yes/No answer found"
+        return out
+
+    confs = list(_CONF.finditer(clean))
+    if confs:
+        value, note = _confidence_value(confs[-1].group(1), confs[-1].group(2))
+        out["confidence"] = value
+        if note:
+            notes.append(note)
+    elif math.isnan(out["confidence"]):
+        notes.append("no confidence")
+    for m in _SECTION.finditer(clean):
+        key = "evidence" if m.group(1).lower().startswith("evidence") else "synthesis"
+        if out[key] is None:
+            out[key] = m.group(2).strip() or None
+    return _finish(out, notes)
+
+
+def _finish(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    out["answer_yes"] = 1.0 if out["answer"] == "Yes" else 0.0
+    out["parse_ok"] = True
+    out["parse_note"] = "; ".join(notes) if notes else None
+    return out
+
+
+def parse_qa_frame(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Parsed columns for a judgments frame (``text``, ``top_logprobs``, ``ok``).
+
+    Failed calls (``ok`` False) get ``parse_ok=False`` with the call error as
+    ``parse_error``; their raw text stays in the judgments frame.
+    """
+    rows = []
+    has_lp = "top_logprobs" in judgments.columns
+    for text, ok, err, lp in zip(judgments["text"],
+                                 judgments.get("ok", pd.Series(True, index=judgments.index)),
+                                 judgments.get("error", pd.Series(None, index=judgments.index)),
+                                 judgments["top_logprobs"] if has_lp else [None] * len(judgments)):
+        if not ok:
+            r = _empty_result()
+            r["parse_error"] = f"call failed: {err}"
+            rows.append(r)
+            continue
+        if isinstance(lp, str):
+            lp = json.loads(lp) if lp else None
+        rows.append(parse_qa(text, lp if isinstance(lp, Mapping) else None))
+    return pd.DataFrame(rows, index=judgments.index)
+
+
+# ----------------------------------------------------------------------------- scripted double
+
+def _prompt_parts(request: Request) -> tuple[str, str, str, bool]:
+    system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
+    user = next((m["content"] for m in reversed(request.messages) if m["role"] == "user"), "")
+    transcript = user.split("<<<", 1)[-1].split(">>>", 1)[0]
+    task = user.split(">>>", 1)[-1]
+    fair = "even-handed" in system
+    return transcript, task, user, fair
+
+
+def _scripted_qa(request: Request) -> Response:
+    """Deterministic stand-in for an Auto-QA judge (smoke runs and tests only).
+
+    The base answer depends on the question and the customer's turns (which
+    no perturbation touches); a fixed fraction of variants is "flipped" by a
+    hash of the whole prompt (less often under the fairness system prompt);
+    sampled repeats (temperature > 0) add repeat noise; ~3% of prompts get an
+    unparseable reply so the parse-failure path is exercised. Coaching
+    prompts are answered by the ``cc-coach`` script, so ``scripted:cc-qa``
+    alone can run the whole study in smoke configs.
+    """
+    transcript, task, user, fair = _prompt_parts(request)
+    if "Coaching task:" in task:  # one spec can serve the whole study
+        from .coaching import _scripted_coach
+
+        return _scripted_coach(request)
+    qline = next((ln for ln in task.splitlines() if ln.startswith("Quality question:")), task[:80])
+    customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))
+    yes = stable_unit("cc-qa", qline, customer) < 0.6
+    if stable_unit("cc-qa-flip", user, fair) < (0.06 if fair else 0.15):
+        yes = not yes
+    if request.config.temperature > 0 and stable_unit("cc-qa-rep", user, request.repeat) < 0.1:
+        yes = not yes
+    conf = 55 + int(40 * stable_unit("cc-qa-conf", user, fair))
+    answer = "Yes" if yes else "No"
+    lp = {answer: math.log(0.8), ("No" if yes else "Yes"): math.log(0.2)}
+    if stable_unit("cc-qa-garbage", user) < 0.03:
+        return Response(text="The transcript does not give me enough to decide.", prompt_tokens=len(user.split()),
+                        completion_tokens=10)
+    if request.config.json_schema is not None:
+        text = json.dumps({"answer": answer, "confidence": conf})
+        return Response(text=text, top_logprobs={"{": 0.0}, prompt_tokens=len(user.split()), completion_tokens=12)
+    if "final answer" in task:
+        text = ("To answer the given question, let's think step by step:\nEvidences:\n- (scripted)\n"
+                f"Synthesis:\nScripted judgment.\nConfidence: {conf}\nHence, the final answer is: {answer}")
+        return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=30)
+    return Response(text=f"{answer} {conf}", top_logprobs=lp, prompt_tokens=len(user.split()),
+                    completion_tokens=3)
+
+
+register_script("cc-qa", _scripted_qa)
