@@ -167,7 +167,8 @@ def _parse_record(obj: Any, *, source: str, position: str) -> Transcript:
         _check_str(t["text"], source=source, record=rid, fld=f"{where}.text")
         turns.append(Turn(speaker, t["text"]))
 
-    labels = obj.get("labels") or {}
+    labels = obj.get("labels")
+    labels = {} if labels is None else labels
     if not isinstance(labels, Mapping):
         raise _err(f"must be an object of question_id -> 'Yes'/'No', got {type(labels).__name__}", source, rid, "labels")
     for q, v in labels.items():
@@ -176,7 +177,8 @@ def _parse_record(obj: Any, *, source: str, position: str) -> Transcript:
         if v not in LABEL_VALUES:
             raise _err(f"must be 'Yes' or 'No', got {v!r}", source, rid, f"labels.{q}")
 
-    meta = obj.get("meta") or {}
+    meta = obj.get("meta")
+    meta = {} if meta is None else meta
     if not isinstance(meta, Mapping):
         raise _err(f"must be an object, got {type(meta).__name__}", source, rid, "meta")
 

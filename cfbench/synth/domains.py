@@ -163,6 +163,16 @@ GENERIC_EXTRA = [
     ("Can someone call me back if I have questions?", "Yes, you can request a callback in your account."),
     ("Is my account otherwise in good standing?", "Yes, everything else on the account looks fine."),
     ("Can I update my contact details while I'm here?", "You can update them any time in your account."),
+    ("Is there a fee for calling you?", "No, calls to this line are free."),
+    ("Can my partner call about this for me?", "Only if they are added to the account as an authorized user."),
+    ("Do you have a chat option?", "Yes, there is a chat window in the app."),
+    ("Will my password need changing?", "No, your login is not affected."),
+    ("Is there a way to get text updates?", "Yes, you can turn on text updates in your settings."),
+    ("Can I get this summary in writing?", "Yes, the summary is added to your messages."),
+    ("Is my information kept private?", "Yes, we only use it to handle your account."),
+    ("How long are calls usually on hold?", "Usually just a few minutes at this time of day."),
+    ("Do you have an office I can visit?", "Yes, the addresses are on our website."),
+    ("Can I give feedback on this call?", "Yes, a short survey comes by email after the call."),
 ]
 
 # Follow-up pairs for work-avoidance transcripts: the agent keeps deflecting.
@@ -171,4 +181,13 @@ DEFLECT_EXTRA = [
     ("Can you at least transfer me?", "I can't transfer this kind of call."),
     ("Could you make a note on my account?", "There's nothing for me to note here."),
     ("Who should I call then?", "You'll have to find the right number yourself."),
+    ("Can I speak to a supervisor?", "There's no one here who handles that either."),
+    ("Could you email me the right contact?", "I don't have that information to send."),
+    ("So what am I supposed to do?", "That's up to you, it's not something I deal with."),
+    ("Can you check whether anyone else can help?", "No, I'm not going to look into that."),
+    ("Is there a form I can fill out?", "Not that I know of."),
+    ("Can you at least tell me what went wrong?", "I haven't looked, and I'm not able to."),
+    ("Will anyone call me back?", "Not from this line, no."),
+    ("Can I leave a message for the right team?", "I can't take messages for other teams."),
+    ("Is it worth calling again later?", "It won't change anything on this line."),
 ]

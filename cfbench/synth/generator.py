@@ -6,8 +6,11 @@ each agent act is realized from content pieces plus style slots (see
 :mod:`cfbench.synth.plan`). Labels for the objectively decidable rubric
 questions follow from the plan (see :mod:`cfbench.synth.labels`).
 
-Randomness: transcript ``i`` draws from ``numpy.random.default_rng([seed, i])``
-only, so a transcript does not depend on how many others are generated.
+Randomness: transcript ``i`` draws from ``numpy.random.default_rng([seed, i])``;
+its outcome (resolved / failed / avoided), named greeting and PII disclosure
+come from seeded schedules of 20 that repeat, so the labels are balanced in
+every block of 20 items. Neither
+depends on how many transcripts are generated.
 """
 
 from __future__ import annotations
@@ -87,6 +90,24 @@ def _one(rng: np.random.Generator, seq: Sequence[Any]) -> Any:
     return seq[int(rng.integers(len(seq)))]
 
 
+_SCHEDULE_LEN = 20
+
+
+@functools.lru_cache(maxsize=64)
+def _schedule(seed: int, key: int, probs: tuple[float, ...], values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` for 20 consecutive items in the proportions of ``probs`` (largest remainder),
+    shuffled by (seed, key) alone -- so every block of 20 items is balanced and item ``i``'s
+    value does not depend on how many items are generated."""
+    p = np.asarray(probs, dtype=float) / sum(probs)
+    raw = p * _SCHEDULE_LEN
+    counts = np.floor(raw).astype(int)
+    for j in np.argsort(-(raw - counts), kind="stable")[: _SCHEDULE_LEN - counts.sum()]:
+        counts[j] += 1
+    sched = [o for o, c in zip(values, counts) for _ in range(c)]
+    order = np.random.default_rng([seed, key]).permutation(_SCHEDULE_LEN)
+    return tuple(sched[i] for i in order)
+
+
 def _generate_one(index: int, *, seed: int, domain: str, min_turns: int, max_turns: int,
                   id_prefix: str, p_named_greeting: float, p_pii_disclosure: float,
                   outcome_probs: Sequence[float], p_honorific: float, p_third_person: float,
@@ -100,9 +121,10 @@ def _generate_one(index: int, *, seed: int, domain: str, min_turns: int, max_tur
     customer = _one(rng, CUSTOMER_NAMES)
     company = _one(rng, d["companies"])
     item = _one(rng, d["items"])
-    outcome = OUTCOMES[int(rng.choice(len(OUTCOMES), p=np.asarray(outcome_probs) / sum(outcome_probs)))]
-    named = bool(rng.random() < p_named_greeting)
-    disclose = bool(rng.random() < p_pii_disclosure)
+    slot = index % _SCHEDULE_LEN
+    outcome = _schedule(seed, 1, tuple(outcome_probs), OUTCOMES)[slot]
+    named = _schedule(seed, 2, (p_named_greeting, 1 - p_named_greeting), (True, False))[slot]
+    disclose = _schedule(seed, 3, (p_pii_disclosure, 1 - p_pii_disclosure), (True, False))[slot]
     honorific = bool(rng.random() < p_honorific)
     aside = bool(rng.random() < p_third_person) and outcome != "avoided"
     distractor = bool(rng.random() < p_distractor)
