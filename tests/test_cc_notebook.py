@@ -1,0 +1,47 @@
+"""The contact-center notebook runs end to end on the smoke config (scripted judge)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_smoke_notebook_writes_the_contract(tmp_path):
+    pm = pytest.importorskip("papermill")
+    from cfbench.synth import shipped_transcripts_path
+
+    params = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "smoke.yaml").read_text())
+    if not shipped_transcripts_path().exists():
+        from cfbench.io.transcripts import save_transcripts
+        from cfbench.synth import generate_transcripts
+
+        params["transcripts_path"] = str(save_transcripts(generate_transcripts(12, seed=0), tmp_path / "t.jsonl"))
+    out = tmp_path / "out"
+    params.update(output_dir=str(out), config_name="smoke", n_boot=50)
+    pm.execute_notebook(str(REPO / "notebooks" / "contact_center_qa.ipynb"), str(tmp_path / "nb.ipynb"),
+                        parameters=params, cwd=str(REPO), progress_bar=False, kernel_name="python3")
+    for f in ("judgments.parquet", "cfr.csv", "masd.csv", "robustness.csv", "accuracy.csv",
+              "fairness_prompting_delta.csv", "summary.json", "table2.csv", "fig3_accuracy_vs_cfr.png",
+              "fig4_category_profiles.png", "fig5_fairness_vs_robustness.png", "heatmap_cfr.png"):
+        assert (out / f).exists(), f
+    cfr = pd.read_csv(out / "cfr.csv")
+    assert list(cfr.columns[:7]) == ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
+    assert set(cfr.loc[cfr["arm"] == "baseline", "dimension"]) == set(
+        __import__("cfbench.perturb", fromlist=["TABLE_DIMENSIONS"]).TABLE_DIMENSIONS)
+    masd = pd.read_csv(out / "masd.csv")
+    assert list(masd.columns[:5]) == ["judge", "dimension", "score", "masd", "n_pairs"]
+    assert set(masd["score"]) == {"confidence", "positives", "improvement"}
+    j = pd.read_parquet(out / "judgments.parquet")
+    for c in ("text", "answer", "confidence", "score", "parse_ok", "cache_hit", "repeat"):
+        assert c in j.columns
+    assert j.loc[~j["parse_ok"], "answer"].isna().all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"] == "smoke" and summary["judges"] == ["scripted:cc-qa"]
+    t2 = pd.read_csv(out / "table2.csv")
+    assert {"Average", "Robustness", "Accuracy"} <= set(t2["row"])
