@@ -14,9 +14,10 @@ exact; for other transcripts they come from marker lexicons.
 Gender cues that refer to the agent are:
 * honorifics used by the customer (sir, ma'am, madam, miss, Mr/Ms/Mrs + the
   agent's name) -- the customer addresses the agent;
-* third-person pronouns in a customer turn *after* the agent's name is
-  mentioned in that turn (rule path), or inside a planned ``agent_ref`` piece
-  (synthetic path). Pronouns that refer to anyone else are left alone.
+* third-person pronouns in a customer turn that follow a mention of the
+  agent's name in the same sentence, before any other person is mentioned
+  (rule path, and only pronouns of the agent's gender), or inside a planned
+  ``agent_ref`` piece (synthetic path). Pronouns about anyone else are left alone.
 """
 
 from __future__ import annotations
@@ -126,6 +127,23 @@ def _guess_name(t: Transcript) -> str:
     return ""
 
 
+_OTHER_ANTECEDENT = re.compile(r"(?i)\b(wife|husband|partner|mother|mom|mum|father|dad|daughter|son|sister|"
+                               r"brother|girlfriend|boyfriend|aunt|uncle|grandma|grandmother|grandpa|grandfather|"
+                               r"niece|nephew|lady|woman|man|guy|girl|boy|manager|supervisor|colleague|friend|"
+                               r"neighbou?r|landlord|landlady|doctor|technician|driver)\b")
+
+
+def _antecedent_scope(text: str, start: int) -> int:
+    """Where pronouns after an agent-name mention stop referring to the agent: the
+    end of the sentence, or an earlier mention of another person."""
+    end = len(text)
+    m = re.search(r"[.!?](\s|$)", text[start:])
+    if m:
+        end = start + m.start()
+    other = _OTHER_ANTECEDENT.search(text, start, end)
+    return other.start() if other else end
+
+
 def find_gender_words(text: str, *, start: int = 0, end: int | None = None,
                       kinds: tuple[str, ...] = ("pronoun", "vocative", "title"),
                       name: str = "") -> list[dict[str, Any]]:
@@ -227,9 +245,9 @@ def identify_turns(t: Transcript) -> TurnIdentification:
                 if p["kind"] == "agent_ref":
                     found += find_gender_words(x.text, start=s, end=e, kinds=("pronoun",))
         elif name_re:
-            m = name_re.search(x.text)
-            if m:
-                found += find_gender_words(x.text, start=m.end(), kinds=("pronoun",))
+            for m in name_re.finditer(x.text):
+                found += find_gender_words(x.text, start=m.end(), end=_antecedent_scope(x.text, m.end()),
+                                           kinds=("pronoun",))
         for w in found:
             words.append({"turn": i, **w})
     gender = meta_gender or lookup.get("gender", "")

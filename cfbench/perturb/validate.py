@@ -6,8 +6,9 @@
   speakers never change, inserted turns are declared as inserts;
 * only target turns changed (the turns the identification or the plan named);
 * numbers, amounts, dates and product facts (``meta["facts"]``) are preserved;
-* the transcript's length ratio stays within bounds (and, for LLM-made
-  rewrites, each rewritten turn's ratio too);
+* the transcript's length ratio stays within bounds, not counting declared
+  additions (inserted turns, injected cue sentences); for LLM-made rewrites
+  each rewritten turn's ratio too;
 * after a name swap the original agent name no longer appears.
 
 It returns the list of failed guards (empty = valid). LLM-made variants are
@@ -103,7 +104,16 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
     for f in facts:
         if isinstance(f, str) and f and orig_text.count(f) != var_text.count(f):
             problems.append(f"fact {f!r} not preserved ({orig_text.count(f)} -> {var_text.count(f)})")
-    ratio = len(var_text) / max(1, len(orig_text))
+    # Declared additions (inserted turns, injected cue sentences) are the point of
+    # the variant: the length and name guards look at the rest.
+    injected = [c for c in variant.checks.get("injected", []) or [] if isinstance(c, str)]
+    kept = []
+    for t in base:
+        text = t["text"]
+        for c in injected:
+            text = text.replace(" " + c, "", 1) if (" " + c) in text else text
+        kept.append(text)
+    ratio = len("\n".join(kept)) / max(1, len(orig_text))
     if not (min_ratio <= ratio <= max_ratio):
         problems.append(f"length ratio {ratio:.2f} outside [{min_ratio}, {max_ratio}]")
     if variant.llm_made:
@@ -114,7 +124,7 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
     old = variant.checks.get("absent_name")
     if old:
         pat = re.compile(r"(?i)(?<![\w'’])" + re.escape(old.split()[0]) + r"(?!\w)")
-        still = [k for k, t in enumerate(variant.turns) if pat.search(t["text"])]
+        still = [k for k, t in enumerate(kept) if pat.search(t)]
         if still:
             problems.append(f"original agent name still present in turn(s) {still}")
     return problems

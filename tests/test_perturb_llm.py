@@ -1,0 +1,118 @@
+"""LLM paths: prompt contracts, parsers, regeneration on failed guards/validator (scripted doubles)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cfbench.io.transcripts import transcripts_from_records
+from cfbench.perturb import make_variants
+from cfbench.perturb.llm import identify_turns_llm
+from cfbench.tasks.perturb_llm import (numbered_transcript, parse_identify, parse_rewrite, parse_validate,
+                                       rewrite_request, validate_request)
+
+U = transcripts_from_records([{"id": "u1", "turns": [
+    {"speaker": "agent", "text": "Hello, this is Omar from Ledgerly. How can I help?"},
+    {"speaker": "customer", "text": "I was charged $40 twice on May 3."},
+    {"speaker": "agent", "text": "I am sorry about that. Could you please give me your account number?"},
+    {"speaker": "customer", "text": "It is 4471."},
+    {"speaker": "agent", "text": "Thank you. I have refunded the duplicate $40 charge."},
+    {"speaker": "customer", "text": "Thanks, sir."}]}])
+
+
+def test_parse_rewrite():
+    assert parse_rewrite('{"trans_turn": "Agent: Please hold."}')["text"] == "Please hold."
+    assert parse_rewrite('```json\n{"trans_turn": ["One line."]}\n```')["text"] == "One line."
+    for bad in ("", "Sure! Here you go", '{"trans_turn": ""}', '{"other": "x"}', "[1, 2]"):
+        r = parse_rewrite(bad)
+        assert r["parse_ok"] is False and r["text"] is None and r["parse_error"]
+
+
+def test_parse_validate_needs_a_boolean():
+    assert parse_validate('{"equivalent": false, "reason": "amount differs"}') == {
+        "parse_ok": True, "parse_error": None, "equivalent": False, "reason": "amount differs"}
+    for bad in ('{"equivalent": "no", "reason": "x"}', "No.", '{"reason": "x"}'):
+        assert parse_validate(bad)["parse_ok"] is False
+
+
+def test_parse_identify_converts_to_zero_based_and_checks_ranges():
+    obj = {"agent_name": "Omar", "agent_gender": "male", "agent_race": "", "agent_religion": "",
+           "name_turns": [1], "gender_turns": [6], "agent_pronouns": ["sir"], "race_turns": [],
+           "religion_turns": [], "politeness_turns": [3, 5], "formality_turns": [], "directness_turns": [3],
+           "emotional_labor_turns": [3]}
+    r = parse_identify(json.dumps(obj), 6)
+    assert r["parse_ok"] and r["identification"]["name_turns"] == [0]
+    assert r["identification"]["politeness_turns"] == [2, 4] and r["identification"]["gender_turns"] == [5]
+    assert "outside 1..6" in parse_identify(json.dumps({**obj, "name_turns": [7]}), 6)["parse_error"]
+    assert "differ in length" in parse_identify(json.dumps({**obj, "agent_pronouns": []}), 6)["parse_error"]
+    assert parse_identify("I think the agent is Omar.", 6)["parse_ok"] is False
+
+
+def test_prompts_put_the_varying_text_last():
+    r = rewrite_request("x", dimension="politeness", condition="polite", target="Hold on.", left="Hi", right="Ok")
+    assert r.messages[0]["role"] == "system" and "Hold on." not in r.messages[0]["content"]
+    assert r.messages[1]["content"].rstrip().endswith("Target line (Agent): Hold on.")
+    assert r.config.json_schema is not None and r.repeat == 0 and r.config.temperature == 0.0
+    r2 = rewrite_request("x", dimension="politeness", condition="polite", target="Hold on.", attempt=2, seed=1)
+    assert r2.repeat == 2 and r2.config.temperature > 0 and r2.config.seed == 3
+    v = validate_request("v", "A text", "B text")
+    assert v.messages[1]["content"].index("A text") < v.messages[1]["content"].index("B text")
+    assert numbered_transcript([{"speaker": "agent", "text": "Hi"}]) == "[1] Agent: Hi"
+
+
+def _llm(rewrite, validate):
+    return make_variants(U, dimensions=["politeness"], rewrite_judge=f"scripted:{rewrite}",
+                         validate_judge=f"scripted:{validate}" if validate else None, progress=False)
+
+
+def test_rewrite_validated_on_first_attempt():
+    v = _llm("perturb-rewrite", "perturb-validate")
+    polite = v[v["condition"] == "polite"].iloc[0]
+    assert polite["applicable"] and polite["valid"] and polite["reason"] == "LLM rewrite, attempt 1"
+    assert [e["turn"] for e in polite["edits"]] == [2, 4]  # the agent turns with politeness markers
+    assert polite["turns"][2]["text"] == ("[politeness: polite] I am sorry about that. Could you please give me "
+                                          "your account number?")
+
+
+def test_guard_failure_triggers_regeneration():
+    v = _llm("perturb-rewrite-flaky", "perturb-validate")
+    row = v[v["condition"] == "neutral"].iloc[0]
+    assert row["valid"] and row["reason"] == "LLM rewrite, attempt 2"
+    assert "999" not in " ".join(t["text"] for t in row["turns"])
+
+
+def test_validator_rejection_is_kept_with_reason_after_three_attempts():
+    v = _llm("perturb-rewrite", "perturb-validate-reject")
+    row = v[v["condition"] == "polite"].iloc[0]
+    assert row["applicable"] and not row["valid"]
+    assert row["rejection_reason"] == "validator: not equivalent (outcome differs); rejected after 3 attempt(s)"
+    assert row["turns"] is not None  # the rejected text is kept
+
+
+def test_without_rewrite_judge_style_is_not_applicable():
+    v = make_variants(U, dimensions=["politeness"], progress=False)
+    assert not v[v["condition"] == "polite"].iloc[0]["applicable"]
+
+
+def test_llm_identifier_contract():
+    out = identify_turns_llm(U, "scripted:perturb-identify", progress=False)
+    assert out[0]["parse_ok"] and out[0]["identification"]["name_turns"] == [0]
+    bad = identify_turns_llm(U, "scripted:garbage", progress=False)
+    assert bad[0]["parse_ok"] is False and bad[0]["identification"] is None and bad[0]["raw"]
+
+
+@pytest.mark.local_model
+def test_local_model_rewrites_one_line_and_validator_answers():
+    from cfbench.judges import run_requests
+
+    req = rewrite_request("t", dimension="politeness", condition="polite",
+                          target="Give me your account number.", left="I was charged twice.", right="It is 4471.")
+    r = run_requests("local:qwen2.5-coder-1.5b", [req], progress=False).judgments.iloc[0]
+    parsed = parse_rewrite(r["text"])
+    assert parsed["parse_ok"], r["text"]
+    assert "account number" in parsed["text"].lower()
+    v = run_requests("local:qwen2.5-coder-1.5b",
+                     [validate_request("v", "Agent: The refund is $40.", "Agent: The refund is $90.")],
+                     progress=False).judgments.iloc[0]
+    assert parse_validate(v["text"])["parse_ok"], v["text"]
