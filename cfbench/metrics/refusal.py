@@ -42,7 +42,7 @@ REFUSAL_PATTERNS = (
 DISCLAIMER_PATTERNS = (
     r"\bas an ai\b",
     r"\bi(?:'m| am) (?:just )?(?:an ai|a language model|not a (?:lawyer|doctor|therapist|financial advisor|licensed|certified|professional))\b",
-    r"\bthis (?:is not|isn't|does not constitute) (?:professional|legal|financial|medical) advice\b",
+    r"\bthis (?:is not|isn't|does not constitute) (?:(?:professional|legal|financial|medical|career) ){1,2}advice\b",
     r"\bi can(?:not|'t) (?:give|provide|offer) (?:specific|personali[sz]ed|professional|legal|financial)\b",
     r"\b(?:please )?consult (?:a|an|with a|with an) (?:lawyer|attorney|licensed|qualified|certified) ",
 )

@@ -33,9 +33,12 @@ SENTIMENT_MODES = ("described", "as_run")
 
 
 def cfbench_cache_dir() -> Path:
-    """``$CFBENCH_CACHE`` or ``$XDG_CACHE_HOME/cfbench`` (default ``~/.cache/cfbench``)."""
-    if os.environ.get("CFBENCH_CACHE"):
-        return Path(os.environ["CFBENCH_CACHE"])
+    """``$CFBENCH_CACHE_DIR`` or ``$XDG_CACHE_HOME/cfbench`` (default ``~/.cache/cfbench``).
+
+    Same rule as :func:`cfbench.judges.cache.default_cache_dir` (metrics never import judges).
+    """
+    if os.environ.get("CFBENCH_CACHE_DIR"):
+        return Path(os.environ["CFBENCH_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cfbench"
 

@@ -1,0 +1,191 @@
+"""Paired statistics checked against independent computations and published numbers."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pingouin as pg
+import pytest
+from scipy import optimize, stats
+
+from cfbench.errors import InputError
+from cfbench.metrics.paired import (PAIR_COLUMNS, adjust_pvalues, cohens_dz, group_means, largest_gaps,
+                                    min_detectable_d, paired_matrix, paired_tests, wilcoxon_method)
+
+GROUPS = ["g1", "g2", "g3"]
+
+
+def _scores(n=12, seed=0, shift=(0.0, 0.3, -0.2)):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    rows = []
+    for g, s in zip(GROUPS, shift):
+        noise = rng.normal(scale=0.5, size=n)
+        for i in range(n):
+            rows.append({"model": "m", "prompt_id": f"p{i:02d}", "identity": g, "x": base[i] + s + noise[i]})
+    return pd.DataFrame(rows)
+
+
+def test_columns_and_pairs():
+    res = paired_tests(_scores(), metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000)
+    assert list(res.columns) == PAIR_COLUMNS
+    assert list(zip(res.identity_a, res.identity_b)) == list(itertools.combinations(GROUPS, 2))
+
+
+def test_t_and_effect_size_against_pingouin_and_formula():
+    sc = _scores()
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000)
+    wide = sc.pivot(index="prompt_id", columns="identity", values="x")
+    for _, r in res.iterrows():
+        a, b = wide[r.identity_a].to_numpy(), wide[r.identity_b].to_numpy()
+        ref = pg.ttest(a, b, paired=True)
+        assert r.t == pytest.approx(ref["T"].iloc[0], rel=1e-10)
+        assert r.t_p == pytest.approx(ref["p_val"].iloc[0] if "p_val" in ref else ref["p-val"].iloc[0], rel=1e-8)
+        d = a - b
+        assert r.cohens_d == pytest.approx(d.mean() / math.sqrt(((d - d.mean()) ** 2).sum() / (len(d) - 1)))
+        # pingouin's paired "cohen" uses the pooled SD of the two samples: a different quantity
+        pg_d = pg.compute_effsize(a, b, paired=True, eftype="cohen")
+        assert not np.isclose(pg_d, r.cohens_d)
+
+
+def _exact_wilcoxon_p(d):
+    """Two-sided exact signed-rank p by enumerating all 2^n sign patterns (no ties, no zeros)."""
+    ranks = stats.rankdata(np.abs(d))
+    w_plus = ranks[d > 0].sum()
+    n = len(d)
+    total = n * (n + 1) / 2
+    dist = np.array([sum(r for r, s in zip(ranks, signs) if s) for signs in itertools.product([0, 1], repeat=n)])
+    lo = min(w_plus, total - w_plus)
+    return min(1.0, 2 * np.mean(dist <= lo + 1e-9)), lo
+
+
+def test_wilcoxon_exact_against_enumeration():
+    sc = _scores(n=11, seed=4)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=1000)
+    wide = sc.pivot(index="prompt_id", columns="identity", values="x")
+    for _, r in res.iterrows():
+        d = (wide[r.identity_a] - wide[r.identity_b]).to_numpy()
+        p, w = _exact_wilcoxon_p(d)
+        assert r.wilcoxon_method == "exact"
+        assert r.wilcoxon_stat == pytest.approx(w)
+        assert r.wilcoxon_p == pytest.approx(p, rel=1e-9)
+
+
+def test_wilcoxon_zero_handling_is_recorded():
+    d = np.array([0.0, 0.0, 1.0, -2.0, 3.0, 1.0] + list(range(4, 24)), dtype=float)
+    assert wilcoxon_method(d) == "asymptotic"          # zeros/ties, n > 13
+    assert wilcoxon_method(np.array([1.0, -2.0, 3.0])) == "exact"
+    assert wilcoxon_method(np.array([1.0, -1.0, 3.0])) == "permutation"  # tie, n <= 13
+    rows = []
+    for i, v in enumerate(d):
+        rows += [{"model": "m", "prompt_id": i, "identity": "g1", "x": v}, {"model": "m", "prompt_id": i, "identity": "g2", "x": 0.0}]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=500).iloc[0]
+    assert res.n_zero_diff == 2 and res.wilcoxon_method == "asymptotic"
+    # zero_method="wilcox": zeros dropped, normal approximation with tie correction, no continuity correction
+    nz = d[d != 0]
+    r = stats.rankdata(np.abs(nz))
+    w_plus = r[nz > 0].sum()
+    n = len(nz)
+    _, counts = np.unique(np.abs(nz), return_counts=True)
+    var = n * (n + 1) * (2 * n + 1) / 24 - (counts ** 3 - counts).sum() / 48
+    z = (w_plus - n * (n + 1) / 4) / math.sqrt(var)
+    assert res.wilcoxon_p == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-9)
+
+
+def test_all_zero_differences_are_undefined_not_dropped():
+    rows = [{"model": "m", "prompt_id": i, "identity": g, "x": 1.0} for i in range(5) for g in ("g1", "g2")]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=200).iloc[0]
+    assert res.n == 5 and res.mean_diff == 0
+    assert math.isnan(res.wilcoxon_p) and res.wilcoxon_method.startswith("undefined")
+
+
+def test_bootstrap_ci_against_a_plain_numpy_bootstrap():
+    sc = _scores(n=25, seed=1)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=10_000)
+    wide = sc.pivot(index="prompt_id", columns="identity", values="x")
+    rng = np.random.default_rng(123)
+    for _, r in res.iterrows():
+        d = (wide[r.identity_a] - wide[r.identity_b]).to_numpy()
+        idx = rng.integers(0, len(d), size=(20_000, len(d)))
+        lo, hi = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+        width = hi - lo
+        assert r.ci_low == pytest.approx(lo, abs=0.05 * width)
+        assert r.ci_high == pytest.approx(hi, abs=0.05 * width)
+        assert r.ci_low <= r.mean_diff <= r.ci_high
+
+
+def test_bootstrap_is_seeded_and_independent_of_other_metrics():
+    sc = _scores().assign(y=lambda f: f.x ** 2)
+    a = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=3, n_resamples=1000)
+    b = paired_tests(sc, metrics=["y", "x"], groups=GROUPS, seed=3, n_resamples=1000)
+    c = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=4, n_resamples=1000)
+    bx = b[b.metric == "x"].reset_index(drop=True)
+    assert np.array_equal(a.ci_low, bx.ci_low) and np.array_equal(a.ci_high, bx.ci_high)
+    assert not np.array_equal(a.ci_low, c.ci_low)
+
+
+def test_holm_and_bh_against_hand_computation():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # Holm: sorted .005,.01,.03,.04 -> 4*.005, 3*.01, 2*.03, 1*.04 -> running max .02,.03,.06,.06
+    assert adjust_pvalues(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # BH: p*m/rank = .02,.02,.04,.04 (running min from the top)
+    assert adjust_pvalues(p, "fdr_bh") == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    out = adjust_pvalues([0.01, np.nan, 0.02], "holm")
+    assert np.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.02)
+
+
+def test_min_detectable_d_against_noncentral_t_and_published_value():
+    def power(d, n, alpha=0.05):
+        df = n - 1
+        crit = stats.t.ppf(1 - alpha / 2, df)
+        nc = d * math.sqrt(n)
+        return stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
+
+    for n in (6, 30, 100):
+        ref = optimize.brentq(lambda d: power(d, n) - 0.8, 0.01, 6 / math.sqrt(n))
+        assert min_detectable_d(n) == pytest.approx(ref, rel=1e-4)
+    # Cohen (1988) / G*Power: n = 30 pairs, alpha .05 two-sided, power .8 -> d_z ~ 0.53
+    assert round(min_detectable_d(30), 2) == 0.53
+    assert math.isnan(min_detectable_d(1))
+
+
+def test_cohens_dz_formula():
+    assert float(cohens_dz(np.array([1.0, 2.0, 3.0, 6.0]))) == pytest.approx(3 / np.std([1, 2, 3, 6], ddof=1))
+
+
+def test_missing_identity_for_a_prompt_raises():
+    sc = _scores()
+    sc = sc[~((sc.prompt_id == "p03") & (sc.identity == "g2"))]
+    with pytest.raises(InputError) as err:
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100)
+    assert err.value.record == "p03" and err.value.field == "identity"
+
+
+def test_duplicate_and_unknown_identity_raise():
+    sc = _scores()
+    with pytest.raises(InputError, match="duplicate"):
+        paired_matrix(pd.concat([sc, sc.iloc[:1]]), metric="x", groups=GROUPS)
+    with pytest.raises(InputError, match="unknown"):
+        paired_matrix(sc.replace({"identity": {"g3": "g9"}}), metric="x", groups=GROUPS)
+
+
+def test_missing_score_raises_or_drops_the_prompt_from_its_pairs():
+    sc = _scores()
+    sc.loc[(sc.prompt_id == "p05") & (sc.identity == "g1"), "x"] = np.nan
+    with pytest.raises(InputError) as err:
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100)
+    assert err.value.record == "p05" and err.value.field == "x"
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=500, on_missing="drop_unit")
+    assert res.set_index(["identity_a", "identity_b"])["n"].to_dict() == {
+        ("g1", "g2"): 11, ("g1", "g3"): 11, ("g2", "g3"): 12}
+
+
+def test_group_means_and_largest_gaps():
+    sc = _scores()
+    t = group_means(sc, metrics=["x"], groups=GROUPS)
+    assert t.x.tolist() == pytest.approx([sc[sc.identity == g].x.mean() for g in GROUPS])
+    assert (t.n == 12).all()
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=200)
+    top = largest_gaps(res, k=1, by="abs_d")
+    assert len(top) == 1 and abs(top.cohens_d.iloc[0]) == res.cohens_d.abs().max()
