@@ -98,6 +98,7 @@ def test_without_rewrite_judge_style_is_not_applicable():
 def test_llm_identifier_contract():
     out = identify_turns_llm(U, "scripted:perturb-identify", progress=False)
     assert out[0]["parse_ok"] and out[0]["identification"]["name_turns"] == [0]
+    assert out[0]["identification"]["agent_name"] == "Omar"
     bad = identify_turns_llm(U, "scripted:garbage", progress=False)
     assert bad[0]["parse_ok"] is False and bad[0]["identification"] is None and bad[0]["raw"]
 
@@ -116,3 +117,24 @@ def test_local_model_rewrites_one_line_and_validator_answers():
                      [validate_request("v", "Agent: The refund is $40.", "Agent: The refund is $90.")],
                      progress=False).judgments.iloc[0]
     assert parse_validate(v["text"])["parse_ok"], v["text"]
+
+
+def test_llm_identification_drives_the_perturbers():
+    from cfbench.perturb import TurnIdentification
+
+    t = U[0]
+    data = {"agent_name": "Omar", "agent_gender": "male", "agent_race": "", "agent_religion": "",
+            "name_turns": [0], "gender_turns": [5, 5], "agent_pronouns": ["sir", "she"],
+            "race_turns": [], "religion_turns": [], "politeness_turns": [2], "formality_turns": [],
+            "directness_turns": [2], "emotional_labor_turns": [2]}
+    ident = TurnIdentification.from_llm(data, t)
+    assert ident.source == "llm"
+    assert ident.gender_words == [{"turn": 5, "start": 8, "end": 11, "word": "sir"}]  # "she" is not in the turn
+    v = make_variants(U, dimensions=["gender"], identify_judge="scripted:perturb-identify", progress=False)
+    # the scripted identifier reports the name in turn 1 only and no gender words
+    female = v[v["condition"] == "female"].iloc[0]
+    assert [e["turn"] for e in female["edits"]] == [0]
+    v2 = make_variants(U, dimensions=["gender"], identify_judge="scripted:garbage", progress=False)
+    row = v2[v2["condition"] == "female"].iloc[0]
+    assert "rule-based identification used" in row["reason"]
+    assert [e["turn"] for e in row["edits"]] == [0, 5]  # rules: name + "sir"

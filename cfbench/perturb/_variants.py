@@ -69,7 +69,8 @@ def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: li
 def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                   dimensions: Sequence[str] | None = None, seed: int = 0,
                   rewrite_judge: str | None = None, validate_judge: str | None = None,
-                  max_attempts: int = 3, progress: bool = True) -> pd.DataFrame:
+                  identify_judge: str | None = None, max_attempts: int = 3,
+                  progress: bool = True) -> pd.DataFrame:
     """Every counterfactual variant of every transcript, as a tidy frame.
 
     Parameters
@@ -87,6 +88,11 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
         the identified turns with ``rewrite_judge`` and check each result with
         ``validate_judge`` (up to ``max_attempts`` generations). Without
         ``rewrite_judge`` those variants are ``applicable=False``.
+    identify_judge : judge spec, optional
+        Identify turns of transcripts without a synthetic plan with this LLM
+        (JSON contract, :mod:`cfbench.tasks.perturb_llm`) instead of the rules;
+        a reply that fails the contract falls back to the rules for that item
+        (the row's ``reason`` of each applicable variant then says so).
 
     Returns
     -------
@@ -105,8 +111,20 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
         raise ValueError(f"dimensions listed twice: {dims}")
     rows: list[dict[str, Any]] = []
     llm_jobs: list[tuple[int, Transcript, Any, str, str]] = []
+    llm_idents: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    if identify_judge:
+        from .identify import TurnIdentification, plan_matches
+        from .llm import identify_turns_llm
+
+        need = [t for t in ts if not plan_matches(t)]
+        for t, res in zip(need, identify_turns_llm(need, identify_judge, progress=progress) if need else []):
+            if res["parse_ok"]:
+                llm_idents[t.id] = TurnIdentification.from_llm(res["identification"], t)
+            else:
+                notes[t.id] = f"LLM identification failed ({res['parse_error']}); rule-based identification used"
     for t in tqdm(ts, desc="variants", disable=not progress):
-        ident = identify_turns(t)
+        ident = llm_idents.get(t.id) or identify_turns(t)
         orig = Variant([x.to_dict() for x in t.turns], operation="none")
         r = _row(t, "original", "original", orig, seed, [])
         r["variant_id"] = original_variant_id(t.id)
@@ -118,6 +136,8 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                 if (not v.applicable and rewrite_judge and p.dimension.category == "style"
                         and ident.source != "plan"):
                     llm_jobs.append((len(rows), t, ident, d, cond))
+                if v.applicable and t.id in notes and not v.reason:
+                    v.reason = notes[t.id]
                 rows.append(_row(t, d, cond, v, seed, check_variant(t, v)))
     if llm_jobs:
         from .llm import llm_style_variants

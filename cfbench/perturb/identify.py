@@ -92,6 +92,40 @@ class TurnIdentification:
     def style_turns(self, dim: str) -> list[int]:
         return list(getattr(self, f"{dim}_turns"))
 
+    @classmethod
+    def from_llm(cls, data: dict[str, Any], transcript: Transcript) -> "TurnIdentification":
+        """Build from a parsed LLM identification (0-based turns, see
+        :func:`cfbench.tasks.perturb_llm.parse_identify`). Each reported gender
+        word is located in its turn (customer turns only; words not found are
+        dropped, since a swap needs an exact position)."""
+        ident = cls(source="llm")
+        for k in ("agent_name", "agent_gender", "agent_race", "agent_religion"):
+            setattr(ident, k, str(data.get(k, "") or ""))
+        if ident.agent_gender not in ("male", "female"):
+            ident.agent_gender = ""
+        for k in ("name_turns", "race_turns", "religion_turns", "politeness_turns", "formality_turns",
+                  "directness_turns", "emotional_labor_turns"):
+            setattr(ident, k, sorted(set(int(i) for i in data.get(k, []))))
+        used: set[tuple[int, int]] = set()
+        for turn, word in zip(data.get("gender_turns", []), data.get("agent_pronouns", [])):
+            if not (0 <= turn < len(transcript.turns)) or transcript.turns[turn].speaker != "customer":
+                continue
+            text = transcript.turns[turn].text
+            for w in find_gender_words(text, kinds=("pronoun", "vocative", "title"), name=ident.agent_name):
+                key = (turn, w["start"])
+                if w["word"].lower() == str(word).lower().strip() and key not in used:
+                    used.add(key)
+                    ident.gender_words.append({"turn": turn, "start": w["start"], "end": w["end"],
+                                               "word": w["word"]})
+                    break
+        ident.gender_words.sort(key=lambda w: (w["turn"], w["start"]))
+        ident.gender_turns = [w["turn"] for w in ident.gender_words]
+        ident.agent_pronouns = [w["word"] for w in ident.gender_words]
+        rules = identify_turns(transcript)
+        ident.disfluency_turns = rules.disfluency_turns
+        ident.disability_turns = rules.disability_turns
+        return ident
+
 
 def name_lookup(name: str) -> dict[str, str]:
     """Where a first name appears in the shipped lists: ``{"gender", "ethnicity", "religion"}`` (any may be missing)."""

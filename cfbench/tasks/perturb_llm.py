@@ -10,7 +10,7 @@ an error message), never a default answer.
 
 Scripted doubles (unit tests and smoke runs only):
 
-``perturb-identify``         a fixed, rule-free identification (name in turn 1)
+``perturb-identify``         the name after "this is" in turn 1, nothing else
 ``perturb-rewrite``          the target line with a style tag prepended
 ``perturb-rewrite-flaky``    first attempt changes a number (fails the guards), later attempts as above
 ``perturb-validate``         always equivalent
@@ -226,7 +226,10 @@ def _scripted_identify(request: Request) -> str:
     obj: dict[str, Any] = {k: "" for k in _IDENTIFY_STR_KEYS}
     obj.update({k: [] for k in IDENTIFY_LIST_KEYS})
     obj["agent_pronouns"] = []
-    obj["name_turns"] = [1] if n else []
+    m = re.search(r"^\[1\] Agent: .*?\bthis is (\w+)", _user(request), flags=re.M | re.I)
+    if m:
+        obj["agent_name"] = m.group(1)
+        obj["name_turns"] = [1]
     return json.dumps(obj)
 
 
