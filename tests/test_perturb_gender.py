@@ -99,11 +99,26 @@ def test_gender_perturber_exact_output():
     assert p.perturb(t, ident, "male", seed=0).turns == male.turns
 
 
-def test_gender_not_applicable_without_name_or_reference():
-    t = transcripts_from_records([{"id": "n", "turns": [{"speaker": "agent", "text": "Hello, how can I help?"},
-                                                         {"speaker": "customer", "text": "My bill is wrong."}]}])[0]
+@pytest.mark.parametrize("agent_name", [None, "Priya"])  # a name given in the record but absent from the text
+def test_gender_not_applicable_without_name_or_reference(agent_name):
+    rec = {"id": "n", "turns": [{"speaker": "agent", "text": "Hello, how can I help?"},
+                                {"speaker": "customer", "text": "My bill is wrong."}]}
+    if agent_name:
+        rec["agent_name"] = agent_name
+    t = transcripts_from_records([rec])[0]
     v = get_perturber("gender").perturb(t, identify_turns(t), "male", seed=0)
     assert not v.applicable and "no agent name" in v.reason and v.turns is None
+
+
+def test_identification_has_the_seed_structure():
+    t = transcripts_from_records([USER])[0]
+    d = identify_turns(t).to_dict()
+    seed_keys = {"agent_name", "agent_gender", "agent_race", "agent_religion", "name_turns", "agent_pronouns",
+                 "gender_turns", "race_turns", "religion_turns", "politeness_turns", "formality_turns",
+                 "directness_turns", "emotional_labor_turns", "disfluency_turns", "disability_turns"}
+    assert seed_keys <= set(d)
+    assert len(d["agent_pronouns"]) == len(d["gender_turns"])
+    assert d["politeness_turns"] == [4] and d["directness_turns"] == [2]
 
 
 def test_synthetic_third_person_references_swap_and_distractors_stay():

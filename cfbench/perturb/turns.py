@@ -231,11 +231,12 @@ class GenderPerturber(Perturber):
                           "name and agent-referring pronouns/honorifics swapped")
 
     def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
-        if not ident.agent_name and not ident.gender_words:
-            return Variant.not_applicable("no agent name and no gendered reference to the agent", self.dimension.operation)
+        if not ident.name_turns and not ident.gender_words:
+            return Variant.not_applicable("no agent name and no gendered reference to the agent in the text",
+                                          self.dimension.operation)
         group = choose_group(seed, transcript.id, "ethnicity", ident)
         new_name = choose_name(seed, transcript.id, "ethnicity", group, condition, avoid=ident.agent_name) \
-            if ident.agent_name else None
+            if ident.name_turns else None
         turns, edits = apply_turn_edits(transcript, name_and_gender_edits(transcript, ident, new_name, condition))
         return Variant(turns, edits=edits, operation=self.dimension.operation,
                        checks={"absent_name": ident.agent_name, "target_turns": _targets(ident)})
