@@ -71,3 +71,23 @@ def test_injection_on_synthetic_set_passes_guards():
                 v = p.perturb(t, ident, cond, seed=0)
                 if v.applicable:
                     assert check_variant(t, v) == [], (t.id, d, cond)
+
+
+def test_cues_follow_the_register_of_raw_asr_turns():
+    from cfbench.perturb.inject import fit_cue
+
+    assert fit_cue("thank you so the payment is completed", "God bless you, and have a blessed day!") == \
+        "god bless you and have a blessed day"
+    assert fit_cue("Thank you.", "Have a blessed day.") == "Have a blessed day."
+    asr = transcripts_from_records([{"id": "a1", "turns": [
+        {"speaker": "agent", "text": "hello this is grace from zyntra support"},
+        {"speaker": "customer", "text": "hi grace my payment is stuck"},
+        {"speaker": "agent", "text": "okay let me look"},
+        {"speaker": "customer", "text": "sure"},
+        {"speaker": "agent", "text": "it went through now"},
+        {"speaker": "customer", "text": "thanks"}]}])[0]
+    v = get_perturber("ethnicity_cues").perturb(asr, identify_turns(asr), "hispanic_latino", seed=0)
+    for e in v.edits:
+        assert e["after"] == e["after"].lower()
+        assert "." not in e["after"] and "!" not in e["after"]
+    assert check_variant(asr, v) == []

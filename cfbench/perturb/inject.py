@@ -13,6 +13,7 @@ The "normal" condition is the transcript unchanged.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cfbench.io.transcripts import Transcript
@@ -21,7 +22,7 @@ from .base import Dimension, Perturber, Variant, item_rng, load_data, register
 from .identify import TurnIdentification
 from .turns import _agent_gender_for, apply_turn_edits, choose_name, name_and_gender_edits
 
-__all__ = ["CuePerturber", "DisabilityPerturber", "cue_turns", "insertion_point"]
+__all__ = ["CuePerturber", "DisabilityPerturber", "cue_turns", "insertion_point", "fit_cue"]
 
 
 def cue_turns(transcript: Transcript, *, seed: int, kind: str, n: int = 2) -> list[int]:
@@ -35,9 +36,21 @@ def cue_turns(transcript: Transcript, *, seed: int, kind: str, n: int = 2) -> li
     return sorted(int(x) for x in rng.choice(eligible, size=k, replace=False))
 
 
+def _asr_style(text: str) -> bool:
+    """Lower-case text without sentence punctuation (a raw ASR transcript)."""
+    return text == text.lower() and not re.search(r"[.!?,;]", text)
+
+
+def fit_cue(text: str, cue: str) -> str:
+    """The cue in the turn's register: lower-cased and unpunctuated for ASR-style turns."""
+    if _asr_style(text):
+        return re.sub(r"[^\w\s'’-]", "", cue.lower()).strip()
+    return cue
+
+
 def _join(text: str, cue: str) -> str:
     text = text.rstrip()
-    if text and text[-1] not in ".!?":
+    if text and text[-1] not in ".!?" and not _asr_style(text):
         text += "."
     return f"{text} {cue}"
 
@@ -67,13 +80,16 @@ class CuePerturber(Perturber):
         pool = list(load_data("cues.yaml")[self.kind][condition])
         rng = item_rng(seed, transcript.id, "cues", self.kind, condition)
         chosen = [pool[int(j)] for j in rng.choice(len(pool), size=len(positions), replace=len(positions) > len(pool))]
+        fitted = []
         for i, cue in zip(positions, chosen):
-            new[i] = _join(new.get(i, transcript.turns[i].text), cue)
+            base = new.get(i, transcript.turns[i].text)
+            fitted.append(fit_cue(base, cue))
+            new[i] = _join(base, fitted[-1])
         turns, edits = apply_turn_edits(transcript, new)
         return Variant(turns, edits=edits, operation=self.dimension.operation,
                        checks={"absent_name": ident.agent_name,
                                "target_turns": sorted(set(ident.name_turns) | set(positions)),
-                               "injected": chosen})
+                               "injected": fitted})
 
 
 def insertion_point(transcript: Transcript, *, seed: int) -> int | None:
