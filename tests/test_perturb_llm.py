@@ -82,12 +82,34 @@ def test_guard_failure_triggers_regeneration():
     assert "999" not in " ".join(t["text"] for t in row["turns"])
 
 
-def test_validator_rejection_is_kept_with_reason_after_three_attempts():
+def test_validator_rejection_is_kept_with_reason_after_three_regenerations():
     v = _llm("perturb-rewrite", "perturb-validate-reject")
     row = v[v["condition"] == "polite"].iloc[0]
     assert row["applicable"] and not row["valid"]
-    assert row["rejection_reason"] == "validator: not equivalent (outcome differs); rejected after 3 attempt(s)"
+    assert row["rejection_reason"] == "validator: not equivalent (outcome differs); rejected after 4 attempt(s)"
     assert row["turns"] is not None  # the rejected text is kept
+    once = make_variants(U, dimensions=["politeness"], rewrite_judge="scripted:perturb-rewrite",
+                         validate_judge="scripted:perturb-validate-reject", max_regenerations=0, progress=False)
+    assert once[once["condition"] == "polite"].iloc[0]["rejection_reason"].endswith("after 1 attempt(s)")
+
+
+def test_llm_check_all_validates_deterministic_variants():
+    from cfbench.perturb import rejection_table
+    from cfbench.synth import generate_transcripts
+
+    ts = generate_transcripts(2, seed=0)
+    ok = make_variants(ts, dimensions=["gender", "priming"], validate_judge="scripted:perturb-validate",
+                       llm_check_all=True, progress=False)
+    assert ok[ok["applicable"]]["valid"].all()
+    bad = make_variants(ts, dimensions=["gender", "priming"], validate_judge="scripted:perturb-validate-reject",
+                        llm_check_all=True, progress=False)
+    g = bad[(bad["dimension"] == "gender") & bad["applicable"]]
+    assert len(g) and (~g["valid"]).all() and (g["rejection_reason"] == "validator: not equivalent (outcome differs)").all()
+    assert bad[bad["dimension"] == "priming"]["valid"].all()  # headers are not Operation 1/2
+    tab = rejection_table(bad).set_index("dimension")
+    assert tab.loc["gender", "rejection_rate_pct"] == 100.0 and tab.loc["priming", "rejection_rate_pct"] == 0.0
+    with pytest.raises(ValueError):
+        make_variants(ts, dimensions=["gender"], llm_check_all=True, progress=False)
 
 
 def test_without_rewrite_judge_style_is_not_applicable():

@@ -69,8 +69,8 @@ def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: li
 def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                   dimensions: Sequence[str] | None = None, seed: int = 0,
                   rewrite_judge: str | None = None, validate_judge: str | None = None,
-                  identify_judge: str | None = None, max_attempts: int = 3,
-                  progress: bool = True) -> pd.DataFrame:
+                  identify_judge: str | None = None, max_regenerations: int = 3,
+                  llm_check_all: bool = False, progress: bool = True) -> pd.DataFrame:
     """Every counterfactual variant of every transcript, as a tidy frame.
 
     Parameters
@@ -86,8 +86,13 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
     rewrite_judge, validate_judge : judge spec, optional
         For style dimensions on transcripts without a synthetic plan, rewrite
         the identified turns with ``rewrite_judge`` and check each result with
-        ``validate_judge`` (up to ``max_attempts`` generations). Without
-        ``rewrite_judge`` those variants are ``applicable=False``.
+        ``validate_judge``, regenerating up to ``max_regenerations`` times after
+        the first attempt. Without ``rewrite_judge`` those variants are
+        ``applicable=False``.
+    llm_check_all : bool
+        Also send every deterministic Operation-1/2 variant that passed the
+        guards to ``validate_judge`` (the seed validated all of them); a
+        "not equivalent" verdict marks it invalid with the validator's reason.
     identify_judge : judge spec, optional
         Identify turns of transcripts without a synthetic plan with this LLM
         (JSON contract, :mod:`cfbench.tasks.perturb_llm`) instead of the rules;
@@ -144,9 +149,25 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
 
         results = llm_style_variants([(t, ident, d, c) for _, t, ident, d, c in llm_jobs], seed=seed,
                                      rewrite_judge=rewrite_judge, validate_judge=validate_judge,
-                                     max_attempts=max_attempts, progress=progress)
+                                     max_regenerations=max_regenerations, progress=progress)
         for (pos, t, _, d, c), (v, problems) in zip(llm_jobs, results):
             rows[pos] = _row(t, d, c, v, seed, problems)
+    if llm_check_all:
+        if not validate_judge:
+            raise ValueError("llm_check_all=True needs validate_judge")
+        from .llm import llm_check_variants
+
+        by_id = {t.id: t for t in ts}
+        picks = [k for k, r in enumerate(rows)
+                 if r["valid"] and r["operation"] in ("turn_transformation", "context_injection")
+                 and not str(r["reason"]).startswith("LLM rewrite")]
+        checks = llm_check_variants([by_id[rows[k]["item_id"]] for k in picks],
+                                    [Variant(rows[k]["turns"], edits=rows[k]["edits"]) for k in picks],
+                                    validate_judge=validate_judge, progress=progress)
+        for k, problems in zip(picks, checks):
+            if problems:
+                rows[k]["valid"] = False
+                rows[k]["rejection_reason"] = "; ".join(problems)
     return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
 
 

@@ -9,9 +9,13 @@ Style rewriting: each identified turn of the dimension (rule-based markers,
 see :mod:`cfbench.perturb.identify`) is rewritten on its own, with the turns
 before and after as context. The variant then passes the deterministic guards
 and, when ``validate_judge`` is given, an LLM equivalence check. A failure
-triggers a new generation (sampled, a separate cache entry) up to
-``max_attempts`` in all; the last attempt is kept with ``valid=False`` and
-the reasons if none passed.
+triggers a new generation (sampled, a separate cache entry), up to
+``max_regenerations`` after the first (the seed retried 3 times); the last
+attempt is kept with ``valid=False`` and the reasons if none passed.
+
+:func:`llm_check_variants` runs the same equivalence check on variants made
+without an LLM (name swaps, cue injection, inserted turns), as the seed did
+for all Operation 1 and 2 variants; those are not regenerated.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .identify import TurnIdentification
 from .turns import apply_turn_edits
 from .validate import check_variant
 
-__all__ = ["llm_style_variants", "identify_turns_llm"]
+__all__ = ["llm_style_variants", "identify_turns_llm", "llm_check_variants"]
 
 
 def _render(turns: Sequence[dict[str, str]]) -> str:
@@ -33,14 +37,15 @@ def _render(turns: Sequence[dict[str, str]]) -> str:
 
 
 def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str, str]], *, seed: int,
-                       rewrite_judge: str, validate_judge: str | None = None, max_attempts: int = 3,
+                       rewrite_judge: str, validate_judge: str | None = None, max_regenerations: int = 3,
                        progress: bool = True) -> list[tuple[Variant, list[str]]]:
     """One (variant, failed checks) per job ``(transcript, identification, dimension, condition)``."""
     from cfbench.judges import run_requests
     from cfbench.tasks.perturb_llm import parse_rewrite, parse_validate, rewrite_request, validate_request
 
-    if max_attempts < 1:
-        raise ValueError("max_attempts must be >= 1")
+    if max_regenerations < 0:
+        raise ValueError("max_regenerations must be >= 0")
+    max_attempts = 1 + max_regenerations
     results: list[tuple[Variant, list[str]] | None] = [None] * len(jobs)
     pending: list[int] = []
     for k, (t, ident, dim, cond) in enumerate(jobs):
@@ -138,4 +143,31 @@ def identify_turns_llm(transcripts: Sequence[Transcript], judge: str, *, progres
             continue
         parsed = parse_identify(row["text"], len(t.turns))
         out.append({"item_id": t.id, **parsed, "raw": row["text"]})
+    return out
+
+
+def llm_check_variants(originals: Sequence[Transcript], variants: Sequence[Variant], *, validate_judge: str,
+                       progress: bool = True) -> list[list[str]]:
+    """LLM equivalence check of already-made variants: one list of problems per variant
+    (empty = judged equivalent). ``originals[k]`` is the transcript ``variants[k]`` came from."""
+    from cfbench.judges import run_requests
+    from cfbench.tasks.perturb_llm import parse_validate, validate_request
+
+    reqs = [validate_request(f"{t.id}::check::{k}", _render([x.to_dict() for x in t.turns]), _render(v.turns or []))
+            for k, (t, v) in enumerate(zip(originals, variants))]
+    if not reqs:
+        return []
+    res = run_requests(validate_judge, reqs, desc="equivalence check", progress=progress)
+    out: list[list[str]] = []
+    for (_, row) in res.judgments.iterrows():
+        if not row["ok"]:
+            out.append([f"validator call failed: {row['error']}"])
+            continue
+        parsed = parse_validate(row["text"])
+        if not parsed["parse_ok"]:
+            out.append([f"validator reply unparseable: {parsed['parse_error']}"])
+        elif not parsed["equivalent"]:
+            out.append([f"validator: not equivalent ({parsed['reason']})"])
+        else:
+            out.append([])
     return out
