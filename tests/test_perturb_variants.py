@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from cfbench.io.transcripts import load_transcripts, save_transcripts, transcripts_from_records
+from cfbench.io.transcripts import load_transcripts, save_transcripts
 from cfbench.perturb import (DEFAULT_DIMENSIONS, DIMENSIONS, TABLE_DIMENSIONS, make_variants, rejection_table,
                              side_by_side)
 from cfbench.schema import VARIANT_COLUMNS

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
-from cfbench.io.transcripts import Transcript, Turn, save_transcripts, transcripts_from_records
+from cfbench.io.transcripts import Transcript, save_transcripts, transcripts_from_records
 
 from .domains import DEFLECT_EXTRA, DOMAINS, GENERIC_EXTRA, PII_FIELDS
 from .labels import GREETING_NAME, ISSUE_RESOLUTION, PII_DISCLOSURE, WORK_AVOIDANCE

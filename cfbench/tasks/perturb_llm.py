@@ -222,7 +222,6 @@ def _scripted_rewrite_flaky(request: Request) -> str:
 
 
 def _scripted_identify(request: Request) -> str:
-    n = len([ln for ln in _user(request).splitlines() if ln.startswith("[")])
     obj: dict[str, Any] = {k: "" for k in _IDENTIFY_STR_KEYS}
     obj.update({k: [] for k in IDENTIFY_LIST_KEYS})
     obj["agent_pronouns"] = []
