@@ -160,3 +160,18 @@ def test_llm_identification_drives_the_perturbers():
     row = v2[v2["condition"] == "female"].iloc[0]
     assert "rule-based identification used" in row["reason"]
     assert [e["turn"] for e in row["edits"]] == [0, 5]  # rules: name + "sir"
+
+
+def test_validator_calibration_pairs():
+    from cfbench.perturb.llm import validator_calibration
+    from cfbench.synth import generate_transcripts
+
+    ts = [t for t in generate_transcripts(10, seed=0) if t.agent_name and t.meta["outcome"] == "resolved"][:2]
+    assert len(ts) == 2
+    cal = validator_calibration(ts, "scripted:perturb-validate", progress=False)
+    assert list(cal["kind"].value_counts().sort_index().items()) == [("corrupted", 4), ("preserving", 4)]
+    assert cal["parse_ok"].all() and cal["equivalent"].all()  # this double accepts everything
+    changed = cal[cal["variant"].str.startswith("number_changed")]
+    assert len(changed) == 2
+    rej = validator_calibration(ts, "scripted:perturb-validate-reject", progress=False)
+    assert (~rej["equivalent"].astype(bool)).all()

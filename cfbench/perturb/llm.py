@@ -29,7 +29,7 @@ from .identify import TurnIdentification
 from .turns import apply_turn_edits
 from .validate import check_variant
 
-__all__ = ["llm_style_variants", "identify_turns_llm", "llm_check_variants"]
+__all__ = ["llm_style_variants", "identify_turns_llm", "llm_check_variants", "validator_calibration"]
 
 
 def _render(turns: Sequence[dict[str, str]]) -> str:
@@ -171,3 +171,63 @@ def llm_check_variants(originals: Sequence[Transcript], variants: Sequence[Varia
         else:
             out.append([])
     return out
+
+
+def _bump_number(text: str) -> str | None:
+    import re
+
+    m = re.search(r"\d+", text)
+    if not m:
+        return None
+    digits = m.group(0)
+    bumped = str(int(digits) + 7).zfill(len(digits))
+    return text[:m.start()] + bumped + text[m.end():]
+
+
+def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str, *, seed: int = 0,
+                          progress: bool = True):
+    """How well a validator separates meaning-preserving from meaning-changing variants.
+
+    For each transcript: two *preserving* variants (the gender swap to the
+    other gender, and the ``ethnicity_name`` swap to the first group) and two
+    *corrupted* ones (the first number in an agent turn changed; the longest
+    agent turn that carries a number dropped). Returns one row per pair:
+    ``item_id, kind ("preserving"|"corrupted"), variant, parse_ok, equivalent, reason``.
+    A useful validator says equivalent for preserving and not for corrupted;
+    read its rejection rates only after checking this.
+    """
+    import pandas as pd
+
+    from cfbench.judges import run_requests
+    from cfbench.tasks.perturb_llm import parse_validate, validate_request
+
+    from .base import get_perturber
+    from .identify import identify_turns
+
+    pairs: list[tuple[str, str, str, list[dict[str, str]]]] = []
+    for t in transcripts:
+        ident = identify_turns(t)
+        orig = [x.to_dict() for x in t.turns]
+        target = "male" if ident.agent_gender == "female" else "female"
+        for dim, cond in (("gender", target), ("ethnicity_name", get_perturber("ethnicity_name").dimension.conditions[0])):
+            v = get_perturber(dim).perturb(t, ident, cond, seed=seed)
+            if v.applicable and v.edits:
+                pairs.append((t.id, "preserving", f"{dim}:{cond}", v.turns or []))
+        agent_num = [i for i, x in enumerate(orig) if x["speaker"] == "agent" and _bump_number(x["text"])]
+        if agent_num:
+            i = agent_num[0]
+            changed = [dict(x) for x in orig]
+            changed[i]["text"] = _bump_number(changed[i]["text"]) or changed[i]["text"]
+            pairs.append((t.id, "corrupted", f"number_changed:turn{i}", changed))
+            j = max(agent_num, key=lambda k: len(orig[k]["text"]))
+            pairs.append((t.id, "corrupted", f"turn_dropped:turn{j}", orig[:j] + orig[j + 1:]))
+    by_id = {t.id: t for t in transcripts}
+    reqs = [validate_request(f"{item}::calib::{name}", _render([x.to_dict() for x in by_id[item].turns]), _render(turns))
+            for item, _, name, turns in pairs]
+    res = run_requests(validate_judge, reqs, desc="validator calibration", progress=progress) if reqs else None
+    rows = []
+    for (item, kind, name, _), (_, row) in zip(pairs, res.judgments.iterrows() if res is not None else []):
+        parsed = parse_validate(row["text"]) if row["ok"] else {"parse_ok": False, "equivalent": None, "reason": None}
+        rows.append({"item_id": item, "kind": kind, "variant": name, "parse_ok": parsed["parse_ok"],
+                     "equivalent": parsed["equivalent"], "reason": parsed.get("reason")})
+    return pd.DataFrame(rows, columns=["item_id", "kind", "variant", "parse_ok", "equivalent", "reason"])
