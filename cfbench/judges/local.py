@@ -17,8 +17,12 @@ temperature are distinct draws (at temperature 0 they are identical, as greedy
 decoding is).
 
 Prompts sharing a prefix reuse llama.cpp's KV cache: the judge keeps the last
-prompt's tokens and evaluates only the new suffix. ``prompt_tokens_evaluated``
-in each response counts the tokens actually computed.
+prompt's tokens and evaluates only the new suffix. To keep results independent
+of which prompt ran before (so a resumed run matches an uninterrupted one bit
+for bit), prompts are always evaluated in batches aligned to multiples of
+``n_batch`` tokens, and only whole aligned batches of a shared prefix are
+reused: every batch then sees exactly the same inputs whatever the history.
+``prompt_tokens_evaluated`` in each response counts the tokens computed.
 """
 
 from __future__ import annotations
@@ -168,7 +172,7 @@ class LocalJudge(Judge):
     supports_json_schema = True
 
     def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 256, **_: Any) -> None:
+                 n_batch: int = 128, **_: Any) -> None:
         try:
             import llama_cpp
         except ImportError:
@@ -217,8 +221,8 @@ class LocalJudge(Judge):
             if a != b:
                 break
             prefix += 1
-        if prefix == len(tokens):
-            prefix -= 1  # re-evaluate the last token so its logits are fresh
+        prefix = min(prefix, len(tokens) - 1)  # at least one token is evaluated, so logits are fresh
+        prefix -= prefix % llm.n_batch  # reuse whole aligned batches only (history-independent results)
         if prefix > 0 and llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
             llm.n_tokens = prefix
         else:
