@@ -27,7 +27,7 @@ STUDIES = ("shopflow", "identity_tone", "contact_center_qa")
 CONFIGS = ("smoke", "default", "paper")
 
 # Parameter names that must never carry a value: keys come from the environment only.
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password)", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"(^|[_-])(api[_-]?key|key|token|secret|password|passwd)$", re.IGNORECASE)
 
 
 def project_root() -> Path:
