@@ -390,8 +390,16 @@ def run_plan(plan: EvaluationPlan, *, rubric: pd.DataFrame | None = None,
 
 # ----------------------------------------------------------------------------- analysis
 
-_SCORES = {"qa": ("confidence", "confidence"), "positives": ("score", "positives"),
-           "improvement": ("score", "improvement")}
+#: task -> [(value column, score name)] fed to MASD, robustness and direction.
+#: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
+_SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
+           "positives": [("score", "positives")], "improvement": [("score", "improvement")]}
+
+
+def _score_items():
+    for task, pairs in _SCORES.items():
+        for col, name in pairs:
+            yield task, (col, name)
 
 
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,
@@ -430,7 +438,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     from .metrics import counterfactual as M
 
     r = rows.copy()
-    r["score_name"] = r["task"].map({k: v[1] for k, v in _SCORES.items()})
+    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
     is_rob = r["dimension"].astype(str).str.startswith("robustness")
     cf = r[~is_rob & (r["dimension"] != "original")]
     rob_all = r[is_rob]
@@ -441,7 +449,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
 
     out["cfr"] = M.flip_rate(qa_cf, by=by, n_boot=n_boot, seed=seed)
     masd_parts = []
-    for task, (col, name) in _SCORES.items():
+    for task, (col, name) in _score_items():
         sub = cf[cf["task"] == task]
         if len(sub) and sub[col].notna().any():
             masd_parts.append(M.mean_abs_score_diff(sub, value=col, by=by, n_boot=n_boot, seed=seed)
@@ -453,17 +461,15 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
 
     rob_parts = []
     for rdim, rob in rob_all.groupby("dimension", sort=True):
-        for task, (col, name) in _SCORES.items():
+        for task in _SCORES:
             sub = rob[rob["task"] == task]
             if not len(sub):
                 continue
-            if task == "qa":
-                t = M.robustness_baseline(sub, answer="answer_yes", scores=("confidence",), by=["judge"],
-                                          n_boot=n_boot, seed=seed)
-            else:
-                t = M.robustness_baseline(sub.drop(columns=["answer_yes"]), scores=(col,), by=["judge"],
-                                          n_boot=n_boot, seed=seed)
-                t["metric"] = f"masd_{name}"
+            cols = [c for c, _ in _SCORES[task]]
+            sub = sub if task == "qa" else sub.drop(columns=["answer_yes"])
+            t = M.robustness_baseline(sub, answer="answer_yes", scores=cols, by=["judge"],
+                                      n_boot=n_boot, seed=seed)
+            t["metric"] = t["metric"].replace({f"masd_{c}": f"masd_{n}" for c, n in _SCORES[task]})
             rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
     out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
         columns=["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
@@ -482,7 +488,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
     dir_parts = []
     cf_marked = cf[cf["condition"] != "original"]
-    for task, (col, name) in _SCORES.items():
+    for task, (col, name) in _score_items():
         sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
         if len(sub) and len(o) and sub[col].notna().any():
             dir_parts.append(M.effect_direction(sub, o, value=col, by=by, match=["judge", "arm"],

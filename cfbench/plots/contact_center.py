@@ -26,7 +26,7 @@ DIMENSION_GROUPS: dict[str, str] = {
 }
 
 _BLOCKS = (("cfr", "CFR (%)"), ("confidence", "Confidence MASD"), ("positives", "Positives MASD"),
-           ("improvement", "Improvement MASD"))
+           ("improvement", "Improvement MASD"), ("p_yes", "P(Yes) MASD (beyond the seed)"))
 
 
 def _plt():

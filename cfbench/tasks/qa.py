@@ -312,7 +312,10 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
     False
     """
     out = _empty_result()
-    out["p_yes"] = yes_probability(top_logprobs) if top_logprobs else math.nan
+    # first-token logprobs carry P(Yes) only when the reply starts with the answer
+    # (compact contract); in JSON mode the first token is "{" and P(Yes) stays NaN
+    if top_logprobs and text is not None and _LEADING.match(str(text)):
+        out["p_yes"] = yes_probability(top_logprobs)
     if text is None or not str(text).strip():
         out["parse_error"] = "empty reply"
         return out
