@@ -43,3 +43,22 @@ def variants_frame(items=("c1", "c2", "c3")) -> pd.DataFrame:
                                   operation="context_injection", turns=None, header=None, applicable=False,
                                   reason="no agent turn to inject into", valid=None))
     return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
+
+
+#: Replies of the embedded local judge (Qwen2.5-Coder-1.5B Q4_K_M via llama.cpp) recorded
+#: while sizing the default config, with what a reader reads in them.
+LOCAL_QA_REPLIES = [
+    ("Yes 100", "Yes", 100.0),
+    ("Yes 90", "Yes", 90.0),
+    ("No 70", "No", 70.0),
+    ('{"answer": "Yes", "confidence": 100}', "Yes", 100.0),
+    ('{"answer": "Yes", "confidence": 80}', "Yes", 80.0),
+]
+LOCAL_COACHING_REPLIES = [
+    ('{"analysis": "The agent did not show any concrete strengths in this call. The only positive performance '
+     'mentioned is the agent\'s clear", "score": 0}', 0.0),
+    ('{"analysis": "- Agent was clear and concise in explaining the situation and the steps to resolve it.\n- '
+     'Agent took ownership of the job", "score": 80}', 80.0),
+    ('{ "analysis": "- Agent did not provide the customer\'s home address, which is crucial for the transfer to '
+     'be cancelled.\n- The agent did,", "score": 75}', 75.0),
+]

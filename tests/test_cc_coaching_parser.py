@@ -49,3 +49,11 @@ def test_kinds_have_distinct_prompts():
     assert a != b and a.startswith(b[:20])  # same transcript prefix
     with pytest.raises(ValueError):
         coaching.coaching_messages("Agent: hi", "tone")
+
+
+def test_recorded_local_model_replies():
+    from cc_fixtures import LOCAL_COACHING_REPLIES
+
+    for text, score in LOCAL_COACHING_REPLIES:
+        r = coaching.parse_coaching(text)
+        assert r["parse_ok"] and r["score"] == score and r["analysis"]

@@ -85,3 +85,18 @@ def test_frame_parser_keeps_call_failures_as_failures():
     assert list(p["parse_ok"]) == [True, False, True]
     assert pd.isna(p.loc[1, "answer"]) and "timeout" in p.loc[1, "parse_error"]
     assert p.loc[2, "p_yes"] == pytest.approx(1 / (1 + math.exp(-2.4)))
+
+
+def test_recorded_local_model_replies():
+    from cc_fixtures import LOCAL_QA_REPLIES
+
+    for text, answer, conf in LOCAL_QA_REPLIES:
+        r = parse_qa(text)
+        assert r["parse_ok"] and r["answer"] == answer and r["confidence"] == conf
+
+
+def test_p_yes_only_when_the_reply_starts_with_the_answer():
+    lp = {"{": -0.01, "No": -6.0, "Yes": -7.0}
+    assert math.isnan(parse_qa('{"answer": "Yes", "confidence": 90}', lp)["p_yes"])
+    assert parse_qa("No 70", {"No": -0.3, "Yes": -1.35})["p_yes"] == pytest.approx(
+        math.exp(-1.35) / (math.exp(-1.35) + math.exp(-0.3)))
