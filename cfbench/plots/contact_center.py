@@ -198,15 +198,21 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
     mean = c.groupby("judge")["cfr"].mean() * 100
     judges = list(mean.index)
     x = np.arange(len(judges))
-    w = 0.8 / (1 + len(bases))
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(judges)), 3.8))
-    ax.bar(x, mean.reindex(judges).to_numpy(float), width=w, label="mean CFR (counterfactual)")
-    for k, b in enumerate(bases, start=1):
+    nb = 1 + len(bases)
+    w = 0.8 / nb
+    offs = (np.arange(nb) - (nb - 1) / 2) * w
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.8 * len(judges) + 1), 3.8))
+    series = [("mean CFR (counterfactual)", mean.reindex(judges).to_numpy(float))]
+    for b in bases:
         rb = _pick_baseline(robustness, b) if len(robustness) else robustness
         rob = (rb[rb["metric"] == "cfr"].set_index("judge")["value"] * 100) if len(rb) else pd.Series(dtype=float)
         temp = rb["temperature"].iloc[0] if len(rb) and "temperature" in rb.columns else np.nan
-        ax.bar(x + k * w, rob.reindex(judges).to_numpy(float), width=w,
-               label=f"repeats ({b}, T={temp:g})")
+        series.append((f"repeats of originals ({b}, T={temp:g})", rob.reindex(judges).to_numpy(float)))
+    for k, (label, vals) in enumerate(series):
+        bars = ax.bar(x + offs[k], np.nan_to_num(vals), width=w, label=label)
+        for rect, v in zip(bars, vals):
+            ax.annotate("n/a" if np.isnan(v) else f"{v:.1f}", (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+                        ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, judges, rotation=20, ha="right")
     ax.set_ylabel("flip rate (%)")
     ax.set_title("Unfairness vs intrinsic instability")
