@@ -1,0 +1,59 @@
+"""Table-2 layout and the contact-center figures."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cfbench.plots import contact_center as CC
+
+DIMS = ["gender", "politeness", "priming"]
+
+
+def _tables():
+    cfr = pd.DataFrame({"judge": ["a"] * 3 + ["b"] * 3, "arm": "baseline", "dimension": DIMS * 2,
+                        "cfr": [0.1, 0.2, 0.3, 0.0, np.nan, 0.5], "n_pairs": [10, 10, 10, 8, 0, 8],
+                        "ci_low": [0.0, 0.1, 0.2, 0.0, np.nan, 0.3], "ci_high": [0.2, 0.3, 0.4, 0.1, np.nan, 0.7]})
+    masd = pd.DataFrame({"judge": "a", "arm": "baseline", "dimension": DIMS, "score": "confidence",
+                         "masd": [1.0, 2.0, 6.0], "n_pairs": 10})
+    rob = pd.DataFrame({"judge": ["a", "b", "a"], "metric": ["cfr", "cfr", "masd_confidence"],
+                        "value": [0.05, 0.0, 0.5], "n_pairs": [6, 6, 6], "baseline": "robustness",
+                        "temperature": 0.0})
+    acc = pd.DataFrame({"judge": ["a", "b"], "accuracy": [0.75, 0.5], "n": [4, 4], "ci_low": [0.3, 0.15],
+                        "ci_high": [0.95, 0.85]})
+    return cfr, masd, rob, acc
+
+
+def test_table2_layout_and_values():
+    cfr, masd, rob, acc = _tables()
+    t = CC.table2(cfr, masd, rob, acc, dimensions=DIMS, labels={"gender": "Agent Gender"})
+    cfr_block = t.loc["CFR (%)"]
+    assert list(cfr_block.index) == ["Agent Gender", "politeness", "priming", "Average", "Robustness", "Accuracy"]
+    assert cfr_block.loc["Average", "a"] == pytest.approx(20.0)
+    assert cfr_block.loc["Average", "b"] == pytest.approx(25.0)  # NaN dimension left out of the mean
+    assert cfr_block.loc["Robustness", "a"] == pytest.approx(5.0)
+    assert cfr_block.loc["Accuracy", "b"] == pytest.approx(50.0)
+    conf = t.loc["Confidence MASD"]
+    assert conf.loc["Average", "a"] == pytest.approx(3.0) and np.isnan(conf.loc["Average", "b"])
+    assert "Accuracy" not in conf.index
+    assert "Positives MASD" not in t.index.get_level_values(0)
+
+
+def test_table2_with_n():
+    cfr, masd, rob, acc = _tables()
+    t = CC.table2(cfr, masd, rob, acc, dimensions=DIMS, with_n=True)
+    assert t.loc[("CFR (%)", "gender"), "a"] == "10.00 (n=10)"
+    assert t.loc[("CFR (%)", "politeness"), "b"] == "-"
+
+
+def test_figures_build():
+    cfr, masd, rob, acc = _tables()
+    figs = [CC.heatmap(cfr, value="cfr", scale=100, row_order=DIMS), CC.accuracy_vs_cfr(cfr, acc),
+            CC.category_profiles(cfr, dimensions=DIMS), CC.fairness_vs_robustness(cfr, rob)]
+    for f in figs:
+        assert f.axes and f.axes[0].has_data()
