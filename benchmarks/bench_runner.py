@@ -1,0 +1,141 @@
+"""Runner efficiency against a fixed-latency loopback server, and per-call overhead.
+
+1. Throughput: ``--n`` distinct requests (default 5,000) at concurrency ``--c``
+   (64) against an OpenAI-compatible server on 127.0.0.1 that answers after
+   ``--latency-ms`` (100) ms. A perfect client finishes in n * L / C seconds, so
+   efficiency = achieved requests/s ÷ (C / L). Target >= 0.90. The server's own
+   request counter must equal n (nothing merged, nothing lost, no retries).
+2. Overhead per call in microseconds, all on the scripted judge (no network,
+   the script itself costs a few µs): a bare ``judge.complete`` loop, then
+   ``run_requests`` without cache, with a cold cache (every reply written to
+   SQLite) and with a warm cache (every reply read back). Plus the same
+   requests through the OpenAI backend against the server at L = 0, which adds
+   the SDK and HTTP cost.
+
+Usage: ``python benchmarks/bench_runner.py [--n 5000] [--c 64] [--latency-ms 100]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ServerProcess, header
+
+from cfbench.judges import GenerationConfig, Request, ResponseCache, get_judge, run_requests
+
+
+def make_requests(n: int, tag: str) -> list[Request]:
+    cfg = GenerationConfig(max_tokens=2)
+    return [Request(f"{tag}-{i}", ({"role": "user", "content": f"{tag} request {i}: answer Yes or No."},), cfg)
+            for i in range(n)]
+
+
+async def _raw_aiohttp(base_url: str, n: int, c: int) -> float:
+    """Reference client: bare aiohttp POSTs, JSON decode, bounded by a semaphore.
+    No cfbench, no SDK: what this machine's Python can do at all."""
+    import aiohttp
+
+    sem = asyncio.Semaphore(c)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as session:
+        async def one(i: int) -> str:
+            body = {"model": "raw", "max_tokens": 2,
+                    "messages": [{"role": "user", "content": f"raw request {i}: answer Yes or No."}]}
+            async with sem:
+                async with session.post(base_url + "/chat/completions", json=body) as resp:
+                    return (await resp.json())["choices"][0]["message"]["content"]
+
+        t0 = time.perf_counter()
+        texts = await asyncio.gather(*(one(i) for i in range(n)))
+        wall = time.perf_counter() - t0
+    assert len(texts) == n
+    return wall
+
+
+def throughput(n: int, c: int, latency_s: float) -> dict:
+    with ServerProcess(latency_s=latency_s) as srv:
+        judge = get_judge(f"openai:bench@{srv.base_url}", max_concurrency=c)
+        # warm-up outside the timed run (imports, first connection)
+        run_requests(judge, make_requests(c, "warm"), cache=False, concurrency=c, progress=False)
+        before = srv.requests
+        reqs = make_requests(n, "tput")
+        t0 = time.perf_counter()
+        res = run_requests(judge, reqs, cache=False, concurrency=c, desc=f"{n} calls, C={c}")
+        wall = time.perf_counter() - t0
+        received = srv.requests - before
+        before = srv.requests
+        raw_wall = asyncio.run(_raw_aiohttp(srv.base_url, n, c))
+        raw_received = srv.requests - before
+    ideal = c / latency_s
+    achieved = n / wall
+    return {"n": n, "c": c, "latency_s": latency_s, "wall_s": wall, "ideal_wall_s": n * latency_s / c,
+            "achieved_rps": achieved, "ideal_rps": ideal, "efficiency": achieved / ideal,
+            "server_requests": received, "n_failed": int((~res.judgments["ok"]).sum()),
+            "raw_wall_s": raw_wall, "raw_efficiency": n / raw_wall / ideal, "raw_server_requests": raw_received}
+
+
+def overhead(n: int) -> dict:
+    judge = get_judge("scripted:yes")
+    reqs = make_requests(n, "ovh")
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    for r in reqs:
+        judge.complete(r)
+    out["bare_complete_loop"] = (time.perf_counter() - t0) / n * 1e6
+    t0 = time.perf_counter()
+    for r in reqs:
+        r.cache_key(judge.spec)
+    out["cache_key_only"] = (time.perf_counter() - t0) / n * 1e6
+    t0 = time.perf_counter()
+    run_requests(judge, reqs, cache=False, progress=False)
+    out["run_requests_no_cache"] = (time.perf_counter() - t0) / n * 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = ResponseCache(Path(tmp) / "bench.sqlite")
+        t0 = time.perf_counter()
+        cold = run_requests(judge, reqs, cache=cache, progress=False)
+        out["run_requests_cold_cache"] = (time.perf_counter() - t0) / n * 1e6
+        t0 = time.perf_counter()
+        warm = run_requests(judge, reqs, cache=cache, progress=False)
+        out["run_requests_warm_cache"] = (time.perf_counter() - t0) / n * 1e6
+        assert cold.stats["n_called"] == n and warm.stats["n_called"] == 0 and warm.stats["n_cached"] == n
+        cache.close()
+    with ServerProcess(latency_s=0.0) as srv:
+        http = get_judge(f"openai:bench@{srv.base_url}", max_concurrency=8)
+        http_reqs = make_requests(min(n, 2000), "http")
+        run_requests(http, make_requests(16, "hwarm"), cache=False, progress=False)
+        t0 = time.perf_counter()
+        run_requests(http, http_reqs, cache=False, progress=False)
+        out["openai_backend_L0_no_cache"] = (time.perf_counter() - t0) / len(http_reqs) * 1e6
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--c", type=int, default=64)
+    ap.add_argument("--latency-ms", type=float, default=100.0)
+    ap.add_argument("--overhead-n", type=int, default=5000)
+    args = ap.parse_args()
+    header("runner efficiency")
+    t = throughput(args.n, args.c, args.latency_ms / 1000)
+    print(f"throughput: {t['n']} requests, C={t['c']}, L={t['latency_s'] * 1000:.0f} ms")
+    print(f"  wall {t['wall_s']:.2f} s vs ideal n*L/C {t['ideal_wall_s']:.2f} s")
+    print(f"  achieved {t['achieved_rps']:.1f} req/s vs C/L {t['ideal_rps']:.1f} req/s")
+    print(f"  EFFICIENCY achieved/(C/L) = {t['efficiency']:.3f}   (target >= 0.90: "
+          f"{'met' if t['efficiency'] >= 0.90 else 'NOT met'})")
+    print(f"  server counted {t['server_requests']} requests for {t['n']} sent; {t['n_failed']} failed")
+    print(f"  reference, bare aiohttp client (no cfbench, no SDK), same server: wall {t['raw_wall_s']:.2f} s, "
+          f"efficiency {t['raw_efficiency']:.3f} (server counted {t['raw_server_requests']})")
+    print(f"  cfbench+openai SDK / bare aiohttp throughput = {t['raw_wall_s'] / t['wall_s']:.3f}")
+    o = overhead(args.overhead_n)
+    base = o["bare_complete_loop"]
+    print(f"per-call cost, µs (n={args.overhead_n}, scripted judge; ratios vs the bare complete() loop):")
+    for name, us in o.items():
+        print(f"  {name:<28} {us:9.1f} µs   x{us / base:6.1f}   overhead {us - base:8.1f} µs")
+
+
+if __name__ == "__main__":
+    main()
