@@ -1,0 +1,76 @@
+"""Hostile identity-tone inputs: prompt lists, identity ids, and the released workbook file."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hostile_util import expect_input_error
+
+from cfbench.perturb.stimuli import describe_identity, identity_label, identity_variants
+
+GOOD = {"prompt_id": "p1", "task": "How should I prepare for a promotion talk?"}
+
+
+@pytest.mark.parametrize("prompts,field,record", [
+    ([{"task": "x"}], "prompt_id", None),
+    ([{"prompt_id": "p1"}], "task", None),
+    ([GOOD, {"prompt_id": "", "task": "x"}], "prompt_id", "1"),
+    ([GOOD, {"prompt_id": 7, "task": "x"}], "prompt_id", "1"),
+    ([GOOD, dict(GOOD)], "prompt_id", "p1"),
+    ([{"prompt_id": "p2", "task": "   "}], "task", "p2"),
+    ([{"prompt_id": "p2", "task": None}], "task", "p2"),
+    ([{"prompt_id": "p2", "task": 3.5}], "task", "p2"),
+], ids=["no-id-column", "no-task-column", "empty-id", "numeric-id", "duplicate-id", "blank-task", "null-task",
+        "numeric-task"])
+def test_bad_prompt_records(prompts, field, record):
+    expect_input_error(lambda: identity_variants(prompts, seed=0, prompt_source="prompts.csv"), field=field,
+                       record=record)
+
+
+def test_bad_prompt_frame_with_nan_task():
+    frame = pd.DataFrame([GOOD, {"prompt_id": "p2", "task": float("nan")}])
+    expect_input_error(lambda: identity_variants(frame, seed=0), field="task", record="p2")
+
+
+def test_huge_task_text_is_kept_whole():
+    task = "word " * 200_000 + "end."
+    v = identity_variants([{"prompt_id": "big", "task": task}], seed=0)
+    assert len(v) == 8 and v["user_text"].str.endswith(task).all()
+
+
+@pytest.mark.parametrize("identity", ["", "young", "young_male", "old_male_immigrant_extra", "ancient_male_immigrant"])
+def test_unknown_identity_ids(identity):
+    with pytest.raises(Exception) as info:
+        describe_identity(identity)
+    from cfbench.errors import InputError
+
+    assert isinstance(info.value, InputError) and repr(identity) in str(info.value)
+
+
+@pytest.mark.parametrize("identity", ["young", "a_b"])
+def test_malformed_identity_label(identity):
+    from cfbench.errors import InputError
+
+    with pytest.raises(InputError):
+        identity_label(identity)
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not really a numbers archive", "r\u00e9sum\u00e9".encode("latin-1")],
+                         ids=["empty", "truncated-zip", "latin1-text"])
+@pytest.mark.xfail(strict=True, reason="load_amiri: numbers_parser's own exception escapes for a file that is "
+                   "not a Numbers document; fix: wrap Document(str(p)) in try/except Exception -> "
+                   "InputError('not a readable .numbers workbook: ...', source=path, field='<file>')")
+def test_amiri_workbook_that_is_not_a_numbers_file(tmp_path, content):
+    pytest.importorskip("numbers_parser")
+    from cfbench.io.amiri import load_amiri
+
+    bad = tmp_path / "bad.numbers"
+    bad.write_bytes(content)
+    expect_input_error(lambda: load_amiri(bad, cache_dir=tmp_path / "cache", use_cache=False), field="<file>")
+
+
+def test_amiri_missing_file_is_a_clear_file_not_found(tmp_path):
+    from cfbench.io.amiri import load_amiri
+
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_amiri(tmp_path / "absent.numbers", cache_dir=tmp_path / "cache")
