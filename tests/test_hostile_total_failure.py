@@ -86,3 +86,17 @@ def test_identity_advice_marks_every_failed_reply_as_error():
     table = refusal_table(responses)
     assert (table["error_rate"] == 1.0).all()
     assert np.allclose(table[[c for c in table.columns if c.endswith("_rate") and c != "error_rate"]], 0.0)
+
+
+@pytest.mark.xfail(strict=True, reason="paired_tests labels a pair with n = 0 (every reply missing) as "
+                   "'undefined (all differences zero)', which reads like a measured null effect; fix: say "
+                   "'undefined (no pairs)' when n == 0 (cfbench/metrics/paired.py, the w_method branch)")
+def test_paired_statistics_with_no_responses_say_there_were_none():
+    from cfbench.metrics.paired import paired_tests
+
+    scores = pd.DataFrame([{"model": "m", "prompt_id": f"p{i}", "identity": g, "sentiment": np.nan}
+                           for i in range(3) for g in ("A", "B")])
+    out = paired_tests(scores, metrics=["sentiment"], groups=["A", "B"], seed=0, n_resamples=50,
+                       on_missing="drop_unit")
+    assert out["n"].eq(0).all() and out["mean_diff"].isna().all()
+    assert "zero" not in out["wilcoxon_method"].iloc[0]
