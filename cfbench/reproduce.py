@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
 from .errors import InputError
+from .io._text import read_yaml
 from .report import scrub_secrets
 
 __all__ = ["STUDIES", "CONFIGS", "reproduce", "load_config", "project_root"]
@@ -44,10 +43,7 @@ def load_config(study: str, config: str, *, root: Path | None = None) -> dict[st
     path = root / "configs" / study / f"{config}.yaml"
     if not path.is_file():
         raise InputError(f"no such config file (configs exist for: {', '.join(CONFIGS)})", source=str(path))
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid YAML: {exc}", source=str(path)) from None
+    params = read_yaml(path)
     if params is None:
         params = {}
     if not isinstance(params, dict):

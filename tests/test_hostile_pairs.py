@@ -25,17 +25,13 @@ CASES = {
     "score_is_bool.jsonl": ("score", "p1/formal"),
     "score_nan_literal.jsonl": ("score", "p1/formal"),
     "pair_id_number.jsonl": ("pair_id", "row 1"),
+    "empty.csv": (None, None),
+    "latin1.csv": ("<encoding>", "line 2"),
+    "latin1.jsonl": ("<encoding>", "line 1"),
 }
 
-# Inputs on which the loader currently lets a library error escape (fix described in the reason).
-BROKEN = {
-    "empty.csv": ((None, None), "load_pairs: pandas.errors.EmptyDataError on a 0-byte CSV; fix: catch "
-                                "EmptyDataError -> InputError('empty file', source=path)"),
-    "latin1.csv": (("<encoding>", "line 2"), "load_pairs: UnicodeDecodeError from pd.read_csv; fix: read bytes, "
-                                             "decode UTF-8 and raise InputError(record='line N', "
-                                             "field='<encoding>') as cfbench.io.transcripts._read_text does"),
-    "latin1.jsonl": (("<encoding>", "line 1"), "load_pairs: UnicodeDecodeError from path.read_text; same fix"),
-}
+# Inputs on which the loader lets a library error escape (none left; kept for new findings).
+BROKEN: dict = {}
 
 
 def test_every_corpus_file_has_a_case():

@@ -36,13 +36,10 @@ CONTRACT = {
     "gap_is_text.yaml": ("max_tpr_gap", None),
     "support_negative.yaml": ("min_positive_per_slice", None),
     "unknown_key.yaml": ("max_gap", None),
+    "bad_yaml.yaml": ("<yaml>", "line"),
+    "latin1.yaml": ("<encoding>", "line"),
 }
-CONTRACT_BROKEN = {
-    "bad_yaml.yaml": ((None, None), "FairnessContract.from_yaml: yaml.ParserError escapes; fix: catch "
-                                    "yaml.YAMLError -> InputError(source=path)"),
-    "latin1.yaml": (("<encoding>", None), "FairnessContract.from_yaml: UnicodeDecodeError from read_text; fix: "
-                                          "catch it -> InputError(source=path, field='<encoding>')"),
-}
+CONTRACT_BROKEN: dict = {}
 
 
 def _xfail(cases):

@@ -26,6 +26,7 @@ the field; nothing is dropped or coerced silently.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from cfbench.errors import InputError
+from cfbench.io._text import read_text
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -225,7 +227,10 @@ def load_pairs(
         raise InputError("file not found", source=source)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        text = read_text(path)
+        if not text.strip():
+            raise InputError("empty file (expected a header row and one row per pair variant)", source=source)
+        table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         records = table.to_dict(orient="records")
         for rec in records:  # an absent optional column stays absent; an empty cell is an error
             for key, value in list(rec.items()):
@@ -233,7 +238,7 @@ def load_pairs(
                     rec[key] = None
     elif suffix in (".jsonl", ".ndjson"):
         records = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for lineno, line in enumerate(read_text(path).splitlines(), start=1):
             if not line.strip():
                 raise InputError("blank line", source=source, record=f"line {lineno}")
             try:

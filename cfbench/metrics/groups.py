@@ -330,12 +330,9 @@ class FairnessContract:
     @classmethod
     def from_yaml(cls, path: str | Path) -> "FairnessContract":
         """Load a contract from a YAML file (see ``data/shopflow/contract.yaml``)."""
-        import yaml
+        from ..io._text import read_yaml
 
-        path = Path(path)
-        if not path.exists():
-            raise InputError("file not found", source=str(path))
-        return cls.from_mapping(yaml.safe_load(path.read_text(encoding="utf-8")), source=str(path))
+        return cls.from_mapping(read_yaml(path), source=str(path))
 
 
 def support_check(rates: pd.DataFrame, contract: FairnessContract) -> pd.DataFrame:
