@@ -173,5 +173,9 @@ def test_validator_calibration_pairs():
     assert cal["parse_ok"].all() and cal["equivalent"].all()  # this double accepts everything
     changed = cal[cal["variant"].str.startswith("number_changed")]
     assert len(changed) == 2
+    # the deterministic guards pass every preserving pair and catch every corruption
+    assert cal.loc[cal["kind"] == "preserving", "guards_pass"].all()
+    assert not cal.loc[cal["kind"] == "corrupted", "guards_pass"].any()
+    assert cal.loc[changed.index, "guard_failures"].str.startswith("numbers/dates changed").all()
     rej = validator_calibration(ts, "scripted:perturb-validate-reject", progress=False)
     assert (~rej["equivalent"].astype(bool)).all()

@@ -192,9 +192,10 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
     other gender, and the ``ethnicity_name`` swap to the first group) and two
     *corrupted* ones (the first number in an agent turn changed; the longest
     agent turn that carries a number dropped). Returns one row per pair:
-    ``item_id, kind ("preserving"|"corrupted"), variant, parse_ok, equivalent, reason``.
-    A useful validator says equivalent for preserving and not for corrupted;
-    read its rejection rates only after checking this.
+    ``item_id, kind ("preserving"|"corrupted"), variant, parse_ok, equivalent, reason,
+    guards_pass, guard_failures`` (the deterministic guards' verdict on the same pair,
+    for comparison). A useful validator says equivalent for preserving and not for
+    corrupted; read its rejection rates only after checking this.
     """
     import pandas as pd
 
@@ -205,6 +206,7 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
     from .identify import identify_turns
 
     pairs: list[tuple[str, str, str, list[dict[str, str]]]] = []
+    guards: list[list[str]] = []
     for t in transcripts:
         ident = identify_turns(t)
         orig = [x.to_dict() for x in t.turns]
@@ -213,14 +215,20 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
             v = get_perturber(dim).perturb(t, ident, cond, seed=seed)
             if v.applicable and v.edits:
                 pairs.append((t.id, "preserving", f"{dim}:{cond}", v.turns or []))
+                guards.append(check_variant(t, v))
         agent_num = [i for i, x in enumerate(orig) if x["speaker"] == "agent" and _bump_number(x["text"])]
         if agent_num:
             i = agent_num[0]
             changed = [dict(x) for x in orig]
             changed[i]["text"] = _bump_number(changed[i]["text"]) or changed[i]["text"]
             pairs.append((t.id, "corrupted", f"number_changed:turn{i}", changed))
+            # declared as an ordinary edit, so only the content guards can catch it
+            edit = {"turn": i, "op": "replace", "speaker": "agent", "before": orig[i]["text"], "after": changed[i]["text"]}
+            guards.append(check_variant(t, Variant(changed, edits=[edit], checks={"target_turns": [i]})))
             j = max(agent_num, key=lambda k: len(orig[k]["text"]))
-            pairs.append((t.id, "corrupted", f"turn_dropped:turn{j}", orig[:j] + orig[j + 1:]))
+            dropped = orig[:j] + orig[j + 1:]
+            pairs.append((t.id, "corrupted", f"turn_dropped:turn{j}", dropped))
+            guards.append(check_variant(t, Variant(dropped)))
     by_id = {t.id: t for t in transcripts}
     reqs = [validate_request(f"{item}::calib::{name}", _render([x.to_dict() for x in by_id[item].turns]), _render(turns))
             for item, _, name, turns in pairs]
@@ -229,5 +237,7 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
     for (item, kind, name, _), (_, row) in zip(pairs, res.judgments.iterrows() if res is not None else []):
         parsed = parse_validate(row["text"]) if row["ok"] else {"parse_ok": False, "equivalent": None, "reason": None}
         rows.append({"item_id": item, "kind": kind, "variant": name, "parse_ok": parsed["parse_ok"],
-                     "equivalent": parsed["equivalent"], "reason": parsed.get("reason")})
-    return pd.DataFrame(rows, columns=["item_id", "kind", "variant", "parse_ok", "equivalent", "reason"])
+                     "equivalent": parsed["equivalent"], "reason": parsed.get("reason"),
+                     "guards_pass": not guards[len(rows)], "guard_failures": "; ".join(guards[len(rows)])})
+    return pd.DataFrame(rows, columns=["item_id", "kind", "variant", "parse_ok", "equivalent", "reason",
+                                       "guards_pass", "guard_failures"])
