@@ -7,6 +7,7 @@ writes land in ``results/<study>/<config>/``.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import platform
@@ -45,7 +46,8 @@ def load_config(study: str, config: str, *, root: Path | None = None) -> dict[st
         raise InputError(f"no such config file (configs exist for: {', '.join(CONFIGS)})", source=str(path))
     params = read_yaml(path)
     if params is None:
-        params = {}
+        raise InputError("config is empty; it must set the notebook's parameters (an empty config would "
+                         "silently run the notebook's own defaults under this config's name)", source=str(path))
     if not isinstance(params, dict):
         raise InputError(f"must be a mapping of parameter names to values, got {type(params).__name__}",
                          source=str(path))
@@ -56,51 +58,57 @@ def load_config(study: str, config: str, *, root: Path | None = None) -> dict[st
             raise InputError("looks like a secret; keys and tokens come from environment variables only, "
                              "never from parameters (papermill writes parameters into the executed notebook)",
                              source=str(path), field=name)
+    notebook = root / "notebooks" / f"{study}.ipynb"
+    if notebook.is_file():
+        _check_against_notebook(params, notebook, source=str(path))
     return params
 
 
-def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
-              results_dir: str | os.PathLike[str] = "results", replay: bool = False,
-              root: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Execute the study notebooks for ``config``; returns run info per study."""
-    import papermill as pm
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict}
 
-    root = root or project_root()
-    studies = list(studies or STUDIES)
-    for s in studies:
-        if s not in STUDIES:
-            raise ValueError(f"unknown study {s!r} (known: {', '.join(STUDIES)})")
-    if config not in CONFIGS:
-        raise ValueError(f"unknown config {config!r} (known: {', '.join(CONFIGS)})")
-    if replay:
-        os.environ["CFBENCH_MODE"] = "replay"
-    info: dict[str, dict[str, Any]] = {}
-    for study in studies:
-        params = load_config(study, config, root=root)
-        out_dir = Path(results_dir) / study / config
-        out_abs = out_dir if out_dir.is_absolute() else root / out_dir
-        out_abs.mkdir(parents=True, exist_ok=True)
-        params = {**params, "output_dir": str(out_dir), "config_name": config}
-        print(f"[cfbench] {study} / {config} -> {out_dir}", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        pm.execute_notebook(
-            str(root / "notebooks" / f"{study}.ipynb"),
-            str(out_abs / f"{study}.ipynb"),
-            parameters=params,
-            cwd=str(root),
-            progress_bar=True,
-            kernel_name="python3",
-        )
-        wall = time.perf_counter() - t0
-        _assert_no_secrets(out_abs)
-        info[study] = {
-            "study": study, "config": config, "wall_s": round(wall, 1),
-            "python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "replay": replay,
-        }
-        (out_abs / "run_info.json").write_text(json.dumps(info[study], indent=2) + "\n", encoding="utf-8")
-        print(f"[cfbench] {study} / {config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
-    return info
+
+def notebook_parameters(notebook: Path) -> dict[str, type | None]:
+    """Names declared in a notebook's ``parameters`` cell and their types (from the
+    annotation, else from the literal default; None when neither tells)."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not cells:
+        raise InputError("has no cell tagged 'parameters'", source=str(notebook))
+    declared: dict[str, type | None] = {}
+    for node in ast.parse(cells[0].source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            ann = node.annotation.id if isinstance(node.annotation, ast.Name) else None
+            declared[node.target.id] = _TYPES.get(ann or "")
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        value = ast.literal_eval(node.value)
+                    except ValueError:
+                        value = None
+                    declared[target.id] = None if value is None else type(value)
+    return declared
+
+
+def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: str) -> None:
+    """Every config parameter must be declared in the notebook's ``parameters`` cell, with the
+    declared type (an int is accepted where a float is declared)."""
+    declared = notebook_parameters(notebook)
+    for name, value in params.items():
+        if name not in declared:
+            raise InputError(f"{notebook.name} declares no parameter {name!r} (declared: "
+                             f"{', '.join(sorted(declared))})", source=source, field=name)
+        expected = declared[name]
+        if expected is None or value is None:
+            continue
+        ok = isinstance(value, expected) and not (expected is not bool and isinstance(value, bool))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise InputError(f"expected {expected.__name__} (as declared in {notebook.name}), got "
+                             f"{type(value).__name__} {value!r}", source=source, field=name)
 
 
 def _assert_no_secrets(directory: Path) -> None:

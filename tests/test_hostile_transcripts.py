@@ -79,9 +79,6 @@ def test_huge_jsonl_field_loads_intact(tmp_path):
     assert t.turns[0].text == text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cfbench.io.transcripts._csv_records: csv.Error 'field larger than field limit (131072)' escapes; "
-    "fix: lift csv.field_size_limit for the read, or catch csv.Error -> InputError(record='row N')"))
 def test_huge_csv_field_loads_or_is_a_clear_error(tmp_path):
     # Python's csv module refuses fields over 131,072 characters by default.
     text = "word " * 100_000

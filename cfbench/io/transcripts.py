@@ -238,6 +238,7 @@ def _json_cell(value: str, *, source: str, record: str, fld: str) -> Any:
 
 def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     text = _read_text(path)
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a turn may be long; never a csv.Error
     reader = csv.DictReader(io.StringIO(text, newline=""))
     cols = reader.fieldnames or []
     missing = [c for c in _CSV_REQUIRED if c not in cols]

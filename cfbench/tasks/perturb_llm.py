@@ -110,6 +110,9 @@ def parse_identify(text: str, n_turns: int) -> dict[str, Any]:
     obj, err = _json_object(text)
     if obj is None:
         return {"parse_ok": False, "parse_error": err, "identification": None}
+    missing = [k for k in (*_IDENTIFY_STR_KEYS, *IDENTIFY_LIST_KEYS) if k not in obj]
+    if len(missing) == len(_IDENTIFY_STR_KEYS) + len(IDENTIFY_LIST_KEYS):
+        return {"parse_ok": False, "parse_error": "reply has none of the contract's keys", "identification": None}
     out: dict[str, Any] = {}
     for k in _IDENTIFY_STR_KEYS:
         v = obj.get(k, "")
