@@ -91,3 +91,11 @@ def test_local_model_writes_advice():
                                               config=advice.advice_config(max_tokens=48), cache=False)
     assert responses.status.iloc[0] == "ok"
     assert len(responses.text.iloc[0].split()) >= 10
+
+
+def test_judge_options_build_a_dedicated_judge_with_the_same_replies():
+    v = identity_variants(advice.load_prompts(1), seed=0)
+    plain, _ = advice.generate_advice(["scripted:identity-advice"], v, config=advice.advice_config(), cache=False)
+    opted, _ = advice.generate_advice(["scripted:identity-advice"], v, config=advice.advice_config(), cache=False,
+                                      judge_options={"scripted:identity-advice": {"n_threads": 1}})
+    assert opted.text.tolist() == plain.text.tolist()

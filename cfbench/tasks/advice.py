@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import yaml
@@ -141,17 +141,28 @@ def collect_responses(variants: pd.DataFrame, judgments: pd.DataFrame, *, model:
 
 
 def generate_advice(models: Sequence[str], variants: pd.DataFrame, *, config: GenerationConfig,
-                    system: str | None = None, cache=None) -> tuple[pd.DataFrame, dict[str, dict]]:
+                    system: str | None = None, cache=None,
+                    judge_options: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> tuple[pd.DataFrame, dict[str, dict]]:
     """Run every variant on every model; returns (responses, run stats per model).
 
-    Failed calls stay as ``status="error"`` rows (see :func:`collect_responses`).
+    ``judge_options`` maps a spec to backend options (e.g. ``{"local:...": {"n_threads": 1}}``);
+    they are operational settings and not part of the cache key. Failed calls
+    stay as ``status="error"`` rows (see :func:`collect_responses`).
     """
+    from ..judges.registry import get_judge
     from ..judges.runner import run_requests
 
     requests = build_advice_requests(variants, config=config, system=system)
     frames, stats = [], {}
     for spec in models:
-        result = run_requests(spec, requests, cache=cache, desc=f"advice {spec}")
+        options = dict((judge_options or {}).get(spec, {}))
+        judge = get_judge(spec, **options) if options else spec
+        try:
+            result = run_requests(judge, requests, cache=cache, desc=f"advice {spec}")
+        finally:
+            if options:
+                judge.close()
         frames.append(collect_responses(variants, result.judgments, model=spec))
         stats[spec] = dict(result.stats)
     return pd.concat(frames, ignore_index=True), stats
