@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from cfbench.errors import InputError
+from cfbench.io._text import read_text
 
 __all__ = [
     "SPEAKERS",
@@ -207,18 +208,8 @@ def transcripts_from_records(records: Iterable[Any], *, source: str = "<records>
 
 # --------------------------------------------------------------------------- readers
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"is not valid UTF-8 (byte {exc.start}, line {line})", source=str(path),
-                         record=f"line {line}", field="<encoding>") from None
-
-
 def _jsonl_records(path: Path) -> Iterable[tuple[str, Any]]:
-    text = _read_text(path)
+    text = read_text(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -237,7 +228,7 @@ def _json_cell(value: str, *, source: str, record: str, fld: str) -> Any:
 
 
 def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    text = _read_text(path)
+    text = read_text(path)
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a turn may be long; never a csv.Error
     reader = csv.DictReader(io.StringIO(text, newline=""))
     cols = reader.fieldnames or []
@@ -346,7 +337,7 @@ def validate_transcripts(path: str | os.PathLike[str]) -> list[InputError]:
         return [exc]
     if items is None:
         try:
-            text = _read_text(p)
+            text = read_text(p)
         except InputError as exc:
             return [exc]
         items = []

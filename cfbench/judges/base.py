@@ -76,6 +76,22 @@ class GenerationConfig:
         data.update(changes)
         return GenerationConfig(**data)
 
+    def chat_params(self) -> dict[str, Any]:
+        """These settings as OpenAI chat-completions parameters (also what TGI/vLLM/HF accept);
+        ``repeat_penalty`` has no counterpart there and is not sent."""
+        kw: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            kw["seed"] = self.seed
+        if self.stop:
+            kw["stop"] = list(self.stop)
+        if self.top_logprobs:
+            kw["logprobs"] = True
+            kw["top_logprobs"] = self.top_logprobs
+        if self.json_schema is not None:
+            kw["response_format"] = {"type": "json_schema",
+                                     "json_schema": {"name": "reply", "schema": dict(self.json_schema)}}
+        return kw
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["stop"] = list(self.stop)

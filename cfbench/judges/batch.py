@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .base import Response
+from .base import GenerationConfig, Response
 from .cache import ResponseCache
 from .registry import parse_spec
 
@@ -26,19 +26,8 @@ def export_batch(cache: ResponseCache, judge: str, out: Path) -> int:
     n = 0
     with out.open("w", encoding="utf-8") as fh:
         for key, _, payload in cache.pending(judge):
-            cfg = payload["config"]
-            body = {"model": model, "messages": payload["messages"], "temperature": cfg["temperature"],
-                    "top_p": cfg["top_p"], "max_tokens": cfg["max_tokens"]}
-            if cfg.get("seed") is not None:
-                body["seed"] = cfg["seed"]
-            if cfg.get("stop"):
-                body["stop"] = cfg["stop"]
-            if cfg.get("top_logprobs"):
-                body["logprobs"] = True
-                body["top_logprobs"] = cfg["top_logprobs"]
-            if cfg.get("json_schema") is not None:
-                body["response_format"] = {"type": "json_schema",
-                                           "json_schema": {"name": "reply", "schema": cfg["json_schema"]}}
+            cfg = GenerationConfig(**{**payload["config"], "stop": tuple(payload["config"]["stop"])})
+            body = {"model": model, "messages": payload["messages"], **cfg.chat_params()}
             line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
             n += 1

@@ -39,16 +39,8 @@ class HFJudge(Judge):
 
     def complete(self, request: Request) -> Response:
         cfg = request.config
-        kw: dict[str, Any] = {"messages": list(request.messages), "max_tokens": cfg.max_tokens,
-                              "temperature": cfg.temperature, "top_p": cfg.top_p}
-        if cfg.seed is not None:
-            kw["seed"] = cfg.seed
-        if cfg.stop:
-            kw["stop"] = list(cfg.stop)
-        if cfg.top_logprobs:
-            kw["logprobs"] = True
-            kw["top_logprobs"] = cfg.top_logprobs
-        if cfg.json_schema is not None:
+        kw: dict[str, Any] = {"messages": list(request.messages), **cfg.chat_params()}
+        if cfg.json_schema is not None:  # huggingface_hub's form of a JSON-schema constraint
             kw["response_format"] = {"type": "json_object", "value": dict(cfg.json_schema)}
         try:
             out = self._get_client().chat_completion(**kw)

@@ -60,25 +60,7 @@ class OpenAIJudge(Judge):
         return self._clients[loop_id]
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
-        cfg = request.config
-        kw: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(request.messages),
-            "temperature": cfg.temperature,
-            "top_p": cfg.top_p,
-            "max_tokens": cfg.max_tokens,
-        }
-        if cfg.seed is not None:
-            kw["seed"] = cfg.seed
-        if cfg.stop:
-            kw["stop"] = list(cfg.stop)
-        if cfg.top_logprobs:
-            kw["logprobs"] = True
-            kw["top_logprobs"] = cfg.top_logprobs
-        if cfg.json_schema is not None:
-            kw["response_format"] = {"type": "json_schema",
-                                     "json_schema": {"name": "reply", "schema": dict(cfg.json_schema)}}
-        return kw
+        return {"model": self.model, "messages": list(request.messages), **request.config.chat_params()}
 
     def complete(self, request: Request) -> Response:
         return asyncio.run(self.acomplete(request))
