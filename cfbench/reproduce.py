@@ -111,6 +111,64 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: s
                              f"{type(value).__name__} {value!r}", source=source, field=name)
 
 
+def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
+              results_dir: str | os.PathLike[str] = "results", replay: bool = False,
+              root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Execute the study notebooks for ``config``; returns run info per study."""
+    import papermill as pm
+
+    root = root or project_root()
+    studies = list(studies or STUDIES)
+    for s in studies:
+        if s not in STUDIES:
+            raise ValueError(f"unknown study {s!r} (known: {', '.join(STUDIES)})")
+    if config not in CONFIGS:
+        raise ValueError(f"unknown config {config!r} (known: {', '.join(CONFIGS)})")
+    saved_mode = os.environ.get("CFBENCH_MODE")
+    if replay:
+        os.environ["CFBENCH_MODE"] = "replay"  # read by run_requests in the notebook kernels
+    info: dict[str, dict[str, Any]] = {}
+    try:
+        for study in studies:
+            info[study] = _run_study(pm, root, study, config, results_dir, replay)
+    finally:
+        if saved_mode is None:
+            os.environ.pop("CFBENCH_MODE", None)
+        else:
+            os.environ["CFBENCH_MODE"] = saved_mode
+    return info
+
+
+def _run_study(pm: Any, root: Path, study: str, config: str, results_dir: str | os.PathLike[str],
+               replay: bool) -> dict[str, Any]:
+    """Execute one study notebook; returns its run info (also written to run_info.json)."""
+    params = load_config(study, config, root=root)
+    out_dir = Path(results_dir) / study / config
+    out_abs = out_dir if out_dir.is_absolute() else root / out_dir
+    out_abs.mkdir(parents=True, exist_ok=True)
+    params = {**params, "output_dir": str(out_dir), "config_name": config}
+    print(f"[cfbench] {study} / {config} -> {out_dir}", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    pm.execute_notebook(
+        str(root / "notebooks" / f"{study}.ipynb"),
+        str(out_abs / f"{study}.ipynb"),
+        parameters=params,
+        cwd=str(root),
+        progress_bar=True,
+        kernel_name="python3",
+    )
+    wall = time.perf_counter() - t0
+    _assert_no_secrets(out_abs)
+    info = {
+        "study": study, "config": config, "wall_s": round(wall, 1),
+        "python": platform.python_version(), "machine": platform.machine(),
+        "cpus": os.cpu_count(), "replay": replay,
+    }
+    (out_abs / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    print(f"[cfbench] {study} / {config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
+    return info
+
+
 def _assert_no_secrets(directory: Path) -> None:
     """Fail loudly if the value of a secret env var reached a run's outputs."""
     for path in directory.rglob("*"):

@@ -92,3 +92,27 @@ def test_secret_parameter_names(name, secret):
     from cfbench.reproduce import _SECRET_NAME
 
     assert bool(_SECRET_NAME.search(name)) is secret
+
+
+def test_reproduce_smoke_through_the_cli(tmp_path, capsys):
+    """The command users run: executes a study notebook into <results>/<study>/<config>/."""
+    assert main(["reproduce", "--config", "smoke", "--study", "shopflow", "--results", str(tmp_path)]) == 0
+    out = tmp_path / "shopflow" / "smoke"
+    assert (out / "shopflow.ipynb").is_file() and (out / "summary.json").is_file()
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["study"] == "shopflow" and info["config"] == "smoke" and info["wall_s"] > 0
+    assert "shopflow" in capsys.readouterr().out
+
+
+def test_replay_flag_is_scoped_to_the_call(tmp_path, monkeypatch):
+    import os
+
+    from papermill.exceptions import PapermillExecutionError
+
+    from cfbench.reproduce import reproduce
+
+    monkeypatch.delenv("CFBENCH_MODE", raising=False)
+    with pytest.raises(PapermillExecutionError, match="CacheMissError"):
+        # smoke judges were never cached in this fresh cache dir, so replay must fail loudly
+        reproduce("smoke", ["shopflow"], results_dir=tmp_path, replay=True)
+    assert "CFBENCH_MODE" not in os.environ
