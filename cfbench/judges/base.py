@@ -195,6 +195,10 @@ class Judge:
         groups requests sharing a prefix (useful for KV-cache reuse)."""
         return tuple(m["content"] for m in request.messages)
 
+    async def arelease(self) -> None:
+        """Release what this judge holds for the running event loop (HTTP sessions).
+        The runner calls it when a run ends; the default does nothing."""
+
     def close(self) -> None:
         """Release resources (models, HTTP sessions)."""
 

@@ -62,8 +62,19 @@ class OpenAIJudge(Judge):
     def _kwargs(self, request: Request) -> dict[str, Any]:
         return {"model": self.model, "messages": list(request.messages), **request.config.chat_params()}
 
+    async def arelease(self) -> None:
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+
     def complete(self, request: Request) -> Response:
-        return asyncio.run(self.acomplete(request))
+        async def once() -> Response:
+            try:
+                return await self.acomplete(request)
+            finally:
+                await self.arelease()
+
+        return asyncio.run(once())
 
     async def acomplete(self, request: Request) -> Response:
         import openai

@@ -252,6 +252,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
             await asyncio.gather(*(call(k) for k in todo))
         finally:
             bar.close()
+            await built.arelease()
         n_called = len(todo)
 
     rows = []
