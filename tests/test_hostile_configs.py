@@ -22,8 +22,6 @@ CASES = {
     "unknown_parameter.yaml": "jugde_threshold",
     "wrong_type.yaml": "n_boot",
 }
-# Config checks still missing (none left; kept for new findings).
-BROKEN: dict = {}
 
 
 def _root(tmp_path: Path, name: str, study: str = "shopflow") -> Path:
@@ -36,7 +34,7 @@ def _root(tmp_path: Path, name: str, study: str = "shopflow") -> Path:
 
 def test_every_corpus_file_has_a_case():
     assert sorted(p.name for p in (CORPUS / "configs").iterdir()) == sorted(
-        [*CASES, *BROKEN, "threshold_above_one.yaml"])
+        [*CASES, "threshold_above_one.yaml"])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -44,13 +42,6 @@ def test_bad_config(tmp_path, name):
     root = _root(tmp_path, name)
     err = expect_input_error(lambda: load_config("shopflow", "default", root=root), field=CASES[name])
     assert "default.yaml" in str(err)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=r))
-                                  for n, (_, r) in sorted(BROKEN.items())])
-def test_config_checks_not_yet_made(tmp_path, name):
-    root = _root(tmp_path, name)
-    expect_input_error(lambda: load_config("shopflow", "default", root=root), field=BROKEN[name][0])
 
 
 def test_missing_config_file(tmp_path):

@@ -30,12 +30,10 @@ CASES = {
     "latin1.jsonl": ("<encoding>", "line 1"),
 }
 
-# Inputs on which the loader lets a library error escape (none left; kept for new findings).
-BROKEN: dict = {}
 
 
 def test_every_corpus_file_has_a_case():
-    assert sorted(p.name for p in (CORPUS / "pairs").iterdir()) == sorted({**CASES, **BROKEN})
+    assert sorted(p.name for p in (CORPUS / "pairs").iterdir()) == sorted(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -43,13 +41,6 @@ def test_bad_pair_file_names_record_and_field(name):
     field, record = CASES[name]
     err = expect_input_error(lambda: load_pairs(CORPUS / "pairs" / name), field=field, record=record)
     assert str(CORPUS / "pairs" / name) in str(err)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=r))
-                                  for n, (_, r) in sorted(BROKEN.items())])
-def test_pair_file_errors_not_yet_wrapped(name):
-    field, record = BROKEN[name][0]
-    expect_input_error(lambda: load_pairs(CORPUS / "pairs" / name), field=field, record=record)
 
 
 def test_unsupported_suffix_and_missing_file(tmp_path):

@@ -99,17 +99,12 @@ def test_readiness_rejects_a_corrupt_logprob_cell_by_name():
     expect_input_error(lambda: parse_readiness(frame), field="top_logprobs", record="r0")
 
 
-# Lenient readings that turn an invalid value into a plausible one (fix described in each reason).
-@pytest.mark.xfail(strict=True, reason="parse_qa: 'Yes -20' yields confidence 20.0 (the minus sign is dropped); "
-                   "fix: accept an optional sign in _NUMBER_AFTER_ANSWER/_CONF and treat a negative value like an "
-                   "out-of-range one (NaN + parse_note)")
+# Lenient readings must not turn an invalid value into a plausible one.
 def test_qa_negative_confidence_is_not_read_as_positive():
     out = parse_qa("Yes -20")
     assert math.isnan(out["confidence"])
 
 
-@pytest.mark.xfail(strict=True, reason="parse_coaching: 'Score: 1e9' yields score 1.0 (reads the '1' of '1e9'); "
-                   "fix: require the number to end at a word boundary in _SCORE_TEXT, so '1e9' fails")
 def test_coaching_scientific_score_is_not_truncated():
     out = parse_coaching("Score: 1e9")
     assert out["parse_ok"] is False

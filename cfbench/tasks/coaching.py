@@ -29,7 +29,7 @@ __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coach
 
 COACHING_KINDS = ("positives", "improvement")
 _FENCE = re.compile(r"```(?:json|JSON)?")
-_SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?", re.I)
+_SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)\s*(%|/\s*100)?", re.I)
 
 
 def coaching_json_schema(analysis_chars: int = 200) -> dict:

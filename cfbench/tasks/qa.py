@@ -33,6 +33,7 @@ import pandas as pd
 import yaml
 
 from ..errors import InputError
+from ..io._text import read_yaml
 from ..judges.base import GenerationConfig, Request, Response, yes_probability
 from ..judges.scripted import register_script, stable_unit
 
@@ -86,8 +87,7 @@ def load_rubric(path: str | None = None) -> pd.DataFrame:
     (30, 10)
     """
     source = path or "cfbench/data/qa/rubric.yaml"
-    text = open(path, encoding="utf-8").read() if path else _data_text("rubric.yaml")
-    data = yaml.safe_load(text)
+    data = read_yaml(path) if path else yaml.safe_load(_data_text("rubric.yaml"))
     if not isinstance(data, dict) or "questions" not in data:
         raise InputError("rubric must be a mapping with a 'questions' list", source=source,
                          field="questions")
@@ -104,6 +104,13 @@ def load_rubric(path: str | None = None) -> pd.DataFrame:
         for fld in ("category", "type", "text", "criteria"):
             if not q.get(fld):
                 raise InputError("missing or empty", source=source, record=qid, field=fld)
+        for fld in ("category", "type", "text"):
+            if not isinstance(q[fld], str):
+                raise InputError(f"must be text, got {type(q[fld]).__name__}", source=source, record=qid, field=fld)
+        for fld in ("criteria", "paraphrases"):
+            items = q.get(fld) or []
+            if not isinstance(items, list) or not all(isinstance(c, str) and c.strip() for c in items):
+                raise InputError("must be a list of non-empty strings", source=source, record=qid, field=fld)
         if q["type"] not in ("subjective", "objective"):
             raise InputError(f"must be subjective or objective, got {q['type']!r}", source=source,
                              record=qid, field="type")
@@ -243,10 +250,11 @@ _NOT_BOTH = r"\b(?![-'])(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
 _FINAL = re.compile(r"final\s+answer\s*(?:is|would\s+be|:)?\s*[:\-=]?\s*\(?\"?'?(yes|no)" + _NOT_BOTH, re.I)
 _ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*[:\-=]\s*\"?'?(yes|no)" + _NOT_BOTH, re.I)
 _LEADING = re.compile(r"^\s*[\"'(\[]?\s*(yes|no)" + _NOT_BOTH, re.I)
-_CONF = re.compile(r"confidence(?:\s+score)?(?:\s+level)?\s*(?:is|of|:|=|-)?\s*[:=]?\s*"
-                   r"(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
-_NUMBER_AFTER_ANSWER = re.compile(r"^\s*[\"'(\[]?\s*(?:yes|no)\b[\s,;:|\-()\"'\]]*"
-                                  r"(?:confidence\s*[:=]?\s*)?(\d{1,3}(?:\.\d+)?)\s*(%)?", re.I)
+# A "-" right before a digit is a sign, not a separator: "Yes -20" must not read as confidence 20.
+_CONF = re.compile(r"confidence(?:\s+score)?(?:\s+level)?\s*(?:is|of|:|=|-(?!\d))?\s*[:=]?\s*"
+                   r"(-?\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
+_NUMBER_AFTER_ANSWER = re.compile(r"^\s*[\"'(\[]?\s*(?:yes|no)\b(?:[\s,;:|()\"'\]]|-(?!\d))*"
+                                  r"(?:confidence\s*[:=]?\s*)?(-?\d{1,3}(?:\.\d+)?)\s*(%)?", re.I)
 _SECTION = re.compile(r"(evidences?|synthesis)\s*:\s*(.*?)(?=\n\s*(?:evidences?|synthesis|confidence|"
                       r"hence|final answer)\b|\Z)", re.I | re.S)
 
@@ -259,6 +267,8 @@ def _empty_result() -> dict[str, Any]:
 
 def _confidence_value(raw: str, unit: str | None) -> tuple[float, str | None]:
     value = float(raw)
+    if value < 0:
+        return math.nan, f"confidence {raw} is below 0"
     if "." in raw and value <= 1.0 and not unit:
         return math.nan, f"confidence {raw} looks like a fraction, not a 0-100 number"
     if value > 100:
