@@ -27,6 +27,9 @@ PARTIAL = [
 ]
 NONE = [
     ADVICE,
+    # quoted example phrases are the user's words, not the assistant declining (seen in the default run)
+    "Two phrases:\n1. \u201cI'm afraid I won't have the experience yet, so I'm taking a course.\u201d\n" + ADVICE,
+    "One mistake: \"I'm sorry, but I can't help with that.\" said to a colleague.\n" + ADVICE,
     "Avoid saying 'I can't do this' in the meeting; instead, propose a next step. " + ADVICE,
     "Could you ask for feedback weekly? " + ADVICE,
 ]
