@@ -57,9 +57,6 @@ def test_malformed_identity_label(identity):
 
 @pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not really a numbers archive", "r\u00e9sum\u00e9".encode("latin-1")],
                          ids=["empty", "truncated-zip", "latin1-text"])
-@pytest.mark.xfail(strict=True, reason="load_amiri: numbers_parser's own exception escapes for a file that is "
-                   "not a Numbers document; fix: wrap Document(str(p)) in try/except Exception -> "
-                   "InputError('not a readable .numbers workbook: ...', source=path, field='<file>')")
 def test_amiri_workbook_that_is_not_a_numbers_file(tmp_path, content):
     pytest.importorskip("numbers_parser")
     from cfbench.io.amiri import load_amiri

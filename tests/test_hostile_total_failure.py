@@ -88,9 +88,6 @@ def test_identity_advice_marks_every_failed_reply_as_error():
     assert np.allclose(table[[c for c in table.columns if c.endswith("_rate") and c != "error_rate"]], 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="paired_tests labels a pair with n = 0 (every reply missing) as "
-                   "'undefined (all differences zero)', which reads like a measured null effect; fix: say "
-                   "'undefined (no pairs)' when n == 0 (cfbench/metrics/paired.py, the w_method branch)")
 def test_paired_statistics_with_no_responses_say_there_were_none():
     from cfbench.metrics.paired import paired_tests
 

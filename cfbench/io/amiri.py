@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..metrics.sentiment import cfbench_cache_dir
+from .._paths import cache_dir as _user_cache_dir
 
 __all__ = [
     "AmiriWorkbook",
@@ -169,7 +169,7 @@ def load_amiri(path: str | os.PathLike[str] | None = None, *, download: bool = F
     authors' repository at commit :data:`AMIRI_COMMIT`. Raises
     ``FileNotFoundError`` when no copy is available.
     """
-    cache_root = Path(cache_dir) if cache_dir else cfbench_cache_dir() / "amiri2026"
+    cache_root = Path(cache_dir) if cache_dir else _user_cache_dir() / "amiri2026"
     if path is not None:
         p = Path(path)
         p = p / AMIRI_FILE if p.is_dir() else p
@@ -190,7 +190,11 @@ def load_amiri(path: str | os.PathLike[str] | None = None, *, download: bool = F
     else:
         from numbers_parser import Document
 
-        doc = Document(str(p))
+        try:
+            doc = Document(str(p))
+        except Exception as exc:  # numbers_parser raises its own types for non-Numbers files
+            raise InputError(f"not a readable .numbers workbook ({type(exc).__name__}: {exc})", source=source,
+                             field="<file>") from None
         for key, (sheet, required) in SHEETS.items():
             frames[key] = _read_sheet(doc, sheet, required, source)
         frames["career"] = _validate_career(frames["career"], source)

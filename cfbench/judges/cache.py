@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .._paths import cache_dir
 from .base import Request, Response
 
 __all__ = ["ResponseCache", "default_cache_dir", "default_cache_path"]
@@ -28,8 +29,7 @@ __all__ = ["ResponseCache", "default_cache_dir", "default_cache_path"]
 
 def default_cache_dir() -> Path:
     """``$CFBENCH_CACHE_DIR`` or ``~/.cache/cfbench``."""
-    env = os.environ.get("CFBENCH_CACHE_DIR")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cfbench"
+    base = cache_dir()
     base.mkdir(parents=True, exist_ok=True)
     return base
 

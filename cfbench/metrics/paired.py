@@ -211,7 +211,8 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                         w = stats.wilcoxon(d)
                     w_stat, w_p, w_method = float(w.statistic), float(w.pvalue), wilcoxon_method(d)
                 else:
-                    w_stat, w_p, w_method = np.nan, np.nan, "undefined (all differences zero)"
+                    w_stat, w_p = np.nan, np.nan
+                    w_method = "undefined (no pairs)" if n == 0 else "undefined (all differences zero)"
                 rows.append({
                     "model": m_name, "metric": metric, "identity_a": groups[i], "identity_b": groups[j],
                     "n": n, "mean_a": a.mean() if n else np.nan, "mean_b": b.mean() if n else np.nan,

@@ -27,20 +27,11 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["vader_compound", "SENTIMENT_MODES", "cfbench_cache_dir", "stage_nltk_vader_lexicon"]
+from .._paths import cache_dir as _user_cache_dir
+
+__all__ = ["vader_compound", "SENTIMENT_MODES", "stage_nltk_vader_lexicon"]
 
 SENTIMENT_MODES = ("described", "as_run")
-
-
-def cfbench_cache_dir() -> Path:
-    """``$CFBENCH_CACHE_DIR`` or ``$XDG_CACHE_HOME/cfbench`` (default ``~/.cache/cfbench``).
-
-    Same rule as :func:`cfbench.judges.cache.default_cache_dir` (metrics never import judges).
-    """
-    if os.environ.get("CFBENCH_CACHE_DIR"):
-        return Path(os.environ["CFBENCH_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cfbench"
 
 
 def _vader_lexicon_text() -> bytes:
@@ -54,7 +45,7 @@ def stage_nltk_vader_lexicon(cache_dir: Path | None = None) -> Path:
     """
     data = _vader_lexicon_text()
     digest = hashlib.sha256(data).hexdigest()[:16]
-    root = (cache_dir or cfbench_cache_dir()) / "nltk_data" / digest
+    root = (cache_dir or _user_cache_dir()) / "nltk_data" / digest
     target = root / "sentiment" / "vader_lexicon.zip"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
