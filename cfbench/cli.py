@@ -1,6 +1,6 @@
 """The ``cfbench`` command line.
 
-    cfbench reproduce [--config smoke|default|paper] [--study S ...] [--replay]
+    cfbench reproduce [--config smoke|default|paper] [--study S ...] [--replay | --plan-only]
     cfbench judges [--check SPEC]
     cfbench cache stats
     cfbench cache export --judge SPEC --out requests.jsonl
@@ -21,7 +21,8 @@ __all__ = ["main"]
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
-    info = reproduce(args.config, args.study or None, results_dir=args.results, replay=args.replay)
+    info = reproduce(args.config, args.study or None, results_dir=args.results, replay=args.replay,
+                     plan_only=args.plan_only)
     total = sum(v["wall_s"] for v in info.values())
     for study, v in info.items():
         print(f"{study:20s} {args.config:8s} {v['wall_s']:8.1f} s")
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a study to run (repeatable); default: all three")
     p.add_argument("--results", default="results", help="results directory (default: results)")
     p.add_argument("--replay", action="store_true", help="answer every judge call from the cache; fail on a miss")
+    p.add_argument("--plan-only", action="store_true",
+                   help="call no model; record uncached requests for `cfbench cache export` (Batch API)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("judges", help="list judge backends and whether each is usable here")

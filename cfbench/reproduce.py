@@ -113,8 +113,12 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: s
 
 def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
               results_dir: str | os.PathLike[str] = "results", replay: bool = False,
-              root: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Execute the study notebooks for ``config``; returns run info per study."""
+              plan_only: bool = False, root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Execute the study notebooks for ``config``; returns run info per study.
+
+    ``replay`` answers every judge call from the cache (a miss fails); ``plan_only``
+    calls no model and records the uncached requests for ``cfbench cache export``.
+    """
     import papermill as pm
 
     root = root or project_root()
@@ -125,8 +129,10 @@ def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r} (known: {', '.join(CONFIGS)})")
     saved_mode = os.environ.get("CFBENCH_MODE")
-    if replay:
-        os.environ["CFBENCH_MODE"] = "replay"  # read by run_requests in the notebook kernels
+    if replay and plan_only:
+        raise ValueError("replay and plan_only exclude each other")
+    if replay or plan_only:  # read by run_requests in the notebook kernels
+        os.environ["CFBENCH_MODE"] = "replay" if replay else "plan"
     info: dict[str, dict[str, Any]] = {}
     try:
         for study in studies:

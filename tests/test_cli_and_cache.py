@@ -116,3 +116,22 @@ def test_replay_flag_is_scoped_to_the_call(tmp_path, monkeypatch):
         # smoke judges were never cached in this fresh cache dir, so replay must fail loudly
         reproduce("smoke", ["shopflow"], results_dir=tmp_path, replay=True)
     assert "CFBENCH_MODE" not in os.environ
+
+
+def test_plan_mode_calls_nothing_and_records_for_export(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    spec = "openai:gpt-4o-mini"  # no key is set: a real call would fail
+    reqs = [Request(f"r{i}", ({"role": "user", "content": f"q{i % 2}"},)) for i in range(3)]
+    res = run_requests(spec, reqs, cache=cache, mode="plan", progress=False)
+    assert res.stats["n_called"] == 0 and not res.judgments.ok.any() and not res.judgments.cache_hit.any()
+    assert res.judgments.error.str.startswith("not run: plan mode").all()
+    assert len(list(cache.pending(spec))) == 2  # distinct requests only
+    assert export_batch(cache, spec, tmp_path / "b.jsonl") == 2
+
+
+def test_live_run_remembers_failed_requests_for_export(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reqs = [Request("ok", ({"role": "user", "content": "a"},))]
+    run_requests("scripted:yes", reqs, cache=cache, progress=False)
+    run_requests("scripted:fail", reqs, cache=cache, progress=False)
+    assert [j for _, j, _ in cache.pending()] == ["scripted:fail"]

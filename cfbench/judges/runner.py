@@ -113,7 +113,7 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
 
 
 def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
-                 mode: Literal["live", "replay"] | None = None, concurrency: int | None = None,
+                 mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
                  max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
                  backoff_max_s: float = 60.0, jitter_seed: int = 0,
                  price_table: Mapping[str, tuple[float, float]] | None = None,
@@ -125,8 +125,10 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
     cache : ResponseCache, path, None or False
         Where replies are cached; ``None`` is the default file
         (``$CFBENCH_CACHE_DIR/responses.sqlite``), ``False`` disables caching.
-    mode : "live" or "replay", optional
-        ``replay`` never calls a model and raises :class:`CacheMissError` on any miss.
+    mode : "live", "replay" or "plan", optional
+        ``replay`` never calls a model and raises :class:`CacheMissError` on any miss;
+        ``plan`` never calls a model either: it records the uncached requests for
+        ``cfbench cache export`` and returns them as not run.
         Defaults to ``$CFBENCH_MODE`` or ``"live"`` (``cfbench reproduce --replay`` sets it).
     concurrency : int, optional
         Calls in flight at once; defaults to the backend's ``max_concurrency``.
@@ -162,7 +164,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
 
 
 async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
-                        mode: Literal["live", "replay"] | None = None, concurrency: int | None = None,
+                        mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
                         max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
                         backoff_max_s: float = 60.0, jitter_seed: int = 0,
                         price_table: Mapping[str, tuple[float, float]] | None = None,
@@ -170,8 +172,8 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     """Async form of :func:`run_requests` (same arguments)."""
     if mode is None:
         mode = os.environ.get("CFBENCH_MODE", "live")  # type: ignore[assignment]
-    if mode not in ("live", "replay"):
-        raise ValueError(f"mode must be 'live' or 'replay', got {mode!r}")
+    if mode not in ("live", "replay", "plan"):
+        raise ValueError(f"mode must be 'live', 'replay' or 'plan', got {mode!r}")
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     spec = _spec_of(judge)
@@ -199,6 +201,13 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     outcomes: dict[str, tuple[Response | None, float | None, str | None]] = {
         k: (resp, lat, None) for k, (resp, lat) in hits.items()
     }
+    if store is not None and todo:
+        # remembered until answered, so `cfbench cache export` can send them through a Batch API
+        store.remember_requests(spec, [unique[k] for k in todo])
+    if mode == "plan":
+        for k in todo:
+            outcomes[k] = (None, None, "not run: plan mode (recorded for `cfbench cache export`)")
+        todo = []
     n_called = 0
     if todo:
         built = judge if isinstance(judge, Judge) else judge_for(spec)
@@ -256,7 +265,6 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         n_called = len(todo)
 
     rows = []
-    called = set(todo)
     for req, key in zip(requests, keys):
         resp, lat, err = outcomes[key]
         rows.append({
@@ -270,7 +278,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
             "completion_tokens": resp.completion_tokens if resp else None,
             "prompt_tokens_evaluated": resp.prompt_tokens_evaluated if resp else None,
             "latency_s": lat,
-            "cache_hit": key not in called,
+            "cache_hit": key in hits,
             "error": err,
             "ok": err is None,
         })
