@@ -276,6 +276,13 @@ def _confidence_value(raw: str, unit: str | None) -> tuple[float, str | None]:
     return value, None
 
 
+def _set_confidence(out: dict, notes: list[str], raw: str, unit: str | None) -> None:
+    value, note = _confidence_value(raw, unit)
+    out["confidence"] = value
+    if note:
+        notes.append(note)
+
+
 def _json_object(text: str) -> dict | None:
     start = text.find("{")
     while start != -1:
@@ -350,10 +357,7 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
             if isinstance(conf, str):
                 m = re.fullmatch(r"\s*(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?\s*", conf)
                 if m:
-                    value, note = _confidence_value(m.group(1), m.group(2))
-                    out["confidence"] = value
-                    if note:
-                        notes.append(note)
+                    _set_confidence(out, notes, m.group(1), m.group(2))
                 else:
                     notes.append(f"confidence {conf!r} is not a number")
             elif conf is None:
@@ -384,20 +388,14 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
         out["answer"] = leading.group(1).capitalize()
         m = _NUMBER_AFTER_ANSWER.match(clean)
         if m:
-            value, note = _confidence_value(m.group(1), m.group(2))
-            out["confidence"] = value
-            if note:
-                notes.append(note)
+            _set_confidence(out, notes, m.group(1), m.group(2))
     else:
         out["parse_error"] = "no final Yes/No answer found"
         return out
 
     confs = list(_CONF.finditer(clean))
     if confs:
-        value, note = _confidence_value(confs[-1].group(1), confs[-1].group(2))
-        out["confidence"] = value
-        if note:
-            notes.append(note)
+        _set_confidence(out, notes, confs[-1].group(1), confs[-1].group(2))
     elif math.isnan(out["confidence"]):
         notes.append("no confidence")
     for m in _SECTION.finditer(clean):
