@@ -16,19 +16,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from ._secrets import scrub_secrets
+
 __all__ = ["RunOutput", "to_jsonable", "scrub_secrets"]
-
-_SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
-
-
-def scrub_secrets(text: str, extra_env: tuple[str, ...] = ()) -> str:
-    """Replace the values of known secret environment variables in ``text``."""
-    for name in _SECRET_ENV + tuple(extra_env):
-        value = os.environ.get(name)
-        if value and len(value) >= 8:
-            text = text.replace(value, f"<{name}>")
-    return text
-
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy/pandas scalars and containers to JSON-safe Python (NaN -> None)."""

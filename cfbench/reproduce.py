@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from .errors import InputError
 from .io._text import read_yaml
-from .report import scrub_secrets
+from ._secrets import scrub_secrets
 
 __all__ = ["STUDIES", "CONFIGS", "reproduce", "load_config", "project_root"]
 

@@ -226,8 +226,7 @@ class LocalJudge(Judge):
         if prefix > 0 and llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
             llm.n_tokens = prefix
         else:
-            llm.reset()
-            llm._ctx.kv_cache_clear() if hasattr(llm._ctx, "kv_cache_clear") else None
+            llm.reset()  # eval() drops the KV cells from n_tokens (now 0) on
             prefix = 0
         llm.eval(tokens[prefix:])
         return len(tokens) - prefix
@@ -244,7 +243,7 @@ class LocalJudge(Judge):
         for tok in top:
             piece = llm.detokenize([int(tok)]).decode("utf-8", errors="replace")
             lp = float(logits[tok] - logz)
-            out[piece] = max(out.get(piece, -math.inf), lp) if piece in out else lp
+            out[piece] = max(out.get(piece, -math.inf), lp)
         return out
 
     def complete(self, request: Request) -> Response:
@@ -284,5 +283,6 @@ class LocalJudge(Judge):
     def close(self) -> None:
         llm = getattr(self, "_llm", None)
         if llm is not None:
-            llm.close() if hasattr(llm, "close") else None
+            if hasattr(llm, "close"):
+                llm.close()
             self._llm = None

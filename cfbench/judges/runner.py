@@ -34,6 +34,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 import pandas as pd
 from tqdm import tqdm
 
+from .._secrets import scrub_secrets
 from ..schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
 from .cache import ResponseCache
@@ -250,8 +251,6 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                     outcomes[key] = (resp, latency, None)
                     bar.update(1)
                     return
-            from ..report import scrub_secrets
-
             reason = scrub_secrets(reason)
             log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, spec, attempt, reason)
             outcomes[key] = (None, None, reason)
