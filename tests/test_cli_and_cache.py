@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,16 @@ def test_live_run_remembers_failed_requests_for_export(tmp_path):
     run_requests("scripted:yes", reqs, cache=cache, progress=False)
     run_requests("scripted:fail", reqs, cache=cache, progress=False)
     assert [j for _, j, _ in cache.pending()] == ["scripted:fail"]
+
+
+@pytest.mark.parametrize("study", ["shopflow", "identity_tone", "contact_center_qa"])
+def test_papermill_sees_every_notebook_parameter(study):
+    """`papermill --help-notebook` and papermill's own parameter inspection list every
+    parameter the notebook declares (a '=' in a help comment used to hide some)."""
+    pm = pytest.importorskip("papermill")
+    from cfbench.reproduce import notebook_parameters
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / f"{study}.ipynb"
+    inspected = pm.inspect_notebook(str(nb))
+    assert set(inspected) == set(notebook_parameters(nb))
+    assert all(p["help"] for p in inspected.values()), [k for k, p in inspected.items() if not p["help"]]
