@@ -3,14 +3,17 @@
 1. Throughput: ``--n`` distinct requests (default 5,000) at concurrency ``--c``
    (64) against an OpenAI-compatible server on 127.0.0.1 that answers after
    ``--latency-ms`` (100) ms. A perfect client finishes in n * L / C seconds, so
-   efficiency = achieved requests/s ÷ (C / L). Target >= 0.90. The server's own
-   request counter must equal n (nothing merged, nothing lost, no retries).
+   efficiency = achieved requests/s ÷ (C / L). Target >= 0.90. The client is the
+   real ``openai:`` backend (aiohttp transport) under the cfbench runner; a bare
+   aiohttp client with no cfbench runs the same load as the reference. The
+   server's own request counter must equal n (nothing merged, nothing lost, no
+   retries).
 2. Overhead per call in microseconds, all on the scripted judge (no network,
    the script itself costs a few µs): a bare ``judge.complete`` loop, then
    ``run_requests`` without cache, with a cold cache (every reply written to
    SQLite) and with a warm cache (every reply read back). Plus the same
-   requests through the OpenAI backend against the server at L = 0, which adds
-   the SDK and HTTP cost.
+   requests through the ``openai:`` backend against the server at L = 0, which
+   adds the HTTP round trip and JSON encoding/decoding.
 
 Usage: ``python benchmarks/bench_runner.py [--n 5000] [--c 64] [--latency-ms 100]``
 """
@@ -25,8 +28,7 @@ from pathlib import Path
 
 from _common import ServerProcess, header
 
-from cfbench.judges import (GenerationConfig, Judge, Request, Response, ResponseCache, RetryableError,
-                            arun_requests, get_judge, run_requests)
+from cfbench.judges import GenerationConfig, Request, ResponseCache, get_judge, run_requests
 
 
 def make_requests(n: int, tag: str) -> list[Request]:
@@ -37,7 +39,7 @@ def make_requests(n: int, tag: str) -> list[Request]:
 
 async def _raw_aiohttp(base_url: str, n: int, c: int) -> float:
     """Reference client: bare aiohttp POSTs, JSON decode, bounded by a semaphore.
-    No cfbench, no SDK: what this machine's Python can do at all."""
+    No cfbench: what this machine's Python can do at all."""
     import aiohttp
 
     sem = asyncio.Semaphore(c)
@@ -56,48 +58,6 @@ async def _raw_aiohttp(base_url: str, n: int, c: int) -> float:
     return wall
 
 
-class LeanHTTPJudge(Judge):
-    """Prototype (benchmark only, not part of cfbench): the OpenAI chat-completions call made with one
-    aiohttp session instead of the openai SDK, to separate the runner's cost from the SDK's."""
-
-    supports_logprobs = True
-
-    def __init__(self, base_url: str, max_concurrency: int):
-        self.base_url = base_url
-        self.max_concurrency = max_concurrency
-        self.spec = f"openai:lean@{base_url}"
-        self.session = None
-
-    async def acomplete(self, request: Request) -> Response:
-        import aiohttp
-
-        if self.session is None:
-            self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.max_concurrency))
-        cfg = request.config
-        body = {"model": "lean", "messages": list(request.messages), "temperature": cfg.temperature,
-                "top_p": cfg.top_p, "max_tokens": cfg.max_tokens, "seed": cfg.seed}
-        async with self.session.post(self.base_url + "/chat/completions", json=body) as resp:
-            if resp.status >= 500 or resp.status == 429:
-                raise RetryableError(f"{resp.status}")
-            data = await resp.json()
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        return Response(text=choice["message"]["content"], prompt_tokens=usage.get("prompt_tokens"),
-                        completion_tokens=usage.get("completion_tokens"), finish_reason=choice.get("finish_reason"))
-
-
-async def _lean_run(base_url: str, reqs: list[Request], c: int) -> tuple[float, int]:
-    judge = LeanHTTPJudge(base_url, c)
-    try:
-        t0 = time.perf_counter()
-        res = await arun_requests(judge, reqs, cache=False, concurrency=c, progress=False)
-        wall = time.perf_counter() - t0
-    finally:
-        if judge.session is not None:
-            await judge.session.close()
-    return wall, int((~res.judgments["ok"]).sum())
-
-
 def throughput(n: int, c: int, latency_s: float) -> dict:
     with ServerProcess(latency_s=latency_s) as srv:
         judge = get_judge(f"openai:bench@{srv.base_url}", max_concurrency=c)
@@ -112,16 +72,12 @@ def throughput(n: int, c: int, latency_s: float) -> dict:
         before = srv.requests
         raw_wall = asyncio.run(_raw_aiohttp(srv.base_url, n, c))
         raw_received = srv.requests - before
-        before = srv.requests
-        lean_wall, lean_failed = asyncio.run(_lean_run(srv.base_url, make_requests(n, "lean"), c))
-        lean_received = srv.requests - before
     ideal = c / latency_s
     achieved = n / wall
     return {"n": n, "c": c, "latency_s": latency_s, "wall_s": wall, "ideal_wall_s": n * latency_s / c,
             "achieved_rps": achieved, "ideal_rps": ideal, "efficiency": achieved / ideal,
             "server_requests": received, "n_failed": int((~res.judgments["ok"]).sum()),
-            "lean_wall_s": lean_wall, "lean_efficiency": n / lean_wall / ideal, "lean_received": lean_received,
-            "lean_failed": lean_failed, "raw_wall_s": raw_wall, "raw_efficiency": n / raw_wall / ideal, "raw_server_requests": raw_received}
+            "raw_wall_s": raw_wall, "raw_efficiency": n / raw_wall / ideal, "raw_server_requests": raw_received}
 
 
 def overhead(n: int) -> dict:
@@ -155,7 +111,7 @@ def overhead(n: int) -> dict:
         run_requests(http, make_requests(16, "hwarm"), cache=False, progress=False)
         t0 = time.perf_counter()
         run_requests(http, http_reqs, cache=False, progress=False)
-        out["openai_backend_L0_no_cache"] = (time.perf_counter() - t0) / len(http_reqs) * 1e6
+        out["openai_http_L0_no_cache"] = (time.perf_counter() - t0) / len(http_reqs) * 1e6
     return out
 
 
@@ -168,19 +124,16 @@ def main() -> None:
     args = ap.parse_args()
     header("runner efficiency")
     t = throughput(args.n, args.c, args.latency_ms / 1000)
-    print(f"throughput: {t['n']} requests, C={t['c']}, L={t['latency_s'] * 1000:.0f} ms")
+    print(f"throughput: {t['n']} requests, C={t['c']}, L={t['latency_s'] * 1000:.0f} ms, "
+          f"openai: backend (aiohttp) under the cfbench runner")
     print(f"  wall {t['wall_s']:.2f} s vs ideal n*L/C {t['ideal_wall_s']:.2f} s")
     print(f"  achieved {t['achieved_rps']:.1f} req/s vs C/L {t['ideal_rps']:.1f} req/s")
     print(f"  EFFICIENCY achieved/(C/L) = {t['efficiency']:.3f}   (target >= 0.90: "
           f"{'met' if t['efficiency'] >= 0.90 else 'NOT met'})")
     print(f"  server counted {t['server_requests']} requests for {t['n']} sent; {t['n_failed']} failed")
-    print(f"  reference, bare aiohttp client (no cfbench, no SDK), same server: wall {t['raw_wall_s']:.2f} s, "
+    print(f"  reference, bare aiohttp client (no cfbench), same server: wall {t['raw_wall_s']:.2f} s, "
           f"efficiency {t['raw_efficiency']:.3f} (server counted {t['raw_server_requests']})")
-    print(f"  cfbench runner + prototype aiohttp transport instead of the SDK (benchmark-only code): wall "
-          f"{t['lean_wall_s']:.2f} s, efficiency {t['lean_efficiency']:.3f} (server counted {t['lean_received']}, "
-          f"{t['lean_failed']} failed)")
-    print(f"  throughput relative to the bare client: cfbench+SDK {t['raw_wall_s'] / t['wall_s']:.3f}, "
-          f"cfbench+aiohttp {t['raw_wall_s'] / t['lean_wall_s']:.3f}")
+    print(f"  cfbench throughput relative to the bare client: {t['raw_wall_s'] / t['wall_s']:.3f}")
     o = overhead(args.overhead_n)
     base = o["bare_complete_loop"]
     print(f"per-call cost, µs (n={args.overhead_n}, scripted judge; ratios vs the bare complete() loop):")

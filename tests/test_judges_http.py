@@ -1,20 +1,35 @@
-"""The OpenAI-compatible backend against a misbehaving loopback server."""
+"""The OpenAI-compatible backend (aiohttp transport) against a misbehaving loopback server."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
+
 import pytest
 
-pytest.importorskip("openai")
 pytest.importorskip("aiohttp")
 
-from cfbench.judges import GenerationConfig, Request, ResponseCache, get_judge, run_requests
+from cfbench.judges import (GenerationConfig, JudgeError, Request, ResponseCache, RetryableError, get_judge,
+                            run_requests, yes_probability)
 from cfbench.judges.fakeserver import FakeOpenAIServer
+from cfbench.judges.openai_backend import DEFAULT_BASE_URL
+
+SECRET = "sk-test-" + "x7Q" * 12
 
 
 @pytest.fixture
 def server():
     with FakeOpenAIServer(lifetime_s=120) as srv:
         yield srv
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_openai_env(monkeypatch):
+    """A developer's real key or base URL must not reach the loopback server or change a default."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
 def one(text: str = "hello", **cfg) -> list[Request]:
@@ -28,12 +43,38 @@ def test_plain_call_sends_the_settings(server, tmp_path):
     body = server.last_body()
     assert (body["model"], body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == \
         ("fake-model", 0.2, 0.9, 7, 3)
+    assert (res.judgments.prompt_tokens[0], res.judgments.completion_tokens[0]) == (1, 2)
+
+
+def test_body_is_model_messages_and_chat_params_exactly(server):
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    cfg = GenerationConfig(seed=None, stop=("\n", "END"), top_logprobs=3, json_schema=schema)
+    msgs = ({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"})
+    get_judge(f"openai:m@{server.base_url}").complete(Request("r", msgs, cfg))
+    assert server.last_body() == {"model": "m", "messages": [dict(m) for m in msgs], **cfg.chat_params()}
+    assert "seed" not in server.last_body() and server.last_body()["response_format"]["type"] == "json_schema"
 
 
 def test_429_with_retry_after_then_success(server, tmp_path):
     server.script(["429:0", "429:0"])
     res = run_requests(f"openai:m@{server.base_url}", one(), cache=tmp_path / "c.sqlite", progress=False)
     assert server.requests == 3 and bool(res.judgments.ok[0])
+
+
+@pytest.mark.parametrize("action, retry_after", [("429:2.5", 2.5), ("429", None), ("429:soon", None),
+                                                 ("429:-3", 0.0), ("429:inf", None)])
+def test_429_retry_after_is_parsed_or_left_to_backoff(server, action, retry_after):
+    server.script([action])
+    with pytest.raises(RetryableError, match="429 rate limited: slow down") as info:
+        get_judge(f"openai:m@{server.base_url}").complete(one()[0])
+    assert info.value.retry_after == retry_after
+
+
+@pytest.mark.parametrize("status", ["408", "500", "503"])
+def test_408_and_5xx_are_retryable(server, status):
+    server.script([status])
+    with pytest.raises(RetryableError, match=f"{status}: fake error {status}"):
+        get_judge(f"openai:m@{server.base_url}").complete(one()[0])
 
 
 def test_500s_exhaust_three_attempts_and_are_not_cached(server, tmp_path):
@@ -48,6 +89,21 @@ def test_500s_exhaust_three_attempts_and_are_not_cached(server, tmp_path):
     assert bool(res2.judgments.ok[0]) and server.requests == 4
 
 
+def test_400_carries_the_server_message_and_is_not_retried(server, tmp_path):
+    server.script(["400"])
+    res = run_requests(f"openai:m@{server.base_url}", one(), cache=tmp_path / "c.sqlite", progress=False,
+                       backoff_s=0.01)
+    assert server.requests == 1
+    assert not res.judgments.ok[0] and res.judgments.error[0] == "JudgeError: 400: fake error 400"
+
+
+def test_4xx_with_a_text_body_reports_the_body(server):
+    server.script(["text:404"])
+    with pytest.raises(JudgeError, match=r"^404: <html>fake error 404</html>$") as info:
+        get_judge(f"openai:m@{server.base_url}").complete(one()[0])
+    assert not isinstance(info.value, RetryableError)
+
+
 def test_timeouts_are_retried(server, tmp_path):
     server.script(["hang:5"])
     judge = get_judge(f"openai:m@{server.base_url}", request_timeout_s=0.5)
@@ -55,38 +111,128 @@ def test_timeouts_are_retried(server, tmp_path):
     assert bool(res.judgments.ok[0]) and server.requests == 2
 
 
-def test_garbage_body_is_a_recorded_failure(server, tmp_path):
-    server.script(["garbage"] * 3)
+def test_a_refused_connection_is_retryable():
+    with socket.socket() as sock:  # a loopback port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(RetryableError, match="ClientConnectorError"):
+        get_judge(f"openai:m@http://127.0.0.1:{port}/v1").complete(one()[0])
+
+
+@pytest.mark.parametrize("action", ["garbage", "no-choices"])
+def test_malformed_200_is_retried_then_a_recorded_failure(server, tmp_path, action):
+    server.script([action] * 3)
     res = run_requests(f"openai:m@{server.base_url}", one(), cache=tmp_path / "c.sqlite", progress=False,
                        backoff_s=0.01)
+    assert server.requests == 3
     assert not res.judgments.ok[0] and res.judgments.text.isna()[0]
+    assert "RetryableError: malformed response" in res.judgments.error[0]
     assert res.stats["non_completion_rate"] == 1.0
 
 
+def test_null_content_names_the_finish_reason_and_is_not_retried(server, tmp_path):
+    server.script(["null-content"])
+    res = run_requests(f"openai:m@{server.base_url}", one(), cache=tmp_path / "c.sqlite", progress=False)
+    assert server.requests == 1
+    assert res.judgments.error[0] == "JudgeError: empty message (finish_reason=content_filter)"
+
+
+def test_logprobs_are_parsed(server):
+    resp = get_judge(f"openai:m@{server.base_url}").complete(one(top_logprobs=2)[0])
+    assert resp.top_logprobs == {"Yes": -0.1, "No": -2.4} and resp.finish_reason == "stop"
+    assert server.last_body()["logprobs"] is True and server.last_body()["top_logprobs"] == 2
+    assert get_judge(f"openai:m@{server.base_url}").complete(one()[0]).top_logprobs is None
+
+
 def test_logprobs_reach_the_row(server, tmp_path):
-    import json
-
-    from cfbench.judges import yes_probability
-
     res = run_requests(f"openai:m@{server.base_url}", one(top_logprobs=2), cache=tmp_path / "c.sqlite",
                        progress=False)
-    top = json.loads(res.judgments.top_logprobs[0])
-    assert yes_probability(top) > 0.9 and server.last_body()["top_logprobs"] == 2
+    assert yes_probability(json.loads(res.judgments.top_logprobs[0])) > 0.9
 
 
-def test_api_key_never_reaches_any_file(server, tmp_path, monkeypatch):
+def test_base_url_spec_beats_env_beats_default(monkeypatch):
+    assert get_judge("openai:m").base_url == DEFAULT_BASE_URL
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env-host:1/v1/")
+    assert get_judge("openai:m").base_url == "http://env-host:1/v1"
+    assert get_judge("openai:m@http://spec-host:2/v1").base_url == "http://spec-host:2/v1"
+
+
+def test_authorization_header_reaches_the_server(server, monkeypatch):
+    get_judge(f"openai:m@{server.base_url}").complete(one()[0])
+    assert server.headers[-1]["Authorization"] == "Bearer not-needed"  # keyless self-hosted server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    get_judge(f"openai:m@{server.base_url}").complete(one()[0])
+    assert server.headers[-1]["Authorization"] == f"Bearer {SECRET}"
+    monkeypatch.setenv("MY_GATEWAY_KEY", "gw-" + SECRET)
+    get_judge(f"openai:m@{server.base_url}", api_key_env="MY_GATEWAY_KEY").complete(one()[0])
+    assert server.headers[-1]["Authorization"] == f"Bearer gw-{SECRET}"
+
+
+def test_the_default_server_without_a_key_fails_before_any_network_call():
+    with pytest.raises(JudgeError, match="set the environment variable OPENAI_API_KEY") as info:
+        get_judge("openai:gpt-4o-mini").complete(one()[0])
+    assert not isinstance(info.value, RetryableError)
+
+
+@pytest.mark.parametrize("env", ["OPENAI_API_KEY", "MY_GATEWAY_KEY"])
+def test_a_key_echoed_by_the_server_is_scrubbed_from_the_error(server, monkeypatch, env):
+    monkeypatch.setenv(env, SECRET)
+    judge = get_judge(f"openai:m@{server.base_url}", api_key_env=env)
+    server.script(["echo-key"])
+    with pytest.raises(JudgeError) as info:
+        judge.complete(one()[0])
+    assert server.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # the server did see it...
+    message = str(info.value)
+    assert message.startswith("401: Incorrect API key provided: Bearer <") and SECRET not in message  # ...we don't
+    assert SECRET not in repr(judge) and SECRET not in repr(vars(judge))
+
+
+def test_api_key_never_reaches_any_file(server, tmp_path, monkeypatch, caplog):
     from cfbench.report import RunOutput
 
-    secret = "sk-test-" + "x7Q" * 12
-    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     cache_path = tmp_path / "cache.sqlite"
-    server.script(["500"] * 3)  # also exercise the error path
-    res = run_requests("openai:m@" + server.base_url, one() + [Request("r1", ({"role": "user", "content": "b"},))],
-                       cache=cache_path, progress=False, backoff_s=0.01)
-    assert server.headers[-1]["Authorization"] == f"Bearer {secret}"  # it was used...
+    server.script(["500"] * 3 + ["echo-key"])  # also exercise the error paths
+    reqs = one() + [Request("r1", ({"role": "user", "content": "b"},)), Request("r2", ({"role": "user", "content": "c"},))]
+    res = run_requests("openai:m@" + server.base_url, reqs, cache=cache_path, progress=False, backoff_s=0.01,
+                       concurrency=1)  # in order "b", "c", "hello": three 500s, the echoed key, a success
+    assert server.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # it was used...
+    assert res.stats["n_failed"] == 2 and "Bearer <OPENAI_API_KEY>" in res.judgments.error[2]
+    assert "request r1" in caplog.text and SECRET not in caplog.text
     out = RunOutput(tmp_path / "out")
     out.table("judgments", res.judgments)
-    out.summary({"stats": res.stats, "note": f"echo {secret}"})
+    out.summary({"stats": res.stats, "note": f"echo {SECRET}"})
     for path in tmp_path.rglob("*"):
         if path.is_file():
-            assert secret.encode() not in path.read_bytes(), path  # ...and written nowhere
+            assert SECRET.encode() not in path.read_bytes(), path  # ...and written nowhere
+
+
+def test_one_session_per_loop_closed_by_arelease(server):
+    import asyncio
+
+    judge = get_judge(f"openai:m@{server.base_url}")
+
+    async def twice():
+        await judge.acomplete(one()[0])
+        session = judge._sessions[id(asyncio.get_running_loop())][1]
+        await judge.acomplete(one()[0])
+        assert judge._sessions[id(asyncio.get_running_loop())][1] is session
+        await judge.arelease()
+        return session
+
+    assert asyncio.run(twice()).closed and judge._sessions == {}
+    assert judge.complete(one()[0]).text == "echo: hello" and judge._sessions == {}  # sync path, own loop
+
+
+def test_building_the_judge_does_not_import_aiohttp():
+    code = ("import sys, cfbench; from cfbench.judges import get_judge; get_judge('openai:gpt-4o-mini'); "
+            "print('aiohttp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_missing_aiohttp_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # makes `import aiohttp` raise ImportError
+    with pytest.raises(JudgeError, match=r"pip install 'cfbench\[api\]'"):
+        get_judge("openai:m@http://127.0.0.1:9/v1").complete(one()[0])

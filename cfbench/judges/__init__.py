@@ -35,9 +35,9 @@ def usable_backends() -> dict[str, str]:
     status["local"] = ("usable" if llama and model_ok else
                        "not usable: " + ("llama-cpp-python is not installed; " if not llama else "") +
                        ("" if model_ok else model_msg))
-    has_openai = importlib.util.find_spec("openai") is not None
-    status["openai"] = ("usable" if has_openai and os.environ.get("OPENAI_API_KEY") else
-                        "needs " + ("the openai package and " if not has_openai else "") +
+    has_aiohttp = importlib.util.find_spec("aiohttp") is not None
+    status["openai"] = ("usable" if has_aiohttp and os.environ.get("OPENAI_API_KEY") else
+                        "needs " + ("aiohttp (pip install 'cfbench[api]') and " if not has_aiohttp else "") +
                         "OPENAI_API_KEY (or a keyless server via openai:<model>@<base_url>)")
     has_hf = importlib.util.find_spec("huggingface_hub") is not None
     status["hf"] = ("usable" if has_hf and os.environ.get("HF_TOKEN") else

@@ -1,9 +1,10 @@
 """A small OpenAI-compatible server on 127.0.0.1 for tests and benchmarks.
 
 It answers ``POST /v1/chat/completions`` after a fixed latency, and can be
-told to misbehave for the next requests (429 with Retry-After, 500, a hang,
-a garbage body). It counts every request it receives, binds only to the
-loopback address, and shuts itself down after ``lifetime_s`` at the latest.
+told to misbehave for the next requests (see :meth:`FakeOpenAIServer.script`).
+It counts every request it receives, keeps the bodies and headers of the last
+``history`` ones, binds only to the loopback address, and shuts itself down
+after ``lifetime_s`` at the latest.
 
 >>> with FakeOpenAIServer(latency_s=0.0) as srv:       # doctest: +SKIP
 ...     srv.script(["429:0", "ok"])                    # first call rate-limited, then fine
@@ -23,13 +24,14 @@ __all__ = ["FakeOpenAIServer"]
 
 
 class FakeOpenAIServer:
-    def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None):
+    def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
+                 history: int = 256):
         self.latency_s = latency_s
         self.lifetime_s = lifetime_s
         self.reply = reply
         self.requests = 0
-        self.bodies: list[dict] = []
-        self.headers: list[dict] = []
+        self.bodies: deque[dict] = deque(maxlen=history)
+        self.headers: deque[dict] = deque(maxlen=history)
         self._actions: deque[str] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -43,8 +45,15 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def script(self, actions: Iterable[str]) -> None:
-        """Queue behaviours for the next requests: ``ok``, ``429:<retry_after>``,
-        ``500``, ``hang:<seconds>``, ``garbage``."""
+        """Queue behaviours for the next requests, one each:
+
+        ``ok``; ``429:<retry_after>`` (``429`` alone sends no Retry-After); any other
+        status code ``<code>`` (e.g. ``400``, ``408``, ``500``) with an OpenAI-style JSON
+        error body; ``text:<code>`` with a plain-text body instead; ``echo-key``, a 401
+        whose message repeats the Authorization header (a careless server);
+        ``hang:<seconds>``; ``garbage`` (a 200 that is not JSON); ``no-choices`` (a 200
+        with an empty ``choices``); ``null-content`` (a 200 whose message content is null,
+        finish_reason ``content_filter``)."""
         with self._lock:
             self._actions.extend(actions)
 
@@ -62,16 +71,25 @@ class FakeOpenAIServer:
         kind, _, arg = action.partition(":")
         if kind == "429":
             return web.json_response({"error": {"message": "slow down", "type": "rate_limit"}}, status=429,
-                                     headers={"Retry-After": arg or "0"})
-        if kind == "500":
-            return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=500)
+                                     headers={"Retry-After": arg} if arg else None)
+        if kind.isdigit():
+            return web.json_response({"error": {"message": f"fake error {kind}", "type": "fake"}}, status=int(kind))
+        if kind == "text":
+            return web.Response(text=f"<html>fake error {arg}</html>", status=int(arg), content_type="text/html")
+        if kind == "echo-key":
+            auth = request.headers.get("Authorization", "")
+            return web.json_response({"error": {"message": f"Incorrect API key provided: {auth}"}}, status=401)
         if kind == "hang":
             await asyncio.sleep(float(arg or 30))
         if kind == "garbage":
             return web.Response(text="<html>definitely not json", content_type="application/json")
+        if kind == "no-choices":
+            return web.json_response({"id": "chatcmpl-fake", "object": "chat.completion", "choices": []})
         user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
         text = self.reply if self.reply is not None else f"echo: {user}"
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        if kind == "null-content":
+            choice = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
         if body.get("logprobs"):
             choice["logprobs"] = {"content": [{"token": "Yes", "logprob": -0.1, "bytes": None, "top_logprobs": [
                 {"token": "Yes", "logprob": -0.1, "bytes": None}, {"token": "No", "logprob": -2.4, "bytes": None}]}]}

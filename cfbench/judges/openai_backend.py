@@ -1,71 +1,102 @@
 """OpenAI and any OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp server).
 
-Spec: ``openai:<model>`` or ``openai:<model>@<base_url>``. The key is read from
-the environment only (``OPENAI_API_KEY`` by default, or the variable named by
-the ``api_key_env`` option); it is never a parameter, never cached, never
-written anywhere. A server given by ``@base_url`` that needs no key gets a
-placeholder.
+Spec: ``openai:<model>`` or ``openai:<model>@<base_url>``. The server is the
+spec's ``@base_url``, else ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
+The key is read from the environment only (``OPENAI_API_KEY`` by default, or
+the variable named by the ``api_key_env`` option); it is never a parameter,
+never cached, never written anywhere, and scrubbed from error messages. A
+server named by a base URL that needs no key gets a placeholder.
+
+The transport is a direct aiohttp POST to ``{base_url}/chat/completions``, one
+``ClientSession`` per event loop. No SDK: the openai SDK's httpx + pydantic
+layers cost ~4.5 ms of CPU per call, which capped a 64-way run at a fraction
+of what the server could answer (see ``benchmarks/bench_runner.py``).
+aiohttp is imported on the first call, so building the judge never needs it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
+from types import ModuleType
 from typing import Any
 
+from .._secrets import scrub_secrets
 from .base import Judge, JudgeError, Request, Response, RetryableError
 
-__all__ = ["OpenAIJudge"]
+__all__ = ["OpenAIJudge", "DEFAULT_BASE_URL"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_SNIPPET = 300  # characters of a server's error text kept in a message
 
 
-def _retry_after(exc: Any) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
+def _aiohttp() -> ModuleType:
     try:
-        return float(value) if value is not None else None
+        import aiohttp
+    except ImportError as exc:
+        raise JudgeError("the openai backend needs aiohttp: pip install 'cfbench[api]'") from exc
+    return aiohttp
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds; None when absent, an HTTP date, or not a finite number."""
+    try:
+        seconds = float(value) if value is not None else math.nan
     except ValueError:
         return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class OpenAIJudge(Judge):
+    """Chat completions over HTTP; see the module docstring for the spec, the key and the transport."""
+
     supports_logprobs = True
     supports_json_schema = True
 
     def __init__(self, model: str, *, api_key_env: str = "OPENAI_API_KEY", max_concurrency: int = 16,
                  request_timeout_s: float = 120.0, **_: Any) -> None:
-        self.model, _, base_url = model.partition("@")
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.model, _, spec_url = model.partition("@")
+        named_url = spec_url or os.environ.get("OPENAI_BASE_URL")
+        self.base_url = (named_url or DEFAULT_BASE_URL).rstrip("/")
+        self._keyless_ok = bool(named_url)  # self-hosted servers mostly ignore the key
+        self._url = self.base_url + "/chat/completions"
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
         self.request_timeout_s = request_timeout_s
-        self._clients: dict[int, Any] = {}
+        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
     def _key(self) -> str:
         key = os.environ.get(self.api_key_env)
         if key:
             return key
-        if self.base_url:
-            return "not-needed"  # most self-hosted servers ignore it
+        if self._keyless_ok:
+            return "not-needed"
         raise JudgeError(f"{self.spec}: set the environment variable {self.api_key_env} (keys are never parameters)")
 
-    def _client(self):
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise JudgeError("the openai backend needs the 'openai' package: pip install 'cfbench[api]'") from exc
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._clients:  # an AsyncOpenAI client is bound to its event loop
-            self._clients[loop_id] = openai.AsyncOpenAI(api_key=self._key(), base_url=self.base_url,
-                                                        timeout=self.request_timeout_s, max_retries=0)
-        return self._clients[loop_id]
+    def _scrub(self, text: str) -> str:
+        return scrub_secrets(text, (self.api_key_env,))
 
-    def _kwargs(self, request: Request) -> dict[str, Any]:
-        return {"model": self.model, "messages": list(request.messages), **request.config.chat_params()}
+    def _session(self, aiohttp: ModuleType) -> Any:
+        """This loop's session (an aiohttp session is bound to the loop that made it);
+        the key goes into its default headers, read once per session."""
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(id(loop))
+        if entry is not None and entry[0] is loop and not entry[1].closed:
+            return entry[1]
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.max_concurrency),
+            timeout=aiohttp.ClientTimeout(total=self.request_timeout_s),
+            headers={"Authorization": f"Bearer {self._key()}", "Accept": "application/json"},
+        )
+        self._sessions[id(loop)] = (loop, session)
+        return session
 
     async def arelease(self) -> None:
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
-            await client.close()
+        entry = self._sessions.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None:
+            await entry[1].close()
 
     def complete(self, request: Request) -> Response:
         async def once() -> Response:
@@ -76,36 +107,78 @@ class OpenAIJudge(Judge):
 
         return asyncio.run(once())
 
-    async def acomplete(self, request: Request) -> Response:
-        import openai
+    def _snippet(self, body: bytes | str) -> str:
+        """Server text fit for an error message: clipped, and scrubbed (a careless server may echo the key)."""
+        text = (body.decode("utf-8", "replace") if isinstance(body, bytes) else body).strip()
+        if len(text) > _SNIPPET:
+            text = text[:_SNIPPET] + "…"
+        return self._scrub(text) if text else "(empty body)"
 
+    def _server_message(self, raw: bytes) -> str:
+        """The ``error.message`` of an OpenAI-style error body, else the body's start."""
         try:
-            out = await self._client().chat.completions.create(**self._kwargs(request))
-        except openai.RateLimitError as exc:
-            raise RetryableError(f"429 rate limited: {exc.message}", retry_after=_retry_after(exc)) from None
-        except openai.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code == 408:
-                raise RetryableError(f"{exc.status_code}: {exc.message}", retry_after=_retry_after(exc)) from None
-            raise JudgeError(f"{exc.status_code}: {exc.message}") from None
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise RetryableError(f"{type(exc).__name__}: {exc}") from None
-        except openai.APIResponseValidationError as exc:
-            raise RetryableError(f"malformed response: {exc}") from None
-        if not out.choices:
-            raise RetryableError("response had no choices")
-        choice = out.choices[0]
-        text = choice.message.content
+            data = json.loads(raw)
+        except ValueError:
+            return self._snippet(raw)
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return self._snippet(err["message"])
+        return self._snippet(err if isinstance(err, str) else raw)
+
+    def _parse(self, raw: bytes) -> Response:
+        """A chat-completions reply as a Response. A 2xx body that is not a completion is a
+        RetryableError (proxies and overloaded servers send those transiently)."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise RetryableError(f"malformed response (not JSON): {self._snippet(raw)}") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise RetryableError(f"malformed response (no choices[0].message): {self._snippet(raw)}")
+        finish_reason = choice.get("finish_reason")
+        text = message.get("content")
         if text is None:
-            raise JudgeError(f"empty message (finish_reason={choice.finish_reason})")
+            raise JudgeError(f"empty message (finish_reason={finish_reason})")
+        if not isinstance(text, str):
+            raise RetryableError(f"malformed response (message.content is {type(text).__name__}): "
+                                 f"{self._snippet(raw)}")
         top = None
-        lp = getattr(choice, "logprobs", None)
-        if lp is not None and lp.content:
-            top = {alt.token: alt.logprob for alt in lp.content[0].top_logprobs}
-        usage = out.usage
-        return Response(
-            text=text,
-            top_logprobs=top,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            finish_reason=choice.finish_reason,
-        )
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and logprobs.get("content"):
+            try:
+                top = {alt["token"]: float(alt["logprob"]) for alt in logprobs["content"][0]["top_logprobs"] or ()}
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise RetryableError(f"malformed response (logprobs): {self._snippet(raw)}") from None
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return Response(text=text, top_logprobs=top, prompt_tokens=usage.get("prompt_tokens"),
+                        completion_tokens=usage.get("completion_tokens"), finish_reason=finish_reason)
+
+    async def acomplete(self, request: Request) -> Response:
+        aiohttp = _aiohttp()
+        session = self._session(aiohttp)
+        body = {"model": self.model, "messages": list(request.messages), **request.config.chat_params()}
+        try:
+            async with session.post(self._url, json=body, allow_redirects=False) as resp:
+                raw = await resp.read()
+        except asyncio.TimeoutError:
+            raise RetryableError(f"timeout: no complete reply within {self.request_timeout_s:g} s") from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise RetryableError(self._scrub(f"{type(exc).__name__}: {exc}")) from None
+        except aiohttp.ClientError as exc:
+            raise JudgeError(self._scrub(f"{type(exc).__name__}: {exc}")) from None
+        status = resp.status
+        if 200 <= status < 300:
+            return self._parse(raw)
+        if 300 <= status < 400:
+            location = self._scrub(resp.headers.get("Location", "?"))
+            raise JudgeError(f"{status}: redirected to {location}; give the final API URL as base_url")
+        message = self._server_message(raw)
+        retry_after = _retry_after(resp.headers.get("Retry-After"))
+        if status == 429:
+            raise RetryableError(f"429 rate limited: {message}", retry_after=retry_after)
+        if status >= 500 or status == 408:
+            raise RetryableError(f"{status}: {message}", retry_after=retry_after)
+        raise JudgeError(f"{status}: {message}")
