@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from cfbench.judges import (GenerationConfig, JudgeError, Request, ResponseCache, RetryableError, get_judge,
+from cfbench.judges import (CacheMissError, GenerationConfig, JudgeError, Request, ResponseCache, RetryableError, get_judge,
                             run_requests, yes_probability)
 from cfbench.judges.fakeserver import FakeOpenAIServer
 from cfbench.judges.openai_backend import DEFAULT_BASE_URL
@@ -236,3 +236,28 @@ def test_missing_aiohttp_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # makes `import aiohttp` raise ImportError
     with pytest.raises(JudgeError, match=r"pip install 'cfbench\[api\]'"):
         get_judge("openai:m@http://127.0.0.1:9/v1").complete(one()[0])
+
+
+def test_a_retry_after_longer_than_backoff_max_fails_the_call_at_once(server, tmp_path):
+    server.script(["429:3600"])
+    res = run_requests(f"openai:m@{server.base_url}", one(), cache=tmp_path / "c.sqlite", progress=False,
+                       backoff_max_s=5.0)
+    row = res.judgments.iloc[0]
+    assert server.requests == 1 and not bool(row.ok)
+    assert "asked to wait 3600 s" in row.error and "not retried" in row.error
+
+
+def test_a_server_from_the_environment_is_part_of_the_spec_and_the_cache_key(server, monkeypatch, tmp_path):
+    """Replies from a server named by $OPENAI_BASE_URL must not be replayed as OpenAI's own."""
+    assert get_judge("openai:m").spec == "openai:m"
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    judge = get_judge("openai:m")
+    assert judge.spec == f"openai:m@{server.base_url}"
+    res = run_requests(judge, one(), cache=tmp_path / "c.sqlite", progress=False)
+    assert res.judgments.judge[0] == f"openai:m@{server.base_url}"
+    again = run_requests("openai:m", one(), cache=tmp_path / "c.sqlite", mode="replay", progress=False)
+    assert again.judgments.judge[0] == f"openai:m@{server.base_url}" and again.stats["n_cached"] == 1
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with pytest.raises(CacheMissError):
+        run_requests("openai:m", one(), cache=tmp_path / "c.sqlite", mode="replay", progress=False)

@@ -181,6 +181,15 @@ class Judge:
     supports_logprobs: bool = False
     supports_json_schema: bool = False
 
+    @classmethod
+    def canonical_spec(cls, spec: str) -> str:
+        """The spec recorded with results and cache entries for a judge built from ``spec``.
+
+        Backends that read part of their identity from the environment (a server URL) put it
+        into the spec here, so replies from two different servers never share cache entries.
+        """
+        return spec
+
     def complete(self, request: Request) -> Response:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -67,6 +67,12 @@ class OpenAIJudge(Judge):
         self.request_timeout_s = request_timeout_s
         self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
+    @classmethod
+    def canonical_spec(cls, spec: str) -> str:
+        """``openai:<model>@<url>`` when the server comes from ``$OPENAI_BASE_URL``."""
+        env_url = os.environ.get("OPENAI_BASE_URL")
+        return f"{spec}@{env_url.rstrip('/')}" if env_url and "@" not in spec else spec
+
     def _key(self) -> str:
         key = os.environ.get(self.api_key_env)
         if key:

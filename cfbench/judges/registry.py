@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from .base import Judge
 
-__all__ = ["get_judge", "register_backend", "backends", "parse_spec", "UnknownJudgeError"]
+__all__ = ["get_judge", "canonical_spec", "register_backend", "backends", "parse_spec", "UnknownJudgeError"]
 
 
 class UnknownJudgeError(ValueError):
@@ -71,9 +71,20 @@ def _factory(backend: str) -> Callable[..., Judge]:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def canonical_spec(spec: str) -> str:
+    """The spec results and cache entries record for ``spec`` (see :meth:`Judge.canonical_spec`).
+
+    Needs the backend's module but never builds the judge (no model is loaded).
+    """
+    backend, _ = parse_spec(spec)
+    factory = _factory(backend)
+    return factory.canonical_spec(spec) if isinstance(factory, type) and issubclass(factory, Judge) else spec
+
+
 def get_judge(spec: str, **options: Any) -> Judge:
     """Build the judge a spec names. Options go to the backend (e.g. ``n_ctx``)."""
     backend, model = parse_spec(spec)
-    judge = _factory(backend)(model, **options)
-    judge.spec = spec
+    factory = _factory(backend)
+    judge = factory(model, **options)
+    judge.spec = type(judge).canonical_spec(spec)
     return judge

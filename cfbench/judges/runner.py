@@ -38,7 +38,7 @@ from .._secrets import scrub_secrets
 from ..schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
 from .cache import ResponseCache
-from .registry import get_judge, parse_spec
+from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for"]
 
@@ -84,8 +84,7 @@ def _resolve_cache(cache: CacheArg) -> ResponseCache | None:
 
 def _spec_of(judge: Judge | str) -> str:
     if isinstance(judge, str):
-        parse_spec(judge)
-        return judge
+        return canonical_spec(judge)
     if not judge.spec:
         raise ValueError(f"{judge!r} has no spec; build judges with cfbench.judges.get_judge")
     return judge.spec
@@ -135,6 +134,10 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
         Calls in flight at once; defaults to the backend's ``max_concurrency``.
     max_attempts : int
         Attempts per call for transient errors (429, 5xx, timeouts); at most 3 by default.
+    backoff_s, backoff_max_s : float
+        Exponential backoff (with seeded jitter) between attempts, capped at ``backoff_max_s``.
+        A server's Retry-After is honoured up to ``backoff_max_s``; a longer one fails the
+        call at once with the wait in its reason, rather than stalling the run.
     price_table : mapping, optional
         ``{spec: (usd_per_1M_prompt_tokens, usd_per_1M_completion_tokens)}`` for a cost estimate.
 
@@ -235,6 +238,10 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                         if attempt == max_attempts:
                             break
                         retry_after = getattr(exc, "retry_after", None)
+                        if retry_after is not None and retry_after > backoff_max_s:
+                            reason += (f" (the server asked to wait {retry_after:g} s, more than "
+                                       f"backoff_max_s={backoff_max_s:g} s: not retried)")
+                            break
                         delay = (retry_after if retry_after is not None
                                  else min(backoff_max_s, backoff_s * 2 ** (attempt - 1)) * (0.5 + rng.random()))
                         await asyncio.sleep(delay)
