@@ -161,6 +161,7 @@ def _run_study(pm: Any, root: Path, study: str, config: str, results_dir: str | 
         parameters=params,
         cwd=str(root),
         progress_bar=True,
+        stderr_file=sys.stderr,  # the kernel's own progress bars (judge calls) show live in the terminal
         kernel_name="python3",
     )
     wall = time.perf_counter() - t0

@@ -6,7 +6,7 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: they render in executed notebooks and terminals alike
 
 from cfbench.errors import InputError
 from cfbench.io.transcripts import Transcript, load_transcripts, transcripts_from_records
