@@ -4,7 +4,10 @@
    (2 judges x 10 dimensions x 2 questions x items x 5 conditions, 2 % of rows
    unparseable) with cfbench's closed forms vs a per-pair Python loop that
    builds every pair. Point estimates must agree to 1e-12. Targets: cfbench
-   < 3 s and >= 50x faster than the loop. The default intervals are timed too.
+   < 3 s and >= 50x faster than the loop. The timed path is ``cfr_masd`` (both
+   metrics from one grouping of the rows, best of 3 runs); the two separate
+   calls ``flip_rate`` + ``mean_abs_score_diff`` and the default intervals are
+   timed too.
 2. Identity-tone paired statistics: 2 models x 6 metrics x 28 identity pairs
    (8 identities, 30 prompts), 10,000 bootstrap resamples, with
    ``paired_tests`` vs a loop calling ``scipy.stats.bootstrap`` / ``ttest_rel`` /
@@ -21,13 +24,14 @@ import argparse
 import itertools
 import time
 from collections import defaultdict
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 from _common import header
 from scipy import stats
 
-from cfbench.metrics.counterfactual import flip_rate, mean_abs_score_diff
+from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff
 from cfbench.metrics.paired import paired_tests
 
 
@@ -94,21 +98,28 @@ def _worst(cfr: pd.DataFrame, masd: pd.DataFrame, ref: dict) -> float:
     return worst
 
 
+def _best_of(n: int, call: Callable[[], Any]) -> tuple[float, Any]:
+    """Shortest wall time of ``n`` runs of ``call`` and its result."""
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = call()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
 def bench_cfr(n_rows: int, pandas_rows: int) -> None:
     df = synthetic_judgments(n_rows)
     print(f"CFR + MASD on {len(df):,} judgment rows ({df['item_id'].nunique()} items per judge x dimension)")
-    t0 = time.perf_counter()
-    cfr = flip_rate(df, n_boot=0)
-    masd = mean_abs_score_diff(df, n_boot=0)
-    t_fast = time.perf_counter() - t0
+    t_fast, (cfr, masd) = _best_of(3, lambda: cfr_masd(df, n_boot=0))
+    t_sep, (cfr_sep, masd_sep) = _best_of(3, lambda: (flip_rate(df, n_boot=0), mean_abs_score_diff(df, n_boot=0)))
     t0 = time.perf_counter()
     ref = loop_cfr_masd(df)
     t_loop = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cfr_ci = flip_rate(df)
-    masd_ci = mean_abs_score_diff(df)
+    cfr_ci, masd_ci = cfr_masd(df)
     t_ci = time.perf_counter() - t0
-    worst = _worst(cfr, masd, ref)
+    worst = max(_worst(cfr, masd, ref), _worst(cfr_sep, masd_sep, ref))
     # the pandas groupby/iterrows loop is ~100x slower again: time it on the first rows (whole units)
     sub = df.iloc[:pandas_rows]
     t0 = time.perf_counter()
@@ -120,14 +131,18 @@ def bench_cfr(n_rows: int, pandas_rows: int) -> None:
     assert len(ref) == len(cfr) == len(masd) == 20
     assert worst < 1e-12, worst
     assert (cfr_ci["cfr"] == cfr["cfr"]).all() and (masd_ci["masd"] == masd["masd"]).all()
-    print(f"  cfbench point estimates: {t_fast:6.2f} s   (target < 3 s: {'met' if t_fast < 3 else 'NOT met'})")
+    print(f"  cfbench cfr_masd, point estimates (one grouping, best of 3): {t_fast:6.3f} s   "
+          f"(target < 3 s: {'met' if t_fast < 3 else 'NOT met'})")
+    print(f"  cfbench flip_rate + mean_abs_score_diff (two calls, best of 3): {t_sep:6.3f} s")
     print(f"  per-pair Python loop over plain lists (zip, dict of units, combinations): {t_loop:6.2f} s")
     print(f"  per-pair pandas loop (groupby + iterrows), timed on {len(sub):,} rows, scaled x{len(df) / len(sub):.0f}: "
           f"{t_pd:6.1f} s")
     for name, t in (("plain-list loop", t_loop), ("pandas loop", t_pd)):
-        print(f"  {name} / cfbench = {t / t_fast:.0f}x   (target >= 50x: {'met' if t / t_fast >= 50 else 'NOT met'})")
+        print(f"  {name} / cfbench cfr_masd = {t / t_fast:.0f}x   "
+              f"(target >= 50x: {'met' if t / t_fast >= 50 else 'NOT met'}); "
+              f"/ two calls = {t / t_sep:.0f}x")
     print(f"  largest disagreement with the loops: {max(worst, worst_pd):.1e}")
-    print(f"  cfbench with default intervals (n_boot=1000; {cfr_ci['ci_method'].iloc[0]}): {t_ci:6.2f} s")
+    print(f"  cfbench cfr_masd with default intervals (n_boot=1000; {cfr_ci['ci_method'].iloc[0]}): {t_ci:6.2f} s")
 
 
 def tone_scores(n_prompts: int = 30, seed: int = 1) -> tuple[pd.DataFrame, list[str], list[str]]:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cfbench.errors import InputError
-from cfbench.metrics.counterfactual import flip_rate, mean_abs_score_diff, pair_table
+from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff, pair_table
 
 
 def _frame(rows):
@@ -122,3 +122,188 @@ def test_pair_table_counts():
     f = _frame([("j", "g", "a", "q", c, y, 0, True) for c, y in zip("wxyz", (1, 1, 1, 0))])
     p = pair_table(f, value="answer_yes")
     assert p[["n_conditions", "n_valid", "n_yes", "stat", "n_pairs"]].iloc[0].tolist() == [4, 4, 3, 3, 6]
+
+
+_KEYS = ["judge", "dimension", "item_id", "question_id"]
+
+
+def _random_frame(seed: int, keys: str, shuffle: bool, sizes: str = "mixed") -> pd.DataFrame:
+    """NaN values, parse failures (some with a stale value), keys as ``keys``, units of ``sizes``:
+    "mixed" (1 to 7 conditions), "equal" (4 each: with rows in order, the layout is a transpose) or
+    "big" (one dimension with 40: conditions checked by counting, scores sorted)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j in ("j1", "j2"):
+        for d in ("eth", "gen", "sty"):
+            n_cond = {"mixed": int(rng.integers(2, 8)), "equal": 4, "big": 40 if d == "sty" else 3}[sizes]
+            conds = [f"c{k:02d}" for k in range(n_cond)]
+            for it in range(int(rng.integers(2, 7))):
+                for q in ("q1", "q2"):
+                    take = int(rng.integers(1, n_cond + 1)) if sizes == "mixed" else n_cond
+                    for c in rng.permutation(conds)[:take]:
+                        rows.append((j, d, f"i{it}", q, c,
+                                     float(rng.integers(0, 2)) if rng.random() > 0.1 else np.nan,
+                                     round(float(rng.random()) * 100, 1) if rng.random() > 0.1 else np.nan,
+                                     bool(rng.random() > 0.15)))
+    f = _frame(rows)
+    if keys == "object":
+        f[_KEYS + ["condition"]] = f[_KEYS + ["condition"]].astype(object)
+    elif keys == "category":  # category order is not the sorted order; one category never occurs
+        for c in ("judge", "dimension", "question_id", "condition"):
+            f[c] = pd.Categorical(f[c], categories=sorted(f[c].unique(), reverse=True) + ["unused"])
+        f.loc[rng.random(len(f)) < 0.05, "dimension"] = np.nan
+    elif keys == "nan":
+        f[["judge", "item_id"]] = f[["judge", "item_id"]].astype(object)
+        f.loc[rng.random(len(f)) < 0.1, "judge"] = None
+        f.loc[rng.random(len(f)) < 0.1, "item_id"] = np.nan
+        f.loc[rng.random(len(f)) < 0.1, "question_id"] = np.nan
+    elif keys == "int":
+        f["item_id"] = f["item_id"].str[1:].astype(int) * 10**12 - 5
+    f = f.drop_duplicates(_KEYS + ["condition"])
+    return f.sample(frac=1, random_state=seed) if shuffle else f
+
+
+def _na(v):
+    return "<missing>" if pd.isna(v) else v
+
+
+def _reference(frame, value, binary, by, unit):
+    """Per ``by`` key: every pair of valid conditions within each unit, enumerated in plain Python."""
+    units = {}
+    for r in frame.to_dict("records"):
+        units.setdefault(tuple(_na(r[c]) for c in by + unit), []).append(r)
+    out = {}
+    for key, rows in units.items():
+        vals = [r[value] for r in rows if r["parse_ok"] and not pd.isna(r[value])]
+        pairs = list(itertools.combinations(vals, 2))
+        a = out.setdefault(key[:len(by)], {"stat": 0.0, "n_pairs": 0, "n_all": 0, "n_units": 0, "items": set()})
+        a["stat"] += sum((x != y) if binary else abs(x - y) for x, y in pairs)
+        a["n_pairs"] += len(pairs)
+        a["n_all"] += len(rows) * (len(rows) - 1) // 2
+        a["n_units"] += bool(pairs)
+        if pairs and not pd.isna(rows[0]["item_id"]):
+            a["items"].add(rows[0]["item_id"])
+    return out
+
+
+def _check_against_reference(table, frame, name, value, binary, by, unit):
+    ref = _reference(frame, value, binary, by, unit)
+    order = frame.groupby(by, sort=True, dropna=False, observed=True).size().index.tolist() if by else [()]
+    assert [tuple(_na(v) for v in (k if isinstance(k, tuple) else (k,))) for k in order] == \
+        [tuple(_na(v) for v in k) for k in table[by].itertuples(index=False)]
+    for row in table.to_dict("records"):
+        a = ref[tuple(_na(row[c]) for c in by)]
+        est = a["stat"] / a["n_pairs"] if a["n_pairs"] else np.nan
+        assert row[name] == pytest.approx(est, rel=1e-12, nan_ok=True)
+        assert (row["n_items"], row["n_units"], row["n_pairs"], row["n_pairs_excluded"]) == \
+            (len(a["items"]), a["n_units"], a["n_pairs"], a["n_all"] - a["n_pairs"])
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["contiguous", "shuffled"])
+@pytest.mark.parametrize("keys", ["str", "object", "category", "nan", "int"])
+@pytest.mark.parametrize("sizes", ["mixed", "equal", "big"])
+@pytest.mark.parametrize("seed", range(2))
+def test_tables_match_a_brute_force_reference(seed, sizes, keys, shuffle):
+    f = _random_frame(seed, keys, shuffle, sizes)
+    for by in (["judge", "dimension"], ["judge"], []):
+        unit = ["item_id", "question_id"] + [c for c in ("judge", "dimension") if c not in by]
+        cfr, masd = cfr_masd(f, by=by, unit=unit, n_boot=50, seed=seed)
+        _check_against_reference(cfr, f, "cfr", "answer_yes", True, by, unit)
+        _check_against_reference(masd, f, "masd", "confidence", False, by, unit)
+        pd.testing.assert_frame_equal(cfr, flip_rate(f, by=by, unit=unit, n_boot=50, seed=seed))
+        pd.testing.assert_frame_equal(masd, mean_abs_score_diff(f, by=by, unit=unit, n_boot=50, seed=seed))
+
+
+@pytest.mark.parametrize("keys", ["str", "category", "nan"])
+def test_pair_table_matches_a_brute_force_reference(keys):
+    f = _random_frame(5, keys, shuffle=True)
+    p = pair_table(f, value="confidence", kind="score")
+    expected_order = f.groupby(_KEYS, sort=True, dropna=False, observed=True).size().index.tolist()
+    assert [tuple(map(_na, k)) for k in p[_KEYS].itertuples(index=False)] == \
+        [tuple(map(_na, k)) for k in expected_order]
+    units = {}
+    for r in f.to_dict("records"):
+        units.setdefault(tuple(_na(r[c]) for c in _KEYS), []).append(r)
+    for row in p.to_dict("records"):
+        rows = units[tuple(_na(row[c]) for c in _KEYS)]
+        vals = [r["confidence"] for r in rows if r["parse_ok"] and not pd.isna(r["confidence"])]
+        assert (row["n_conditions"], row["n_valid"]) == (len(rows), len(vals))
+        assert row["stat"] == pytest.approx(sum(abs(x - y) for x, y in itertools.combinations(vals, 2)))
+
+
+def test_many_sparse_key_columns():
+    # 7 integer key columns of ~1000 values each: their combined range overflows int64 and is
+    # compressed on the way; the (unit, condition) key is sparse, so duplicates are found by sorting
+    rng = np.random.default_rng(2)
+    n = 3000  # 1000 units of 3 rows
+    f = pd.DataFrame({f"k{i}": np.repeat(rng.integers(0, 1000, n // 3), 3) for i in range(7)})
+    f["judge"], f["dimension"], f["item_id"] = "j", "d", np.repeat(np.arange(n // 3), 3)
+    f["condition"] = rng.permutation(n)
+    f["answer_yes"], f["parse_ok"] = rng.integers(0, 2, n).astype(float), True
+    unit = ["item_id"] + [f"k{i}" for i in range(7)]
+    t = flip_rate(f, unit=unit, n_boot=0)
+    assert t["n_units"].iloc[0] == n // 3
+    _check_against_reference(t, f, "cfr", "answer_yes", True, ["judge", "dimension"], unit)
+    f.loc[5, "condition"] = f.loc[4, "condition"]
+    with pytest.raises(InputError) as e:
+        flip_rate(f, unit=unit, n_boot=0)
+    assert e.value.field == "condition" and e.value.record["item_id"] == 1
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["contiguous", "shuffled"])
+@pytest.mark.parametrize("sizes", ["mixed", "equal", "big"])
+def test_repeated_condition_names_the_first_of_its_rows(sizes, shuffle):
+    f = _random_frame(2, "str", shuffle, sizes).reset_index(drop=True)
+    unit = (f[_KEYS] == f.loc[len(f) // 2, _KEYS]).all(axis=1).to_numpy().nonzero()[0]
+    f.loc[unit[-1], "condition"] = f.loc[unit[0], "condition"]  # unit sizes unchanged
+    with pytest.raises(InputError) as e:
+        flip_rate(f, n_boot=0)
+    assert e.value.field == "condition"
+    assert e.value.record == f.loc[unit[0], _KEYS + ["condition"]].to_dict()
+
+
+@pytest.mark.parametrize("keys", ["str", "category", "nan"])
+def test_duplicate_names_the_first_offending_row(keys):
+    f = _random_frame(1, keys, shuffle=True)
+    dup = f.iloc[[7]].copy()
+    dup["answer_yes"] = 1.0
+    f = pd.concat([f.iloc[:3], dup, f.iloc[3:]])  # the copy comes first, the original later
+    with pytest.raises(InputError) as e:
+        mean_abs_score_diff(f, n_boot=0)
+    assert e.value.field == "condition"
+    assert {k: _na(v) for k, v in e.value.record.items()} == \
+        {k: _na(f.iloc[3][k]) for k in _KEYS + ["condition"]}
+
+
+def test_intervals_unchanged_for_the_same_seed():
+    # reference values from the groupby implementation this replaced: the bootstrap consumes the
+    # generator group by group (sorted), items sorted within a group; missing items are left out
+    rng = np.random.default_rng(11)
+    rows = []
+    for j in ("j1", "j2"):
+        for d in ("eth", "gen"):
+            for it in range(12):
+                for q in ("q1", "q2"):
+                    for c in "abcd"[: 2 + it % 3]:
+                        ok = bool(rng.random() > 0.1)
+                        rows.append((j, d, None if it == 11 else f"i{it:02d}", q, c, float(rng.integers(0, 2)),
+                                     float(rng.integers(0, 101)), ok))
+    cfr, masd = cfr_masd(_frame(rows).iloc[::-1], n_boot=200, seed=3)
+    cols = ["n_items", "n_units", "n_pairs_excluded", "ci_low", "ci_high"]
+    np.testing.assert_allclose(cfr[["cfr"] + cols].to_numpy(float), [
+        [0.4528301886792453, 11, 20, 27, 0.3220019187719859, 0.6388888888888888],
+        [0.5652173913043478, 11, 22, 11, 0.4633677298311445, 0.6491447368421053],
+        [0.5483870967741935, 11, 23, 18, 0.42286585365853663, 0.6400714285714286],
+        [0.5737704918032787, 11, 24, 19, 0.48465909090909093, 0.6563210227272728]], rtol=1e-12)
+    np.testing.assert_allclose(masd[["masd"] + cols].to_numpy(float), [
+        [33.283018867924525, 11, 20, 27, 24.030637254901965, 39.55045485175202],
+        [36.15942028985507, 11, 22, 11, 27.694356060606058, 41.44302061495458],
+        [35.274193548387096, 11, 23, 18, 30.483841463414638, 41.448076923076925],
+        [31.098360655737704, 11, 24, 19, 23.249479166666667, 37.24142857142858]], rtol=1e-12)
+
+
+def test_empty_frame():
+    f = _frame([])
+    assert flip_rate(f, n_boot=0).empty
+    t = mean_abs_score_diff(f, by=[], n_boot=0)
+    assert len(t) == 1 and np.isnan(t["masd"].iloc[0]) and t["n_pairs"].iloc[0] == 0

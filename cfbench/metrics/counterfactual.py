@@ -10,14 +10,21 @@ CFR (Eq. 3)::
 
     CFR_d = 1 / (|P_d| N) * sum_i sum_{{c,c'} in P_d} 1[Y_i^c != Y_i^c']
 
-MASD (Eq. 4): the same with ``|s_i^c - s_i^c'|``. Both are computed from
-closed forms per unit (``k (n - k)`` discordant pairs for a binary answer with
-``k`` yes among ``n`` conditions; ``sum_j x_(j) (2j - n - 1)`` for the sum of
-absolute pairwise differences of sorted scores), so they are vectorised and
-never build the pairs. Rows with ``parse_ok`` False or a missing value are
-excluded, which removes their pairs; the estimate is then the mean over the
-remaining pairs, and ``n_pairs`` / ``n_pairs_excluded`` say how many.
+MASD (Eq. 4): the same with ``|s_i^c - s_i^c'|``. Both are computed per unit
+without building pairs as objects: ``k (n - k)`` discordant pairs for a binary
+answer with ``k`` yes among ``n`` conditions; for scores the sum of
+``|x_i - x_j|`` over the unit's pairs, or ``sum_j x_(j) (2j - n - 1)`` over
+sorted scores when units are large. Rows with ``parse_ok`` False or a missing
+value are excluded, which removes their pairs; the estimate is then the mean
+over the remaining pairs, and ``n_pairs`` / ``n_pairs_excluded`` say how many.
 With complete data this equals Eq. 3/4 exactly.
+
+Rows are grouped without a pandas groupby: runs of equal integer key codes
+are the units (rows are sorted by unit only if some unit is split), units
+are numbered in ``groupby(sort=True, dropna=False)`` order, and per-row
+values are laid out by unit size so that per-unit sums are sums of
+contiguous slices. :func:`cfr_masd` shares that grouping between both
+metrics.
 
 Intervals are percentile bootstraps over items (all units and pairs of an
 item resampled together), seeded with ``numpy.random.default_rng(seed)``.
@@ -25,7 +32,7 @@ item resampled together), seeded with ``numpy.random.default_rng(seed)``.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +43,7 @@ __all__ = [
     "pair_table",
     "flip_rate",
     "mean_abs_score_diff",
+    "cfr_masd",
     "robustness_baseline",
     "accuracy",
     "cohen_kappa",
@@ -62,18 +70,263 @@ def _require(frame: pd.DataFrame, cols: Iterable[str], what: str) -> None:
             raise InputError(f"missing column (needed for {what})", source="judgments frame", field=c)
 
 
-def _valid_mask(frame: pd.DataFrame, value: str, ok: str | None) -> np.ndarray:
-    v = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
-    bad = frame[value].notna().to_numpy() & np.isnan(v)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"non-numeric value {frame[value].iloc[i]!r}", source="judgments frame",
-                         record=frame.index[i], field=value)
+def _values(frame: pd.DataFrame, value: str, ok: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` as floats and the mask of usable rows (a number, not NaN, ``ok`` true).
+
+    A value that is present but not a number is an :class:`InputError` naming its row.
+    """
+    col = frame[value]
+    if pd.api.types.is_numeric_dtype(col.dtype):
+        v = col.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        v = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+        bad = col.notna().to_numpy() & np.isnan(v)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"non-numeric value {col.iloc[i]!r}", source="judgments frame",
+                             record=frame.index[i], field=value)
     mask = ~np.isnan(v)
     if ok is not None and ok in frame.columns:
         okv = frame[ok].to_numpy()
-        mask &= np.asarray(pd.Series(okv).fillna(False).astype(bool))
-    return mask
+        mask &= okv if okv.dtype == bool else np.asarray(pd.Series(okv).fillna(False).astype(bool))
+    return v, mask
+
+
+def _valid_mask(frame: pd.DataFrame, value: str, ok: str | None) -> np.ndarray:
+    """The usable rows of ``value`` (see :func:`_values`)."""
+    return _values(frame, value, ok)[1]
+
+
+#: A combined key whose range is at most this many times the row count is
+#: counted with ``np.bincount``; a sparser one is sorted (``np.unique``).
+_DENSE = 4
+
+
+def _key_codes(col: pd.Series, sort: bool) -> tuple[np.ndarray, int, bool]:
+    """Integer codes of a key column: (codes, number of codes, whether a missing key occurs).
+
+    A missing key gets the last code. With ``sort`` the codes follow the order
+    of ``groupby(sort=True, dropna=False)`` (category order for categoricals,
+    sorted values otherwise, missing last), so combined codes sort like
+    pandas' groups without pandas hashing every row. Integer columns of a
+    small range are used as they are. The codes may be any integer dtype and
+    may share memory with ``col``: treat them as read-only.
+    """
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes, card = col.cat.codes.to_numpy(), len(col.cat.categories)
+    else:
+        v = col.to_numpy()
+        if v.size and (v.dtype.kind in "bi" or (v.dtype.kind == "u" and v.dtype.itemsize < 8)):
+            lo, hi = int(v.min()), int(v.max())
+            if hi - lo < _DENSE * v.size:
+                codes = v.astype(np.int64, copy=False)
+                return (codes - lo if lo else codes), hi - lo + 1, False
+        codes, uniques = pd.factorize(col, sort=sort)
+        card = len(uniques)
+    missing = codes < 0
+    if missing.any():
+        return np.where(missing, card, codes.astype(np.int64)), card + 1, True
+    return codes, card, False
+
+
+def _compress(key: np.ndarray, card: int) -> tuple[np.ndarray, int]:
+    """Dense ids 0..m-1 of ``key`` (values in [0, card)), in the order of the key."""
+    if card <= _DENSE * key.size + 1024:
+        present = np.flatnonzero(np.bincount(key, minlength=card))
+        ids = np.zeros(card, np.int64)
+        ids[present] = np.arange(present.size)  # a scatter: np.cumsum is ~20x slower
+        return ids[key], present.size
+    uniques, ids = np.unique(key, return_inverse=True)
+    return ids.reshape(-1), uniques.size
+
+
+def _combine(parts: Sequence[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, int]:
+    """One int64 key per row from code columns (mixed radix), ordered lexicographically.
+
+    When the product of the cardinalities would overflow, the key so far is
+    compressed to dense ids first (order preserving), so any number of
+    columns fits.
+    """
+    if not parts:
+        return np.zeros(n, np.int64), 1
+    key, card = parts[0][0].astype(np.int64), parts[0][1]
+    for codes, c in parts[1:]:
+        if card * c >= 2 ** 62:
+            key, card = _compress(key, card)
+        key *= c
+        key += codes
+        card *= c
+    return key, card
+
+
+def _repeated(key: np.ndarray, card: int) -> np.ndarray | None:
+    """Mask of the entries of ``key`` (values in [0, card)) that occur more than once; None if none do."""
+    if card <= _DENSE * key.size + 1024:
+        counts = np.bincount(key, minlength=card)
+        return counts[key] > 1 if counts.max(initial=0) > 1 else None
+    s = np.sort(key)
+    if not (s[1:] == s[:-1]).any():
+        return None
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] > 1
+
+
+class _Units(NamedTuple):
+    """Rows grouped into units (``by`` + ``unit`` keys); shared by every metric of one frame.
+
+    Units are numbered as they first occur; ``sorted`` lists them in
+    ``groupby(sort=True, dropna=False)`` order. Per-row arrays are laid out
+    by unit size (:func:`_laid`): for each size ``s`` in ``classes`` (with
+    its units), the first rows of those units, then their second rows, ...,
+    so a per-unit statistic is a sum over ``s`` contiguous slices
+    (:func:`_blocks`) instead of a segmented reduction.
+    """
+
+    rows: np.ndarray | None  # row order of the layout; None: one unit size, rows unit by unit
+    classes: list  # (unit size s, the units of that size)
+    size: np.ndarray  # rows per unit
+    first: np.ndarray  # first row of each unit
+    sorted: np.ndarray  # units in key order
+    by: np.ndarray  # ``by`` group of each unit, groups numbered in key order
+    by_rows: np.ndarray  # first row of each ``by`` group
+    item: np.ndarray  # item code of each unit (codes in sorted order)
+    n_item_codes: int
+    item_missing: int  # the code of a missing item, -1 if none is missing
+
+
+#: Units of at most this many rows are handled pair by pair (conditions compared for
+#: repeats, ``|x_i - x_j|`` summed); larger ones count (unit, condition) keys and sort scores.
+_PAIRWISE = 8
+
+
+def _laid(rows: np.ndarray | None, classes: list, arr: np.ndarray) -> np.ndarray:
+    """``arr`` (one value per row) in the layout of :class:`_Units`."""
+    if rows is None:  # a transpose: cheaper than gathering
+        return arr.reshape(-1, classes[0][0]).T.ravel()
+    return arr[rows]
+
+
+def _blocks(classes: list, laid: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """For each unit size s: (s, its units, an s x units view of ``laid``, row a = the units' a-th rows)."""
+    off = 0
+    for s, sel in classes:
+        yield s, sel, laid[off:off + s * sel.size].reshape(s, sel.size)
+        off += s * sel.size
+
+
+def _units(frame: pd.DataFrame, by: list[str], unit: list[str], condition: str,
+           item: str | None = None) -> _Units:
+    """Group ``frame``'s rows into units, rejecting a condition repeated in a unit.
+
+    Runs of rows with equal keys are found by comparing neighbouring key codes;
+    when no unit is split over several runs (the usual layout: one unit's
+    conditions next to each other) the runs are the units, otherwise the
+    rows are stably sorted by unit first.
+    """
+    keys, n = by + unit, len(frame)
+    if n == 0:
+        e = np.zeros(0, np.int64)
+        return _Units(e, [], e, e, e, e, e, e, 0, -1)
+    codes = {c: _key_codes(frame[c], sort=True) for c in keys}
+    change = np.zeros(n, bool)
+    change[0] = True
+    for c in keys:
+        k = codes[c][0]
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    at = [(codes[c][0][starts], codes[c][1]) for c in keys]
+    bkey, bcard = _combine(at[:len(by)], starts.size)
+    key, card = _combine([(bkey, bcard)] + at[len(by):], starts.size)
+    in_key_order = bool((key[1:] > key[:-1]).all())  # then the runs are distinct units
+    rank, ng = (np.arange(starts.size), starts.size) if in_key_order else _compress(key, card)
+    order = None
+    if ng == starts.size:
+        size = np.diff(np.append(starts, n))
+    else:
+        g = np.repeat(rank, np.diff(np.append(starts, n)))
+        order = np.argsort(g, kind="stable")
+        size = np.bincount(g, minlength=ng)
+        unit_bkey = np.empty(ng, np.int64)
+        unit_bkey[rank] = bkey
+        bkey, starts, rank = unit_bkey, np.concatenate(([0], np.cumsum(size)[:-1])), np.arange(ng)
+    classes = ([(int(size[0]), np.arange(ng))] if size.min() == size.max() else
+               [(int(s), np.flatnonzero(size == s)) for s in np.flatnonzero(np.bincount(size))])
+    rows = None
+    if order is not None or len(classes) > 1:
+        rows = np.concatenate([(starts[sel] + np.arange(s)[:, None]).ravel() for s, sel in classes])
+        if order is not None:
+            rows, starts = order[rows], order[starts]
+    cond, n_cond, _ = _key_codes(frame[condition], sort=False)
+    cond = _laid(rows, classes, cond)
+    # a condition twice in a unit: small units compare their rows pairwise; large ones, and the
+    # search for the first offending row, count (unit, condition) keys
+    if any(s > _PAIRWISE or any((blk[a] == blk[b]).any() for a in range(s) for b in range(a + 1, s))
+           for s, _, blk in _blocks(classes, cond)):
+        unit_of = np.concatenate([np.tile(sel, s) for s, sel in classes])
+        dup = _repeated(unit_of * n_cond + cond, ng * n_cond)
+        if dup is not None:
+            i = int(_laid(rows, classes, np.arange(n))[dup].min())
+            raise InputError("the same condition appears twice in one unit (deduplicate or add a key "
+                             "to `unit`)", source="judgments frame",
+                             record={k: frame[k].iloc[i] for k in keys + [condition]}, field=condition)
+    in_order = rank  # the identity if in key order
+    if not in_key_order:
+        in_order = np.empty(ng, np.int64)
+        in_order[rank] = np.arange(ng)
+        bkey = bkey[in_order]
+    by_starts = np.flatnonzero(np.concatenate(([True], bkey[1:] != bkey[:-1])))
+    unit_by = np.repeat(np.arange(by_starts.size), np.diff(np.append(by_starts, ng)))
+    unit_by = unit_by if in_key_order else unit_by[rank]
+    unit_item, n_item_codes, item_missing = np.zeros(0, np.int64), 0, -1
+    if item is not None:
+        ic, n_item_codes, has_missing = codes[item]
+        unit_item, item_missing = ic[starts].astype(np.int64), n_item_codes - 1 if has_missing else -1
+    return _Units(rows, classes, size, starts, in_order, unit_by, starts[in_order[by_starts]], unit_item,
+                  n_item_codes, item_missing)
+
+
+def _unit_stats(u: _Units, frame: pd.DataFrame, value: str, kind: str,
+                ok: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per unit: valid rows, yes count (NaN for scores) and the pair statistic.
+
+    Binary: ``k (n - k)`` discordant pairs. Score: the sum of ``|x_i - x_j|``
+    over valid pairs, for all units of the same size ``s`` at once, NaN
+    standing for excluded rows: pair by pair for small ``s`` (the usual
+    handful of conditions; ``fmax(NaN, 0)`` drops a pair with an excluded
+    row), else ``sum_j x_(j) (2j - n - 1)`` over each unit's ``n`` valid
+    scores, sorted.
+    """
+    x, mask = _values(frame, value, ok)
+    if kind == "binary":
+        yes = mask & (x == 1.0)
+        if np.count_nonzero(yes) + np.count_nonzero(mask & (x == 0.0)) < np.count_nonzero(mask):
+            i = int(np.flatnonzero(mask & (x != 0.0) & (x != 1.0))[0])
+            raise InputError(f"binary value must be 0 or 1, got {frame[value].iloc[i]!r}",
+                             source="judgments frame", record=frame.index[i], field=value)
+        vals = _laid(u.rows, u.classes, yes)
+    else:  # NaN marks excluded rows; x already has it unless a parse failure kept a value
+        stale = np.count_nonzero(mask) < x.size - np.count_nonzero(np.isnan(x))
+        vals = _laid(u.rows, u.classes, np.where(mask, x, np.nan) if stale else x)
+    valid = _laid(u.rows, u.classes, mask)
+    n, k, stat = np.zeros(u.size.size), np.full(u.size.size, np.nan), np.zeros(u.size.size)
+    for (s, sel, vb), (_, _, mb) in zip(_blocks(u.classes, vals), _blocks(u.classes, valid)):
+        count = np.uint8 if s < 256 else np.int64  # summing booleans into bytes is ~10x faster
+        n[sel] = mb.sum(axis=0, dtype=count)
+        if kind == "binary":
+            k[sel] = vb.sum(axis=0, dtype=count)
+        elif s <= _PAIRWISE:
+            acc = np.zeros(sel.size)
+            for a in range(s - 1):
+                for b in range(a + 1, s):
+                    d = vb[a] - vb[b]
+                    acc += np.fmax(np.abs(d, out=d), 0.0, out=d)
+            stat[sel] = acc
+        else:
+            j, nv = np.arange(s)[:, None], n[sel]
+            stat[sel] = np.where(j < nv, np.sort(vb, axis=0) * (2.0 * j - nv + 1), 0.0).sum(axis=0)
+    if kind == "binary":
+        stat = k * (n - k)
+    return n, k, stat
 
 
 def pair_table(frame: pd.DataFrame, *, value: str, kind: str = "binary",
@@ -95,35 +348,10 @@ def pair_table(frame: pd.DataFrame, *, value: str, kind: str = "binary",
     if frame.empty:
         return pd.DataFrame(columns=keys + ["n_conditions", "n_valid", "n_yes", "stat", "n_pairs",
                                             "n_pairs_all"])
-    dup = frame.duplicated(keys + [condition], keep=False).to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        rec = {k: frame[k].iloc[i] for k in keys + [condition]}
-        raise InputError("the same condition appears twice in one unit (deduplicate or add a key "
-                         "to `unit`)", source="judgments frame", record=rec, field=condition)
-    g = frame.groupby(keys, sort=True, dropna=False).ngroup().to_numpy()
-    n_groups = int(g.max()) + 1
-    mask = _valid_mask(frame, value, ok)
-    x = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)[mask]
-    gv = g[mask]
-    n_all = np.bincount(g, minlength=n_groups).astype(float)
-    n = np.bincount(gv, minlength=n_groups).astype(float)
-    if kind == "binary":
-        if x.size and not np.isin(x, (0.0, 1.0)).all():
-            i = int(np.flatnonzero(mask)[np.flatnonzero(~np.isin(x, (0.0, 1.0)))[0]])
-            raise InputError(f"binary value must be 0 or 1, got {frame[value].iloc[i]!r}",
-                             source="judgments frame", record=frame.index[i], field=value)
-        k = np.bincount(gv, weights=x, minlength=n_groups)
-        stat = k * (n - k)
-    else:
-        k = np.full(n_groups, np.nan)
-        order = np.lexsort((x, gv))
-        xs, gs = x[order], gv[order]
-        starts = np.concatenate(([0.0], np.cumsum(n)[:-1]))
-        rank0 = np.arange(xs.size) - starts[gs]
-        stat = np.bincount(gs, weights=xs * (2.0 * rank0 - n[gs] + 1.0), minlength=n_groups)
-    first = np.unique(g, return_index=True)[1]
-    out = frame.iloc[first][keys].reset_index(drop=True)
+    u = _units(frame, by, unit, condition)
+    n, k, stat = (a[u.sorted] for a in _unit_stats(u, frame, value, kind, ok))
+    n_all = u.size[u.sorted].astype(float)
+    out = frame.iloc[u.first[u.sorted]][keys].reset_index(drop=True)
     out["n_conditions"] = n_all.astype(int)
     out["n_valid"] = n.astype(int)
     out["n_yes"] = k
@@ -171,22 +399,61 @@ def _bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int, rng: np.rand
     return float(np.quantile(r, a)), float(np.quantile(r, 1 - a)), "bootstrap"
 
 
-def _aggregate(pairs: pd.DataFrame, by: list[str], item: str, name: str, n_boot: int, seed: int,
-               level: float) -> pd.DataFrame:
+class _Cells(NamedTuple):
+    """Units pooled into cells of ``by`` group x item: what the metrics sum and resample."""
+
+    units: _Units
+    cell: np.ndarray  # cell of each unit; cells numbered in key order
+    bounds: np.ndarray  # the cells of group b are bounds[b]:bounds[b + 1]
+    has_item: np.ndarray  # per cell: the item is not missing
+    pairs_all: np.ndarray  # per cell: pairs had no row been excluded
+    keys: list  # the ``by`` key of each group, as pandas spells it
+
+
+def _grouped(frame: pd.DataFrame, by: list[str], unit: Sequence[str], condition: str, item: str,
+             values: list[str]) -> _Cells:
+    """Check the columns and group the rows once for the metrics of ``values``."""
+    unit = _as_list(unit)
+    _require(frame, by + unit + [condition] + values, "pair statistics")
+    if item not in by + unit:
+        raise InputError("the item column must be part of `unit`", field=item)
+    u = _units(frame, by, unit, condition, item)
+    nb = u.by_rows.size if by else 1
+    cell, n_cells = _compress(u.by * u.n_item_codes + u.item, nb * u.n_item_codes)
+    cell_by, cell_item = np.zeros(n_cells, np.int64), np.zeros(n_cells, np.int64)
+    cell_by[cell], cell_item[cell] = u.by, u.item
+    keys: list = [()]
+    if by:  # one row per group, in key order; a groupby spells a missing object key NaN
+        cols = [frame[c].iloc[u.by_rows] for c in by]
+        keys = list(zip(*(v.where(v.notna(), np.nan) if v.dtype == object else v for v in cols)))
+    size = u.size.astype(float)
+    return _Cells(u, cell, np.searchsorted(cell_by, np.arange(nb + 1)), cell_item != u.item_missing,
+                  np.bincount(cell, weights=size * (size - 1) / 2, minlength=n_cells), keys)
+
+
+def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str, ok: str | None,
+            name: str, n_boot: int, seed: int, level: float) -> pd.DataFrame:
+    """Per ``by`` group: summed pair statistic over summed valid pairs, and its interval.
+
+    The bootstrap resamples a group's items (cells with pairs and an item), in
+    key order, groups in key order, so it draws from ``rng`` in the same order
+    as a groupby loop over groups and items would.
+    """
+    n, _, stat = _unit_stats(c.units, frame, value, kind, ok)
+    n_pairs = n * (n - 1) / 2
+    cs, cp, cu = (np.bincount(c.cell, weights=w, minlength=c.has_item.size)
+                  for w in (stat, n_pairs, n_pairs > 0))
+    item = c.has_item & (cp > 0)
     rng = np.random.default_rng(seed)
     rows = []
-    groups = pairs.groupby(by, sort=True, dropna=False) if by else [((), pairs)]
-    for key, grp in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        per_item = grp.groupby(item, sort=True)[["stat", "n_pairs"]].sum()
-        per_item = per_item[per_item["n_pairs"] > 0]
-        total = float(grp["n_pairs"].sum())
-        est = float(grp["stat"].sum()) / total if total > 0 else np.nan
-        lo, hi, method = _bootstrap_ratio(per_item["stat"].to_numpy(float),
-                                          per_item["n_pairs"].to_numpy(float), n_boot, rng, level)
-        rows.append(dict(zip(by, key)) | {
-            name: est, "n_items": int(len(per_item)), "n_units": int((grp["n_pairs"] > 0).sum()),
-            "n_pairs": int(total), "n_pairs_excluded": int(grp["n_pairs_all"].sum() - total),
+    for b, key in enumerate(c.keys):
+        sl = slice(c.bounds[b], c.bounds[b + 1])
+        total = float(cp[sl].sum())
+        lo, hi, method = _bootstrap_ratio(cs[sl][item[sl]], cp[sl][item[sl]], n_boot, rng, level)
+        rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
+            name: float(cs[sl].sum()) / total if total > 0 else np.nan,
+            "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
+            "n_pairs": int(total), "n_pairs_excluded": int(c.pairs_all[sl].sum() - total),
             "ci_low": lo, "ci_high": hi, "ci_method": method,
         })
     return pd.DataFrame(rows, columns=by + [name, "n_items", "n_units", "n_pairs", "n_pairs_excluded",
@@ -211,10 +478,8 @@ def flip_rate(frame: pd.DataFrame, *, value: str = "answer_yes", condition: str 
     0.5
     """
     by = _as_list(by)
-    pairs = pair_table(frame, value=value, kind="binary", condition=condition, unit=unit, by=by, ok=ok)
-    if item not in pairs.columns:
-        raise InputError("the item column must be part of `unit`", field=item)
-    return _aggregate(pairs, by, item, "cfr", n_boot, seed, level)
+    c = _grouped(frame, by, unit, condition, item, [value])
+    return _metric(c, frame, by, value, "binary", ok, "cfr", n_boot, seed, level)
 
 
 def mean_abs_score_diff(frame: pd.DataFrame, *, value: str = "confidence",
@@ -227,10 +492,23 @@ def mean_abs_score_diff(frame: pd.DataFrame, *, value: str = "confidence",
     Same columns as :func:`flip_rate` with ``masd`` instead of ``cfr``.
     """
     by = _as_list(by)
-    pairs = pair_table(frame, value=value, kind="score", condition=condition, unit=unit, by=by, ok=ok)
-    if item not in pairs.columns:
-        raise InputError("the item column must be part of `unit`", field=item)
-    return _aggregate(pairs, by, item, "masd", n_boot, seed, level)
+    c = _grouped(frame, by, unit, condition, item, [value])
+    return _metric(c, frame, by, value, "score", ok, "masd", n_boot, seed, level)
+
+
+def cfr_masd(frame: pd.DataFrame, *, answer: str = "answer_yes", score: str = "confidence",
+             condition: str = "condition", unit: Sequence[str] = _UNIT, by: Sequence[str] = _BY,
+             item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
+             level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`flip_rate` of ``answer`` and :func:`mean_abs_score_diff` of ``score``, grouping the rows once.
+
+    Returns the same two tables as the separate calls (each interval seeded
+    with ``seed``); grouping once saves about a third of their time on large frames.
+    """
+    by = _as_list(by)
+    c = _grouped(frame, by, unit, condition, item, [answer, score])
+    return (_metric(c, frame, by, answer, "binary", ok, "cfr", n_boot, seed, level),
+            _metric(c, frame, by, score, "score", ok, "masd", n_boot, seed, level))
 
 
 def robustness_baseline(frame: pd.DataFrame, *, answer: str = "answer_yes",
