@@ -65,6 +65,7 @@ class RunResult:
 
 
 _JUDGES: dict[str, Judge] = {}
+_HAS_TIMEOUT_CM = hasattr(asyncio, "timeout")  # Python >= 3.11
 
 
 def judge_for(spec: str) -> Judge:
@@ -231,7 +232,10 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                     try:
                         if timeout_s is None:
                             resp = await built.acomplete(req)
-                        else:
+                        elif _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
+                            async with asyncio.timeout(timeout_s):
+                                resp = await built.acomplete(req)
+                        else:  # pragma: no cover - Python 3.10
                             resp = await asyncio.wait_for(built.acomplete(req), timeout_s)
                     except (RetryableError, asyncio.TimeoutError) as exc:
                         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
