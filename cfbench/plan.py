@@ -23,7 +23,6 @@ they are listed in ``plan.skipped`` with their reason, never dropped silently.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence

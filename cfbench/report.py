@@ -20,6 +20,7 @@ from ._secrets import scrub_secrets
 
 __all__ = ["RunOutput", "to_jsonable", "scrub_secrets"]
 
+
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy/pandas scalars and containers to JSON-safe Python (NaN -> None)."""
     if isinstance(obj, Mapping):

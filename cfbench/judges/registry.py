@@ -84,7 +84,6 @@ def canonical_spec(spec: str) -> str:
 def get_judge(spec: str, **options: Any) -> Judge:
     """Build the judge a spec names. Options go to the backend (e.g. ``n_ctx``)."""
     backend, model = parse_spec(spec)
-    factory = _factory(backend)
-    judge = factory(model, **options)
-    judge.spec = type(judge).canonical_spec(spec)
+    judge = _factory(backend)(model, **options)
+    judge.spec = canonical_spec(spec)  # the same rule as a spec string given to the runner
     return judge

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import zipfile
 from functools import lru_cache
 from importlib import resources
