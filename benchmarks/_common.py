@@ -112,12 +112,12 @@ def contact_center_plan(judge: str, *, n_items: int | None = None, qa_mode: str 
 
     Returns ``(plan, transcripts, variants)``; nothing is called.
     """
-    from cfbench import plan as P
+    from cfbench.studies.contact_center_qa import design as P
     from cfbench.io.transcripts import load_transcripts
     from cfbench.judges import GenerationConfig
     from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS, make_variants
-    from cfbench.synth import shipped_transcripts_path
-    from cfbench.tasks.qa import load_rubric
+    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
+    from cfbench.studies.contact_center_qa.qa import load_rubric
 
     transcripts = load_transcripts(shipped_transcripts_path())
     if n_items is not None:

@@ -151,7 +151,7 @@ def _header_last_ratios(tok: Tokenizer, variants: pd.DataFrame, qa: pd.DataFrame
                         toks: dict) -> pd.Series:
     """What-if for the metadata dimensions: the header placed after the dialogue instead of above it
     (seed 000 allows "before or after the transcript" for contextual metadata; Operation 3 prepends)."""
-    from cfbench.tasks.qa import format_transcript, load_rubric, qa_messages
+    from cfbench.studies.contact_center_qa.qa import format_transcript, load_rubric, qa_messages
 
     from cfbench.judges import Request
 
@@ -184,7 +184,7 @@ def part_b(tok: Tokenizer, dims: list[str], n_items: int, question: str) -> pd.D
     from cfbench.judges import judge_for
     from cfbench.judges.base import GenerationConfig
     from cfbench.perturb import DIMENSIONS
-    from cfbench.tasks.qa import format_transcript, load_rubric, qa_config, qa_request
+    from cfbench.studies.contact_center_qa.qa import format_transcript, load_rubric, qa_config, qa_request
 
     plan, transcripts, variants = contact_center_plan("scripted:cc-qa", n_items=n_items + 1, dimensions=dims,
                                                       fairness=False, coaching=False, repeats=0)

@@ -32,7 +32,7 @@ from _common import header
 from scipy import stats
 
 from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff
-from cfbench.metrics.paired import paired_tests
+from cfbench.stats.paired import paired_tests
 
 
 def synthetic_judgments(n_rows: int, seed: int = 0) -> pd.DataFrame:

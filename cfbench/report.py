@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from ._secrets import scrub_secrets
+from .core.secrets import scrub_secrets
 
-__all__ = ["RunOutput", "to_jsonable", "scrub_secrets"]
+__all__ = ["RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -86,3 +87,55 @@ class RunOutput:
         text = json.dumps(self._summary, indent=2, sort_keys=True, ensure_ascii=False)
         p.write_text(scrub_secrets(text) + "\n", encoding="utf-8")
         return p
+
+
+class InvariantError(AssertionError):
+    """A run broke an invariant :meth:`StudyResult.check` verifies (lists every broken one)."""
+
+
+@dataclass
+class StudyResult:
+    """What a study's ``run(params)`` returns: every intermediate frame, the tables, figures and summary.
+
+    ``frames`` holds the steps a student should be able to inspect (variants, plan,
+    judgments, ...), ``tables`` the analysis tables written as CSV, ``figures`` the
+    matplotlib figures written as PNG, ``summary`` the headline numbers
+    (``summary.json``). Each study subclasses this and implements :meth:`invariants`
+    (name -> holds) and :meth:`findings` (a Markdown paragraph generated from the
+    numbers: what the run shows, what it cannot show, and the power behind that).
+    """
+
+    params: Any
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    #: tables written as parquet instead of CSV (large or nested)
+    parquet_tables: tuple[str, ...] = ()
+
+    def invariants(self) -> dict[str, bool]:
+        """Named checks of the run; every value must be True."""
+        return {}
+
+    def check(self) -> dict[str, bool]:
+        """Raise :class:`InvariantError` naming every invariant that does not hold; else return them."""
+        checks = self.invariants()
+        broken = [name for name, ok in checks.items() if not ok]
+        if broken:
+            raise InvariantError("invariants broken: " + "; ".join(broken))
+        return checks
+
+    def findings(self) -> str:
+        """What this run shows, in words generated from its numbers (Markdown)."""
+        return ""
+
+    def save(self, out: "RunOutput | str | os.PathLike[str]") -> "RunOutput":
+        """Write tables (CSV; frames named in ``parquet_tables`` as parquet), figures and the summary."""
+        out = out if isinstance(out, RunOutput) else RunOutput(out)
+        for name, frame in self.tables.items():
+            out.table(name, frame, fmt="parquet" if name in self.parquet_tables else "csv")
+        for name, fig in self.figures.items():
+            out.figure(name, fig)
+        out.summary(self.summary)
+        return out
+

@@ -1,8 +1,11 @@
 """Run the study notebooks with papermill: ``cfbench reproduce``.
 
-Each study is ``notebooks/<study>.ipynb`` with its parameters in
-``configs/<study>/<config>.yaml``; the executed notebook and everything it
-writes land in ``results/<study>/<config>/``.
+Each study ``S`` is ``notebooks/S.ipynb`` (a package under :mod:`cfbench.studies` with a
+notebook of the same name); its parameters come from ``configs/S/<config>.yaml`` or
+any YAML file (``-f``), plus ``-p name value`` overrides. The executed notebook and
+everything it writes land in ``results/S/<config>/`` — and only when the run
+succeeds: a run executes in a staging folder beside it and replaces the previous
+results at the end, so a failed run never leaves old tables looking current.
 """
 
 from __future__ import annotations
@@ -12,22 +15,36 @@ import json
 import os
 import platform
 import re
+import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from .errors import InputError
-from .io._text import read_yaml
-from ._secrets import scrub_secrets
+from .core.errors import InputError
+from .core.files import read_yaml
+from .core.secrets import find_secret_leaks
 
-__all__ = ["STUDIES", "CONFIGS", "reproduce", "load_config", "project_root"]
+__all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
+           "notebook_parameters", "StudyFailed"]
 
-STUDIES = ("shopflow", "identity_tone", "contact_center_qa")
+#: The configs shipped for every study (any other YAML file runs with ``config_file``).
 CONFIGS = ("smoke", "default", "paper")
 
 # Parameter names that must never carry a value: keys come from the environment only.
 _SECRET_NAME = re.compile(r"(^|[_-])(api[_-]?key|key|token|secret|password|passwd)$", re.IGNORECASE)
+# Parameters the runner sets itself.
+_RUNNER_PARAMS = ("output_dir", "config_name")
+
+
+class StudyFailed(RuntimeError):
+    """A study notebook raised; the message is one line and names where the failed notebook is."""
+
+    def __init__(self, study: str, where: Path, cause: str):
+        self.study, self.where, self.cause = study, where, cause
+        super().__init__(f"study {study} failed: {cause} (executed notebook: {where}; "
+                         "previous results left untouched)")
 
 
 def project_root() -> Path:
@@ -38,12 +55,28 @@ def project_root() -> Path:
     raise FileNotFoundError("cannot find notebooks/ and configs/; run from the cfbench checkout")
 
 
+def studies(root: Path | None = None) -> list[str]:
+    """The studies that can run: a package under ``cfbench.studies`` with ``notebooks/<name>.ipynb``."""
+    from .studies import available
+
+    root = root or project_root()
+    return [s for s in available() if (root / "notebooks" / f"{s}.ipynb").is_file()]
+
+
 def load_config(study: str, config: str, *, root: Path | None = None) -> dict[str, Any]:
-    """Parameters of one study under one config, validated."""
+    """Parameters of one study under one shipped config, validated."""
     root = root or project_root()
     path = root / "configs" / study / f"{config}.yaml"
     if not path.is_file():
         raise InputError(f"no such config file (configs exist for: {', '.join(CONFIGS)})", source=str(path))
+    return load_config_file(path, study, root=root)
+
+
+def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | None = None,
+                     overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Parameters from any YAML file (plus ``overrides``), checked against the study notebook."""
+    root = root or project_root()
+    path = Path(path)
     params = read_yaml(path)
     if params is None:
         raise InputError("config is empty; it must set the notebook's parameters (an empty config would "
@@ -51,6 +84,7 @@ def load_config(study: str, config: str, *, root: Path | None = None) -> dict[st
     if not isinstance(params, dict):
         raise InputError(f"must be a mapping of parameter names to values, got {type(params).__name__}",
                          source=str(path))
+    params = {**params, **(overrides or {})}
     for name in params:
         if not isinstance(name, str):
             raise InputError("parameter names must be strings", source=str(path), field=str(name))
@@ -58,6 +92,8 @@ def load_config(study: str, config: str, *, root: Path | None = None) -> dict[st
             raise InputError("looks like a secret; keys and tokens come from environment variables only, "
                              "never from parameters (papermill writes parameters into the executed notebook)",
                              source=str(path), field=name)
+        if name in _RUNNER_PARAMS:
+            raise InputError("is set by cfbench reproduce, not by a config", source=str(path), field=name)
     notebook = root / "notebooks" / f"{study}.ipynb"
     if notebook.is_file():
         _check_against_notebook(params, notebook, source=str(path))
@@ -111,32 +147,69 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: s
                              f"{type(value).__name__} {value!r}", source=source, field=name)
 
 
-def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
+def parse_override(name: str, raw: str) -> tuple[str, Any]:
+    """A ``-p name value`` pair: the value is read as YAML (``8`` is an int, ``[a, b]`` a list, ``x`` a string)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        value = raw
+    return name, value
+
+
+@dataclass(frozen=True)
+class _Run:
+    study: str
+    config: str
+    params: dict[str, Any]
+
+
+def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
+              config_file: str | os.PathLike[str] | None = None,
+              overrides: Mapping[str, Any] | None = None,
               results_dir: str | os.PathLike[str] = "results", replay: bool = False,
               plan_only: bool = False, root: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Execute the study notebooks for ``config``; returns run info per study.
+    """Execute the study notebooks; returns run info per study.
 
-    ``replay`` answers every judge call from the cache (a miss fails); ``plan_only``
-    calls no model and records the uncached requests for ``cfbench cache export``.
+    ``config`` names a shipped config; ``config_file`` any YAML file (its stem names the
+    results folder); ``overrides`` replace single parameters. ``replay`` answers every judge
+    call from the cache (a miss fails); ``plan_only`` calls no model and records the
+    uncached requests for a Batch-API export. Raises :class:`StudyFailed` for the first
+    study whose notebook raises (studies before it keep their new results).
     """
     import papermill as pm
 
     root = root or project_root()
-    studies = list(studies or STUDIES)
-    for s in studies:
-        if s not in STUDIES:
-            raise ValueError(f"unknown study {s!r} (known: {', '.join(STUDIES)})")
-    if config not in CONFIGS:
-        raise ValueError(f"unknown config {config!r} (known: {', '.join(CONFIGS)})")
-    saved_mode = os.environ.get("CFBENCH_MODE")
+    known = studies(root)
+    chosen = list(studies_ or known)
+    for s in chosen:
+        if s not in known:
+            raise InputError(f"unknown study (known: {', '.join(known)})", source="--study", field=s)
+    if config_file is None and config not in CONFIGS:
+        raise InputError(f"unknown config (shipped: {', '.join(CONFIGS)}; or pass a file with -f)",
+                         source="--config", field=config)
     if replay and plan_only:
         raise ValueError("replay and plan_only exclude each other")
+    runs = []
+    for s in chosen:  # validate every config before running anything
+        if config_file is not None:
+            name = Path(config_file).stem
+            params = load_config_file(config_file, s, root=root, overrides=overrides)
+        else:
+            name = config
+            params = load_config(s, config, root=root)
+            if overrides:
+                params = load_config_file(root / "configs" / s / f"{config}.yaml", s, root=root,
+                                          overrides=overrides)
+        runs.append(_Run(s, name, _absolute_paths(params)))
+    saved_mode = os.environ.get("CFBENCH_MODE")
     if replay or plan_only:  # read by run_requests in the notebook kernels
         os.environ["CFBENCH_MODE"] = "replay" if replay else "plan"
     info: dict[str, dict[str, Any]] = {}
     try:
-        for study in studies:
-            info[study] = _run_study(pm, root, study, config, results_dir, replay)
+        for run in runs:
+            info[run.study] = _run_study(pm, root, run, Path(results_dir), replay)
     finally:
         if saved_mode is None:
             os.environ.pop("CFBENCH_MODE", None)
@@ -145,41 +218,69 @@ def reproduce(config: str = "default", studies: Iterable[str] | None = None, *,
     return info
 
 
-def _run_study(pm: Any, root: Path, study: str, config: str, results_dir: str | os.PathLike[str],
-               replay: bool) -> dict[str, Any]:
-    """Execute one study notebook; returns its run info (also written to run_info.json)."""
-    params = load_config(study, config, root=root)
-    out_dir = Path(results_dir) / study / config
-    out_abs = out_dir if out_dir.is_absolute() else root / out_dir
-    out_abs.mkdir(parents=True, exist_ok=True)
-    params = {**params, "output_dir": str(out_dir), "config_name": config}
-    print(f"[cfbench] {study} / {config} -> {out_dir}", file=sys.stderr, flush=True)
+def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
+    """``*_path`` parameters given relative to where the user stands (the notebook runs elsewhere)."""
+    return {k: (str(Path(v).resolve()) if k.endswith("_path") and isinstance(v, str) and v else v)
+            for k, v in params.items()}
+
+
+def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) -> dict[str, Any]:
+    """Execute one study notebook in a staging folder; on success it replaces ``results/<study>/<config>``."""
+    base = results_dir if results_dir.is_absolute() else root / results_dir
+    final = base / run.study / run.config
+    staging = base / run.study / f".{run.config}.staging"
+    failed = base / run.study / f"{run.config}.failed"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
+    params = {**run.params, "output_dir": ".", "config_name": run.config}
+    print(f"[cfbench] {run.study} / {run.config} -> {final.relative_to(base.parent) if base.parent in final.parents else final}",
+          file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    pm.execute_notebook(
-        str(root / "notebooks" / f"{study}.ipynb"),
-        str(out_abs / f"{study}.ipynb"),
-        parameters=params,
-        cwd=str(root),
-        progress_bar=True,
-        stderr_file=sys.stderr,  # the kernel's own progress bars (judge calls) show live in the terminal
-        kernel_name="python3",
-    )
+    try:
+        pm.execute_notebook(
+            str(root / "notebooks" / f"{run.study}.ipynb"),
+            str(staging / f"{run.study}.ipynb"),
+            parameters=params,
+            cwd=str(staging),
+            progress_bar=True,
+            stderr_file=sys.stderr,  # the kernel's own progress bars (judge calls) show live in the terminal
+            kernel_name="python3",
+        )
+    except Exception as exc:  # papermill's execution error, or a kernel that died
+        shutil.rmtree(failed, ignore_errors=True)
+        staging.rename(failed)
+        raise StudyFailed(run.study, failed / f"{run.study}.ipynb", _one_line(exc)) from exc
     wall = time.perf_counter() - t0
-    _assert_no_secrets(out_abs)
+    leaks = find_secret_leaks(staging)
+    if leaks:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RuntimeError(f"a secret from the environment was written to {', '.join(leaks)}; "
+                           "the run's outputs were deleted")
     info = {
-        "study": study, "config": config, "wall_s": round(wall, 1),
+        "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
         "cpus": os.cpu_count(), "replay": replay,
     }
-    (out_abs / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    print(f"[cfbench] {study} / {config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
+    (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    old = base / run.study / f".{run.config}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    staging.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(failed, ignore_errors=True)
+    print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
 
 
-def _assert_no_secrets(directory: Path) -> None:
-    """Fail loudly if the value of a secret env var reached a run's outputs."""
-    for path in directory.rglob("*"):
-        if path.is_file() and path.suffix in {".ipynb", ".json", ".csv", ".txt", ".md", ".log"}:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            if scrub_secrets(text) != text:
-                raise RuntimeError(f"a secret from the environment was written to {path}; refusing to keep it")
+def _one_line(exc: BaseException) -> str:
+    """``ExceptionName: message`` from a papermill execution error (the notebook's own exception)."""
+    ename = getattr(exc, "ename", None) or type(exc).__name__
+    evalue = getattr(exc, "evalue", None)
+    if evalue is None:
+        evalue = str(exc)
+    text = " ".join(str(evalue).split())
+    cell = getattr(exc, "exec_count", None)
+    where = f" in cell [{cell}]" if cell else ""
+    return f"{ename}{where}: {text[:500]}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cfbench.schema import VARIANT_COLUMNS
+from cfbench.core.schema import VARIANT_COLUMNS
 
 BASE_TURNS = [
     {"speaker": "agent", "text": "Thanks for calling Northwind Energy, this is Maria. How can I help?"},

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 
 CORPUS = Path(__file__).resolve().parent / "hostile"
 

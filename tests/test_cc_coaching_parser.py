@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cfbench.tasks import coaching
+from cfbench.studies.contact_center_qa import coaching
 
 
 @pytest.mark.parametrize("text, score", [

@@ -9,7 +9,7 @@ import pytest
 
 from cc_fixtures import BASE_TURNS
 from cfbench.judges import run_requests
-from cfbench.tasks import coaching, qa
+from cfbench.studies.contact_center_qa import coaching, qa
 
 pytestmark = pytest.mark.local_model
 JUDGE = "local:qwen2.5-coder-1.5b"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.counterfactual import (accuracy, cfr_minus_robustness, cohen_kappa, effect_direction,
                                             fairness_prompting_delta, flip_distribution, repeat_kappa,
                                             robustness_baseline)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff, pair_table
 
 

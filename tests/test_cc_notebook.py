@@ -14,12 +14,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_smoke_notebook_writes_the_contract(tmp_path):
     pm = pytest.importorskip("papermill")
-    from cfbench.synth import shipped_transcripts_path
+    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
     params = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "smoke.yaml").read_text())
     if not shipped_transcripts_path().exists():
         from cfbench.io.transcripts import save_transcripts
-        from cfbench.synth import generate_transcripts
+        from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
         params["transcripts_path"] = str(save_transcripts(generate_transcripts(12, seed=0), tmp_path / "t.jsonl"))
     out = tmp_path / "out"

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from cc_fixtures import variants_frame
-from cfbench.errors import InputError
-from cfbench.plan import estimate_cost, labels_frame, plan_evaluation, run_plan, select_items, study_tables
+from cfbench.core.errors import InputError
+from cfbench.studies.contact_center_qa.design import estimate_cost, labels_frame, plan_evaluation, run_plan, select_items, study_tables
 
 
 def _plan(**kw):
@@ -110,7 +110,7 @@ def test_run_plan_parses_and_never_turns_failures_into_no():
 
 
 def test_parse_ok_column_agrees_with_the_parser():
-    from cfbench.tasks.qa import parse_qa
+    from cfbench.studies.contact_center_qa.qa import parse_qa
 
     p = _plan(repeats=0)
     j, _, _ = run_plan(p, cache=False, progress=False)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.plots import contact_center as CC
+from cfbench.studies.contact_center_qa import figures as CC
 
 DIMS = ["gender", "politeness", "priming"]
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from cfbench.tasks.qa import parse_qa, parse_qa_frame
+from cfbench.studies.contact_center_qa.qa import parse_qa, parse_qa_frame
 
 FREE = """To answer the given question, let's think step by step:
 Evidences:

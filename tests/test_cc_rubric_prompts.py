@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cfbench.errors import InputError
-from cfbench.tasks import coaching, qa
+from cfbench.core.errors import InputError
+from cfbench.studies.contact_center_qa import coaching, qa
 
 
 def test_rubric_has_30_questions_in_6_categories():
@@ -21,7 +21,7 @@ def test_rubric_has_30_questions_in_6_categories():
 
 
 def test_generator_label_ids_are_objective_questions():
-    from cfbench.synth.labels import LABEL_QUESTIONS
+    from cfbench.studies.contact_center_qa.synth.labels import LABEL_QUESTIONS
 
     r = qa.load_rubric().set_index("question_id")
     for q in LABEL_QUESTIONS:

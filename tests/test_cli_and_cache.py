@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cfbench.cli import main
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.judges import GenerationConfig, Request, ResponseCache, plan_requests, run_requests
 from cfbench.judges.batch import export_batch, import_batch
 from cfbench.reproduce import load_config
@@ -111,12 +111,10 @@ def test_reproduce_smoke_through_the_cli(tmp_path, capsys):
 def test_replay_flag_is_scoped_to_the_call(tmp_path, monkeypatch):
     import os
 
-    from papermill.exceptions import PapermillExecutionError
-
-    from cfbench.reproduce import reproduce
+    from cfbench.reproduce import StudyFailed, reproduce
 
     monkeypatch.delenv("CFBENCH_MODE", raising=False)
-    with pytest.raises(PapermillExecutionError, match="CacheMissError"):
+    with pytest.raises(StudyFailed, match="CacheMissError"):
         # smoke judges were never cached in this fresh cache dir, so replay must fail loudly
         reproduce("smoke", ["shopflow"], results_dir=tmp_path, replay=True)
     assert "CFBENCH_MODE" not in os.environ

@@ -61,8 +61,8 @@ def test_threshold_outside_unit_interval_is_caught_where_it_is_used(tmp_path):
 
 
 def test_shipped_configs_all_load():
-    from cfbench.reproduce import CONFIGS, STUDIES
+    from cfbench.reproduce import CONFIGS, studies
 
-    for study in STUDIES:
+    for study in studies():
         for config in CONFIGS:
             assert isinstance(load_config(study, config, root=REPO), dict)

@@ -42,14 +42,14 @@ def test_huge_task_text_is_kept_whole():
 def test_unknown_identity_ids(identity):
     with pytest.raises(Exception) as info:
         describe_identity(identity)
-    from cfbench.errors import InputError
+    from cfbench.core.errors import InputError
 
     assert isinstance(info.value, InputError) and repr(identity) in str(info.value)
 
 
 @pytest.mark.parametrize("identity", ["young", "a_b"])
 def test_malformed_identity_label(identity):
-    from cfbench.errors import InputError
+    from cfbench.core.errors import InputError
 
     with pytest.raises(InputError):
         identity_label(identity)

@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from cfbench.tasks.coaching import parse_coaching, parse_coaching_frame
-from cfbench.tasks.perturb_llm import parse_identify, parse_rewrite, parse_validate
-from cfbench.tasks.qa import parse_qa, parse_qa_frame
-from cfbench.tasks.readiness import parse_readiness
+from cfbench.studies.contact_center_qa.coaching import parse_coaching, parse_coaching_frame
+from cfbench.perturb.llm_tasks import parse_identify, parse_rewrite, parse_validate
+from cfbench.studies.contact_center_qa.qa import parse_qa, parse_qa_frame
+from cfbench.studies.shopflow.readiness import parse_readiness
 
 # Replies no contract accepts: empty, binary, HTML error pages, broken or wrong JSON, huge, ambiguous.
 UNPARSEABLE = [

@@ -12,7 +12,7 @@ from hostile_util import expect_input_error
 from cfbench.metrics.counterfactual import flip_rate, mean_abs_score_diff
 from cfbench.metrics.groups import (FairnessContract, audit_pairs, route_rows, score_bands,
                                     threshold_sweep)
-from cfbench.metrics.paired import paired_tests
+from cfbench.stats.paired import paired_tests
 
 REPO = Path(__file__).resolve().parents[1]
 BAD_THRESHOLDS = [-0.01, 1.01, float("nan"), float("inf"), "high", None]
@@ -21,7 +21,7 @@ BAD_THRESHOLDS = [-0.01, 1.01, float("nan"), float("inf"), "high", None]
 def _scored_pairs():
     from cfbench.io.pairs import load_pairs
 
-    return load_pairs(REPO / "data" / "shopflow" / "seed_observations.csv")
+    return load_pairs(REPO / "cfbench" / "studies" / "shopflow" / "data" / "seed_observations.csv")
 
 
 @pytest.mark.parametrize("t", BAD_THRESHOLDS, ids=repr)
@@ -31,7 +31,7 @@ def test_routing_threshold_outside_unit_interval(t):
 
 @pytest.mark.parametrize("t", BAD_THRESHOLDS, ids=repr)
 def test_audit_threshold_outside_unit_interval(t):
-    contract = FairnessContract.from_yaml(REPO / "data" / "shopflow" / "contract.yaml")
+    contract = FairnessContract.from_yaml(REPO / "cfbench" / "studies" / "shopflow" / "data" / "contract.yaml")
     expect_input_error(lambda: audit_pairs(_scored_pairs(), contract, threshold=t), field="threshold")
 
 

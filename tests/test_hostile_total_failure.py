@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.judges import GenerationConfig, Request, run_requests
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def _numeric_estimates(tables: dict[str, pd.DataFrame]) -> list[float]:
 def test_contact_center_tables_hold_no_numbers_when_nothing_parsed(spec):
     from cc_fixtures import variants_frame
 
-    from cfbench import plan as P
+    from cfbench.studies.contact_center_qa import design as P
 
     plan = P.plan_evaluation(variants_frame(), judges=[spec], questions=["issue_resolution"], qa_mode="compact",
                              config=GenerationConfig(max_tokens=8), repeats=2, coaching=True)
@@ -64,9 +64,9 @@ def test_contact_center_tables_hold_no_numbers_when_nothing_parsed(spec):
 @pytest.mark.parametrize("spec", ["scripted:fail", "scripted:garbage"])
 def test_shopflow_refuses_to_score_when_no_pair_is_judged(spec):
     from cfbench.io.pairs import load_pairs
-    from cfbench.tasks.readiness import attach_scores, build_requests, parse_readiness
+    from cfbench.studies.shopflow.readiness import attach_scores, build_requests, parse_readiness
 
-    pairs = load_pairs(REPO / "data" / "shopflow" / "pairs.jsonl", score_column=None).head(8)
+    pairs = load_pairs(REPO / "cfbench" / "studies" / "shopflow" / "data" / "pairs.jsonl", score_column=None).head(8)
     res = run_requests(spec, build_requests(pairs), cache=False, progress=False)
     parsed = parse_readiness(res.judgments)
     assert not parsed["parse_ok"].any() and parsed["score"].isna().all()
@@ -77,7 +77,7 @@ def test_shopflow_refuses_to_score_when_no_pair_is_judged(spec):
 def test_identity_advice_marks_every_failed_reply_as_error():
     from cfbench.metrics.refusal import refusal_table
     from cfbench.perturb.stimuli import identity_variants
-    from cfbench.tasks.advice import advice_config, generate_advice
+    from cfbench.studies.identity_tone.advice import advice_config, generate_advice
 
     variants = identity_variants([{"prompt_id": "p1", "task": "How do I ask for a raise?"}], seed=0)
     responses, stats = generate_advice(["scripted:fail"], variants, config=advice_config(max_tokens=20), cache=False)
@@ -89,7 +89,7 @@ def test_identity_advice_marks_every_failed_reply_as_error():
 
 
 def test_paired_statistics_with_no_responses_say_there_were_none():
-    from cfbench.metrics.paired import paired_tests
+    from cfbench.stats.paired import paired_tests
 
     scores = pd.DataFrame([{"model": "m", "prompt_id": f"p{i}", "identity": g, "sentiment": np.nan}
                            for i in range(3) for g in ("A", "B")])

@@ -7,7 +7,7 @@ import json
 import pytest
 from hostile_util import CORPUS, expect_input_error
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io.transcripts import load_transcripts, transcripts_from_records, validate_transcripts
 
 # file -> (field, record) the error must name

@@ -6,7 +6,7 @@ import pytest
 from hostile_util import CORPUS, expect_input_error
 
 from cfbench.metrics.groups import FairnessContract
-from cfbench.tasks.qa import load_rubric
+from cfbench.studies.contact_center_qa.qa import load_rubric
 
 RUBRIC = {
     "empty.yaml": ("questions", None),

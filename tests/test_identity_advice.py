@@ -3,11 +3,11 @@
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.judges import PRESETS, run_requests
 from cfbench.metrics.refusal import classify_refusal
 from cfbench.perturb.stimuli import identity_variants
-from cfbench.tasks import advice
+from cfbench.studies.identity_tone import advice
 
 
 def test_prompts_and_contract_are_shipped_and_versioned():

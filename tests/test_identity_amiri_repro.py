@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io import amiri
 from cfbench.metrics.lexicon import score_responses
-from cfbench.metrics.paired import group_means, largest_gaps, paired_tests
+from cfbench.stats.paired import group_means, largest_gaps, paired_tests
 from cfbench.perturb.stimuli import identity_ids
-from cfbench.tasks.advice import released_prompts
+from cfbench.studies.identity_tone.advice import released_prompts
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "amiri2026"
 pytestmark = pytest.mark.skipif(not (DATA / amiri.AMIRI_FILE).is_file(),

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.lexicon import (as_run_char_count, as_run_word_count, count_matches, count_substrings,
                                      described_word_count, lexicon_scores, load_as_run_terms, load_lexicons,
                                      score_responses, tone_scores)

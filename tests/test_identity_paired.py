@@ -9,8 +9,8 @@ import pingouin as pg
 import pytest
 from scipy import optimize, stats
 
-from cfbench.errors import InputError
-from cfbench.metrics.paired import (PAIR_COLUMNS, adjust_pvalues, cohens_dz, group_means, largest_gaps,
+from cfbench.core.errors import InputError
+from cfbench.stats.paired import (PAIR_COLUMNS, adjust_pvalues, cohens_dz, group_means, largest_gaps,
                                     min_detectable_d, paired_matrix, paired_tests, wilcoxon_method)
 
 GROUPS = ["g1", "g2", "g3"]

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.refusal import REFUSAL_LABELS, classify_refusal, refusal_labels, refusal_table
 
 ADVICE = ("1) Three actions:\n- List your results from the last quarter with numbers.\n"

@@ -5,7 +5,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.sentiment import stage_nltk_vader_lexicon, vader_compound
 
 # Published examples from the VADER README (Hutto & Gilbert): compound scores.

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.perturb.stimuli import (DESCRIPTOR_TEMPLATE, describe_identity, identity_ids, identity_label,
                                      identity_table, identity_variants)
 

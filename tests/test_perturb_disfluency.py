@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cfbench.perturb import check_variant, clean_disfluencies, get_perturber, identify_turns
-from cfbench.synth import generate_transcripts
+from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
 
 @pytest.mark.parametrize("text,expected", [

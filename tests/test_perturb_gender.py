@@ -7,7 +7,7 @@ import pytest
 from cfbench.io.transcripts import transcripts_from_records
 from cfbench.perturb import get_perturber, identify_turns, swap_gender_words
 from cfbench.perturb.base import load_data
-from cfbench.synth import generate_transcripts
+from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
 SENTENCES = [
     # object vs possessive "her"

@@ -6,7 +6,7 @@ from cfbench.io.transcripts import transcripts_from_records
 from cfbench.perturb import check_variant, get_perturber, identify_turns
 from cfbench.perturb.base import load_data
 from cfbench.perturb.inject import cue_turns, insertion_point
-from cfbench.synth import generate_transcripts
+from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
 CUES = load_data("cues.yaml")
 T = transcripts_from_records([{"id": "i1", "agent_name": "Grace", "turns": [

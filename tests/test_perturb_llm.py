@@ -9,7 +9,7 @@ import pytest
 from cfbench.io.transcripts import transcripts_from_records
 from cfbench.perturb import make_variants
 from cfbench.perturb.llm import identify_turns_llm
-from cfbench.tasks.perturb_llm import (numbered_transcript, parse_identify, parse_rewrite, parse_validate,
+from cfbench.perturb.llm_tasks import (numbered_transcript, parse_identify, parse_rewrite, parse_validate,
                                        rewrite_request, validate_request)
 
 U = transcripts_from_records([{"id": "u1", "turns": [
@@ -95,7 +95,7 @@ def test_validator_rejection_is_kept_with_reason_after_three_regenerations():
 
 def test_llm_check_all_validates_deterministic_variants():
     from cfbench.perturb import rejection_table
-    from cfbench.synth import generate_transcripts
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
     ts = generate_transcripts(2, seed=0)
     ok = make_variants(ts, dimensions=["gender", "priming"], validate_judge="scripted:perturb-validate",
@@ -164,7 +164,7 @@ def test_llm_identification_drives_the_perturbers():
 
 def test_validator_calibration_pairs():
     from cfbench.perturb.llm import validator_calibration
-    from cfbench.synth import generate_transcripts
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
     ts = [t for t in generate_transcripts(10, seed=0) if t.agent_name and t.meta["outcome"] == "resolved"][:2]
     assert len(ts) == 2

@@ -6,7 +6,7 @@ import pytest
 
 from cfbench.perturb import DIMENSIONS, get_perturber, identify_turns, render_transcript
 from cfbench.perturb.metadata import header_text
-from cfbench.synth import generate_transcripts
+from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
 T = generate_transcripts(1, seed=0)[0]
 

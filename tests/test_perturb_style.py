@@ -6,7 +6,7 @@ import pytest
 
 from cfbench.io.transcripts import transcripts_from_records
 from cfbench.perturb import check_variant, get_perturber, identify_turns
-from cfbench.synth import STYLE_DIMENSIONS, generate_transcripts
+from cfbench.studies.contact_center_qa.synth import STYLE_DIMENSIONS, generate_transcripts
 
 PLAN = [
     {"speaker": "agent", "act": "greet", "pieces": [

@@ -8,8 +8,8 @@ import pytest
 from cfbench.io.transcripts import load_transcripts, save_transcripts
 from cfbench.perturb import (DEFAULT_DIMENSIONS, DIMENSIONS, TABLE_DIMENSIONS, make_variants, rejection_table,
                              side_by_side)
-from cfbench.schema import VARIANT_COLUMNS
-from cfbench.synth import generate_transcripts, shipped_transcripts_path
+from cfbench.core.schema import VARIANT_COLUMNS
+from cfbench.studies.contact_center_qa.synth import generate_transcripts, shipped_transcripts_path
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_path_input_unknown_dimension_and_duplicates(tmp_path, shipped):
     with pytest.raises(KeyError):
         make_variants(shipped[:1], dimensions=["height"], progress=False)
     dup = generate_transcripts(1, seed=0) * 2
-    from cfbench.errors import InputError
+    from cfbench.core.errors import InputError
     with pytest.raises(InputError):
         make_variants(dup, progress=False)
 
@@ -101,6 +101,6 @@ def test_plain_dict_records_are_validated():
     assert (~pol["applicable"]).all()
     eth = v[v["dimension"] == "ethnicity_name"]
     assert eth["applicable"].all() and eth["valid"].all()
-    from cfbench.errors import InputError
+    from cfbench.core.errors import InputError
     with pytest.raises(InputError):
         make_variants([{"id": "b", "turns": [{"speaker": "bot", "text": "x"}]}], progress=False)

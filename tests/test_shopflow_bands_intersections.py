@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.groups import (FairnessContract, calibration_table, intersection_table, route_rows,
                                     score_band_labels, score_bands, stage_attribution)
 

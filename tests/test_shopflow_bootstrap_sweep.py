@@ -16,7 +16,7 @@ V = ["formal", "conversational"]
 
 @pytest.fixture(scope="module")
 def seed_frame():
-    return load_pairs(REPO / "data/shopflow/seed_observations.csv", variants=V)
+    return load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv", variants=V)
 
 
 def _loop_bootstrap(routed, n_boot, seed, conf=0.95):

@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.metrics.groups import FairnessContract, ReleaseRequirement, release_decision
 
 REPO = Path(__file__).resolve().parents[1]
-BASE = yaml.safe_load((REPO / "data/shopflow/contract.yaml").read_text())
+BASE = yaml.safe_load((REPO / "cfbench/studies/shopflow/data/contract.yaml").read_text())
 
 
 def _write(tmp_path, data):
@@ -19,7 +19,7 @@ def _write(tmp_path, data):
 
 
 def test_shipped_contract():
-    c = FairnessContract.from_yaml(REPO / "data/shopflow/contract.yaml")
+    c = FairnessContract.from_yaml(REPO / "cfbench/studies/shopflow/data/contract.yaml")
     assert (c.primary_metric, c.max_tpr_gap, c.max_fpr_gap) == ("equal_opportunity", 0.10, 0.10)
     assert (c.min_positive_per_slice, c.min_negative_per_slice) == (50, 30)
     assert [r.name for r in c.release_requirements][0] == "synthetic_regression_pairs_pass"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cfbench.io.pairs import load_pairs
-from cfbench.tasks import readiness as R
+from cfbench.studies.shopflow import readiness as R
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,7 +18,7 @@ def test_local_judge_scores_one_pair_from_logprobs():
     ok, why = embedded_model_status()
     if not ok:
         pytest.skip(f"embedded model not available: {why}")
-    pairs = load_pairs(REPO / "data/shopflow/pairs.jsonl", score_column=None)
+    pairs = load_pairs(REPO / "cfbench/studies/shopflow/data/pairs.jsonl", score_column=None)
     one = pairs[pairs.pair_id == "sf01"].reset_index(drop=True)
     res = run_requests("local:qwen2.5-coder-1.5b", R.build_requests(one), progress=False)
     p = R.parse_readiness(res.judgments)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io.pairs import PAIR_COLUMNS, load_pairs, pairs_from_records
 from cfbench.metrics.groups import audit_pairs, route_rows, FairnessContract
 
@@ -20,7 +20,7 @@ def _csv(tmp_path, body, name="pairs.csv"):
 
 
 def test_seed_file_loads_as_twenty_tidy_rows():
-    f = load_pairs(REPO / "data/shopflow/seed_observations.csv")
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv")
     assert list(f.columns[: len(PAIR_COLUMNS)]) == PAIR_COLUMNS
     assert len(f) == 20 and f.pair_id.nunique() == 10
     assert f.groupby("variant").size().to_dict() == {"formal": 10, "conversational": 10}
@@ -29,13 +29,13 @@ def test_seed_file_loads_as_twenty_tidy_rows():
 
 
 def test_candidate_scores_load_from_their_column():
-    f = load_pairs(REPO / "data/shopflow/seed_observations.csv", score_column="candidate_score")
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv", score_column="candidate_score")
     assert f.loc[(f.pair_id == "n3") & (f.variant == "conversational"), "score"].item() == 0.56
     assert "candidate_score" not in f.columns
 
 
 def test_shipped_pairs_are_complete_synthetic_and_roughly_60_40():
-    f = load_pairs(REPO / "data/shopflow/pairs.jsonl", score_column=None)
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/pairs.jsonl", score_column=None)
     assert f.pair_id.nunique() >= 40
     assert f.synthetic.all()
     share_ready = f.groupby("pair_id").expected_ready.first().mean()
@@ -144,10 +144,10 @@ def test_missing_score_field_when_scores_required():
 
 @pytest.mark.parametrize("t", [-0.1, 1.5, float("nan"), "high"])
 def test_threshold_outside_unit_interval_is_rejected(t):
-    f = load_pairs(REPO / "data/shopflow/seed_observations.csv")
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv")
     with pytest.raises(InputError) as e:
         route_rows(f, t)
     assert e.value.field == "threshold"
-    c = FairnessContract.from_yaml(REPO / "data/shopflow/contract.yaml")
+    c = FairnessContract.from_yaml(REPO / "cfbench/studies/shopflow/data/contract.yaml")
     with pytest.raises(InputError):
         audit_pairs(f, c, threshold=t)

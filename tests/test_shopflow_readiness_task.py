@@ -7,17 +7,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io.pairs import load_pairs
 from cfbench.judges import run_requests
-from cfbench.tasks import readiness as R
+from cfbench.studies.shopflow import readiness as R
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def pairs():
-    f = load_pairs(REPO / "data/shopflow/pairs.jsonl", score_column=None)
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/pairs.jsonl", score_column=None)
     return f[f.pair_id.isin(["sf01", "sf02", "sf03"])].reset_index(drop=True)
 
 

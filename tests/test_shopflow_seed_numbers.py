@@ -13,18 +13,18 @@ V = ["formal", "conversational"]
 
 @pytest.fixture(scope="module")
 def contract():
-    return FairnessContract.from_yaml(REPO / "data/shopflow/contract.yaml")
+    return FairnessContract.from_yaml(REPO / "cfbench/studies/shopflow/data/contract.yaml")
 
 
 @pytest.fixture(scope="module")
 def seed(contract):
-    f = load_pairs(REPO / "data/shopflow/seed_observations.csv", variants=V)
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv", variants=V)
     return audit_pairs(f, contract, threshold=0.70, variants=V)
 
 
 @pytest.fixture(scope="module")
 def candidate(contract):
-    f = load_pairs(REPO / "data/shopflow/seed_observations.csv", score_column="candidate_score", variants=V)
+    f = load_pairs(REPO / "cfbench/studies/shopflow/data/seed_observations.csv", score_column="candidate_score", variants=V)
     return audit_pairs(f, contract, threshold=0.70, variants=V)
 
 

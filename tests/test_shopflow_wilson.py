@@ -3,8 +3,9 @@
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from cfbench.errors import InputError
-from cfbench.metrics.groups import wilson_interval, wilson_table, route_rows, slice_rates
+from cfbench.core.errors import InputError
+from cfbench.metrics.groups import wilson_table, route_rows, slice_rates
+from cfbench.stats import wilson_interval
 
 import pandas as pd
 

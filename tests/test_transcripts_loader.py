@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io.transcripts import (load_transcripts, save_transcripts, transcripts_from_records,
                                     validate_transcripts)
 

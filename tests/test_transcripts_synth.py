@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cfbench.io.transcripts import load_transcripts
-from cfbench.synth import (DOMAINS, LABEL_QUESTIONS, generate_transcripts, render_plan, shipped_transcripts_path,
+from cfbench.studies.contact_center_qa.synth import (DOMAINS, LABEL_QUESTIONS, generate_transcripts, render_plan, shipped_transcripts_path,
                            write_synthetic_set)
-from cfbench.synth.domains import PII_FIELDS
+from cfbench.studies.contact_center_qa.synth.domains import PII_FIELDS
 
 REPO = Path(__file__).resolve().parents[1]
 

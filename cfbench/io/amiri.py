@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from .._paths import cache_dir as _user_cache_dir
+from ..core.errors import InputError
+from ..core.paths import cache_dir as _user_cache_dir
 
 __all__ = [
     "AmiriWorkbook",

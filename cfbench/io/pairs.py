@@ -20,7 +20,7 @@ column             dtype   meaning
 
 Further columns (request and reply text, notes, ...) are carried along
 unchanged. Files are CSV or JSONL with one record per (pair, variant).
-Every problem raises :class:`cfbench.errors.InputError` naming the pair and
+Every problem raises :class:`cfbench.core.errors.InputError` naming the pair and
 the field; nothing is dropped or coerced silently.
 """
 
@@ -34,8 +34,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from cfbench.errors import InputError
-from cfbench.io._text import read_text
+from cfbench.core.errors import InputError
+from cfbench.core.files import read_text
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -217,7 +217,7 @@ def load_pairs(
     empty score is an error, not a NaN). JSONL holds one JSON object per line;
     blank lines are not allowed.
 
-    >>> frame = load_pairs("data/shopflow/seed_observations.csv")   # doctest: +SKIP
+    >>> frame = load_pairs("seed_observations.csv")   # doctest: +SKIP
     >>> frame.groupby("variant").size().tolist()                     # doctest: +SKIP
     [10, 10]
     """

@@ -15,7 +15,7 @@ optional record-level columns ``domain, agent_name, labels, meta`` (``labels``
 and ``meta`` hold JSON objects; a record-level value may be repeated on every
 row of the transcript or given on one row only, but never two different values).
 
-Every record is validated. Bad input raises :class:`cfbench.errors.InputError`
+Every record is validated. Bad input raises :class:`cfbench.core.errors.InputError`
 naming the file, the record and the field; nothing is dropped or coerced.
 :func:`validate_transcripts` lists *all* problems (one per bad record) instead
 of stopping at the first.
@@ -34,8 +34,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from cfbench.errors import InputError
-from cfbench.io._text import read_text
+from cfbench.core.errors import InputError
+from cfbench.core.files import read_text
+from cfbench.core.render import approx_tokens
 
 __all__ = [
     "SPEAKERS",
@@ -75,7 +76,7 @@ class Turn:
 class Transcript:
     """A validated conversation.
 
-    ``labels`` maps a QA question id (see :mod:`cfbench.synth.labels`) to
+    ``labels`` maps a QA question id (see :mod:`cfbench.studies.contact_center_qa.synth.labels`) to
     ``"Yes"``/``"No"``; ``meta`` is free-form JSON (the synthetic generator
     stores its dialogue-act plan there, which lets style counterfactuals be
     re-realized exactly).
@@ -299,11 +300,11 @@ def _check_exists(path: Path) -> None:
 def load_transcripts(path: str | os.PathLike[str]) -> list[Transcript]:
     """Load and validate transcripts from a ``.jsonl`` or ``.csv`` file.
 
-    Raises :class:`~cfbench.errors.InputError` at the first bad record, naming
+    Raises :class:`~cfbench.core.errors.InputError` at the first bad record, naming
     the file, the record (its id, or its line/row while the id is unknown) and
     the field. Use :func:`validate_transcripts` to see every problem at once.
 
-    >>> from cfbench.synth import shipped_transcripts_path
+    >>> from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
     >>> ts = load_transcripts(shipped_transcripts_path())   # doctest: +SKIP
     """
     p = Path(path)
@@ -386,10 +387,6 @@ def save_transcripts(transcripts: Sequence[Transcript], path: str | os.PathLike[
     return p
 
 
-def _approx_tokens(text: str) -> int:
-    """Whitespace-word count times 1.3: a tokenizer-free token estimate."""
-    return int(math.ceil(len(text.split()) * 1.3))
-
 
 def transcripts_frame(transcripts: Sequence[Transcript]) -> pd.DataFrame:
     """One row per transcript: id, domain, agent_name, n_turns, n_words, labels."""
@@ -398,6 +395,6 @@ def transcripts_frame(transcripts: Sequence[Transcript]) -> pd.DataFrame:
         words = sum(len(x.text.split()) for x in t.turns)
         rows.append({"item_id": t.id, "domain": t.domain, "agent_name": t.agent_name,
                      "n_turns": t.n_turns, "n_words": words,
-                     "approx_tokens": sum(_approx_tokens(x.text) for x in t.turns),
+                     "approx_tokens": sum(approx_tokens(x.text) for x in t.turns),
                      **{f"label_{q}": v for q, v in t.labels.items()}})
     return pd.DataFrame(rows)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .._paths import cache_dir
+from ..core.paths import cache_dir
 from .base import Request, Response
 
 __all__ = ["ResponseCache", "default_cache_dir", "default_cache_path"]

@@ -23,7 +23,7 @@ import os
 from types import ModuleType
 from typing import Any
 
-from .._secrets import scrub_secrets
+from ..core.secrets import scrub_secrets
 from .base import Judge, JudgeError, Request, Response, RetryableError
 
 __all__ = ["OpenAIJudge", "DEFAULT_BASE_URL"]

@@ -34,8 +34,8 @@ from typing import Any, Iterable, Literal, Mapping
 import pandas as pd
 from tqdm import tqdm
 
-from .._secrets import scrub_secrets
-from ..schema import JUDGMENT_COLUMNS
+from ..core.secrets import scrub_secrets
+from ..core.schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
 from .cache import ResponseCache
 from .registry import canonical_spec, get_judge
@@ -145,7 +145,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
     Returns
     -------
     RunResult
-        ``judgments`` has :data:`cfbench.schema.JUDGMENT_COLUMNS`, one row per request in order.
+        ``judgments`` has :data:`cfbench.core.schema.JUDGMENT_COLUMNS`, one row per request in order.
 
     Examples
     --------

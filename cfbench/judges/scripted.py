@@ -11,19 +11,20 @@ Built-in scripts:
 ``garbage``   text no task parser accepts
 ``fail``      raises a non-retryable error
 
-Task modules register scripts for their own output contracts with
-:func:`register_script`.
+A study registers scripts for its own output contracts with
+:func:`register_script` when it is imported (the judge layer imports no study).
+A spec may also name a script by import path, ``scripted:package.module:function``,
+which is imported on first use.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Callable
 
 from .base import Judge, JudgeError, Request, Response
 
-__all__ = ["ScriptedJudge", "register_script", "scripts", "stable_unit"]
+__all__ = ["ScriptedJudge", "register_script", "scripts"]
 
 Script = Callable[[Request], "Response | str"]
 _SCRIPTS: dict[str, Script] = {}
@@ -37,12 +38,6 @@ def register_script(name: str, fn: Script) -> Script:
 
 def scripts() -> list[str]:
     return sorted(_SCRIPTS)
-
-
-def stable_unit(*parts: object) -> float:
-    """A deterministic number in [0, 1) from the given parts (no global RNG)."""
-    blob = "\x1f".join(map(str, parts)).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") / 2**64
 
 
 def _last_user(request: Request) -> str:
@@ -70,6 +65,25 @@ register_script("garbage", lambda r: "\u2591\u2592 lorem ipsum \u2593")
 register_script("fail", _fail)
 
 
+def _resolve(model: str) -> Script:
+    if model in _SCRIPTS:
+        return _SCRIPTS[model]
+    if ":" in model:
+        import importlib
+
+        module_name, _, attr = model.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise JudgeError(f"scripted judge {model!r}: cannot import {attr!r} from {module_name!r} ({exc})") from None
+        if not callable(fn):
+            raise JudgeError(f"scripted judge {model!r}: {attr!r} is not callable")
+        return fn
+    raise JudgeError(f"no scripted judge named {model!r} (known: {', '.join(scripts())}); a study "
+                     "registers its scripts when imported, e.g. `import cfbench.studies.shopflow`, or name "
+                     "one as scripted:package.module:function")
+
+
 class ScriptedJudge(Judge):
     """Replies from a registered script. Thread-safe, so it runs concurrently."""
 
@@ -78,12 +92,7 @@ class ScriptedJudge(Judge):
     supports_json_schema = True
 
     def __init__(self, model: str, **options: object) -> None:
-        if model not in _SCRIPTS:
-            # task modules register their scripts on import
-            import cfbench.tasks  # noqa: F401
-        if model not in _SCRIPTS:
-            raise JudgeError(f"no scripted judge named {model!r} (known: {', '.join(scripts())})")
-        self._script = _SCRIPTS[model]
+        self._script = _resolve(model)
         self.spec = f"scripted:{model}"
 
     def complete(self, request: Request) -> Response:

@@ -3,18 +3,16 @@
 - counterfactual: flip rates (CFR), mean absolute score differences (MASD), robustness
 - groups: per-slice selection/TPR/FPR, Wilson intervals, fairness contracts, release gate
 - lexicon, sentiment, refusal: text measures of a reply's tone and access
-- paired: paired tests, bootstrap intervals, effect sizes, multiplicity adjustment
 """
 
 from .counterfactual import *  # noqa: F401,F403
 from .groups import *  # noqa: F401,F403
 from .lexicon import *  # noqa: F401,F403
-from .paired import *  # noqa: F401,F403
 from .refusal import *  # noqa: F401,F403
 from .sentiment import *  # noqa: F401,F403
-from . import counterfactual, groups, lexicon, paired, refusal, sentiment
+from . import counterfactual, groups, lexicon, refusal, sentiment
 
 __all__ = (
-    counterfactual.__all__ + groups.__all__ + lexicon.__all__ + paired.__all__
+    counterfactual.__all__ + groups.__all__ + lexicon.__all__
     + refusal.__all__ + sentiment.__all__
 )

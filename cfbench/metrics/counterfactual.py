@@ -37,7 +37,8 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
+from ..stats.bootstrap import percentile_interval, ratio_interval, resample_counts
 
 __all__ = [
     "pair_table",
@@ -361,44 +362,6 @@ def pair_table(frame: pd.DataFrame, *, value: str, kind: str = "binary",
     return out
 
 
-#: Above this many items the interval of a ratio of sums uses the delta method
-#: (linearisation, clustered by item) instead of the bootstrap; at that size
-#: the two agree closely and the bootstrap would dominate the run time.
-MAX_BOOTSTRAP_ITEMS = 5000
-
-
-def _resample_counts(m: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` x ``m`` matrix of how often each item is drawn (items resampled with replacement)."""
-    idx = rng.integers(0, m, size=(n_boot, m))
-    flat = (np.arange(n_boot)[:, None] * m + idx).ravel()
-    return np.bincount(flat, minlength=n_boot * m).reshape(n_boot, m).astype(float)
-
-
-def _bootstrap_ratio(num: np.ndarray, den: np.ndarray, n_boot: int, rng: np.random.Generator,
-                     level: float) -> tuple[float, float, str]:
-    """Interval of sum(num)/sum(den) with items resampled: (low, high, method)."""
-    from scipy.stats import norm
-
-    m = num.size
-    if n_boot <= 0 or m < 2 or den.sum() == 0:
-        return np.nan, np.nan, "none"
-    a = (1 - level) / 2
-    if m > MAX_BOOTSTRAP_ITEMS:
-        r = num.sum() / den.sum()
-        z = (num - r * den) / den.mean()
-        se = np.sqrt((z ** 2).sum() / (m * (m - 1)))
-        q = norm.ppf(1 - a)
-        return float(r - q * se), float(r + q * se), "delta"
-    w = _resample_counts(m, n_boot, rng)
-    d = w @ den
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (w @ num) / d
-    r = r[d > 0]
-    if r.size == 0:
-        return np.nan, np.nan, "none"
-    return float(np.quantile(r, a)), float(np.quantile(r, 1 - a)), "bootstrap"
-
-
 class _Cells(NamedTuple):
     """Units pooled into cells of ``by`` group x item: what the metrics sum and resample."""
 
@@ -449,7 +412,7 @@ def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str
     for b, key in enumerate(c.keys):
         sl = slice(c.bounds[b], c.bounds[b + 1])
         total = float(cp[sl].sum())
-        lo, hi, method = _bootstrap_ratio(cs[sl][item[sl]], cp[sl][item[sl]], n_boot, rng, level)
+        lo, hi, method = ratio_interval(cs[sl][item[sl]], cp[sl][item[sl]], n_boot=n_boot, rng=rng, confidence=level)
         rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
             name: float(cs[sl].sum()) / total if total > 0 else np.nan,
             "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
@@ -710,14 +673,13 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
         lo = hi = np.nan
         m = len(items)
         if n_boot > 0 and m >= 2 and not (np.isnan(cf_est) or np.isnan(rb_est)):
-            w = _resample_counts(m, n_boot, rng)
+            w = resample_counts(m, n_boot, rng)
             dc, dr = w @ ci["n_pairs"].to_numpy(float), w @ ri["n_pairs"].to_numpy(float)
             ok_rows = (dc > 0) & (dr > 0)
             diff = (w @ ci["stat"].to_numpy(float))[ok_rows] / dc[ok_rows] - \
                 (w @ ri["stat"].to_numpy(float))[ok_rows] / dr[ok_rows]
             if diff.size:
-                a = (1 - level) / 2
-                lo, hi = float(np.quantile(diff, a)), float(np.quantile(diff, 1 - a))
+                lo, hi = map(float, percentile_interval(diff, level))
         rows.append(kv | {"estimate": cf_est - rb_est, "counterfactual": cf_est, "robustness": rb_est,
                           "n_items": int((ci["n_pairs"] > 0).sum()), "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows, columns=by + ["estimate", "counterfactual", "robustness", "n_items",
@@ -756,8 +718,8 @@ def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str
     for key, grp in merged.groupby(cols, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         per_item = grp.groupby(item)["_diff"].agg(["sum", "count"])
-        lo, hi, _ = _bootstrap_ratio(per_item["sum"].to_numpy(float),
-                                     per_item["count"].to_numpy(float), n_boot, rng, level)
+        lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
+                                   n_boot=n_boot, rng=rng, confidence=level)
         rows.append(dict(zip(cols, key)) | {"mean_diff": float(grp["_diff"].mean()),
                                              "n_units": int(len(grp)), "n_items": int(len(per_item)),
                                              "ci_low": lo, "ci_high": hi})

@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
+from cfbench.stats.bootstrap import percentile_interval, resample_indices
+from cfbench.stats.proportions import wilson_interval
 
 __all__ = [
     "ROUTES",
@@ -40,7 +42,6 @@ __all__ = [
     "fpr_gap",
     "selection_gap",
     "pairwise_gaps",
-    "wilson_interval",
     "wilson_table",
     "support_check",
     "FairnessContract",
@@ -195,22 +196,6 @@ def pairwise_gaps(rates: pd.DataFrame, metrics: Sequence[str] = _RATE_METRICS) -
     return pd.DataFrame(rows, columns=["metric", "slice_a", "slice_b", "difference", "gap"])
 
 
-def wilson_interval(successes: int, total: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (scipy's implementation).
-
-    >>> tuple(round(x, 3) for x in wilson_interval(5, 6))
-    (0.436, 0.97)
-    """
-    if int(total) != total or total < 1:
-        raise InputError(f"total must be a positive integer, got {total!r}", source="wilson_interval",
-                         field="total")
-    if int(successes) != successes or not 0 <= successes <= total:
-        raise InputError(f"successes must be an integer in [0, {total}], got {successes!r}",
-                         source="wilson_interval", field="successes")
-    ci = binomtest(int(successes), int(total)).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 _METRIC_COUNTS = {"selection": ("n_selected", "n"), "tpr": ("tp", "n_pos"), "fpr": ("fp", "n_neg")}
 
 
@@ -329,8 +314,8 @@ class FairnessContract:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "FairnessContract":
-        """Load a contract from a YAML file (see ``data/shopflow/contract.yaml``)."""
-        from ..io._text import read_yaml
+        """Load a contract from a YAML file (see ``cfbench/studies/shopflow/data/contract.yaml``)."""
+        from ..core.files import read_yaml
 
         return cls.from_mapping(read_yaml(path), source=str(path))
 
@@ -556,14 +541,12 @@ def paired_bootstrap_tpr_diff(routed: pd.DataFrame, variants: Sequence[str], *, 
     b = (p["b"].to_numpy() & ready).astype(float)
     r = ready.astype(float)
     est = (a.sum() - b.sum()) / r.sum()
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(p), size=(n_boot, len(p)))
+    idx = resample_indices(len(p), n_boot, np.random.default_rng(seed))
     npos = r[idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         diffs = (a[idx].sum(axis=1) - b[idx].sum(axis=1)) / npos
     valid = diffs[npos > 0]
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(valid, [alpha, 1 - alpha])
+    low, high = percentile_interval(valid, confidence)
     return BootstrapInterval(float(est), float(low), float(high), int(n_boot), int(valid.size),
                              float(confidence), int(seed))
 

@@ -23,14 +23,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import yaml
 
-from ..errors import InputError
+from ..core.paths import package_text
+from ..core.errors import InputError
 
 __all__ = [
     "Lexicons",
@@ -68,9 +68,9 @@ class Lexicons:
 
 
 def _read_lexicon_file(name: str) -> Lexicons:
-    text = (resources.files("cfbench") / "data" / "identity_tone" / name).read_text(encoding="utf-8")
+    text = package_text(f"studies/identity_tone/data/{name}")
     raw = yaml.safe_load(text)
-    source = f"cfbench/data/identity_tone/{name}"
+    source = f"cfbench/studies/identity_tone/data/{name}"
     if not isinstance(raw, dict) or "version" not in raw:
         raise InputError("lexicon file needs a 'version'", source=source, field="version")
     terms = {}
@@ -182,7 +182,7 @@ def lexicon_scores(texts: Iterable[object], *, mode: str = "described",
     Columns ``politeness``, ``hedging``, ``neg_tone``, ``words``, ``chars``, ``empty``.
     ``described``: the lexicon columns are rates per 100 words (NaN for a text with no
     words, flagged in ``empty``); ``as_run``: raw counts. Non-text input
-    raises :class:`~cfbench.errors.InputError` naming the record (``ids[i]``
+    raises :class:`~cfbench.core.errors.InputError` naming the record (``ids[i]``
     or the position) and the field.
     """
     if mode not in ("described", "as_run"):

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 __all__ = ["REFUSAL_LABELS", "classify_refusal", "refusal_labels", "refusal_table",
            "REFUSAL_PATTERNS", "DISCLAIMER_PATTERNS"]

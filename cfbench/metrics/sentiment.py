@@ -24,9 +24,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
-from .._paths import cache_dir as _user_cache_dir
+from ..core.paths import cache_dir as _user_cache_dir
 
 __all__ = ["vader_compound", "SENTIMENT_MODES", "stage_nltk_vader_lexicon"]
 
@@ -82,7 +82,7 @@ def vader_compound(texts: Iterable[object], *, mode: str = "described",
                    ids: Sequence[object] | None = None) -> np.ndarray:
     """VADER compound score in [-1, 1] per text.
 
-    Non-text input raises :class:`~cfbench.errors.InputError` naming the
+    Non-text input raises :class:`~cfbench.core.errors.InputError` naming the
     record and field; an empty string scores 0.0 (VADER's own convention)
     and is left to the caller to flag.
     """

@@ -1,9 +1,9 @@
 """Counterfactual perturbers and stimulus designs.
 
 The contact-center perturbers (seed 000) turn transcripts into a tidy
-``variants`` frame (:data:`cfbench.schema.VARIANT_COLUMNS`)::
+``variants`` frame (:data:`cfbench.core.schema.VARIANT_COLUMNS`)::
 
-    >>> from cfbench.synth import generate_transcripts
+    >>> from cfbench.studies.contact_center_qa.synth import generate_transcripts
     >>> from cfbench.perturb import make_variants
     >>> v = make_variants(generate_transcripts(2, seed=0), dimensions=["gender"], seed=0)
     >>> sorted(v["condition"].unique())

@@ -8,9 +8,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 from tqdm import tqdm  # text bars: they render in executed notebooks and terminals alike
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.io.transcripts import Transcript, load_transcripts, transcripts_from_records
-from cfbench.schema import VARIANT_COLUMNS
+from cfbench.core.render import render_transcript
+from cfbench.core.schema import VARIANT_COLUMNS
 
 from . import inject as _inject  # noqa: F401  (registers perturbers)
 from . import metadata as _metadata  # noqa: F401
@@ -95,13 +96,13 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
         "not equivalent" verdict marks it invalid with the validator's reason.
     identify_judge : judge spec, optional
         Identify turns of transcripts without a synthetic plan with this LLM
-        (JSON contract, :mod:`cfbench.tasks.perturb_llm`) instead of the rules;
+        (JSON contract, :mod:`cfbench.perturb.llm_tasks`) instead of the rules;
         a reply that fails the contract falls back to the rules for that item
         (the row's ``reason`` of each applicable variant then says so).
 
     Returns
     -------
-    DataFrame with :data:`cfbench.schema.VARIANT_COLUMNS`: one ``original``
+    DataFrame with :data:`cfbench.core.schema.VARIANT_COLUMNS`: one ``original``
     row per item, then one row per (item, dimension, condition). ``turns`` is
     a list of ``{"speaker", "text"}`` (None when not applicable), ``edits`` a
     list of ``{"turn", "op", "speaker", "before", "after"}``, ``header`` a
@@ -169,23 +170,6 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                 rows[k]["valid"] = False
                 rows[k]["rejection_reason"] = "; ".join(problems)
     return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
-
-
-def render_transcript(turns: Sequence[Mapping[str, str]], header: str | None = None) -> str:
-    """Plain-text transcript: the header (if any), a blank line, then ``Agent: ...`` / ``Customer: ...`` lines.
-
-    >>> print(render_transcript([{"speaker": "agent", "text": "Hi."}, {"speaker": "customer", "text": "Hello."}],
-    ...                         header="Agent role: Trainee."))
-    Agent role: Trainee.
-    <BLANKLINE>
-    Agent: Hi.
-    Customer: Hello.
-    """
-    lines = [f"{t['speaker'].capitalize()}: {t['text']}" for t in turns]
-    body = "\n".join(lines)
-    if isinstance(header, str) and header.strip():
-        return f"{header.strip()}\n\n{body}"
-    return body
 
 
 def side_by_side(variants: pd.DataFrame, item_id: str, *, conditions: Mapping[str, str] | None = None,

@@ -13,13 +13,14 @@ variant regardless of what else is in the batch.
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import yaml
+
+from cfbench.core.paths import package_text
+from cfbench.core.seeding import rng_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from cfbench.io.transcripts import Transcript
@@ -123,15 +124,13 @@ def dimension(dimension_id: str) -> Dimension:
 
 def item_rng(seed: int, item_id: str, *parts: object) -> np.random.Generator:
     """A generator seeded by ``(seed, item_id, *parts)`` through SHA-256 (no global state)."""
-    blob = "\x1f".join([str(int(seed)), str(item_id), *map(str, parts)]).encode("utf-8")
-    words = np.frombuffer(hashlib.sha256(blob).digest(), dtype="<u4")
-    return np.random.default_rng(np.random.SeedSequence(words.tolist()))
+    return rng_for(int(seed), item_id, *parts)
 
 
 @functools.lru_cache(maxsize=None)
 def load_data(name: str) -> Any:
     """Parse ``cfbench/data/perturb/<name>`` (YAML)."""
-    text = resources.files("cfbench").joinpath(f"data/perturb/{name}").read_text(encoding="utf-8")
+    text = package_text(f"data/perturb/{name}")
     return yaml.safe_load(text)
 
 

@@ -5,7 +5,7 @@
 exact ``agent_pronouns``, race/religion/politeness/formality/directness/
 emotional-labor/disfluency/disability turns). Turn numbers are **0-based**
 indices into ``transcript.turns`` (the LLM contract in
-:mod:`cfbench.tasks.perturb_llm` numbers turns from 1 and converts).
+:mod:`cfbench.perturb.llm_tasks` numbers turns from 1 and converts).
 
 For synthetic transcripts (``meta["plan"]`` present and matching the text)
 the style and third-person-reference turns come from the plan, so they are
@@ -95,7 +95,7 @@ class TurnIdentification:
     @classmethod
     def from_llm(cls, data: dict[str, Any], transcript: Transcript) -> "TurnIdentification":
         """Build from a parsed LLM identification (0-based turns, see
-        :func:`cfbench.tasks.perturb_llm.parse_identify`). Each reported gender
+        :func:`cfbench.perturb.llm_tasks.parse_identify`). Each reported gender
         word is located in its turn (customer turns only; words not found are
         dropped, since a swap needs an exact position)."""
         ident = cls(source="llm")
@@ -221,7 +221,7 @@ def plan_matches(t: Transcript) -> bool:
     plan = t.meta.get("plan") if isinstance(t.meta, dict) else None
     if not plan or len(plan) != len(t.turns):
         return False
-    from cfbench.synth.plan import render_plan
+    from cfbench.perturb.style_plan import render_plan
 
     try:
         texts = render_plan(plan, t.meta.get("context", {}))
@@ -231,7 +231,7 @@ def plan_matches(t: Transcript) -> bool:
 
 
 def _piece_spans(plan_turn: dict[str, Any], context: dict[str, str]) -> list[tuple[dict[str, Any], int, int]]:
-    from cfbench.synth.plan import render_piece
+    from cfbench.perturb.style_plan import render_piece
 
     spans, pos = [], 0
     for p in plan_turn["pieces"]:

@@ -3,7 +3,7 @@ validation and regeneration, and an optional LLM turn identifier.
 
 Both go through the judge layer (:func:`cfbench.judges.run_requests`), so
 replies are cached and every call is recorded; prompts and parsers live in
-:mod:`cfbench.tasks.perturb_llm`.
+:mod:`cfbench.perturb.llm_tasks`.
 
 Style rewriting: each identified turn of the dimension (rule-based markers,
 see :mod:`cfbench.perturb.identify`) is rewritten on its own, with the turns
@@ -41,7 +41,7 @@ def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str,
                        progress: bool = True) -> list[tuple[Variant, list[str]]]:
     """One (variant, failed checks) per job ``(transcript, identification, dimension, condition)``."""
     from cfbench.judges import run_requests
-    from cfbench.tasks.perturb_llm import parse_rewrite, parse_validate, rewrite_request, validate_request
+    from cfbench.perturb.llm_tasks import parse_rewrite, parse_validate, rewrite_request, validate_request
 
     if max_regenerations < 0:
         raise ValueError("max_regenerations must be >= 0")
@@ -131,7 +131,7 @@ def identify_turns_llm(transcripts: Sequence[Transcript], judge: str, *, progres
     """LLM identification of each transcript: ``{"item_id", "parse_ok", "parse_error",
     "identification"}`` (0-based turns; ``identification`` is None on a parse failure)."""
     from cfbench.judges import run_requests
-    from cfbench.tasks.perturb_llm import identify_request, parse_identify
+    from cfbench.perturb.llm_tasks import identify_request, parse_identify
 
     reqs = [identify_request(f"{t.id}::identify", [x.to_dict() for x in t.turns]) for t in transcripts]
     res = run_requests(judge, reqs, desc="identify turns", progress=progress)
@@ -151,7 +151,7 @@ def llm_check_variants(originals: Sequence[Transcript], variants: Sequence[Varia
     """LLM equivalence check of already-made variants: one list of problems per variant
     (empty = judged equivalent). ``originals[k]`` is the transcript ``variants[k]`` came from."""
     from cfbench.judges import run_requests
-    from cfbench.tasks.perturb_llm import parse_validate, validate_request
+    from cfbench.perturb.llm_tasks import parse_validate, validate_request
 
     reqs = [validate_request(f"{t.id}::check::{k}", _render([x.to_dict() for x in t.turns]), _render(v.turns or []))
             for k, (t, v) in enumerate(zip(originals, variants))]
@@ -200,7 +200,7 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
     import pandas as pd
 
     from cfbench.judges import run_requests
-    from cfbench.tasks.perturb_llm import parse_validate, validate_request
+    from cfbench.perturb.llm_tasks import parse_validate, validate_request
 
     from .base import get_perturber
     from .identify import identify_turns

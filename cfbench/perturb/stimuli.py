@@ -13,7 +13,6 @@ presentation order, drawn from ``(seed, prompt_id)``.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -21,7 +20,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
+from ..core.seeding import derive_seed
 
 __all__ = [
     "IdentityFactor",
@@ -114,11 +114,6 @@ def describe_identity(identity: str, factors: Sequence[IdentityFactor] = IDENTIT
     return str(table.at[identity, "descriptor"])
 
 
-def _order_seed(seed: int, prompt_id: str) -> int:
-    digest = hashlib.sha256(f"{seed}\x1f{prompt_id}".encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
 def identity_variants(prompts: Sequence[Mapping[str, str]] | pd.DataFrame, *, seed: int,
                       factors: Sequence[IdentityFactor] = IDENTITY_FACTORS,
                       template: str = DESCRIPTOR_TEMPLATE,
@@ -155,7 +150,7 @@ def identity_variants(prompts: Sequence[Mapping[str, str]] | pd.DataFrame, *, se
     ids = identity_table(factors, template)
     rows = []
     for _, p in frame.iterrows():
-        perm = np.random.default_rng(_order_seed(seed, p["prompt_id"])).permutation(len(ids))
+        perm = np.random.default_rng(derive_seed(seed, p["prompt_id"])).permutation(len(ids))
         for k, ident in ids.iterrows():
             rows.append({
                 "variant_id": f"{p['prompt_id']}/{ident['identity']}",

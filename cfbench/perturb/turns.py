@@ -277,7 +277,7 @@ class StylePerturber(Perturber):
     """
 
     def __init__(self, dim: str, label: str):
-        from cfbench.synth.plan import marked_condition
+        from cfbench.perturb.style_plan import marked_condition
 
         self.dim = dim
         marked = marked_condition(dim)
@@ -292,7 +292,7 @@ class StylePerturber(Perturber):
         if ident.source != "plan":
             return Variant.not_applicable("no dialogue-act plan (not a synthetic transcript); style needs the "
                                           "LLM rewrite path", self.dimension.operation)
-        from cfbench.synth.plan import render_plan
+        from cfbench.perturb.style_plan import render_plan
 
         level = "neutral" if condition == "neutral" else "marked"
         texts = render_plan(transcript.meta["plan"], transcript.meta.get("context", {}), {self.dim: level})

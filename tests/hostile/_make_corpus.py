@@ -1,7 +1,7 @@
 """Writes the hostile-input corpus next to this file. Run once; the files are committed.
 
 Every file is one way an input can be wrong. ``tests/test_hostile_*.py`` load
-each and expect one clear ``cfbench.errors.InputError`` naming the record and
+each and expect one clear ``cfbench.core.errors.InputError`` naming the record and
 the field. (Huge fields are generated at test time, not committed.)
 """
 

@@ -6,7 +6,7 @@ For every pair of groups (C(8,2) = 28 per model × metric) :func:`paired_tests`
 reports
 
 * mean difference with a percentile bootstrap interval
-  (``scipy.stats.bootstrap``, resampling prompts, seeded per (seed, model, metric));
+  (:func:`cfbench.stats.bootstrap.mean_interval`, resampling prompts, seeded per (seed, model, metric));
 * the paired t test (``scipy.stats.ttest_rel``);
 * the Wilcoxon signed-rank test (``scipy.stats.wilcoxon`` with its defaults:
   ``zero_method="wilcox"`` drops zero differences, no continuity correction,
@@ -26,7 +26,6 @@ detects with the given power at the run's n.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import warnings
 from typing import Sequence
@@ -35,7 +34,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import InputError
+from ..core.errors import InputError
+from ..core.seeding import derive_seed
+from .bootstrap import mean_interval
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -54,11 +55,6 @@ PAIR_COLUMNS = [
     "ci_low", "ci_high", "t", "t_p", "wilcoxon_stat", "wilcoxon_p", "cohens_d", "p_holm", "p_bh",
     "wilcoxon_method", "n_zero_diff",
 ]
-
-
-def _derive_seed(seed: int, *parts: object) -> int:
-    blob = "\x1f".join([str(seed), *map(str, parts)]).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big")
 
 
 def cohens_dz(d: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -142,21 +138,6 @@ def paired_matrix(scores: pd.DataFrame, *, metric: str, groups: Sequence[str],
     return wide
 
 
-def _bootstrap_ci(D: np.ndarray, *, n_resamples: int, confidence: float,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile CI of the mean of each row of D (rows share resampled prompts)."""
-    if D.shape[-1] < 2:
-        nan = np.full(D.shape[0], np.nan)
-        return nan, nan
-    with warnings.catch_warnings():
-        # constant rows give a degenerate distribution; the percentile CI is then [c, c]
-        warnings.simplefilter("ignore", category=stats.DegenerateDataWarning)
-        res = stats.bootstrap((D,), np.mean, axis=-1, vectorized=True, paired=False,
-                              n_resamples=n_resamples, confidence_level=confidence,
-                              method="percentile", rng=rng)
-    return np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
-
-
 def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], seed: int,
                  model: str = "model", unit: str = "prompt_id", group: str = "identity",
                  n_resamples: int = 10_000, confidence: float = 0.95,
@@ -184,21 +165,21 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                 raise InputError(f"score is missing ({metric}) for {group} {groups[c]!r}; "
                                  "pass on_missing='drop_unit' to leave the prompt out of its pairs",
                                  source=source, record=wide.index[r], field=metric)
-            rng = np.random.default_rng(_derive_seed(seed, m_name, metric))
+            rng = np.random.default_rng(derive_seed(seed, m_name, metric))
             A = X[:, [i for i, _ in pairs]].T  # (n_pairs, n_units)
             B = X[:, [j for _, j in pairs]].T
             D = A - B
             complete = ~np.isnan(D).any()
             if complete:
-                lo, hi = _bootstrap_ci(D, n_resamples=n_resamples, confidence=confidence, rng=rng)
+                lo, hi = mean_interval(D, n_boot=n_resamples, confidence=confidence, rng=rng)
             rows = []
             for k, (i, j) in enumerate(pairs):
                 ok = ~np.isnan(D[k])
                 a, b, d = A[k, ok], B[k, ok], D[k, ok]
                 n = int(ok.sum())
                 if not complete:
-                    l1, h1 = _bootstrap_ci(d[None, :], n_resamples=n_resamples, confidence=confidence,
-                                           rng=np.random.default_rng(_derive_seed(seed, m_name, metric, k)))
+                    l1, h1 = mean_interval(d[None, :], n_boot=n_resamples, confidence=confidence,
+                                           rng=np.random.default_rng(derive_seed(seed, m_name, metric, k)))
                     ci = (float(l1[0]), float(h1[0]))
                 else:
                     ci = (float(lo[k]), float(hi[k]))
@@ -231,7 +212,7 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
         return pd.DataFrame(columns=PAIR_COLUMNS)
     result = pd.concat(out, ignore_index=True)[PAIR_COLUMNS]
     result.attrs.update({"n_resamples": n_resamples, "confidence": confidence, "seed": seed,
-                         "ci_method": "percentile bootstrap over prompts (scipy.stats.bootstrap)",
+                         "ci_method": "percentile bootstrap over prompts",
                          "adjusted": "wilcoxon_p; family = pairs within model x metric"})
     return result
 

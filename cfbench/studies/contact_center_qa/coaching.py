@@ -6,7 +6,7 @@ Two requests per transcript variant, each answered as JSON:
 ``improvement``  areas to improve:        ``{"score": 0-100, "analysis": "..."}``
                  (100 = little to improve, as in the seed's scoring guideline)
 
-The score feeds MASD (Eq. 4). Same prompt layout as :mod:`cfbench.tasks.qa`
+The score feeds MASD (Eq. 4). Same prompt layout as :mod:`cfbench.studies.contact_center_qa.qa`
 (fixed system prompt, transcript first, task last). A reply without a
 readable 0-100 score is a parse failure with the raw text kept.
 """
@@ -20,9 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..judges.base import GenerationConfig, Request, Response
-from ..judges.scripted import register_script, stable_unit
-from .qa import _json_object, _prompt_parts, load_prompt
+from cfbench.judges.base import GenerationConfig, Request, Response
+from cfbench.judges.scripted import register_script
+from cfbench.core.seeding import unit_interval as stable_unit
+from cfbench.studies.contact_center_qa.qa import _json_object, _prompt_parts, load_prompt
 
 __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
            "coaching_request", "parse_coaching", "parse_coaching_frame"]
@@ -149,7 +150,7 @@ def _scripted_coach(request: Request) -> Response:
     """
     transcript, task, user, fair = _prompt_parts(request)
     if "Coaching task:" not in task:  # one spec can serve the whole study
-        from .qa import _scripted_qa
+        from cfbench.studies.contact_center_qa.qa import _scripted_qa
 
         return _scripted_qa(request)
     customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))

@@ -32,10 +32,12 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import yaml
 
-from ..errors import InputError
-from ..io._text import read_yaml
-from ..judges.base import GenerationConfig, Request, Response, yes_probability
-from ..judges.scripted import register_script, stable_unit
+from cfbench.core.errors import InputError
+from cfbench.core.render import render_transcript as format_transcript
+from cfbench.core.files import read_yaml
+from cfbench.judges.base import GenerationConfig, Request, Response, yes_probability
+from cfbench.judges.scripted import register_script
+from cfbench.core.seeding import unit_interval as stable_unit
 
 __all__ = [
     "QA_MODES",
@@ -53,12 +55,11 @@ __all__ = [
 
 QA_MODES = ("free", "json", "compact")
 RUBRIC_COLUMNS = ["question_id", "category", "type", "yes_means", "text", "criteria", "paraphrases"]
-_SPEAKERS = {"agent": "Agent", "customer": "Customer"}
 
 
 # ----------------------------------------------------------------------------- data files
 
-QA_DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "qa"
+QA_DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
 def _data_text(*parts: str) -> str:
@@ -132,43 +133,6 @@ def load_rubric(path: str | None = None) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- transcripts
-
-def format_transcript(turns: Sequence[Mapping[str, Any]], header: Any = None, *,
-                      record: object = None) -> str:
-    """Render turns (``{"speaker": "agent"|"customer", "text": ...}``) for a prompt.
-
-    ``header`` (Operation 3 metadata) goes above the dialogue: a string as is,
-    a mapping as ``key: value`` lines, ``None``/empty for no header.
-
-    >>> format_transcript([{"speaker": "agent", "text": "Hi, I'm Ana."},
-    ...                    {"speaker": "customer", "text": "Hello."}])
-    "Agent: Hi, I'm Ana.\\nCustomer: Hello."
-    """
-    if turns is None or len(turns) == 0:
-        raise InputError("transcript has no turns", record=record, field="turns")
-    lines = []
-    if header is not None and not (isinstance(header, float) and math.isnan(header)):
-        if isinstance(header, Mapping):
-            lines.extend(f"{k}: {v}" for k, v in header.items())
-        elif isinstance(header, str):
-            if header.strip():
-                lines.append(header.strip())
-        else:
-            raise InputError(f"header must be a string or mapping, got {type(header).__name__}",
-                             record=record, field="header")
-        if lines:
-            lines.append("")
-    for i, t in enumerate(turns):
-        speaker = str(t.get("speaker", "")).strip().lower()
-        if speaker not in _SPEAKERS:
-            raise InputError(f"turn {i}: unknown speaker {t.get('speaker')!r}", record=record,
-                             field="turns")
-        text = t.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"turn {i}: empty text", record=record, field="turns")
-        lines.append(f"{_SPEAKERS[speaker]}: {' '.join(text.split())}")
-    return "\n".join(lines)
-
 
 # ----------------------------------------------------------------------------- requests
 
@@ -459,7 +423,7 @@ def _scripted_qa(request: Request) -> Response:
     """
     transcript, task, user, fair = _prompt_parts(request)
     if "Coaching task:" in task:  # one spec can serve the whole study
-        from .coaching import _scripted_coach
+        from cfbench.studies.contact_center_qa.coaching import _scripted_coach
 
         return _scripted_coach(request)
     qline = next((ln for ln in task.splitlines() if ln.startswith("Quality question:")), task[:80])

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ..perturb.stimuli import identity_label  # noqa: E402
+from cfbench.perturb.stimuli import identity_label  # noqa: E402
 
 __all__ = ["sentiment_boxplot", "metric_strips", "effect_heatmap"]
 

@@ -18,10 +18,11 @@ to ``neutral`` or its marked level gives that style counterfactual.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 import yaml
+
+from cfbench.core.paths import package_text
 
 __all__ = ["style_slots", "STYLE_DIMENSIONS", "marked_condition", "render_piece", "render_turn",
            "render_plan"]
@@ -33,7 +34,7 @@ STYLE_DIMENSIONS = ("directness", "politeness", "formality", "emotional_labor")
 @functools.lru_cache(maxsize=1)
 def style_slots() -> dict[str, Any]:
     """The parsed ``cfbench/data/perturb/style_slots.yaml``."""
-    text = resources.files("cfbench").joinpath("data/perturb/style_slots.yaml").read_text(encoding="utf-8")
+    text = package_text("data/perturb/style_slots.yaml")
     return yaml.safe_load(text)
 
 

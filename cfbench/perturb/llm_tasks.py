@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 import yaml
 
-from ..judges.base import GenerationConfig, Request
-from ..judges.scripted import register_script
+from cfbench.core.paths import package_text
+from cfbench.judges.base import GenerationConfig, Request
+from cfbench.judges.scripted import register_script
 
 __all__ = [
     "IDENTIFY_SCHEMA", "REWRITE_SCHEMA", "VALIDATE_SCHEMA", "IDENTIFY_LIST_KEYS",
@@ -59,7 +59,7 @@ VALIDATE_SCHEMA: dict[str, Any] = {"type": "object",
 @lru_cache(maxsize=None)
 def load_perturb_prompt(name: str) -> str:
     """Text of ``cfbench/data/perturb/prompts/<name>``."""
-    return resources.files("cfbench").joinpath(f"data/perturb/prompts/{name}").read_text(encoding="utf-8")
+    return package_text(f"data/perturb/prompts/{name}")
 
 
 def style_description(dimension: str, condition: str) -> str:

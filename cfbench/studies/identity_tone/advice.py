@@ -12,16 +12,17 @@ runs only; never a source of reported numbers).
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import yaml
 
-from ..errors import InputError
-from ..judges.base import PRESETS, GenerationConfig, Request, Response
-from ..judges.scripted import register_script, stable_unit
-from ..metrics.refusal import classify_refusal
+from cfbench.core.paths import package_text
+from cfbench.core.errors import InputError
+from cfbench.judges.base import PRESETS, GenerationConfig, Request, Response
+from cfbench.judges.scripted import register_script
+from cfbench.core.seeding import unit_interval as stable_unit
+from cfbench.metrics.refusal import classify_refusal
 
 __all__ = [
     "load_prompts",
@@ -39,7 +40,7 @@ RESPONSE_COLUMNS = ["variant_id", "model", "prompt_id", "identity", "text", "sta
 
 
 def _data(name: str) -> dict:
-    text = (resources.files("cfbench") / "data" / "identity_tone" / name).read_text(encoding="utf-8")
+    text = package_text(f"studies/identity_tone/data/{name}")
     return yaml.safe_load(text)
 
 
@@ -150,8 +151,8 @@ def generate_advice(models: Sequence[str], variants: pd.DataFrame, *, config: Ge
     they are operational settings and not part of the cache key. Failed calls
     stay as ``status="error"`` rows (see :func:`collect_responses`).
     """
-    from ..judges.registry import get_judge
-    from ..judges.runner import run_requests
+    from cfbench.judges.registry import get_judge
+    from cfbench.judges.runner import run_requests
 
     requests = build_advice_requests(variants, config=config, system=system)
     frames, stats = [], {}

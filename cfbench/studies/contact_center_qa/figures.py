@@ -1,6 +1,6 @@
 """Tables and figures of the contact-center study (seed 000: Table 2, Figures 3-5).
 
-Every function takes the tidy tables of :func:`cfbench.plan.study_tables`
+Every function takes the tidy tables of :func:`cfbench.studies.contact_center_qa.design.study_tables`
 and returns a DataFrame (for display) or a matplotlib Figure (for
 :meth:`cfbench.report.RunOutput.figure`); nothing is computed here that is
 not already in those tables, apart from averages over dimensions for display.

@@ -1,4 +1,4 @@
-"""``python -m cfbench.synth --out DIR [--n N --seed S --min-turns A --max-turns B]``"""
+"""``python -m cfbench.studies.contact_center_qa.synth --out DIR [--n N --seed S --min-turns A --max-turns B]``"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .generator import write_synthetic_set
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cfbench.synth", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m cfbench.studies.contact_center_qa.synth", description=__doc__)
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--n", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)

@@ -27,9 +27,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from cfbench.errors import InputError
+from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request, Response, yes_probability
-from cfbench.judges.scripted import register_script, stable_unit
+from cfbench.judges.scripted import register_script
+from cfbench.core.seeding import unit_interval as stable_unit
 
 __all__ = [
     "PROMPTS",

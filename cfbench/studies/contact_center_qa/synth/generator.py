@@ -3,8 +3,8 @@
 Each transcript is planned as a sequence of dialogue acts (greet, state the
 issue, verify identity, hold, explain, give the outcome, react, close), and
 each agent act is realized from content pieces plus style slots (see
-:mod:`cfbench.synth.plan`). Labels for the objectively decidable rubric
-questions follow from the plan (see :mod:`cfbench.synth.labels`).
+:mod:`cfbench.perturb.style_plan`). Labels for the objectively decidable rubric
+questions follow from the plan (see :mod:`cfbench.studies.contact_center_qa.synth.labels`).
 
 Randomness: transcript ``i`` draws from ``numpy.random.default_rng([seed, i])``;
 its outcome (resolved / failed / avoided), named greeting and PII disclosure
@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import yaml
 
+from cfbench.core.paths import package_text
+from cfbench.core.render import approx_tokens
 from cfbench.io.transcripts import Transcript, save_transcripts, transcripts_from_records
 
 from .domains import DEFLECT_EXTRA, DOMAINS, GENERIC_EXTRA, PII_FIELDS
 from .labels import GREETING_NAME, ISSUE_RESOLUTION, PII_DISCLOSURE, WORK_AVOIDANCE
-from .plan import render_plan, style_slots
+from cfbench.perturb.style_plan import render_plan, style_slots
 
 __all__ = ["generate_transcripts", "transcript_stats", "write_synthetic_set", "OUTCOMES",
            "CUSTOMER_NAMES", "GENERATOR_VERSION"]
@@ -61,7 +62,7 @@ _DISTRACTOR = "My {rel} set up this account, so {rel_pos} email is the one on fi
 
 @functools.lru_cache(maxsize=1)
 def _names() -> dict[str, Any]:
-    text = resources.files("cfbench").joinpath("data/perturb/names.yaml").read_text(encoding="utf-8")
+    text = package_text("data/perturb/names.yaml")
     return yaml.safe_load(text)
 
 
@@ -267,19 +268,15 @@ def generate_transcripts(n: int = 24, *, seed: int = 0, min_turns: int = 10, max
                              p_pii_disclosure=p_pii_disclosure, outcome_probs=outcome_probs,
                              p_honorific=p_honorific, p_third_person=p_third_person,
                              p_distractor=p_distractor, p_disfluency=p_disfluency) for i in range(n)]
-    return transcripts_from_records(records, source="cfbench.synth")
+    return transcripts_from_records(records, source="cfbench.studies.contact_center_qa.synth")
 
-
-def _approx_tokens(text: str) -> int:
-    # tokenizer-free estimate: words x 1.3 (about right for English BPE vocabularies)
-    return int(round(len(text.split()) * 1.3))
 
 
 def transcript_stats(transcripts: Sequence[Transcript]) -> dict[str, Any]:
     """Table-7-like summary: turns and approximate tokens (mean, std, min, quartiles, max),
     plus label, outcome and domain counts."""
     turns = np.array([t.n_turns for t in transcripts], dtype=float)
-    toks = np.array([sum(_approx_tokens(x.text) for x in t.turns) for t in transcripts], dtype=float)
+    toks = np.array([sum(approx_tokens(x.text) for x in t.turns) for t in transcripts], dtype=float)
 
     def summary(a: np.ndarray) -> dict[str, float]:
         if a.size == 0:
@@ -312,7 +309,7 @@ def write_synthetic_set(out_dir: str | Path, *, n: int = 24, seed: int = 0, min_
     jpath = save_transcripts(ts, out / "synthetic_transcripts.jsonl")
     stats = {"generator": f"cfbench.synth v{GENERATOR_VERSION}", "seed": seed, "n": n,
              "min_turns": min_turns, "max_turns": max_turns,
-             "command": (f"python -m cfbench.synth --out {out.as_posix()} --n {n} --seed {seed} "
+             "command": (f"python -m cfbench.studies.contact_center_qa.synth --out {out.as_posix()} --n {n} --seed {seed} "
                          f"--min-turns {min_turns} --max-turns {max_turns}"),
              **transcript_stats(ts)}
     spath = out / "synthetic_stats.json"

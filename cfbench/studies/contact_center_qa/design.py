@@ -1,6 +1,6 @@
 """Evaluation planning for the contact-center study: variants x tasks x judges x repeats.
 
-:func:`plan_evaluation` expands a ``variants`` frame (``cfbench.schema.VARIANT_COLUMNS``)
+:func:`plan_evaluation` expands a ``variants`` frame (``cfbench.core.schema.VARIANT_COLUMNS``)
 into one *row* per (judge, arm, task, question, variant, repeat) and one
 :class:`~cfbench.judges.Request` per distinct prompt: rows whose prompts are
 identical (the original transcript appears under every dimension whose
@@ -30,10 +30,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .judges.base import GenerationConfig, Request
-from .tasks import coaching as _coaching
-from .tasks import qa as _qa
+from cfbench.core.errors import InputError
+from cfbench.judges.base import GenerationConfig, Request
+from cfbench.studies.contact_center_qa import coaching as _coaching
+from cfbench.studies.contact_center_qa import qa as _qa
 
 __all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "run_plan",
            "labels_frame", "ROW_COLUMNS", "select_items", "study_tables"]
@@ -133,7 +133,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     coaching : also plan positives/improvement notes on ``coaching_items``
         x ``coaching_dimensions`` (defaults: all)
     """
-    from .schema import VARIANT_COLUMNS
+    from cfbench.core.schema import VARIANT_COLUMNS
 
     for c in ("item_id", "dimension", "condition", "variant_id", "turns"):
         if c not in variants.columns:
@@ -346,7 +346,7 @@ def run_plan(plan: EvaluationPlan, *, rubric: pd.DataFrame | None = None,
                    ``category``/``type`` from the rubric and ``label``
     ``stats``      the runner's tallies per judge
     """
-    from .judges import run_requests
+    from cfbench.judges import run_requests
 
     rubric = rubric if rubric is not None else _qa.load_rubric()
     parts, stats = [], {}
@@ -434,7 +434,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
     seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
     """
-    from .metrics import counterfactual as M
+    from cfbench.metrics import counterfactual as M
 
     r = rows.copy()
     r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100

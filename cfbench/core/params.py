@@ -1,0 +1,71 @@
+"""Study parameters as frozen dataclasses, read from config mappings with checked names and types.
+
+A study's ``Params`` mirrors its notebook's ``parameters`` cell field for field, so a
+config file, a papermill run and a Python call all mean the same thing::
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class P:
+    ...     n_items: int = 3
+    ...     judges: tuple = ("scripted:yes",)
+    >>> params_from_mapping(P, {"n_items": 8}).n_items
+    8
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Mapping, TypeVar
+
+from .errors import InputError
+
+__all__ = ["params_from_mapping", "params_to_mapping"]
+
+P = TypeVar("P")
+
+_LISTLIKE = (list, tuple)
+
+
+def _expected(tp: Any) -> tuple[type, ...]:
+    origin = typing.get_origin(tp) or tp
+    if origin in (list, tuple, typing.Sequence):
+        return _LISTLIKE
+    if origin in (dict, typing.Mapping):
+        return (dict,)
+    if origin is float:
+        return (float, int)
+    if isinstance(origin, type):
+        return (origin,)
+    return (object,)
+
+
+def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, source: str = "parameters",
+                        **overrides: Any) -> P:
+    """Build ``cls`` from ``data`` and ``overrides``; unknown names and wrong types are InputErrors.
+
+    Lists are stored as tuples (the dataclass is frozen); an int is accepted for a float.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    values = {**(data or {}), **overrides}
+    kwargs = {}
+    for name, value in values.items():
+        if name not in fields:
+            raise InputError(f"unknown parameter (known: {', '.join(sorted(fields))})", source=source, field=name)
+        ok_types = _expected(hints[name])
+        bad_bool = isinstance(value, bool) and bool not in ok_types and object not in ok_types
+        if not isinstance(value, ok_types) or bad_bool:
+            raise InputError(f"expected {hints[name]!s}, got {type(value).__name__} {value!r}", source=source,
+                             field=name)
+        if isinstance(value, list):
+            value = tuple(value)
+        if ok_types == (float, int):
+            value = float(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def params_to_mapping(params: Any) -> dict[str, Any]:
+    """Plain JSON-friendly mapping of a params dataclass (tuples become lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(params).items()}

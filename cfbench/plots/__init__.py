@@ -1,1 +1,0 @@
-"""Figures, one module per study."""

@@ -1,0 +1,68 @@
+"""`cfbench reproduce`: studies discovered, any config file, overrides, results replaced only on success."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from cfbench.cli import main
+from cfbench.core.errors import InputError
+from cfbench.reproduce import StudyFailed, load_config_file, reproduce, studies
+
+pytest.importorskip("papermill")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_studies_are_discovered_from_the_package():
+    assert set(studies()) == {"contact_center_qa", "identity_tone", "shopflow"}
+
+
+def test_a_failed_run_leaves_the_previous_results_untouched(tmp_path):
+    previous = tmp_path / "shopflow" / "smoke"
+    previous.mkdir(parents=True)
+    (previous / "summary.json").write_text('{"old": true}\n')
+    with pytest.raises(StudyFailed) as err:
+        reproduce("smoke", ["shopflow"], results_dir=tmp_path, overrides={"judge": "scripted:no-such-script"})
+    assert json.loads((previous / "summary.json").read_text()) == {"old": True}
+    failed = tmp_path / "shopflow" / "smoke.failed" / "shopflow.ipynb"
+    assert failed.is_file() and str(failed) in str(err.value)
+    assert "no scripted judge named 'no-such-script'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_config_file_and_overrides_name_the_results_folder(tmp_path):
+    cfg = yaml.safe_load((REPO / "configs" / "shopflow" / "smoke.yaml").read_text())
+    path = tmp_path / "smoke.yaml"  # the name says what it is: test doubles only
+    path.write_text(yaml.safe_dump(cfg))
+    info = reproduce(studies_=["shopflow"], config_file=path, overrides={"n_boot": 50},
+                     results_dir=tmp_path / "res")
+    out = tmp_path / "res" / "shopflow" / "smoke"
+    assert info["shopflow"]["config"] == "smoke" and (out / "summary.json").is_file()
+    nb = nbformat.read(out / "shopflow.ipynb", as_version=4)
+    injected = next(c.source for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "n_boot = 50" in injected
+    assert str(tmp_path) not in injected and 'output_dir = "."' in injected  # no machine path in parameters
+    assert not (tmp_path / "res" / "shopflow" / ".smoke.staging").exists()
+
+
+def test_overrides_are_checked_against_the_notebook(tmp_path):
+    with pytest.raises(InputError, match="declares no parameter"):
+        load_config_file(REPO / "configs" / "shopflow" / "smoke.yaml", "shopflow", overrides={"n_bot": 5})
+    with pytest.raises(InputError, match="set by cfbench reproduce"):
+        load_config_file(REPO / "configs" / "shopflow" / "smoke.yaml", "shopflow", overrides={"output_dir": "x"})
+
+
+def test_cli_errors_are_one_line_with_status_2(capsys):
+    assert main(["reproduce", "--config", "smoke", "--study", "no_such_study"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cfbench: error:") and "no_such_study" in err and "\n" not in err
+    assert main(["reproduce", "--config", "smoke", "--study", "shopflow", "-p", "n_bot", "3"]) == 2
+    assert "declares no parameter 'n_bot'" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback():
+    with pytest.raises(InputError):
+        main(["--debug", "reproduce", "--config", "smoke", "--study", "no_such_study"])
