@@ -237,6 +237,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     print(f"[cfbench] {run.study} / {run.config} -> {final.relative_to(base.parent) if base.parent in final.parents else final}",
           file=sys.stderr, flush=True)
     t0 = time.perf_counter()
+    km = _kernel_manager(staging)
     try:
         pm.execute_notebook(
             str(root / "notebooks" / f"{run.study}.ipynb"),
@@ -246,11 +247,14 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
             progress_bar=True,
             stderr_file=sys.stderr,  # the kernel's own progress bars (judge calls) show live in the terminal
             kernel_name="python3",
+            km=km,
         )
     except Exception as exc:  # papermill's execution error, or a kernel that died
+        _shutdown(km)
         shutil.rmtree(failed, ignore_errors=True)
         staging.rename(failed)
         raise StudyFailed(run.study, failed / f"{run.study}.ipynb", _one_line(exc)) from exc
+    _shutdown(km)
     wall = time.perf_counter() - t0
     leaks = find_secret_leaks(staging)
     if leaks:
@@ -272,6 +276,21 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     shutil.rmtree(failed, ignore_errors=True)
     print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
+
+
+def _kernel_manager(where: Path) -> Any:
+    """A kernel on IPC sockets in ``where`` (local only, no plain-TCP ports; ipykernel warns about those)."""
+    from jupyter_client import KernelManager
+
+    return KernelManager(kernel_name="python3", transport="ipc", ip=str(where / ".kernel"))
+
+
+def _shutdown(km: Any) -> None:
+    if km.has_kernel:
+        km.shutdown_kernel(now=False)
+    base = Path(km.ip)  # IPC sockets are files named <ip>-<port>
+    for sock in base.parent.glob(base.name + "-*"):
+        sock.unlink(missing_ok=True)
 
 
 def _one_line(exc: BaseException) -> str:

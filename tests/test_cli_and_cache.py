@@ -106,6 +106,7 @@ def test_reproduce_smoke_through_the_cli(tmp_path, capsys):
     assert "shopflow" in captured.out
     # the kernel's judge progress bar streams to the terminal, not only into the notebook
     assert "readiness baseline" in captured.err and "88/88" in captured.err
+    assert "without encryption" not in captured.err  # the kernel talks over IPC sockets, not plain TCP
 
 
 def test_replay_flag_is_scoped_to_the_call(tmp_path, monkeypatch):
