@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make reproduce   run all three studies on the default config (embedded local judge)
 #   make test        run the test suite
-# Both create .venv and install cfbench with the local judge on first use.
+# Both create .venv and install cfbench with the local judge and JupyterLab on first use.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,12 +10,13 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 CONFIG ?= default
 
-.PHONY: install reproduce test smoke benchmarks clean-venv
+.PHONY: install reproduce test smoke lab benchmarks clean-venv
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,api,test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,api,lab,test]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name cfbench --display-name "Python (cfbench)"
 	$(BIN)/cfbench model install
 	touch $@
 
@@ -29,6 +30,9 @@ smoke: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+lab: $(VENV)/.installed
+	$(BIN)/jupyter lab notebooks/
 
 benchmarks: $(VENV)/.installed
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
