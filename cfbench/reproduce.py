@@ -48,11 +48,13 @@ class StudyFailed(RuntimeError):
 
 
 def project_root() -> Path:
-    """The checkout holding ``notebooks/`` and ``configs/`` (cwd first, then the source tree)."""
-    for candidate in (Path.cwd(), Path(__file__).resolve().parents[1]):
+    """Where this cfbench's ``notebooks/`` and ``configs/`` are: inside the installed package
+    (a wheel ships them as ``cfbench/notebooks``, ``cfbench/configs``), else the checkout it runs from."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here, here.parent):
         if (candidate / "notebooks").is_dir() and (candidate / "configs").is_dir():
             return candidate
-    raise FileNotFoundError("cannot find notebooks/ and configs/; run from the cfbench checkout")
+    raise FileNotFoundError(f"cannot find the study notebooks and configs beside {here}; reinstall cfbench")
 
 
 def studies(root: Path | None = None) -> list[str]:
@@ -234,8 +236,7 @@ def _estimate_seconds(root: Path, results_dir: Path, run: _Run, cached: bool) ->
             return float(estimate(run.params))
         except Exception:  # an estimate must never stop a run
             pass
-    base = results_dir if results_dir.is_absolute() else root / results_dir
-    info = base / run.study / run.config / "run_info.json"
+    info = results_dir.resolve() / run.study / run.config / "run_info.json"
     if info.is_file():
         return float(json.loads(info.read_text(encoding="utf-8")).get("wall_s") or 0) or None
     return None
@@ -306,7 +307,7 @@ def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
 
 def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) -> dict[str, Any]:
     """Execute one study notebook in a staging folder; on success it replaces ``results/<study>/<config>``."""
-    base = results_dir if results_dir.is_absolute() else root / results_dir
+    base = results_dir.resolve()  # relative to where the user stands, never to the package
     final = base / run.study / run.config
     staging = base / run.study / f".{run.config}.staging"
     failed = base / run.study / f"{run.config}.failed"
@@ -314,8 +315,8 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     staging.mkdir(parents=True)
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
     params = {**run.params, "output_dir": ".", "config_name": run.config}
-    print(f"[cfbench] {run.study} / {run.config} -> {final.relative_to(base.parent) if base.parent in final.parents else final}",
-          file=sys.stderr, flush=True)
+    print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
+          flush=True)
     t0 = time.perf_counter()
     km = _kernel_manager(staging)
     try:
