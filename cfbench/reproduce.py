@@ -318,7 +318,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
           flush=True)
     t0 = time.perf_counter()
-    km = _kernel_manager(staging)
+    km = _kernel_manager()
     try:
         pm.execute_notebook(
             str(root / "notebooks" / f"{run.study}.ipynb"),
@@ -359,19 +359,21 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     return info
 
 
-def _kernel_manager(where: Path) -> Any:
-    """A kernel on IPC sockets in ``where`` (local only, no plain-TCP ports; ipykernel warns about those)."""
+def _kernel_manager() -> Any:
+    """A kernel on IPC sockets (local only, no plain-TCP ports; ipykernel warns about those), in a
+    short temporary folder: a socket path must stay under ~100 characters."""
+    import tempfile
+
     from jupyter_client import KernelManager
 
-    return KernelManager(kernel_name="python3", transport="ipc", ip=str(where / ".kernel"))
+    return KernelManager(kernel_name="python3", transport="ipc",
+                         ip=str(Path(tempfile.mkdtemp(prefix="cfbench-")) / "k"))
 
 
 def _shutdown(km: Any) -> None:
     if km.has_kernel:
         km.shutdown_kernel(now=False)
-    base = Path(km.ip)  # IPC sockets are files named <ip>-<port>
-    for sock in base.parent.glob(base.name + "-*"):
-        sock.unlink(missing_ok=True)
+    shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
 
 
 def _one_line(exc: BaseException) -> str:
