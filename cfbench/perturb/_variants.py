@@ -13,9 +13,13 @@ from cfbench.io.transcripts import Transcript, load_transcripts, transcripts_fro
 from cfbench.core.render import render_transcript
 from cfbench.core.schema import VARIANT_COLUMNS
 
-from . import inject as _inject  # noqa: F401  (registers perturbers)
-from . import metadata as _metadata  # noqa: F401
-from . import turns as _turns  # noqa: F401
+from . import cues as _cues  # noqa: F401  (each module registers its perturber)
+from . import disability as _disability  # noqa: F401
+from . import disfluency as _disfluency  # noqa: F401
+from . import gender as _gender  # noqa: F401
+from . import header as _header  # noqa: F401
+from . import names as _names  # noqa: F401
+from . import style as _style  # noqa: F401
 from .base import TABLE_DIMENSIONS, Variant, get_perturber
 from .identify import identify_turns
 from .validate import check_variant

@@ -9,7 +9,10 @@
 * the transcript's length ratio stays within bounds, not counting declared
   additions (inserted turns, injected cue sentences); for LLM-made rewrites
   each rewritten turn's ratio too;
-* after a name swap the original agent name no longer appears.
+* after a name swap the original agent name no longer appears;
+* the edit scope (:mod:`cfbench.perturb.scope`): the word-level diff touches
+  only what the dimension intends; freely rewritten turns keep their numbers,
+  names, questions and do not copy a neighbour.
 
 It returns the list of failed guards (empty = valid). LLM-made variants are
 additionally checked by an LLM validator (:mod:`cfbench.perturb.llm`).
@@ -27,6 +30,7 @@ import pandas as pd
 from cfbench.io.transcripts import Transcript
 
 from .base import DIMENSIONS, Variant
+from .scope import rewrite_problems, scope_problems
 
 __all__ = ["check_variant", "fact_tokens", "rejection_table", "GuardSettings"]
 
@@ -121,6 +125,10 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
             r = len(e["after"]) / max(1, len(e["before"]))
             if not (GuardSettings.llm_turn_min_ratio <= r <= GuardSettings.llm_turn_max_ratio):
                 problems.append(f"turn {i} length ratio {r:.2f} out of bounds")
+    problems += scope_problems(original, variant)
+    scope = variant.checks.get("scope") or {}
+    if scope.get("rewrite"):
+        problems += rewrite_problems(original, variant, [int(i) for i in scope["rewrite"]])
     old = variant.checks.get("absent_name")
     if old:
         pat = re.compile(r"(?i)(?<![\w'’])" + re.escape(old.split()[0]) + r"(?!\w)")
