@@ -139,28 +139,37 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
 
 
 def rejection_table(variants: pd.DataFrame) -> pd.DataFrame:
-    """Per-dimension rejection rates, like the seed's Table 9.
+    """Per-dimension rejection counts, like the seed's Table 9, by who rejected.
 
     Counts variants that were actually made (applicable, operation not
-    ``none``); ``rejection_rate_pct`` = rejected / made * 100. Columns:
-    dimension, label, n_made, n_rejected, rejection_rate_pct, n_not_applicable,
-    top_reason.
+    ``none``). Columns: dimension, label, n_made, n_rejected,
+    rejection_rate_pct (= rejected / made * 100), n_rejected_guard,
+    n_rejected_llm, n_rejected_human (a variant is counted once, by the first
+    check that rejected it: guards, then the LLM validator, then human review),
+    n_not_applicable, top_reason.
     """
     rows = []
     df = variants[variants["dimension"] != "original"]
+    by = df["rejected_by"] if "rejected_by" in df.columns else None
     for dim, g in df.groupby("dimension", sort=False):
         made = g[g["applicable"].astype(bool) & (g["operation"] != "none")]
         rej = made[~made["valid"].astype(bool)]
-        reasons = Counter(str(r).split(";")[0].split(" (")[0] for r in rej["rejection_reason"] if r)
+        who = (by.loc[rej.index] if by is not None else pd.Series("guard", index=rej.index)).replace("", "guard")
+        reasons = Counter(str(r).split(";")[0].split(" (")[0].split(": ")[0] for r in rej["rejection_reason"] if r)
         rows.append({
             "dimension": dim,
             "label": DIMENSIONS[dim].label if dim in DIMENSIONS else dim,
             "n_made": int(len(made)),
             "n_rejected": int(len(rej)),
             "rejection_rate_pct": round(100.0 * len(rej) / len(made), 2) if len(made) else float("nan"),
+            "n_rejected_guard": int((who == "guard").sum()),
+            "n_rejected_llm": int((who == "llm").sum()),
+            "n_rejected_human": int((who == "human").sum()),
             "n_not_applicable": int((~g["applicable"].astype(bool)).sum()),
             "top_reason": reasons.most_common(1)[0][0] if reasons else "",
         })
-    return pd.DataFrame(rows, columns=["dimension", "label", "n_made", "n_rejected", "rejection_rate_pct",
-                                       "n_not_applicable", "top_reason"])
+    return pd.DataFrame(rows, columns=REJECTION_COLUMNS)
 
+
+REJECTION_COLUMNS = ["dimension", "label", "n_made", "n_rejected", "rejection_rate_pct", "n_rejected_guard",
+                     "n_rejected_llm", "n_rejected_human", "n_not_applicable", "top_reason"]
