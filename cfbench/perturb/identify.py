@@ -60,7 +60,7 @@ _DISABILITY = re.compile(r"(?i)\b(screen reader|screen magnifier|captions?|capti
 # capitalised word that is a known first name or is followed by "from/at/with/here/
 # speaking" or a comma/full stop -- "I am only able to help" is not an introduction.
 _INTRO_STRONG = re.compile(r"(?i:\b(?:my name is|my name's|the name is|name's|you're speaking with|you are speaking with|"
-                           r"you're speaking to|you are speaking to|you've reached|you have reached|this is))"
+                           r"you're speaking to|you are speaking to|this is))"
                            r"\s+([A-Za-z][a-z'\-]+)")
 _INTRO_WEAK = re.compile(r"(?i:\b(?:i am|i'm))\s+([A-Za-z][a-z'\-]+)(?=(\s+(?:from|at|with|here|speaking|and)\b|[,.!]))")
 _INTRO_SPEAKING = re.compile(r"^(?:(?:hi|hello|good (?:morning|afternoon|evening))[,!.]?\s+)?([A-Z][a-z'\-]+)\s+speaking\b",
@@ -181,6 +181,8 @@ def _intro_name(text: str) -> str:
             if len(cand) < 2 or cand.lower() in _NOT_NAMES:
                 continue
             capitalised = cand[0].isupper()
+            if re.match(r"\s+[A-Z]", text[m.end(1):]) and not _known_first_name(cand):
+                continue  # "this is Summit Auto Care": a company, not a person
             if pat is _INTRO_WEAK and not _known_first_name(cand) and not capitalised:
                 continue
             if not capitalised and not (lower_text and _known_first_name(cand)):

@@ -30,7 +30,7 @@ from .base import Variant
 
 __all__ = ["tokens", "scope_problems", "rewrite_problems", "content_words"]
 
-_TOKEN = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]")
 _SOFT_PUNCT = {".", ",", "!"}
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from cfbench.io.transcripts import Transcript
 
 from .base import DIMENSIONS, Variant
-from .scope import rewrite_problems, scope_problems
+from .scope import _remove_inserted, rewrite_problems, scope_problems
 
 __all__ = ["check_variant", "fact_tokens", "rejection_table", "GuardSettings"]
 
@@ -113,10 +113,8 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
     injected = [c for c in variant.checks.get("injected", []) or [] if isinstance(c, str)]
     kept = []
     for t in base:
-        text = t["text"]
-        for c in injected:
-            text = text.replace(" " + c, "", 1) if (" " + c) in text else text
-        kept.append(text)
+        here = [c for c in injected if c in t["text"]]
+        kept.append(_remove_inserted(t["text"], here)[0])
     ratio = len("\n".join(kept)) / max(1, len(orig_text))
     if not (min_ratio <= ratio <= max_ratio):
         problems.append(f"length ratio {ratio:.2f} outside [{min_ratio}, {max_ratio}]")
