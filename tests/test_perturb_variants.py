@@ -9,6 +9,7 @@ from cfbench.io.transcripts import load_transcripts, save_transcripts
 from cfbench.perturb import (DEFAULT_DIMENSIONS, DIMENSIONS, TABLE_DIMENSIONS, make_variants, rejection_table,
                              side_by_side)
 from cfbench.core.schema import VARIANT_COLUMNS
+from cfbench.perturb._variants import PROVENANCE_COLUMNS
 from cfbench.studies.contact_center_qa.synth import generate_transcripts, shipped_transcripts_path
 
 
@@ -34,7 +35,7 @@ def test_fifteen_table_dimensions():
 
 
 def test_frame_shape(frame, shipped):
-    assert list(frame.columns) == VARIANT_COLUMNS
+    assert list(frame.columns) == VARIANT_COLUMNS + PROVENANCE_COLUMNS
     per_item = 1 + sum(len(DIMENSIONS[d].conditions) for d in TABLE_DIMENSIONS)
     assert len(frame) == per_item * len(shipped)
     orig = frame[frame["dimension"] == "original"]

@@ -185,7 +185,9 @@ def _intro_name(text: str) -> str:
                 continue  # "this is Summit Auto Care": a company, not a person
             if pat is _INTRO_WEAK and not _known_first_name(cand) and not capitalised:
                 continue
-            if not capitalised and not (lower_text and _known_first_name(cand)):
+            asr_intro = lower_text and pat is _INTRO_STRONG and re.match(
+                r"\s*($|[,.!]|(from|at|with|here|speaking|and|calling)\b)", text[m.end(1):])
+            if not capitalised and not (lower_text and (_known_first_name(cand) or asr_intro)):
                 continue
             return cand
     return ""
