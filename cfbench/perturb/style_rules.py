@@ -44,7 +44,7 @@ def _compiled(dim: str) -> dict[str, Any]:
             when = re.compile(r["when"]) if r.get("when") else None
             prefix.append((r, forms, when))
         elif r["kind"] == "word":
-            for f in {*r["forms"], r["neutral"], r["marked"]}:
+            for f in {*r["forms"], r["neutral"], r["marked"]} - {""}:
                 words[f.lower()] = r
         else:
             raise ValueError(f"style_rules.yaml: unknown rule kind {r['kind']!r} in {dim}")
@@ -104,9 +104,17 @@ def _sentence(s: str, dim: str, level: str) -> tuple[str, bool]:
         nonlocal found
         found = True
         rule = c["words"][m.group(0).lower()]
-        return _case_like(m.group(0), rule[level], m.start() == 0)
+        return _case_like(m.group(0), rule[level], m.start() == 0) if rule[level] else "\0"
 
-    return c["word_re"].sub(sub, s), found
+    out = c["word_re"].sub(sub, s)
+    if "\0" in out:  # a phrase dropped: take a joining comma and the spaces with it
+        out = re.sub(r",\s*\0\s*,", ",", out)
+        out = re.sub(r"\s*,?\s*\0(?=\s*([.!?]|$))", "", out)
+        out = re.sub(r"^\s*\0\s*,?\s*", "", out)
+        out = re.sub(r"\s*\0\s*", " ", out)
+        if s[:1].isupper():
+            out = out[:1].upper() + out[1:]
+    return out, found
 
 
 def _split(text: str) -> list[str]:
