@@ -8,7 +8,7 @@ where small talk fits a real call:
   when that turn greets ("Hello", "Hi", "Good morning", "Welcome", ...);
 * ``closing``   -- a well-wish after the text of an agent turn in the last
   three turns that says goodbye;
-* ``smalltalk`` -- a personal remark after the text of an agent turn that
+* ``smalltalk`` -- a personal remark before the text of an agent turn that
   directly follows a customer's own small talk ("how are you?").
 
 At most one cue of each kind, all from the condition's group: one culture per
@@ -68,11 +68,12 @@ def fit_cue(text: str, cue: str) -> str:
 
 
 def place_cue(text: str, cue: str, kind: str) -> str:
-    """``text`` with ``cue`` added as its own sentence: before it for a greeting, after it otherwise.
+    """``text`` with ``cue`` added as its own sentence: before it for a greeting or a small-talk
+    answer, after it for a closing.
 
     The turn's own text is kept byte for byte (no punctuation is added to it).
     """
-    if kind == "greeting":
+    if kind in ("greeting", "smalltalk"):  # a salutation opens the turn; an answer to small talk comes first
         return f"{cue} {text.lstrip()}" if text.strip() else cue
     return f"{text.rstrip()} {cue}"
 

@@ -42,7 +42,8 @@ def _compiled(dim: str) -> dict[str, Any]:
         elif r["kind"] == "prefix":
             forms = sorted({*r["forms"], r["neutral"], r["marked"]} - {""}, key=len, reverse=True)
             when = re.compile(r["when"]) if r.get("when") else None
-            prefix.append((r, forms, when))
+            unless = re.compile(r["unless"]) if r.get("unless") else None
+            prefix.append((r, forms, when, unless))
         elif r["kind"] == "word":
             for f in {*r["forms"], r["neutral"], r["marked"]} - {""}:
                 words[f.lower()] = r
@@ -66,11 +67,10 @@ def _fill(template: str, groups: dict[str, str]) -> str:
 
 
 def _case_like(src: str, new: str, at_start: bool) -> str:
-    if src.isupper() and len(src) > 1 and " " not in new:
-        return new.upper()
-    if re.match(r"(?i)i(\s|'|’|$)", new):
-        new = "I" + new[1:]
-    if src[:1].isupper() and (at_start or not (src.isupper() and len(src) > 1)):
+    new = re.sub(r"(?<![\w'’])i(?=$|\s|['’])", "I", new)  # the pronoun is always upper-case
+    if src.isupper() and len(src) > 2 and " " not in new:
+        return new.upper()  # an acronym stays one: ASAP
+    if src[:1].isupper() and (at_start or not (src.isupper() and len(src) > 2)):
         return new[:1].upper() + new[1:]
     return new
 
@@ -83,16 +83,17 @@ def _sentence(s: str, dim: str, level: str) -> tuple[str, bool]:
             m = f.match(s)
             if m:
                 return _fill(rule[level], m.groupdict()), True
-    for rule, forms, when in c["prefix"]:
+    for rule, forms, when, unless in c["prefix"]:
         hit = next((f for f in forms if s.startswith(f)), None)
         rest = s[len(hit):] if hit else s
-        if hit is None and (when is None or not when.search(s) or not rule[level]):
+        first = re.match(r"[\w'’]+", rest)
+        if hit is None and (not rule[level] or when is None or not when.search(s)
+                            or (unless is not None and unless.search(s))
+                            or not first or first.group(0).lower() not in _LOWER_OK):
             continue
         new_prefix = rule[level]
         if hit is None:
-            first = re.match(r"[\w'’]+", rest)
-            if first and first.group(0).lower() in _LOWER_OK:
-                rest = rest[:1].lower() + rest[1:]
+            rest = rest[:1].lower() + rest[1:]
         elif not new_prefix:
             rest = rest[:1].upper() + rest[1:]
         return new_prefix + rest, hit is not None or bool(rule[level])
