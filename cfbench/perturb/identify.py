@@ -269,7 +269,7 @@ def find_gender_words(text: str, *, start: int = 0, end: int | None = None,
     return out
 
 
-_SELF_REFERENCE = re.compile(r"(?i)\b(call me|i am|i'm|i’m|my name is|it's|it is|me)\s*,?\s*(?:a\s+)?$")
+_SELF_REFERENCE = re.compile(r"(?i)\b(call me|i am|i'm|i’m|my name is|it's|it is)\s*,?\s*(?:a\s+)?$")
 _ARTICLE_BEFORE = re.compile(r"(?i)\b(a|an|the|this|that|some|young|old|dear)\s+$")
 # "miss" addresses someone only as a standalone word: after a greeting/thanks/yes/no or
 # at the start, and followed by punctuation or the end ("Thank you, miss.", "Excuse me miss,").
