@@ -64,6 +64,12 @@ def rewrite_drops_name(chat: Chat) -> str:
     return json.dumps({"trans_turn": "Sarah Brown"})
 
 
+def rewrite_negates(chat: Chat) -> str:
+    """Turns "only able" into "not able", as the small model did on STAR."""
+    target, _ = _target_line(chat)
+    return json.dumps({"trans_turn": target.replace("only able", "not able")})
+
+
 def identify_name_after_this_is(chat: Chat) -> str:
     """The name after "this is" in turn 1, nothing else."""
     obj: dict[str, Any] = {k: "" for k in ("agent_name", "agent_gender", "agent_race", "agent_religion")}

@@ -12,7 +12,7 @@ from cfbench.perturb.llm import identify_turns_llm
 from cfbench.perturb.llm_tasks import (numbered_transcript, parse_identify, parse_rewrite, parse_validate,
                                        rewrite_messages, validate_messages)
 from perturb_doubles import (each, failed, from_spec, garbage, identify_name_after_this_is, rewrite_drops_name,
-                             rewrite_flaky, rewrite_tag, validate_no, validate_yes)
+                             rewrite_flaky, rewrite_negates, rewrite_tag, validate_no, validate_yes)
 
 U = transcripts_from_records([{"id": "u1", "turns": [
     {"speaker": "agent", "text": "Hello, this is Omar from Ledgerly. How can I help?"},
@@ -141,6 +141,19 @@ def test_a_rewrite_that_loses_the_content_is_rejected_by_the_guards():
     row = v[v["condition"] == "polite"].iloc[0]
     assert row["applicable"] and not row["valid"] and row["rejected_by"] == "guard"
     assert "a question became a statement" in row["rejection_reason"]
+
+
+def test_a_rewrite_that_flips_meaning_is_rejected_by_the_guards():
+    from cfbench.io.transcripts import transcripts_from_records
+
+    t = transcripts_from_records([{"id": "s", "turns": [
+        {"speaker": "customer", "text": "Can you book a hotel?"},
+        {"speaker": "agent", "text": "I am sorry, I don't quite understand what you mean. I am only able to help "
+                                     "you issue fraud reports."}]}])
+    v = make_variants(t, dimensions=["formality"], rewrite_judge=each(rewrite_negates), max_regenerations=0,
+                      progress=False)
+    row = v[v["condition"] == "formal"].iloc[0]
+    assert not row["valid"] and "negation/limiting words changed" in row["rejection_reason"]
 
 
 def test_failed_calls_are_failures_not_rewrites():

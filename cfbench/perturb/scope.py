@@ -167,10 +167,20 @@ def _entities(text: str) -> list[str]:
     return sorted(out)
 
 
+_POLARITY = re.compile(r"(?i)\b(not|no|never|none|nothing|nobody|cannot|only|without)\b|n['’]t\b")
+
+
+def _polarity(text: str) -> list[str]:
+    """Negation and limiting words, in order ("can't" counts as "not"): a rewrite must keep them."""
+    return ["not" if m.group(0).lower().endswith(("n't", "n’t")) or m.group(0).lower() == "cannot" else m.group(0).lower()
+            for m in _POLARITY.finditer(text)]
+
+
 def rewrite_problems(original: Transcript, variant: Variant, turns: Sequence[int]) -> list[str]:
     """Content-survival checks for freely rewritten turns (LLM style rewrites).
 
-    Numbers and capitalised names/entities of the original turn survive, a
+    Numbers and capitalised names/entities of the original turn survive, so do
+    negation and limiting words ("not", "no", "never", "only", "can't"), a
     question stays a question, the rewrite is not empty and does not copy a
     neighbouring turn.
     """
@@ -187,6 +197,8 @@ def rewrite_problems(original: Transcript, variant: Variant, turns: Sequence[int
         lost = sorted(set(_entities(before)) - set(tokens(after)))
         if lost:
             problems.append(f"turn {i} rewrite lost {lost}")
+        if _polarity(before) != _polarity(after):
+            problems.append(f"turn {i}: negation/limiting words changed ({_polarity(before)} -> {_polarity(after)})")
         if "?" in before and "?" not in after:
             problems.append(f"turn {i}: a question became a statement")
         neighbours = [original.turns[j].text for j in (i - 1, i + 1) if 0 <= j < len(original.turns)]
