@@ -90,5 +90,22 @@ def test_rejection_table_counts_made_variants_only():
     ]
     tab = rejection_table(pd.DataFrame(rows))
     assert tab.to_dict("records") == [{"dimension": "politeness", "label": "Politeness", "n_made": 2, "n_rejected": 1,
-                                       "rejection_rate_pct": 50.0, "n_not_applicable": 1,
+                                       "rejection_rate_pct": 50.0, "n_rejected_guard": 1, "n_rejected_llm": 0,
+                                       "n_rejected_human": 0, "n_not_applicable": 1,
                                        "top_reason": "numbers/dates changed"}]
+
+
+def test_rejection_table_splits_guard_llm_and_human():
+    import pandas as pd
+
+    base = {"dimension": "formality", "applicable": True, "operation": "turn_transformation"}
+    rows = [{**base, "valid": True, "rejection_reason": "", "rejected_by": ""},
+            {**base, "valid": False, "rejection_reason": "edit outside scope at turn 2: 'a' -> 'b'",
+             "rejected_by": "guard"},
+            {**base, "valid": False, "rejection_reason": "validator: not equivalent (x)", "rejected_by": "llm"},
+            {**base, "valid": False, "rejection_reason": "human review", "rejected_by": "human"},
+            {**base, "valid": False, "rejection_reason": "human review", "rejected_by": "human"}]
+    r = rejection_table(pd.DataFrame(rows)).iloc[0]
+    assert (r["n_made"], r["n_rejected"], r["n_rejected_guard"], r["n_rejected_llm"], r["n_rejected_human"]) == \
+        (5, 4, 1, 1, 2)
+    assert r["rejection_rate_pct"] == 80.0 and r["top_reason"] == "human review"

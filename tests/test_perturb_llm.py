@@ -10,7 +10,9 @@ from cfbench.io.transcripts import transcripts_from_records
 from cfbench.perturb import make_variants
 from cfbench.perturb.llm import identify_turns_llm
 from cfbench.perturb.llm_tasks import (numbered_transcript, parse_identify, parse_rewrite, parse_validate,
-                                       rewrite_request, validate_request)
+                                       rewrite_messages, validate_messages)
+from perturb_doubles import (each, failed, from_spec, garbage, identify_name_after_this_is, rewrite_drops_name,
+                             rewrite_flaky, rewrite_negates, rewrite_tag, validate_no, validate_yes)
 
 U = transcripts_from_records([{"id": "u1", "turns": [
     {"speaker": "agent", "text": "Hello, this is Omar from Ledgerly. How can I help?"},
@@ -24,7 +26,8 @@ U = transcripts_from_records([{"id": "u1", "turns": [
 def test_parse_rewrite():
     assert parse_rewrite('{"trans_turn": "Agent: Please hold."}')["text"] == "Please hold."
     assert parse_rewrite('```json\n{"trans_turn": ["One line."]}\n```')["text"] == "One line."
-    for bad in ("", "Sure! Here you go", '{"trans_turn": ""}', '{"other": "x"}', "[1, 2]"):
+    for bad in ("", "Sure! Here you go", '{"trans_turn": ""}', '{"other": "x"}', "[1, 2]",
+                '{"trans_turn": "N/A"}', '{"trans_turn": "Not sure."}', '{"trans_turn": "I can\'t help with that."}'):
         r = parse_rewrite(bad)
         assert r["parse_ok"] is False and r["text"] is None and r["parse_error"]
 
@@ -50,24 +53,37 @@ def test_parse_identify_converts_to_zero_based_and_checks_ranges():
 
 
 def test_prompts_put_the_varying_text_last():
-    r = rewrite_request("x", dimension="politeness", condition="polite", target="Hold on.", left="Hi", right="Ok")
-    assert r.messages[0]["role"] == "system" and "Hold on." not in r.messages[0]["content"]
-    assert r.messages[1]["content"].rstrip().endswith("Target line (Agent): Hold on.")
-    assert r.config.json_schema is not None and r.repeat == 0 and r.config.temperature == 0.0
-    r2 = rewrite_request("x", dimension="politeness", condition="polite", target="Hold on.", attempt=2, seed=1)
-    assert r2.repeat == 2 and r2.config.temperature > 0 and r2.config.seed == 3
-    v = validate_request("v", "A text", "B text")
-    assert v.messages[1]["content"].index("A text") < v.messages[1]["content"].index("B text")
+    r = rewrite_messages(dimension="politeness", condition="polite", target="Hold on.", left="Hi", right="Ok")
+    assert r[0]["role"] == "system" and "Hold on." not in r[0]["content"]
+    assert r[1]["content"].rstrip().endswith("Target line (Agent): Hold on.")
+    r2 = rewrite_messages(dimension="politeness", condition="polite", target="Hold on.", left="Hi", right="Ok",
+                          attempt=2)
+    assert "Attempt 3" in r2[0]["content"] and r2[1] == r[1]  # a retry is a different chat, same varying text
+    v = validate_messages("A text", "B text")
+    assert v[1]["content"].index("A text") < v[1]["content"].index("B text")
     assert numbered_transcript([{"speaker": "agent", "text": "Hi"}]) == "[1] Agent: Hi"
+    assert parse_rewrite('{"trans_turn": "I cannot authenticate you with that PIN."}')["parse_ok"]
+
+
+def test_perturb_never_imports_the_judge_layer():
+    import ast
+    from pathlib import Path
+
+    import cfbench.perturb as pkg
+
+    for f in Path(pkg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("cfbench.judges"), f.name
 
 
 def _llm(rewrite, validate):
-    return make_variants(U, dimensions=["politeness"], rewrite_judge=f"scripted:{rewrite}",
-                         validate_judge=f"scripted:{validate}" if validate else None, progress=False)
+    return make_variants(U, dimensions=["politeness"], rewrite_judge=each(rewrite),
+                         validate_judge=each(validate) if validate else None, progress=False)
 
 
 def test_rewrite_validated_on_first_attempt():
-    v = _llm("perturb-rewrite", "perturb-validate")
+    v = _llm(rewrite_tag, validate_yes)
     polite = v[v["condition"] == "polite"].iloc[0]
     assert polite["applicable"] and polite["valid"] and polite["reason"] == "LLM rewrite, attempt 1"
     assert [e["turn"] for e in polite["edits"]] == [2, 4]  # the agent turns with politeness markers
@@ -76,20 +92,20 @@ def test_rewrite_validated_on_first_attempt():
 
 
 def test_guard_failure_triggers_regeneration():
-    v = _llm("perturb-rewrite-flaky", "perturb-validate")
+    v = _llm(rewrite_flaky, validate_yes)
     row = v[v["condition"] == "neutral"].iloc[0]
     assert row["valid"] and row["reason"] == "LLM rewrite, attempt 2"
     assert "999" not in " ".join(t["text"] for t in row["turns"])
 
 
 def test_validator_rejection_is_kept_with_reason_after_three_regenerations():
-    v = _llm("perturb-rewrite", "perturb-validate-reject")
+    v = _llm(rewrite_tag, validate_no)
     row = v[v["condition"] == "polite"].iloc[0]
     assert row["applicable"] and not row["valid"]
     assert row["rejection_reason"] == "validator: not equivalent (outcome differs); rejected after 4 attempt(s)"
     assert row["turns"] is not None  # the rejected text is kept
-    once = make_variants(U, dimensions=["politeness"], rewrite_judge="scripted:perturb-rewrite",
-                         validate_judge="scripted:perturb-validate-reject", max_regenerations=0, progress=False)
+    once = make_variants(U, dimensions=["politeness"], rewrite_judge=each(rewrite_tag),
+                         validate_judge=each(validate_no), max_regenerations=0, progress=False)
     assert once[once["condition"] == "polite"].iloc[0]["rejection_reason"].endswith("after 1 attempt(s)")
 
 
@@ -98,10 +114,10 @@ def test_llm_check_all_validates_deterministic_variants():
     from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
     ts = generate_transcripts(2, seed=0)
-    ok = make_variants(ts, dimensions=["gender", "priming"], validate_judge="scripted:perturb-validate",
+    ok = make_variants(ts, dimensions=["gender", "priming"], validate_judge=each(validate_yes),
                        llm_check_all=True, progress=False)
     assert ok[ok["applicable"]]["valid"].all()
-    bad = make_variants(ts, dimensions=["gender", "priming"], validate_judge="scripted:perturb-validate-reject",
+    bad = make_variants(ts, dimensions=["gender", "priming"], validate_judge=each(validate_no),
                         llm_check_all=True, progress=False)
     g = bad[(bad["dimension"] == "gender") & bad["applicable"]]
     assert len(g) and (~g["valid"]).all() and (g["rejection_reason"] == "validator: not equivalent (outcome differs)").all()
@@ -112,33 +128,62 @@ def test_llm_check_all_validates_deterministic_variants():
         make_variants(ts, dimensions=["gender"], llm_check_all=True, progress=False)
 
 
-def test_without_rewrite_judge_style_is_not_applicable():
+def test_without_rewrite_judge_style_uses_the_rules():
     v = make_variants(U, dimensions=["politeness"], progress=False)
-    assert not v[v["condition"] == "polite"].iloc[0]["applicable"]
+    neutral = v[v["condition"] == "neutral"].iloc[0]
+    assert neutral["applicable"] and neutral["valid"] and neutral["reason"] == "style rules"
+    assert neutral["perturber"] == "politeness@2"
+
+
+def test_a_rewrite_that_loses_the_content_is_rejected_by_the_guards():
+    v = make_variants(U, dimensions=["politeness"], rewrite_judge=each(rewrite_drops_name), max_regenerations=1,
+                      progress=False)
+    row = v[v["condition"] == "polite"].iloc[0]
+    assert row["applicable"] and not row["valid"] and row["rejected_by"] == "guard"
+    assert "a question became a statement" in row["rejection_reason"]
+
+
+def test_a_rewrite_that_flips_meaning_is_rejected_by_the_guards():
+    from cfbench.io.transcripts import transcripts_from_records
+
+    t = transcripts_from_records([{"id": "s", "turns": [
+        {"speaker": "customer", "text": "Can you book a hotel?"},
+        {"speaker": "agent", "text": "I am sorry, I don't quite understand what you mean. I am only able to help "
+                                     "you issue fraud reports."}]}])
+    v = make_variants(t, dimensions=["formality"], rewrite_judge=each(rewrite_negates), max_regenerations=0,
+                      progress=False)
+    row = v[v["condition"] == "formal"].iloc[0]
+    assert not row["valid"] and "negation/limiting words changed" in row["rejection_reason"]
+
+
+def test_failed_calls_are_failures_not_rewrites():
+    v = make_variants(U, dimensions=["politeness"], rewrite_judge=each(failed), max_regenerations=0,
+                      progress=False)
+    row = v[v["condition"] == "polite"].iloc[0]
+    assert not row["valid"] and "rewrite call failed" in row["rejection_reason"]
+    with pytest.raises(TypeError, match="judge callable"):
+        make_variants(U, dimensions=["politeness"], rewrite_judge="scripted:x", progress=False)
 
 
 def test_llm_identifier_contract():
-    out = identify_turns_llm(U, "scripted:perturb-identify", progress=False)
+    out = identify_turns_llm(U, each(identify_name_after_this_is), progress=False)
     assert out[0]["parse_ok"] and out[0]["identification"]["name_turns"] == [0]
     assert out[0]["identification"]["agent_name"] == "Omar"
-    bad = identify_turns_llm(U, "scripted:garbage", progress=False)
+    bad = identify_turns_llm(U, each(garbage), progress=False)
     assert bad[0]["parse_ok"] is False and bad[0]["identification"] is None and bad[0]["raw"]
 
 
 @pytest.mark.local_model
 def test_local_model_rewrites_one_line_and_validator_answers():
-    from cfbench.judges import run_requests
-
-    req = rewrite_request("t", dimension="politeness", condition="polite",
-                          target="Give me your account number.", left="I was charged twice.", right="It is 4471.")
-    r = run_requests("local:qwen2.5-coder-1.5b", [req], progress=False).judgments.iloc[0]
-    parsed = parse_rewrite(r["text"])
-    assert parsed["parse_ok"], r["text"]
+    complete = from_spec("local:qwen2.5-coder-1.5b")
+    chat = rewrite_messages(dimension="politeness", condition="polite", target="Give me your account number.",
+                            left="I was charged twice.", right="It is 4471.")
+    text = complete([chat])[0]
+    parsed = parse_rewrite(text)
+    assert parsed["parse_ok"], text
     assert "account number" in parsed["text"].lower()
-    v = run_requests("local:qwen2.5-coder-1.5b",
-                     [validate_request("v", "Agent: The refund is $40.", "Agent: The refund is $90.")],
-                     progress=False).judgments.iloc[0]
-    assert parse_validate(v["text"])["parse_ok"], v["text"]
+    v = complete([validate_messages("Agent: The refund is $40.", "Agent: The refund is $90.")])[0]
+    assert parse_validate(v)["parse_ok"], v
 
 
 def test_llm_identification_drives_the_perturbers():
@@ -152,11 +197,11 @@ def test_llm_identification_drives_the_perturbers():
     ident = TurnIdentification.from_llm(data, t)
     assert ident.source == "llm"
     assert ident.gender_words == [{"turn": 5, "start": 8, "end": 11, "word": "sir"}]  # "she" is not in the turn
-    v = make_variants(U, dimensions=["gender"], identify_judge="scripted:perturb-identify", progress=False)
+    v = make_variants(U, dimensions=["gender"], identify_judge=each(identify_name_after_this_is), progress=False)
     # the scripted identifier reports the name in turn 1 only and no gender words
     female = v[v["condition"] == "female"].iloc[0]
     assert [e["turn"] for e in female["edits"]] == [0]
-    v2 = make_variants(U, dimensions=["gender"], identify_judge="scripted:garbage", progress=False)
+    v2 = make_variants(U, dimensions=["gender"], identify_judge=each(garbage), progress=False)
     row = v2[v2["condition"] == "female"].iloc[0]
     assert "rule-based identification used" in row["reason"]
     assert [e["turn"] for e in row["edits"]] == [0, 5]  # rules: name + "sir"
@@ -168,7 +213,7 @@ def test_validator_calibration_pairs():
 
     ts = [t for t in generate_transcripts(10, seed=0) if t.agent_name and t.meta["outcome"] == "resolved"][:2]
     assert len(ts) == 2
-    cal = validator_calibration(ts, "scripted:perturb-validate", progress=False)
+    cal = validator_calibration(ts, each(validate_yes), progress=False)
     assert list(cal["kind"].value_counts().sort_index().items()) == [("corrupted", 4), ("preserving", 4)]
     assert cal["parse_ok"].all() and cal["equivalent"].all()  # this double accepts everything
     changed = cal[cal["variant"].str.startswith("number_changed")]
@@ -177,5 +222,5 @@ def test_validator_calibration_pairs():
     assert cal.loc[cal["kind"] == "preserving", "guards_pass"].all()
     assert not cal.loc[cal["kind"] == "corrupted", "guards_pass"].any()
     assert cal.loc[changed.index, "guard_failures"].str.startswith("numbers/dates changed").all()
-    rej = validator_calibration(ts, "scripted:perturb-validate-reject", progress=False)
+    rej = validator_calibration(ts, each(validate_no), progress=False)
     assert (~rej["equivalent"].astype(bool)).all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cfbench.perturb import DIMENSIONS, get_perturber, identify_turns, render_transcript
-from cfbench.perturb.metadata import header_text
+from cfbench.perturb.header import header_text
 from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
 T = generate_transcripts(1, seed=0)[0]

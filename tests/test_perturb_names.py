@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cfbench.io.transcripts import transcripts_from_records
-from cfbench.perturb import get_perturber, identify_turns, replace_name
+from cfbench.perturb import check_variant, get_perturber, identify_turns, replace_name
 from cfbench.perturb.base import load_data
 
 NAMES = load_data("names.yaml")
@@ -52,7 +52,8 @@ def test_cues_variant_uses_the_same_name_as_name_only():
     for cond in NAMES["ethnicity"]:
         a = get_perturber("ethnicity_name").perturb(T, ident, cond, seed=3)
         b = get_perturber("ethnicity_cues").perturb(T, ident, cond, seed=3)
-        assert a.turns[0]["text"] == b.turns[0]["text"]
+        cue = next(c for c in b.checks["injected"] if c in b.turns[0]["text"])
+        assert b.turns[0]["text"] == f"{cue} {a.turns[0]['text']}"  # same name, the greeting cue before it
 
 
 def test_seed_changes_the_choice_and_same_seed_repeats():
@@ -66,9 +67,15 @@ def test_seed_changes_the_choice_and_same_seed_repeats():
 def test_not_applicable_without_a_name_in_the_text():
     t = transcripts_from_records([{"id": "n2", "turns": [{"speaker": "agent", "text": "Thanks for calling."},
                                                           {"speaker": "customer", "text": "Hi."}]}])[0]
-    for d in ("ethnicity_name", "religion_name", "ethnicity_cues", "religion_cues"):
+    for d in ("ethnicity_name", "religion_name"):
         v = get_perturber(d).perturb(t, identify_turns(t), get_perturber(d).dimension.conditions[0], seed=0)
-        assert not v.applicable and v.reason == "agent name not found in any turn"
+        assert not v.applicable and v.reason == "no agent name: the agent never introduces one and the record gives none"
+    # with-cues variants need no name: without a name they carry the cues only, and say so
+    t2 = transcripts_from_records([{"id": "n2b", "turns": [{"speaker": "agent", "text": "Hello, how can I help?"},
+                                                           {"speaker": "customer", "text": "Hi."}]}])[0]
+    v = get_perturber("religion_cues").perturb(t2, identify_turns(t2), "judaism", seed=0)
+    assert v.applicable and v.reason == "cues only: the agent gives no name to swap"
+    assert check_variant(t2, v) == []
 
 
 def test_name_found_from_introduction_when_agent_name_missing():

@@ -82,10 +82,16 @@ def test_only_the_dimensions_slots_change_on_synthetic_transcripts():
                             assert piece["text"] in turn["text"]
 
 
-def test_user_transcript_without_plan_is_not_applicable():
-    u = transcripts_from_records([{"id": "u", "turns": [{"speaker": "agent", "text": "Please hold."}]}])[0]
-    v = get_perturber("politeness").perturb(u, identify_turns(u), "polite", seed=0)
-    assert not v.applicable and "plan" in v.reason
+def test_user_transcript_without_plan_uses_the_style_rules():
+    u = transcripts_from_records([{"id": "u", "turns": [{"speaker": "agent", "text": "Please hold."},
+                                                        {"speaker": "agent", "text": "The table is ready."}]}])[0]
+    ident = identify_turns(u)
+    assert ident.politeness_turns == [0]
+    neutral = get_perturber("politeness").perturb(u, ident, "neutral", seed=0)
+    assert neutral.applicable and neutral.turns[0]["text"] == "Hold." and neutral.reason == "style rules"
+    assert check_variant(u, neutral) == []
+    polite = get_perturber("politeness").perturb(u, ident, "polite", seed=0)  # already polite: nothing to add
+    assert not polite.applicable and "politeness rule" in polite.reason
 
 
 def test_edited_plan_falls_back_to_rules():

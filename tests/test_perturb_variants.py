@@ -9,6 +9,7 @@ from cfbench.io.transcripts import load_transcripts, save_transcripts
 from cfbench.perturb import (DEFAULT_DIMENSIONS, DIMENSIONS, TABLE_DIMENSIONS, make_variants, rejection_table,
                              side_by_side)
 from cfbench.core.schema import VARIANT_COLUMNS
+from cfbench.perturb._variants import PROVENANCE_COLUMNS
 from cfbench.studies.contact_center_qa.synth import generate_transcripts, shipped_transcripts_path
 
 
@@ -34,7 +35,7 @@ def test_fifteen_table_dimensions():
 
 
 def test_frame_shape(frame, shipped):
-    assert list(frame.columns) == VARIANT_COLUMNS
+    assert list(frame.columns) == VARIANT_COLUMNS + PROVENANCE_COLUMNS
     per_item = 1 + sum(len(DIMENSIONS[d].conditions) for d in TABLE_DIMENSIONS)
     assert len(frame) == per_item * len(shipped)
     orig = frame[frame["dimension"] == "original"]
@@ -104,3 +105,23 @@ def test_plain_dict_records_are_validated():
     from cfbench.core.errors import InputError
     with pytest.raises(InputError):
         make_variants([{"id": "b", "turns": [{"speaker": "bot", "text": "x"}]}], progress=False)
+
+
+def test_each_perturber_has_a_frozen_description_recorded_on_its_rows():
+    import dataclasses
+
+    from cfbench.perturb.base import perturbers
+
+    for dim, p in perturbers().items():
+        d = p.description
+        assert d.name == dim and d.version >= 1 and d.does
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            d.version = 99  # type: ignore[misc]
+        assert d.to_dict()["parameters"] == dict(d.parameters)
+    assert perturbers()["religion_cues"].description.to_dict()["parameters"]["cues_version"] == 2
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
+
+    v = make_variants(generate_transcripts(2, seed=0), dimensions=["politeness", "religion_cues"], progress=False)
+    tags = v.groupby("dimension")["perturber"].unique().to_dict()
+    assert list(tags["original"]) == ["original"]
+    assert list(tags["politeness"]) == ["politeness@2"] and list(tags["religion_cues"]) == ["religion_cues@2"]

@@ -13,15 +13,24 @@ from cfbench.io.transcripts import Transcript, load_transcripts, transcripts_fro
 from cfbench.core.render import render_transcript
 from cfbench.core.schema import VARIANT_COLUMNS
 
-from . import inject as _inject  # noqa: F401  (registers perturbers)
-from . import metadata as _metadata  # noqa: F401
-from . import turns as _turns  # noqa: F401
+from . import cues as _cues  # noqa: F401  (each module registers its perturber)
+from . import disability as _disability  # noqa: F401
+from . import disfluency as _disfluency  # noqa: F401
+from . import gender as _gender  # noqa: F401
+from . import header as _header  # noqa: F401
+from . import names as _names  # noqa: F401
+from . import style as _style  # noqa: F401
 from .base import TABLE_DIMENSIONS, Variant, get_perturber
+from .llm_tasks import Complete
 from .identify import identify_turns
 from .validate import check_variant
 
 __all__ = ["make_variants", "render_transcript", "side_by_side", "variant_id", "original_variant_id",
-           "DEFAULT_DIMENSIONS"]
+           "DEFAULT_DIMENSIONS", "PROVENANCE_COLUMNS", "apply_decisions", "read_decisions"]
+
+#: Columns after :data:`VARIANT_COLUMNS`: which perturber (``name@version``) made the row,
+#: and who rejected it ("" when valid; "guard", "llm", "human" or "not applicable").
+PROVENANCE_COLUMNS = ["perturber", "rejected_by"]
 
 #: ``make_variants(dimensions=None)`` makes these: the 15 table rows.
 DEFAULT_DIMENSIONS: tuple[str, ...] = TABLE_DIMENSIONS
@@ -49,7 +58,8 @@ def _as_transcripts(transcripts: Any) -> list[Transcript]:
                                     source="make_variants")
 
 
-def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: list[str]) -> dict[str, Any]:
+def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: list[str], *,
+         perturber: str = "", by: str = "guard") -> dict[str, Any]:
     return {
         "item_id": t.id,
         "dimension": dim,
@@ -64,50 +74,56 @@ def _row(t: Transcript, dim: str, cond: str, v: Variant, seed: int, problems: li
         "reason": v.reason,
         "valid": bool(v.applicable and not problems),
         "rejection_reason": "not applicable" if not v.applicable else "; ".join(problems),
+        "perturber": perturber,
+        "rejected_by": "not applicable" if not v.applicable else (by if problems else ""),
     }
 
 
 def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                   dimensions: Sequence[str] | None = None, seed: int = 0,
-                  rewrite_judge: str | None = None, validate_judge: str | None = None,
-                  identify_judge: str | None = None, max_regenerations: int = 3,
-                  llm_check_all: bool = False, progress: bool = True) -> pd.DataFrame:
+                  rewrite_judge: Complete | None = None, validate_judge: Complete | None = None,
+                  identify_judge: Complete | None = None, max_regenerations: int = 3,
+                  llm_check_all: bool = False, decisions: Any = None, progress: bool = True) -> pd.DataFrame:
     """Every counterfactual variant of every transcript, as a tidy frame.
 
     Parameters
     ----------
     transcripts : list of Transcript, list of JSONL-shaped dicts, or a path
-        A path is read with :func:`cfbench.io.transcripts.load_transcripts`.
+        A path is read with :func:`cfbench.io.transcripts.load_transcripts`
+        (STAR dialogues: :func:`cfbench.io.star.load_star` first).
     dimensions : sequence of str, optional
         Dimension ids (default: the 15 table rows, :data:`DEFAULT_DIMENSIONS`;
         ``"disfluency"`` is available as an extra).
     seed : int
-        With the item id, determines every random choice (names, cue turns,
-        cues, insertion points, header fillers).
-    rewrite_judge, validate_judge : judge spec, optional
-        For style dimensions on transcripts without a synthetic plan, rewrite
-        the identified turns with ``rewrite_judge`` and check each result with
-        ``validate_judge``, regenerating up to ``max_regenerations`` times after
-        the first attempt. Without ``rewrite_judge`` those variants are
-        ``applicable=False``.
+        With the item id, determines every random choice (names, cues,
+        templates, header fillers).
+    identify_judge, rewrite_judge, validate_judge : judge callable, optional
+        :data:`cfbench.perturb.llm_tasks.Complete` -- a batch of chat message
+        lists in, one reply text (``None`` = failed call) per chat out; the
+        study builds it from a judge spec. ``identify_judge`` identifies the
+        turns of transcripts without a synthetic plan (a reply that fails the
+        contract falls back to the rules for that item, noted in ``reason``).
+        ``rewrite_judge`` rewrites the style variants of such transcripts
+        (instead of the style rules), each checked by the guards and, with
+        ``validate_judge``, an LLM equivalence check, regenerating up to
+        ``max_regenerations`` times after the first attempt.
     llm_check_all : bool
-        Also send every deterministic Operation-1/2 variant that passed the
-        guards to ``validate_judge`` (the seed validated all of them); a
-        "not equivalent" verdict marks it invalid with the validator's reason.
-    identify_judge : judge spec, optional
-        Identify turns of transcripts without a synthetic plan with this LLM
-        (JSON contract, :mod:`cfbench.perturb.llm_tasks`) instead of the rules;
-        a reply that fails the contract falls back to the rules for that item
-        (the row's ``reason`` of each applicable variant then says so).
+        Also send every Operation-1/2 variant that passed the guards to
+        ``validate_judge``; "not equivalent" marks it invalid (``rejected_by="llm"``).
+    decisions : path or DataFrame, optional
+        Human review decisions (the CSV exported by ``review.html``: columns
+        ``variant_id`` and ``decision`` accept/reject); rejected variants become
+        invalid with reason "human review" (``rejected_by="human"``).
 
     Returns
     -------
-    DataFrame with :data:`cfbench.core.schema.VARIANT_COLUMNS`: one ``original``
-    row per item, then one row per (item, dimension, condition). ``turns`` is
-    a list of ``{"speaker", "text"}`` (None when not applicable), ``edits`` a
-    list of ``{"turn", "op", "speaker", "before", "after"}``, ``header`` a
-    string or None. ``valid`` is False when a guard failed
-    (``rejection_reason`` says which) or the row is not applicable.
+    DataFrame with :data:`cfbench.core.schema.VARIANT_COLUMNS` then
+    :data:`PROVENANCE_COLUMNS`: one ``original`` row per item, then one row
+    per (item, dimension, condition). ``turns`` is a list of ``{"speaker",
+    "text"}`` (None when not applicable), ``edits`` a list of ``{"turn", "op",
+    "speaker", "before", "after"}``, ``header`` a string or None. ``valid`` is
+    False when a guard, the LLM validator or a human rejected the row
+    (``rejection_reason`` says why) or the row is not applicable.
     """
     ts = _as_transcripts(transcripts)
     dims = list(DEFAULT_DIMENSIONS if dimensions is None else dimensions)
@@ -115,11 +131,13 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
         get_perturber(d)  # raises KeyError on an unknown id
     if len(set(dims)) != len(dims):
         raise ValueError(f"dimensions listed twice: {dims}")
+    if llm_check_all and validate_judge is None:
+        raise ValueError("llm_check_all=True needs validate_judge")
     rows: list[dict[str, Any]] = []
     llm_jobs: list[tuple[int, Transcript, Any, str, str]] = []
     llm_idents: dict[str, Any] = {}
     notes: dict[str, str] = {}
-    if identify_judge:
+    if identify_judge is not None:
         from .identify import TurnIdentification, plan_matches
         from .llm import identify_turns_llm
 
@@ -132,19 +150,20 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
     for t in tqdm(ts, desc="variants", disable=not progress):
         ident = llm_idents.get(t.id) or identify_turns(t)
         orig = Variant([x.to_dict() for x in t.turns], operation="none")
-        r = _row(t, "original", "original", orig, seed, [])
+        r = _row(t, "original", "original", orig, seed, [], perturber="original")
         r["variant_id"] = original_variant_id(t.id)
         rows.append(r)
         for d in dims:
             p = get_perturber(d)
+            tag = p.description.tag
             for cond in p.dimension.conditions:
                 v = p.perturb(t, ident, cond, seed=seed)
-                if (not v.applicable and rewrite_judge and p.dimension.category == "style"
-                        and ident.source != "plan"):
+                if (rewrite_judge is not None and p.dimension.category == "style" and ident.source != "plan"
+                        and cond != "original"):
                     llm_jobs.append((len(rows), t, ident, d, cond))
                 if v.applicable and t.id in notes and not v.reason:
                     v.reason = notes[t.id]
-                rows.append(_row(t, d, cond, v, seed, check_variant(t, v)))
+                rows.append(_row(t, d, cond, v, seed, check_variant(t, v), perturber=tag))
     if llm_jobs:
         from .llm import llm_style_variants
 
@@ -152,10 +171,9 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                                      rewrite_judge=rewrite_judge, validate_judge=validate_judge,
                                      max_regenerations=max_regenerations, progress=progress)
         for (pos, t, _, d, c), (v, problems) in zip(llm_jobs, results):
-            rows[pos] = _row(t, d, c, v, seed, problems)
+            by = "llm" if problems and any(p.startswith("valid") for p in problems) else "guard"
+            rows[pos] = _row(t, d, c, v, seed, problems, perturber=f"{rows[pos]['perturber']}+llm", by=by)
     if llm_check_all:
-        if not validate_judge:
-            raise ValueError("llm_check_all=True needs validate_judge")
         from .llm import llm_check_variants
 
         by_id = {t.id: t for t in ts}
@@ -167,9 +185,60 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
                                     validate_judge=validate_judge, progress=progress)
         for k, problems in zip(picks, checks):
             if problems:
-                rows[k]["valid"] = False
-                rows[k]["rejection_reason"] = "; ".join(problems)
-    return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
+                rows[k].update(valid=False, rejection_reason="; ".join(problems), rejected_by="llm")
+    frame = pd.DataFrame(rows, columns=VARIANT_COLUMNS + PROVENANCE_COLUMNS)
+    if decisions is not None:
+        frame = apply_decisions(frame, decisions)
+    return frame
+
+
+def read_decisions(decisions: Any) -> pd.DataFrame:
+    """Review decisions as a frame ``variant_id, decision`` (decision ``accept``/``reject``).
+
+    Accepts a path to the CSV exported by ``review.html`` or a DataFrame. An
+    unknown decision value or a missing column raises :class:`InputError`.
+    """
+    if isinstance(decisions, pd.DataFrame):
+        df, source = decisions.copy(), "<decisions frame>"
+    else:
+        source = str(decisions)
+        if not os.path.exists(source):
+            raise InputError("does not exist", source=source, record="<file>", field=None)
+        df = pd.read_csv(source, dtype=str, keep_default_na=False)
+    for col in ("variant_id", "decision"):
+        if col not in df.columns:
+            raise InputError("is missing", source=source, record="<header>", field=col)
+    for k, r in df.iterrows():
+        if r["decision"] not in ("accept", "reject"):
+            raise InputError(f"must be 'accept' or 'reject', got {r['decision']!r}", source=source,
+                             record=r["variant_id"] or f"row {k + 2}", field="decision")
+    dup = df["variant_id"][df["variant_id"].duplicated()]
+    if len(dup):
+        raise InputError("decided twice", source=source, record=dup.iloc[0], field="variant_id")
+    return df[["variant_id", "decision"]]
+
+
+def apply_decisions(variants: pd.DataFrame, decisions: Any) -> pd.DataFrame:
+    """``variants`` with human-rejected rows marked invalid (reason "human review", ``rejected_by="human"``).
+
+    A decision for a variant id that is not in the frame raises :class:`InputError`
+    (a review of another run must not be applied silently).
+    """
+    d = read_decisions(decisions)
+    known = set(variants["variant_id"])
+    unknown = [v for v in d["variant_id"] if v not in known]
+    if unknown:
+        raise InputError(f"not a variant of this run ({len(unknown)} unknown ids)", source="decisions",
+                         record=unknown[0], field="variant_id")
+    out = variants.copy()
+    if "rejected_by" not in out.columns:
+        out["rejected_by"] = ""
+    rejected = set(d.loc[d["decision"] == "reject", "variant_id"])
+    mask = out["variant_id"].isin(rejected) & out["valid"].astype(bool)
+    out.loc[mask, "valid"] = False
+    out.loc[mask, "rejection_reason"] = "human review"
+    out.loc[mask, "rejected_by"] = "human"
+    return out
 
 
 def side_by_side(variants: pd.DataFrame, item_id: str, *, conditions: Mapping[str, str] | None = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import yaml
@@ -22,13 +22,8 @@ import yaml
 from cfbench.core.paths import package_text
 from cfbench.core.seeding import rng_for
 
-if TYPE_CHECKING:  # pragma: no cover
-    from cfbench.io.transcripts import Transcript
-
-    from .identify import TurnIdentification
-
-__all__ = ["Dimension", "Variant", "Perturber", "register", "DIMENSIONS", "TABLE_DIMENSIONS",
-           "get_perturber", "dimension", "item_rng", "load_data", "OPERATIONS"]
+__all__ = ["Dimension", "Description", "Variant", "Perturber", "register", "DIMENSIONS", "TABLE_DIMENSIONS",
+           "get_perturber", "perturbers", "dimension", "item_rng", "load_data", "OPERATIONS"]
 
 #: Operation ids (the seed's three operations, plus "none" for an untouched condition).
 OPERATIONS = ("turn_transformation", "context_injection", "metadata_header", "none")
@@ -50,6 +45,29 @@ class Dimension:
     conditions: tuple[str, ...]
     compared: tuple[str, ...]
     description: str = ""
+
+
+@dataclass(frozen=True)
+class Description:
+    """What a perturber does, frozen: recorded (as ``name@version``) on every
+    variant row it makes, so a row says which code and data produced it.
+
+    ``parameters`` are the settings that shape its output (data-file versions
+    included); bump ``version`` whenever the behaviour changes.
+    """
+
+    name: str
+    version: int
+    does: str
+    parameters: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "does": self.does,
+                "parameters": dict(self.parameters)}
 
 
 @dataclass
@@ -78,11 +96,26 @@ class Variant:
 
 
 class Perturber:
-    """Base class: subclasses set ``dimension`` and implement :meth:`perturb`."""
+    """Base class: subclasses set ``dimension`` and ``version`` and implement :meth:`perturb`.
+
+    ``perturb(transcript, ident, condition, seed=...)`` takes a
+    :class:`cfbench.io.transcripts.Transcript` and the turn identification
+    (:class:`cfbench.perturb.identify.TurnIdentification`) and returns a :class:`Variant`.
+    """
 
     dimension: Dimension
+    version: int = 1
 
-    def perturb(self, transcript: "Transcript", ident: "TurnIdentification", condition: str,
+    def parameters(self) -> Mapping[str, Any]:
+        """Settings that shape the output (override to add data versions etc.)."""
+        return {}
+
+    @property
+    def description(self) -> Description:
+        return Description(name=self.dimension.id, version=self.version, does=self.dimension.description,
+                           parameters=tuple(sorted(self.parameters().items())))
+
+    def perturb(self, transcript: Any, ident: Any, condition: str,
                 *, seed: int) -> Variant:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -118,6 +151,11 @@ def get_perturber(dimension_id: str) -> Perturber:
     return _REGISTRY[dimension_id]
 
 
+def perturbers() -> dict[str, Perturber]:
+    """Dimension id -> registered perturber (a copy)."""
+    return dict(_REGISTRY)
+
+
 def dimension(dimension_id: str) -> Dimension:
     return get_perturber(dimension_id).dimension
 
@@ -129,7 +167,7 @@ def item_rng(seed: int, item_id: str, *parts: object) -> np.random.Generator:
 
 @functools.lru_cache(maxsize=None)
 def load_data(name: str) -> Any:
-    """Parse ``cfbench/data/perturb/<name>`` (YAML)."""
+    """Parse ``cfbench/data/perturb/<name>`` (YAML), cached."""
     text = package_text(f"data/perturb/{name}")
     return yaml.safe_load(text)
 

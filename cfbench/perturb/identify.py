@@ -29,9 +29,10 @@ from typing import Any
 from cfbench.io.transcripts import Transcript
 
 from .base import load_data
+from .style_rules import rule_matches
 
 __all__ = ["TurnIdentification", "identify_turns", "find_gender_words", "name_lookup", "GENDER_WORDS",
-           "plan_matches"]
+           "plan_matches", "guess_agent_name", "miss_is_address"]
 
 MALE_WORDS = {"he", "him", "his", "himself", "sir", "mr", "mr."}
 FEMALE_WORDS = {"she", "her", "hers", "herself", "ma'am", "maam", "madam", "miss", "ms", "ms.", "mrs", "mrs."}
@@ -54,13 +55,23 @@ _EMOTION = re.compile(r"(?i)\b(sorry|understand|frustrat\w*|stressful|upsetting|
 _DISFLUENT = re.compile(r"(?i)(\b(um+|uh+|er+m?|hmm+|you know|i mean)\b|\b(\w+) \3\b)")
 _DISABILITY = re.compile(r"(?i)\b(screen reader|screen magnifier|captions?|captioning|stutter|hard of hearing|"
                          r"hearing aid|amplified headset|voice dictation|wheelchair|sign language|dyslexi\w*)\b")
-_NAME_INTRO = re.compile(r"(?i)\b(?:this is|my name is|my name's|name is|i am|i'm|you're speaking with|"
-                         r"you are speaking with)\s+([a-z][a-z'\-]+)")
+# A self-introduction: the name must follow one of these phrases (and, except in
+# all-lower-case ASR text, be capitalised). "I am" / "I'm" count only before a
+# capitalised word that is a known first name or is followed by "from/at/with/here/
+# speaking" or a comma/full stop -- "I am only able to help" is not an introduction.
+_INTRO_STRONG = re.compile(r"(?i:\b(?:my name is|my name's|the name is|name's|you're speaking with|you are speaking with|"
+                           r"you're speaking to|you are speaking to|this is))"
+                           r"\s+([A-Za-z][a-z'\-]+)")
+_INTRO_WEAK = re.compile(r"(?i:\b(?:i am|i'm))\s+([A-Za-z][a-z'\-]+)(?=(\s+(?:from|at|with|here|speaking|and)\b|[,.!]))")
+_INTRO_SPEAKING = re.compile(r"^(?:(?:hi|hello|good (?:morning|afternoon|evening))[,!.]?\s+)?([A-Z][a-z'\-]+)\s+speaking\b",
+                             re.I)
 _NOT_NAMES = {"calling", "here", "happy", "glad", "sorry", "going", "the", "a", "an", "just", "with", "from",
               "so", "very", "really", "not", "able", "looking", "checking", "sure", "afraid", "on", "in",
-              "your", "customer", "support", "service", "speaking", "back", "still", "now", "also", "going",
-              "trying", "having", "unable", "pleased", "delighted", "available", "there", "it"}
-
+              "your", "customer", "support", "service", "speaking", "back", "still", "now", "also",
+              "trying", "having", "unable", "pleased", "delighted", "available", "there", "it", "only", "only",
+              "that", "what", "correct", "right", "done", "ready", "fine", "good", "great", "okay", "ok", "well",
+              "afraid", "certain", "confident", "happy", "unsure", "new", "your", "our", "my", "his", "her",
+              "their", "this", "customer", "agent", "assistant", "booking", "reservation", "hotel", "flight"}
 
 @dataclass
 class TurnIdentification:
@@ -85,6 +96,8 @@ class TurnIdentification:
     #: one entry per agent-referring gender word: {"turn", "start", "end", "word"}
     gender_words: list[dict[str, Any]] = field(default_factory=list)
     source: str = "rules"  # "rules" | "plan" | "llm"
+    #: where the agent name came from: "record", "intro" (the agent introduces it), "llm" or ""
+    name_source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,6 +114,12 @@ class TurnIdentification:
         ident = cls(source="llm")
         for k in ("agent_name", "agent_gender", "agent_race", "agent_religion"):
             setattr(ident, k, str(data.get(k, "") or ""))
+        if ident.agent_name and not _name_pattern(ident.agent_name).search(
+                "\n".join(x.text for x in transcript.turns if x.speaker == "agent")):
+            ident.agent_name = ""  # a name the agent never says is not the agent's name
+        ident.name_source = "llm" if ident.agent_name else ""
+        if transcript.agent_name:
+            ident.agent_name, ident.name_source = transcript.agent_name, "record"
         if ident.agent_gender not in ("male", "female"):
             ident.agent_gender = ""
         for k in ("name_turns", "race_turns", "religion_turns", "politeness_turns", "formality_turns",
@@ -149,16 +168,45 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?i)(?<![\w'’])(?:" + "|".join(alts) + r")(?![\w])")
 
 
-def _guess_name(t: Transcript) -> str:
-    if t.agent_name:
-        return t.agent_name
-    agent_turns = [x for x in t.turns if x.speaker == "agent"][:2]
-    for turn in agent_turns:
-        for m in _NAME_INTRO.finditer(turn.text):
+def _known_first_name(word: str) -> bool:
+    return bool(name_lookup(word))
+
+
+def _intro_name(text: str) -> str:
+    """The name an agent introduces in ``text`` ("" if none); see the module docstring."""
+    lower_text = text == text.lower()
+    for pat in (_INTRO_STRONG, _INTRO_SPEAKING, _INTRO_WEAK):
+        for m in pat.finditer(text):
             cand = m.group(1).strip("'-")
-            if cand.lower() not in _NOT_NAMES and len(cand) > 1:
-                return cand
+            if len(cand) < 2 or cand.lower() in _NOT_NAMES:
+                continue
+            capitalised = cand[0].isupper()
+            if re.match(r"\s+[A-Z]", text[m.end(1):]) and not _known_first_name(cand):
+                continue  # "this is Summit Auto Care": a company, not a person
+            if pat is _INTRO_WEAK and not _known_first_name(cand) and not capitalised:
+                continue
+            asr_intro = lower_text and pat is _INTRO_STRONG and re.match(
+                r"\s*($|[,.!]|(from|at|with|here|speaking|and|calling)\b)", text[m.end(1):])
+            if not capitalised and not (lower_text and (_known_first_name(cand) or asr_intro)):
+                continue
+            return cand
     return ""
+
+
+def guess_agent_name(t: Transcript) -> tuple[str, str]:
+    """``(name, source)``: the record's ``agent_name`` (source ``"record"``), else a
+    name the agent introduces in one of its first two turns (``"intro"``), else ``("", "")``."""
+    if t.agent_name:
+        return t.agent_name, "record"
+    for turn in [x for x in t.turns if x.speaker == "agent"][:2]:
+        name = _intro_name(turn.text)
+        if name:
+            return name, "intro"
+    return "", ""
+
+
+def _guess_name(t: Transcript) -> str:
+    return guess_agent_name(t)[0]
 
 
 _OTHER_ANTECEDENT = re.compile(r"(?i)\b(wife|husband|partner|mother|mom|mum|father|dad|daughter|son|sister|"
@@ -196,19 +244,49 @@ def find_gender_words(text: str, *, start: int = 0, end: int | None = None,
         if low in _PRONOUNS:
             kind = "pronoun"
         elif low == "miss":
-            kind = "title" if re.match(r"\s+[A-Z]", rest) else "vocative"
+            if re.match(r"\s+[A-Z]", rest):
+                kind = "title"
+            elif miss_is_address(text, m.start(), m.end()):
+                kind = "vocative"
+            else:
+                continue  # the verb: "I don't want to miss this"
         elif low in _TITLES:
             kind = "title"
         else:
             kind = "vocative"
         if kind not in kinds:
             continue
+        follows = re.match(r"\s+([\w'’\-]+)", rest)
         if kind == "title":
-            follows = re.match(r"\s+(\S+)", rest)
             if not (name_re and follows and name_re.match(follows.group(1))):
                 continue
+        elif kind == "vocative":
+            if follows and follows.group(1)[:1].isupper() and not (name_re and name_re.match(follows.group(1))):
+                continue  # an honorific of another person: "Sir John Smith", a pet "Sir Pouncealot"
+            if _SELF_REFERENCE.search(text[:m.start()]) or _ARTICLE_BEFORE.search(text[:m.start()]):
+                continue  # "call me ma'am", "I'm a sir", "the madam of the house"
         out.append({"start": m.start(), "end": m.end(), "word": w, "kind": kind})
     return out
+
+
+_SELF_REFERENCE = re.compile(r"(?i)\b(call me|i am|i'm|i’m|my name is|it's|it is)\s*,?\s*(?:a\s+)?$")
+_ARTICLE_BEFORE = re.compile(r"(?i)\b(a|an|the|this|that|some|young|old|dear)\s+$")
+# "miss" addresses someone only as a standalone word: after a greeting/thanks/yes/no or
+# at the start, and followed by punctuation or the end ("Thank you, miss.", "Excuse me miss,").
+_MISS_BEFORE = re.compile(r"(?i)(^|[,.!?;:]\s*|\b(thanks|thank you|yes|no|sorry|excuse me|hello|hi|hey|"
+                          r"okay|ok|please|bye|goodbye)\s*,?\s*)$")
+
+
+def miss_is_address(text: str, start: int, end: int) -> bool:
+    """True when "miss" at ``text[start:end]`` is a form of address, not the verb.
+
+    >>> miss_is_address("Thank you, miss.", 11, 15), miss_is_address("I don't want to miss this fight", 16, 20)
+    (True, False)
+    """
+    after = text[end:]
+    if not re.match(r"\s*([,.!?;:]|$)", after):
+        return False
+    return bool(_MISS_BEFORE.search(text[:start]))
 
 
 def _gender_of_word(word: str) -> str:
@@ -257,7 +335,7 @@ def identify_turns(t: Transcript) -> TurnIdentification:
     ('Omar', [0], [1], ['sir'])
     """
     ident = TurnIdentification()
-    name = _guess_name(t)
+    name, ident.name_source = guess_agent_name(t)
     ident.agent_name = name
     lookup = name_lookup(name)
     ident.agent_race = lookup.get("ethnicity", "")
@@ -298,8 +376,8 @@ def identify_turns(t: Transcript) -> TurnIdentification:
     ident.agent_pronouns = [w["word"] for w in words]
 
     cues = load_data("cues.yaml")
-    race_cues = [c for lst in cues["ethnicity"].values() for c in lst]
-    rel_cues = [c for lst in cues["religion"].values() for c in lst]
+    race_cues = [c for kinds in cues["ethnicity"].values() for lst in kinds.values() for c in lst]
+    rel_cues = [c for kinds in cues["religion"].values() for lst in kinds.values() for c in lst]
     rel_words = re.compile(r"(?i)\b(god bless|blessed|inshallah|insha'allah|alhamdulillah|mashallah|namaste|"
                            r"shalom|baruch hashem|pray(er|ers|ing)?|church|mosque|temple|synagogue)\b")
     for i, x in enumerate(t.turns):
@@ -319,12 +397,7 @@ def identify_turns(t: Transcript) -> TurnIdentification:
                 if dim in dims:
                     getattr(ident, f"{dim}_turns").append(i)
         else:
-            if _POLITE.search(x.text):
-                ident.politeness_turns.append(i)
-            if _FORMAL.search(x.text):
-                ident.formality_turns.append(i)
-            if _DIRECT.search(x.text):
-                ident.directness_turns.append(i)
-            if _EMOTION.search(x.text):
-                ident.emotional_labor_turns.append(i)
+            for dim in ("politeness", "formality", "directness", "emotional_labor"):
+                if rule_matches(x.text, dim):
+                    getattr(ident, f"{dim}_turns").append(i)
     return ident

@@ -1,9 +1,11 @@
 """LLM paths of the perturbers: style rewriting of user transcripts, with
 validation and regeneration, and an optional LLM turn identifier.
 
-Both go through the judge layer (:func:`cfbench.judges.run_requests`), so
-replies are cached and every call is recorded; prompts and parsers live in
-:mod:`cfbench.perturb.llm_tasks`.
+Both call a *judge callable* supplied by the caller
+(:data:`cfbench.perturb.llm_tasks.Complete`: a batch of chat message lists in,
+one reply text or ``None`` per chat out), so this layer never imports the judge
+code; a study builds the callable on its judge runner (which caches and records
+every call). Prompts and parsers live in :mod:`cfbench.perturb.llm_tasks`.
 
 Style rewriting: each identified turn of the dimension (rule-based markers,
 see :mod:`cfbench.perturb.identify`) is rewritten on its own, with the turns
@@ -26,10 +28,31 @@ from cfbench.io.transcripts import Transcript
 
 from .base import Variant
 from .identify import TurnIdentification
+from .llm_tasks import (Complete, Messages, identify_messages, parse_identify, parse_rewrite, parse_validate,
+                        rewrite_messages, validate_messages)
 from .turns import apply_turn_edits
 from .validate import check_variant
 
-__all__ = ["llm_style_variants", "identify_turns_llm", "llm_check_variants", "validator_calibration"]
+__all__ = ["ask", "llm_style_variants", "identify_turns_llm", "llm_check_variants", "validator_calibration"]
+
+
+def ask(complete: Complete, chats: Sequence[Messages], *, desc: str = "",
+        progress: bool = False) -> list[dict[str, Any]]:
+    """Send ``chats`` through the judge callable: one ``{"ok", "text", "error"}`` per chat.
+
+    A ``None`` (or non-string) reply is a failed call; a callable that returns the
+    wrong number of replies raises ``ValueError``.
+    """
+    if not callable(complete):
+        raise TypeError(f"expected a judge callable (chats -> reply texts), got {type(complete).__name__}; "
+                        "a study turns a judge spec into one (see cfbench.perturb.llm_tasks.Complete)")
+    if not chats:
+        return []
+    replies = list(complete([list(c) for c in chats]))
+    if len(replies) != len(chats):
+        raise ValueError(f"judge callable returned {len(replies)} replies for {len(chats)} chats ({desc})")
+    return [{"ok": isinstance(r, str), "text": r if isinstance(r, str) else None,
+             "error": None if isinstance(r, str) else "no reply (call failed)"} for r in replies]
 
 
 def _render(turns: Sequence[dict[str, str]]) -> str:
@@ -37,12 +60,14 @@ def _render(turns: Sequence[dict[str, str]]) -> str:
 
 
 def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str, str]], *, seed: int,
-                       rewrite_judge: str, validate_judge: str | None = None, max_regenerations: int = 3,
+                       rewrite_judge: Complete, validate_judge: Complete | None = None, max_regenerations: int = 3,
                        progress: bool = True) -> list[tuple[Variant, list[str]]]:
-    """One (variant, failed checks) per job ``(transcript, identification, dimension, condition)``."""
-    from cfbench.judges import run_requests
-    from cfbench.perturb.llm_tasks import parse_rewrite, parse_validate, rewrite_request, validate_request
+    """One (variant, failed checks) per job ``(transcript, identification, dimension, condition)``.
 
+    Each rewritten turn passes :func:`check_variant` with a ``rewrite`` edit
+    scope (only the identified turns; numbers, names and questions survive; no
+    copied neighbour) and, with ``validate_judge``, an LLM equivalence check.
+    """
     if max_regenerations < 0:
         raise ValueError("max_regenerations must be >= 0")
     max_attempts = 1 + max_regenerations
@@ -67,14 +92,13 @@ def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str,
                     continue
                 left = t.turns[i - 1].text if i > 0 else ""
                 right = t.turns[i + 1].text if i + 1 < len(t.turns) else ""
-                reqs.append(rewrite_request(f"{t.id}::{dim}::{cond}::t{i}::a{attempt}", dimension=dim,
-                                            condition=cond, target=t.turns[i].text, left=left, right=right,
-                                            attempt=attempt, seed=seed))
+                reqs.append(rewrite_messages(dimension=dim, condition=cond, target=t.turns[i].text, left=left,
+                                             right=right, attempt=attempt))
                 index.append((k, i))
-        res = run_requests(rewrite_judge, reqs, desc=f"style rewrite (attempt {attempt + 1})", progress=progress)
+        res = ask(rewrite_judge, reqs, desc=f"style rewrite (attempt {attempt + 1})", progress=progress)
         new_texts: dict[int, dict[int, str]] = {k: {} for k in pending}
         errors: dict[int, list[str]] = {k: [] for k in pending}
-        for (k, i), (_, row) in zip(index, res.judgments.iterrows()):
+        for (k, i), row in zip(index, res):
             if not row["ok"]:
                 errors[k].append(f"rewrite call failed for turn {i}: {row['error']}")
                 continue
@@ -87,8 +111,10 @@ def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str,
         for k in pending:
             t, ident, dim, cond = jobs[k]
             turns, edits = apply_turn_edits(t, new_texts[k])
+            targets = [i for i in ident.style_turns(dim) if t.turns[i].speaker == "agent"]
             v = Variant(turns, edits=edits, operation="turn_transformation", llm_made=True,
-                        checks={"target_turns": ident.style_turns(dim)})
+                        checks={"target_turns": targets,
+                                "scope": {"swaps": [], "inserted": [], "rewrite": targets}})
             problems = list(errors[k]) or check_variant(t, v)
             if not errors[k] and not edits:
                 problems.append("rewrite changed nothing")
@@ -96,13 +122,11 @@ def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str,
             history[k] = problems
         to_validate = [k for k in pending if not history[k]] if validate_judge else []
         if to_validate:
-            vreqs = [validate_request(f"{jobs[k][0].id}::{jobs[k][2]}::{jobs[k][3]}::validate::a{attempt}",
-                                      _render([x.to_dict() for x in jobs[k][0].turns]),
-                                      _render(candidates[k].turns or []), attempt=attempt)
+            vreqs = [validate_messages(_render([x.to_dict() for x in jobs[k][0].turns]),
+                                       _render(candidates[k].turns or []))
                      for k in to_validate]
-            vres = run_requests(validate_judge, vreqs, desc=f"equivalence check (attempt {attempt + 1})",
-                                progress=progress)
-            for k, (_, row) in zip(to_validate, vres.judgments.iterrows()):
+            vres = ask(validate_judge, vreqs, desc=f"equivalence check (attempt {attempt + 1})", progress=progress)
+            for k, row in zip(to_validate, vres):
                 if not row["ok"]:
                     history[k] = [f"validator call failed: {row['error']}"]
                     continue
@@ -126,17 +150,14 @@ def llm_style_variants(jobs: Sequence[tuple[Transcript, TurnIdentification, str,
     return [r for r in results if r is not None]
 
 
-def identify_turns_llm(transcripts: Sequence[Transcript], judge: str, *, progress: bool = True
+def identify_turns_llm(transcripts: Sequence[Transcript], judge: Complete, *, progress: bool = True
                        ) -> list[dict[str, Any]]:
     """LLM identification of each transcript: ``{"item_id", "parse_ok", "parse_error",
-    "identification"}`` (0-based turns; ``identification`` is None on a parse failure)."""
-    from cfbench.judges import run_requests
-    from cfbench.perturb.llm_tasks import identify_request, parse_identify
-
-    reqs = [identify_request(f"{t.id}::identify", [x.to_dict() for x in t.turns]) for t in transcripts]
-    res = run_requests(judge, reqs, desc="identify turns", progress=progress)
+    "identification", "raw"}`` (0-based turns; ``identification`` is None on a parse failure)."""
+    reqs = [identify_messages([x.to_dict() for x in t.turns]) for t in transcripts]
+    res = ask(judge, reqs, desc="identify turns", progress=progress)
     out = []
-    for t, (_, row) in zip(transcripts, res.judgments.iterrows()):
+    for t, row in zip(transcripts, res):
         if not row["ok"]:
             out.append({"item_id": t.id, "parse_ok": False, "parse_error": f"call failed: {row['error']}",
                         "identification": None, "raw": None})
@@ -146,20 +167,17 @@ def identify_turns_llm(transcripts: Sequence[Transcript], judge: str, *, progres
     return out
 
 
-def llm_check_variants(originals: Sequence[Transcript], variants: Sequence[Variant], *, validate_judge: str,
-                       progress: bool = True) -> list[list[str]]:
+def llm_check_variants(originals: Sequence[Transcript], variants: Sequence[Variant], *,
+                       validate_judge: Complete, progress: bool = True) -> list[list[str]]:
     """LLM equivalence check of already-made variants: one list of problems per variant
     (empty = judged equivalent). ``originals[k]`` is the transcript ``variants[k]`` came from."""
-    from cfbench.judges import run_requests
-    from cfbench.perturb.llm_tasks import parse_validate, validate_request
-
-    reqs = [validate_request(f"{t.id}::check::{k}", _render([x.to_dict() for x in t.turns]), _render(v.turns or []))
-            for k, (t, v) in enumerate(zip(originals, variants))]
+    reqs = [validate_messages(_render([x.to_dict() for x in t.turns]), _render(v.turns or []))
+            for t, v in zip(originals, variants)]
     if not reqs:
         return []
-    res = run_requests(validate_judge, reqs, desc="equivalence check", progress=progress)
+    res = ask(validate_judge, reqs, desc="equivalence check", progress=progress)
     out: list[list[str]] = []
-    for (_, row) in res.judgments.iterrows():
+    for row in res:
         if not row["ok"]:
             out.append([f"validator call failed: {row['error']}"])
             continue
@@ -184,7 +202,7 @@ def _bump_number(text: str) -> str | None:
     return text[:m.start()] + bumped + text[m.end():]
 
 
-def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str, *, seed: int = 0,
+def validator_calibration(transcripts: Sequence[Transcript], validate_judge: Complete, *, seed: int = 0,
                           progress: bool = True):
     """How well a validator separates meaning-preserving from meaning-changing variants.
 
@@ -198,9 +216,6 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
     corrupted; read its rejection rates only after checking this.
     """
     import pandas as pd
-
-    from cfbench.judges import run_requests
-    from cfbench.perturb.llm_tasks import parse_validate, validate_request
 
     from .base import get_perturber
     from .identify import identify_turns
@@ -230,11 +245,11 @@ def validator_calibration(transcripts: Sequence[Transcript], validate_judge: str
             pairs.append((t.id, "corrupted", f"turn_dropped:turn{j}", dropped))
             guards.append(check_variant(t, Variant(dropped)))
     by_id = {t.id: t for t in transcripts}
-    reqs = [validate_request(f"{item}::calib::{name}", _render([x.to_dict() for x in by_id[item].turns]), _render(turns))
+    reqs = [validate_messages(_render([x.to_dict() for x in by_id[item].turns]), _render(turns))
             for item, _, name, turns in pairs]
-    res = run_requests(validate_judge, reqs, desc="validator calibration", progress=progress) if reqs else None
+    res = ask(validate_judge, reqs, desc="validator calibration", progress=progress)
     rows = []
-    for (item, kind, name, _), (_, row) in zip(pairs, res.judgments.iterrows() if res is not None else []):
+    for (item, kind, name, _), row in zip(pairs, res):
         parsed = parse_validate(row["text"]) if row["ok"] else {"parse_ok": False, "equivalent": None, "reason": None}
         rows.append({"item_id": item, "kind": kind, "variant": name, "parse_ok": parsed["parse_ok"],
                      "equivalent": parsed["equivalent"], "reason": parsed.get("reason"),

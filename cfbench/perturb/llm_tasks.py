@@ -1,20 +1,16 @@
-"""LLM helpers of the contact-center perturbers: turn identification, style
-rewriting and semantic-equivalence validation (request builders and parsers).
+"""LLM tasks of the contact-center perturbers: turn identification, style
+rewriting and semantic-equivalence validation -- the prompts (as plain chat
+message lists) and the reply parsers. No judge code is imported here: the
+caller supplies a *judge callable* (:data:`Complete`) that maps a batch of
+message lists to reply texts (``None`` for a failed call), e.g. one built on
+``cfbench.judges.run_requests`` by the study.
 
-Prompts live in ``cfbench/data/perturb/prompts/``. Each prompt keeps the fixed
+Prompts live in ``cfbench/data/perturb/prompts/``. Each keeps the fixed
 instructions in the system message and the varying text last, so a local
-backend reuses its KV cache across requests. All three tasks reply with one
-JSON object (constrained decoding where the backend supports it); a reply
-that does not meet the contract is a parse failure (``parse_ok=False`` and
-an error message), never a default answer.
-
-Scripted doubles (unit tests and smoke runs only):
-
-``perturb-identify``         the name after "this is" in turn 1, nothing else
-``perturb-rewrite``          the target line with a style tag prepended
-``perturb-rewrite-flaky``    first attempt changes a number (fails the guards), later attempts as above
-``perturb-validate``         always equivalent
-``perturb-validate-reject``  never equivalent
+backend reuses its KV cache. Each task replies with one JSON object (the
+``*_SCHEMA`` constants are there for constrained decoding); a reply that does
+not meet the contract is a parse failure (``parse_ok=False`` with the error),
+never a default answer: non-answers ("not sure", "N/A", refusals, empty) fail.
 """
 
 from __future__ import annotations
@@ -26,15 +22,21 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from typing import Callable, Optional
+
 from cfbench.core.paths import package_text
-from cfbench.judges.base import GenerationConfig, Request
-from cfbench.judges.scripted import register_script
 
 __all__ = [
     "IDENTIFY_SCHEMA", "REWRITE_SCHEMA", "VALIDATE_SCHEMA", "IDENTIFY_LIST_KEYS",
-    "load_perturb_prompt", "style_description", "identify_request", "parse_identify",
-    "rewrite_request", "parse_rewrite", "validate_request", "parse_validate", "numbered_transcript",
+    "load_perturb_prompt", "style_description", "identify_messages", "parse_identify",
+    "rewrite_messages", "parse_rewrite", "validate_messages", "parse_validate", "numbered_transcript",
+    "Messages", "Complete",
 ]
+
+#: One chat: ``[{"role": "system", "content": ...}, {"role": "user", "content": ...}]``.
+Messages = list[dict[str, str]]
+#: A judge callable: a batch of chats in, one reply text (or ``None`` for a failed call) per chat out.
+Complete = Callable[[Sequence[Messages]], Sequence[Optional[str]]]
 
 IDENTIFY_LIST_KEYS = ("name_turns", "gender_turns", "race_turns", "religion_turns", "politeness_turns",
                       "formality_turns", "directness_turns", "emotional_labor_turns")
@@ -94,11 +96,10 @@ def _json_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 # --------------------------------------------------------------------------- identify
 
-def identify_request(request_id: str, turns: Sequence[Mapping[str, str]], *,
-                     config: GenerationConfig | None = None) -> Request:
-    cfg = config or GenerationConfig(temperature=0.0, max_tokens=400, seed=0, json_schema=IDENTIFY_SCHEMA)
-    return Request(request_id, ({"role": "system", "content": load_perturb_prompt("identify_system.txt")},
-                                {"role": "user", "content": numbered_transcript(turns)}), config=cfg)
+def identify_messages(turns: Sequence[Mapping[str, str]]) -> Messages:
+    """The identification chat for one transcript (turns numbered from 1)."""
+    return [{"role": "system", "content": load_perturb_prompt("identify_system.txt")},
+            {"role": "user", "content": numbered_transcript(turns)}]
 
 
 def parse_identify(text: str, n_turns: int) -> dict[str, Any]:
@@ -142,23 +143,22 @@ def parse_identify(text: str, n_turns: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- rewrite
 
-def rewrite_request(request_id: str, *, dimension: str, condition: str, target: str, left: str = "",
-                    right: str = "", attempt: int = 0, seed: int = 0,
-                    config: GenerationConfig | None = None) -> Request:
-    """Ask for one agent line in the style of ``dimension``/``condition``.
+def rewrite_messages(*, dimension: str, condition: str, target: str, left: str = "", right: str = "",
+                     attempt: int = 0) -> Messages:
+    """The chat asking for one agent line in the style of ``dimension``/``condition``.
 
-    Attempt 0 decodes greedily; later attempts sample (temperature 0.7, seed
-    ``seed + attempt``) and carry ``repeat=attempt`` so they are separate cache entries.
+    A later ``attempt`` (after a rejected one) says so in the system message, which
+    also makes it a separate cache entry for a caching judge.
     """
-    if config is None:
-        config = GenerationConfig(temperature=0.0 if attempt == 0 else 0.7, max_tokens=160,
-                                  seed=seed + attempt, json_schema=REWRITE_SCHEMA)
     user = load_perturb_prompt("rewrite_user.txt").format(
         style_name=f"{dimension.replace('_', ' ')}: {condition}",
         style_description=style_description(dimension, condition),
         left=left or "(none)", right=right or "(none)", target=target)
-    return Request(request_id, ({"role": "system", "content": load_perturb_prompt("rewrite_system.txt")},
-                                {"role": "user", "content": user}), config=config, repeat=attempt)
+    system = load_perturb_prompt("rewrite_system.txt")
+    if attempt:
+        system += (f"\n\nAttempt {attempt + 1}: an earlier rewrite of this line was rejected; "
+                   "write a different one that keeps every fact.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def parse_rewrite(text: str) -> dict[str, Any]:
@@ -172,17 +172,24 @@ def parse_rewrite(text: str) -> dict[str, Any]:
     if not isinstance(v, str) or not v.strip():
         return {"parse_ok": False, "parse_error": "trans_turn missing or empty", "text": None}
     v = re.sub(r"^\s*(agent|customer)\s*:\s*", "", v.strip(), flags=re.I)
+    if _NON_ANSWER.fullmatch(v):
+        return {"parse_ok": False, "parse_error": f"trans_turn is a non-answer ({v[:40]!r})", "text": None}
     return {"parse_ok": True, "parse_error": None, "text": v}
+
+
+#: Replies that state nothing (or refuse): parse failures, never a rewrite.
+_NON_ANSWER = re.compile(r"(?i)^\W*(?:n/?a|none|null|unknown|unclear|no idea|not sure|i'?m not sure|can'?t tell|"
+                         r"cannot tell|as an ai\b.*|i(?:'?m sorry,? (?:but )?i)? (?:can'?t|cannot|won'?t|will not) "
+                         r"(?:help|assist|rewrite|do|comply)(?: (?:with )?(?:that|this|it))?)\W*$")
 
 
 # --------------------------------------------------------------------------- validate
 
-def validate_request(request_id: str, original: str, variant: str, *, attempt: int = 0,
-                     config: GenerationConfig | None = None) -> Request:
-    cfg = config or GenerationConfig(temperature=0.0, max_tokens=80, seed=0, json_schema=VALIDATE_SCHEMA)
+def validate_messages(original: str, variant: str) -> Messages:
+    """The chat asking whether ``variant`` keeps the meaning of ``original`` (rendered transcripts)."""
     user = load_perturb_prompt("validate_user.txt").format(original=original, variant=variant)
-    return Request(request_id, ({"role": "system", "content": load_perturb_prompt("validate_system.txt")},
-                                {"role": "user", "content": user}), config=cfg, repeat=attempt)
+    return [{"role": "system", "content": load_perturb_prompt("validate_system.txt")},
+            {"role": "user", "content": user}]
 
 
 def parse_validate(text: str) -> dict[str, Any]:
@@ -197,46 +204,3 @@ def parse_validate(text: str) -> dict[str, Any]:
     reason = obj.get("reason")
     return {"parse_ok": True, "parse_error": None, "equivalent": eq,
             "reason": reason if isinstance(reason, str) else ""}
-
-
-# --------------------------------------------------------------------------- scripted doubles
-
-def _user(request: Request) -> str:
-    return next((m["content"] for m in reversed(request.messages) if m["role"] == "user"), "")
-
-
-def _target_line(request: Request) -> tuple[str, str]:
-    user = _user(request)
-    m = re.search(r"^Target line \(Agent\): (.*)$", user, flags=re.M)
-    style = re.search(r"^Style to produce: ([^-]+?) --", user, flags=re.M)
-    return (m.group(1) if m else ""), (style.group(1).strip() if style else "")
-
-
-def _scripted_rewrite(request: Request) -> str:
-    target, style = _target_line(request)
-    return json.dumps({"trans_turn": f"[{style}] {target}"})
-
-
-def _scripted_rewrite_flaky(request: Request) -> str:
-    if request.repeat == 0:
-        target, _ = _target_line(request)
-        return json.dumps({"trans_turn": f"{target} Ref 999."})
-    return _scripted_rewrite(request)
-
-
-def _scripted_identify(request: Request) -> str:
-    obj: dict[str, Any] = {k: "" for k in _IDENTIFY_STR_KEYS}
-    obj.update({k: [] for k in IDENTIFY_LIST_KEYS})
-    obj["agent_pronouns"] = []
-    m = re.search(r"^\[1\] Agent: .*?\bthis is (\w+)", _user(request), flags=re.M | re.I)
-    if m:
-        obj["agent_name"] = m.group(1)
-        obj["name_turns"] = [1]
-    return json.dumps(obj)
-
-
-register_script("perturb-identify", _scripted_identify)
-register_script("perturb-rewrite", _scripted_rewrite)
-register_script("perturb-rewrite-flaky", _scripted_rewrite_flaky)
-register_script("perturb-validate", lambda r: json.dumps({"equivalent": True, "reason": "same facts and outcome"}))
-register_script("perturb-validate-reject", lambda r: json.dumps({"equivalent": False, "reason": "outcome differs"}))

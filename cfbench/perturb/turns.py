@@ -1,5 +1,5 @@
-"""Operation 1 -- turn transformation: name swap, gender swap, disfluency
-cleaning, style re-realization.
+"""Text operations shared by the Operation-1/2 perturbers: name swap, gender
+swap, disfluency cleaning, applying turn edits, seeded name choice.
 
 The text functions (:func:`swap_gender_words`, :func:`replace_name`,
 :func:`clean_disfluencies`) are pure and usable on their own. The perturbers
@@ -20,12 +20,11 @@ from typing import Any, Iterable, Mapping
 
 from cfbench.io.transcripts import Transcript
 
-from .base import Dimension, Perturber, Variant, item_rng, load_data, pick, register
+from .base import item_rng, load_data, pick
 from .identify import TurnIdentification, find_gender_words
 
 __all__ = ["swap_gender_words", "replace_name", "clean_disfluencies", "apply_turn_edits",
-           "GenderPerturber", "NameSwapPerturber", "StylePerturber", "DisfluencyPerturber",
-           "choose_name", "choose_group"]
+           "choose_name", "choose_group", "name_and_gender_edits", "scope_for"]
 
 # Words after which "her" is an object pronoun (and "his" a standalone "hers").
 _OBJECT_FOLLOWERS = {
@@ -220,111 +219,30 @@ def name_and_gender_edits(transcript: Transcript, ident: TurnIdentification, new
     return new
 
 
-# --------------------------------------------------------------------------- perturbers
+# --------------------------------------------------------------------------- edit scope
 
-class GenderPerturber(Perturber):
-    """Gender: a male and a female name from one ethnicity group, with the
-    agent-referring pronouns and honorifics swapped to match."""
-
-    dimension = Dimension("gender", "Agent Gender", "identity", "turn_transformation",
-                          ("male", "female"), ("male", "female"),
-                          "name and agent-referring pronouns/honorifics swapped")
-
-    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
-        if not ident.name_turns and not ident.gender_words:
-            return Variant.not_applicable("no agent name and no gendered reference to the agent in the text",
-                                          self.dimension.operation)
-        group = choose_group(seed, transcript.id, "ethnicity", ident)
-        new_name = choose_name(seed, transcript.id, "ethnicity", group, condition, avoid=ident.agent_name) \
-            if ident.name_turns else None
-        turns, edits = apply_turn_edits(transcript, name_and_gender_edits(transcript, ident, new_name, condition))
-        return Variant(turns, edits=edits, operation=self.dimension.operation,
-                       checks={"absent_name": ident.agent_name, "target_turns": _targets(ident)})
+def gender_swap_pairs() -> list[list[str]]:
+    """Every (old, new) word pair a gender swap may produce, lower-cased."""
+    pairs = {(k.replace("’", "'"), v) for k, v in {**_TO_MALE, **_TO_FEMALE}.items()}
+    pairs |= {("her", "him"), ("her", "his"), ("his", "her"), ("his", "hers"), ("miss", "mr."), ("miss", "mr")}
+    return sorted([a, b] for a, b in pairs)
 
 
-def _targets(ident: TurnIdentification) -> list[int]:
-    return sorted(set(ident.name_turns) | {w["turn"] for w in ident.gender_words})
-
-
-class NameSwapPerturber(Perturber):
-    """Ethnicity or religion, name only: the agent's name replaced by a name
-    from the condition's list (same gender as the agent)."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-        groups = tuple(load_data("names.yaml")[kind])
-        label = "Agent Ethnicity (name-only)" if kind == "ethnicity" else "Agent Religion (name-only)"
-        self.dimension = Dimension(f"{kind}_name", label, "identity", "turn_transformation", groups, groups,
-                                   f"agent name replaced by a {kind}-coded name of the same gender")
-
-    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
-        if not ident.agent_name or not ident.name_turns:
-            return Variant.not_applicable("agent name not found in any turn", self.dimension.operation)
-        gender = _agent_gender_for(seed, transcript.id, ident)
-        new_name = choose_name(seed, transcript.id, self.kind, condition, gender, avoid=ident.agent_name)
-        turns, edits = apply_turn_edits(transcript, name_and_gender_edits(transcript, ident, new_name, None))
-        return Variant(turns, edits=edits, operation=self.dimension.operation,
-                       checks={"absent_name": ident.agent_name, "target_turns": list(ident.name_turns)})
-
-
-class StylePerturber(Perturber):
-    """Directness / politeness / formality / emotional labor.
-
-    Synthetic transcripts are re-realized from their plan (exact: same acts,
-    same content, only this dimension's slots change). Other transcripts need
-    an LLM rewrite of the identified turns (see :func:`cfbench.perturb.llm.llm_style_variants`);
-    without one the variant is marked not applicable.
-    """
-
-    def __init__(self, dim: str, label: str):
-        from cfbench.perturb.style_plan import marked_condition
-
-        self.dim = dim
-        marked = marked_condition(dim)
-        self.marked = marked
-        self.dimension = Dimension(dim, label, "style", "turn_transformation", ("neutral", "original", marked),
-                                   ("neutral", "original", marked), f"{dim} style slots re-realized")
-
-    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
-        if condition == "original":
-            turns, edits = apply_turn_edits(transcript, {})
-            return Variant(turns, edits=edits, operation="none")
-        if ident.source != "plan":
-            return Variant.not_applicable("no dialogue-act plan (not a synthetic transcript); style needs the "
-                                          "LLM rewrite path", self.dimension.operation)
-        from cfbench.perturb.style_plan import render_plan
-
-        level = "neutral" if condition == "neutral" else "marked"
-        texts = render_plan(transcript.meta["plan"], transcript.meta.get("context", {}), {self.dim: level})
-        turns, edits = apply_turn_edits(transcript, dict(enumerate(texts)))
-        return Variant(turns, edits=edits, operation=self.dimension.operation,
-                       checks={"target_turns": ident.style_turns(self.dim)})
-
-
-class DisfluencyPerturber(Perturber):
-    """Extra dimension (not a table row): original vs disfluencies removed."""
-
-    dimension = Dimension("disfluency", "Disfluency cleaning", "extra", "turn_transformation",
-                          ("original", "cleaned"), ("original", "cleaned"), "fillers and repeats removed")
-
-    def perturb(self, transcript: Transcript, ident: TurnIdentification, condition: str, *, seed: int) -> Variant:
-        if condition == "original":
-            turns, edits = apply_turn_edits(transcript, {})
-            return Variant(turns, edits=edits, operation="none")
-        new = {i: clean_disfluencies(t.text) for i, t in enumerate(transcript.turns)}
-        new = {i: s for i, s in new.items() if s}  # a turn that was only a filler keeps its text
-        turns, edits = apply_turn_edits(transcript, new)
-        if not edits:
-            return Variant.not_applicable("no disfluencies found", self.dimension.operation)
-        return Variant(turns, edits=edits, operation=self.dimension.operation,
-                       checks={"target_turns": sorted(e["turn"] for e in edits)})
-
-
-register(GenderPerturber())
-register(NameSwapPerturber("ethnicity"))
-register(NameSwapPerturber("religion"))
-for _dim, _label in (("directness", "Communicative Style"), ("politeness", "Politeness"),
-                     ("formality", "Formality"), ("emotional_labor", "Emotional Labor")):
-    register(StylePerturber(_dim, _label))
-register(DisfluencyPerturber())
-
+def scope_for(ident: TurnIdentification, *, new_name: str | None = None, gender: bool = False,
+              inserted: list[str] | None = None) -> dict[str, Any]:
+    """The edit scope a name/gender/cue variant declares: the phrase swaps it may
+    make (agent name -> new name, gender words) and the sentences it may add.
+    :func:`cfbench.perturb.scope.scope_problems` checks the diff against it."""
+    swaps: list[list[str]] = []
+    if new_name and ident.agent_name:
+        old = ident.agent_name.lower()
+        swaps.append([old, new_name.lower()])
+        if " " in old:
+            swaps.append([old.split()[0], new_name.lower()])
+    out: dict[str, Any] = {"swaps": swaps, "inserted": list(inserted or []),
+                           "name": ident.agent_name if new_name else "",
+                           "name_source": getattr(ident, "name_source", "")}
+    if gender:
+        out["swaps"] = swaps + gender_swap_pairs()
+        out["gender"] = True
+    return out

@@ -9,7 +9,10 @@
 * the transcript's length ratio stays within bounds, not counting declared
   additions (inserted turns, injected cue sentences); for LLM-made rewrites
   each rewritten turn's ratio too;
-* after a name swap the original agent name no longer appears.
+* after a name swap the original agent name no longer appears;
+* the edit scope (:mod:`cfbench.perturb.scope`): the word-level diff touches
+  only what the dimension intends; freely rewritten turns keep their numbers,
+  names, questions and do not copy a neighbour.
 
 It returns the list of failed guards (empty = valid). LLM-made variants are
 additionally checked by an LLM validator (:mod:`cfbench.perturb.llm`).
@@ -27,6 +30,7 @@ import pandas as pd
 from cfbench.io.transcripts import Transcript
 
 from .base import DIMENSIONS, Variant
+from .scope import _remove_inserted, rewrite_problems, scope_problems
 
 __all__ = ["check_variant", "fact_tokens", "rejection_table", "GuardSettings"]
 
@@ -109,10 +113,8 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
     injected = [c for c in variant.checks.get("injected", []) or [] if isinstance(c, str)]
     kept = []
     for t in base:
-        text = t["text"]
-        for c in injected:
-            text = text.replace(" " + c, "", 1) if (" " + c) in text else text
-        kept.append(text)
+        here = [c for c in injected if c in t["text"]]
+        kept.append(_remove_inserted(t["text"], here)[0])
     ratio = len("\n".join(kept)) / max(1, len(orig_text))
     if not (min_ratio <= ratio <= max_ratio):
         problems.append(f"length ratio {ratio:.2f} outside [{min_ratio}, {max_ratio}]")
@@ -121,6 +123,10 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
             r = len(e["after"]) / max(1, len(e["before"]))
             if not (GuardSettings.llm_turn_min_ratio <= r <= GuardSettings.llm_turn_max_ratio):
                 problems.append(f"turn {i} length ratio {r:.2f} out of bounds")
+    problems += scope_problems(original, variant)
+    scope = variant.checks.get("scope") or {}
+    if scope.get("rewrite"):
+        problems += rewrite_problems(original, variant, [int(i) for i in scope["rewrite"]])
     old = variant.checks.get("absent_name")
     if old:
         pat = re.compile(r"(?i)(?<![\w'’])" + re.escape(old.split()[0]) + r"(?!\w)")
@@ -131,28 +137,37 @@ def check_variant(original: Transcript, variant: Variant, *, facts: Sequence[str
 
 
 def rejection_table(variants: pd.DataFrame) -> pd.DataFrame:
-    """Per-dimension rejection rates, like the seed's Table 9.
+    """Per-dimension rejection counts, like the seed's Table 9, by who rejected.
 
     Counts variants that were actually made (applicable, operation not
-    ``none``); ``rejection_rate_pct`` = rejected / made * 100. Columns:
-    dimension, label, n_made, n_rejected, rejection_rate_pct, n_not_applicable,
-    top_reason.
+    ``none``). Columns: dimension, label, n_made, n_rejected,
+    rejection_rate_pct (= rejected / made * 100), n_rejected_guard,
+    n_rejected_llm, n_rejected_human (a variant is counted once, by the first
+    check that rejected it: guards, then the LLM validator, then human review),
+    n_not_applicable, top_reason.
     """
     rows = []
     df = variants[variants["dimension"] != "original"]
+    by = df["rejected_by"] if "rejected_by" in df.columns else None
     for dim, g in df.groupby("dimension", sort=False):
         made = g[g["applicable"].astype(bool) & (g["operation"] != "none")]
         rej = made[~made["valid"].astype(bool)]
-        reasons = Counter(str(r).split(";")[0].split(" (")[0] for r in rej["rejection_reason"] if r)
+        who = (by.loc[rej.index] if by is not None else pd.Series("guard", index=rej.index)).replace("", "guard")
+        reasons = Counter(str(r).split(";")[0].split(" (")[0].split(": ")[0] for r in rej["rejection_reason"] if r)
         rows.append({
             "dimension": dim,
             "label": DIMENSIONS[dim].label if dim in DIMENSIONS else dim,
             "n_made": int(len(made)),
             "n_rejected": int(len(rej)),
             "rejection_rate_pct": round(100.0 * len(rej) / len(made), 2) if len(made) else float("nan"),
+            "n_rejected_guard": int((who == "guard").sum()),
+            "n_rejected_llm": int((who == "llm").sum()),
+            "n_rejected_human": int((who == "human").sum()),
             "n_not_applicable": int((~g["applicable"].astype(bool)).sum()),
             "top_reason": reasons.most_common(1)[0][0] if reasons else "",
         })
-    return pd.DataFrame(rows, columns=["dimension", "label", "n_made", "n_rejected", "rejection_rate_pct",
-                                       "n_not_applicable", "top_reason"])
+    return pd.DataFrame(rows, columns=REJECTION_COLUMNS)
 
+
+REJECTION_COLUMNS = ["dimension", "label", "n_made", "n_rejected", "rejection_rate_pct", "n_rejected_guard",
+                     "n_rejected_llm", "n_rejected_human", "n_not_applicable", "top_reason"]

@@ -44,6 +44,11 @@ def header_text(dimension: str, condition: str, *, seed: int, item_id: str) -> s
 
 
 class HeaderPerturber(Perturber):
+    """One metadata dimension: a header prepended, the turns unchanged."""
+
+    def parameters(self) -> dict:
+        return {"headers_version": load_data("metadata_headers.yaml").get("version", 1)}
+
     def __init__(self, dim: str):
         conds = tuple(load_data("metadata_headers.yaml")["dimensions"][dim])
         self.dimension = Dimension(dim, _LABELS[dim], "context", "metadata_header", conds, conds,
@@ -53,7 +58,7 @@ class HeaderPerturber(Perturber):
         turns, edits = apply_turn_edits(transcript, {})
         header = header_text(self.dimension.id, condition, seed=seed, item_id=transcript.id)
         return Variant(turns, header=header, edits=edits, operation=self.dimension.operation,
-                       checks={"target_turns": []})
+                       checks={"target_turns": [], "scope": {"swaps": [], "inserted": []}})
 
 
 for _dim in _LABELS:

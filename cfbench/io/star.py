@@ -1,0 +1,140 @@
+"""Loader for dialogues in the STAR corpus format (raw JSON as published).
+
+A STAR file holds one dialogue: ``{"DialogueID": 10, "Scenario": {...},
+"Events": [{"Agent": "User"|"Wizard"|..., "Action": "utter"|..., "Text": ...}]}``.
+The *Wizard* is the service side (our ``agent``), the *User* the ``customer``.
+Turns are the events whose action is ``utter`` or ``pick_suggestion`` (the
+message the wizard actually sent); everything else (``request_suggestions``
+drafts, ``query``, knowledge-base returns, user-guide instructions,
+``complete``) is skipped and counted in ``meta["star_skipped"]``.
+
+Nothing is coerced: a file that is not a STAR dialogue, an event without
+``Agent``/``Action``, or a turn event without text raises
+:class:`cfbench.core.errors.InputError` naming the file, the event and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+from cfbench.core.errors import InputError
+from cfbench.core.files import read_text
+
+from .transcripts import Transcript, Turn
+
+__all__ = ["load_star", "star_dialogue", "TURN_ACTIONS", "SPEAKER_OF"]
+
+#: Event actions that become turns.
+TURN_ACTIONS = ("utter", "pick_suggestion")
+#: STAR agent -> our speaker.
+SPEAKER_OF = {"Wizard": "agent", "User": "customer"}
+
+
+def star_dialogue(obj: Any, *, source: str) -> Transcript:
+    """One parsed STAR JSON object as a :class:`Transcript` (id ``star-<DialogueID>``).
+
+    ``meta`` keeps the scenario's domains and task, the completion level and
+    the count of skipped events by ``"<Agent>:<Action>"``.
+    """
+    if not isinstance(obj, dict):
+        raise InputError(f"must be a JSON object, got {type(obj).__name__}", source=source, record="<file>",
+                         field=None)
+    if "DialogueID" not in obj:
+        raise InputError("is missing (not a STAR dialogue)", source=source, record="<file>", field="DialogueID")
+    did = obj["DialogueID"]
+    rid = f"star-{did}"
+    events = obj.get("Events")
+    if not isinstance(events, list):
+        raise InputError("must be a list of events", source=source, record=rid, field="Events")
+    turns: list[Turn] = []
+    skipped: Counter[str] = Counter()
+    for k, ev in enumerate(events):
+        where = f"Events[{k}]"
+        if not isinstance(ev, dict):
+            raise InputError("must be an object", source=source, record=rid, field=where)
+        for key in ("Agent", "Action"):
+            if not isinstance(ev.get(key), str):
+                raise InputError("is missing or not a string", source=source, record=rid, field=f"{where}.{key}")
+        agent, action = ev["Agent"], ev["Action"]
+        if action not in TURN_ACTIONS or agent not in SPEAKER_OF:
+            skipped[f"{agent}:{action}"] += 1
+            continue
+        text = ev.get("Text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("is missing or empty on a turn event", source=source, record=rid, field=f"{where}.Text")
+        turns.append(Turn(SPEAKER_OF[agent], text.strip()))
+    if not turns:
+        raise InputError("has no utter/pick_suggestion event (load_star(..., skip_empty=True) leaves such "
+                         "dialogues out)", source=source, record=rid, field="Events")
+    scenario = obj.get("Scenario") if isinstance(obj.get("Scenario"), dict) else {}
+    domains = scenario.get("Domains") or []
+    meta = {"source": "star", "dialogue_id": did, "completion": obj.get("CompletionLevel"),
+            "domains": list(domains), "wizard_task": scenario.get("WizardTask"),
+            "star_skipped": dict(sorted(skipped.items()))}
+    return Transcript(id=rid, turns=tuple(turns), domain=str(domains[0]) if domains else "", meta=meta)
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(path.glob("*.json"), key=lambda p: (len(p.stem), p.stem))
+        if not files:
+            raise InputError("no *.json file in the folder", source=str(path), record="<folder>", field=None)
+        return files
+    if not path.exists():
+        raise InputError("does not exist", source=str(path), record="<file>", field=None)
+    return [path]
+
+
+def load_star(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
+              limit: int | None = None, skip_empty: bool = False) -> list[Transcript]:
+    """Read STAR dialogues from a file, a folder of ``*.json`` files, or a list of files.
+
+    Parameters
+    ----------
+    path : path, folder, or iterable of paths
+    limit : int, optional
+        Read only the first ``limit`` files (in DialogueID-like order: shorter names first).
+    skip_empty : bool
+        A dialogue with no turn event (STAR has a few, disconnected before the
+        first message) raises :class:`InputError` by default; with ``True`` it
+        is left out and named in a :class:`UserWarning`.
+
+    Returns
+    -------
+    list of Transcript, ids ``star-<DialogueID>``; Wizard turns are ``agent``, User turns ``customer``.
+    """
+    if isinstance(path, (str, os.PathLike)):
+        files = _files(Path(path))
+    else:
+        files = [Path(p) for p in path]
+    if limit is not None:
+        files = files[:limit]
+    out: list[Transcript] = []
+    seen: dict[str, str] = {}
+    empty: list[str] = []
+    for f in files:
+        try:
+            obj = json.loads(read_text(f))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON ({exc.msg}, line {exc.lineno})", source=str(f), record="<file>",
+                             field=None) from None
+        if skip_empty and isinstance(obj, dict) and isinstance(obj.get("Events"), list) and not any(
+                isinstance(e, dict) and e.get("Action") in TURN_ACTIONS and e.get("Agent") in SPEAKER_OF
+                for e in obj["Events"]):
+            empty.append(f.name)
+            continue
+        t = star_dialogue(obj, source=str(f))
+        if t.id in seen:
+            raise InputError(f"duplicate DialogueID (also in {seen[t.id]})", source=str(f), record=t.id,
+                             field="DialogueID")
+        seen[t.id] = str(f)
+        out.append(t)
+    if empty:
+        warnings.warn(f"load_star: {len(empty)} dialogue(s) without any turn left out: {', '.join(empty)}",
+                      UserWarning, stacklevel=2)
+    return out

@@ -1,0 +1,99 @@
+"""``cfbench variants FILE --out DIR``: make the variants of a transcript file and a review page.
+
+``FILE`` is a transcripts file (JSONL or CSV, see docs/transcripts.md), a STAR
+dialogue (``*.json``) or a folder of STAR dialogues. Writes ``DIR/variants.parquet``
+(the tidy variants frame; ``turns`` and ``edits`` as nested lists),
+``DIR/rejections.csv`` (Table 9: guard / LLM / human columns) and
+``DIR/review.html`` (self-contained, see :mod:`cfbench.perturb.review`).
+With ``--decisions reviewed.csv`` (the CSV the page exports) rejected variants
+are marked invalid with reason "human review".
+
+Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
+``python -m cfbench.variants_cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run_variants", "load_any", "main"]
+
+
+def load_any(path: str | Path) -> list[Any]:
+    """Transcripts from a JSONL/CSV file, a STAR ``*.json`` dialogue or a folder of them."""
+    from cfbench.io.star import load_star
+    from cfbench.io.transcripts import load_transcripts
+
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() == ".json":
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            ts = load_star(p, skip_empty=True)
+        for w in caught:
+            print(f"cfbench variants: {w.message}", file=sys.stderr)
+        return ts
+    return load_transcripts(p)
+
+
+def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | None = None, seed: int = 0,
+                 decisions: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
+    """Make the variants of ``file`` into ``out``; returns the written paths."""
+    from cfbench.perturb import make_variants, rejection_table
+    from cfbench.perturb.review import review_html
+
+    ts = load_any(file)
+    v = make_variants(ts, dimensions=dimensions, seed=seed, decisions=decisions, progress=progress)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
+             "review": out / "review.html"}
+    v.to_parquet(paths["variants"], index=False)
+    rejection_table(v).to_csv(paths["rejections"], index=False)
+    paths["review"].write_text(review_html(v, ts, title=Path(file).name), encoding="utf-8")
+    return paths
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    dims = None
+    if args.dimensions:
+        dims = [d for part in args.dimensions for d in part.split(",") if d]
+    paths = run_variants(args.file, args.out, dimensions=dims, seed=args.seed, decisions=args.decisions,
+                         progress=not args.quiet)
+    for p in paths.values():
+        print(p)
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``variants`` command to an ``argparse`` sub-parser set (``func`` default set)."""
+    p = subparsers.add_parser("variants", help="make counterfactual variants of transcripts and a review page")
+    p.add_argument("file", help="transcripts (JSONL/CSV), a STAR dialogue (.json) or a folder of STAR dialogues")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--dimensions", nargs="+", metavar="DIM",
+                   help="dimension ids (space- or comma-separated); default: the 15 table rows")
+    p.add_argument("--decisions", metavar="CSV", help="review decisions exported by review.html")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from cfbench.core.errors import InputError
+
+    parser = argparse.ArgumentParser(prog="cfbench")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["variants", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except (InputError, FileNotFoundError, ValueError, KeyError) as exc:
+        print(f"cfbench: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
