@@ -205,23 +205,60 @@ def key_settings(backend: str, config: GenerationConfig) -> dict[str, Any]:
     return config.chat_params() if backend in CHAT_BACKENDS else config.key_dict()
 
 
+_COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
+_SETTINGS_MEMO: dict[tuple[int, str], tuple[GenerationConfig, str, str]] = {}
+
+
+def _settings_json(backend: str, config: GenerationConfig) -> tuple[str, str]:
+    """(key JSON of the settings, chat-params JSON without braces), memoised per config object."""
+    memo = _SETTINGS_MEMO.get((id(config), backend))
+    if memo is not None and memo[0] is config:
+        return memo[1], memo[2]
+    if len(_SETTINGS_MEMO) > 4096:
+        _SETTINGS_MEMO.clear()
+    key_json = json.dumps(key_settings(backend, config), sort_keys=True, **_COMPACT)
+    body_json = json.dumps(config.chat_params(), **_COMPACT)[1:-1]
+    _SETTINGS_MEMO[(id(config), backend)] = (config, key_json, body_json)
+    return key_json, body_json
+
+
+def encode_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """(the messages as the key hashes them, the messages as a chat body sends them), as JSON.
+
+    Each content string is encoded once and shared by both forms.
+    """
+    key_parts, body_parts = [], []
+    for m in messages:
+        if len(m) == 2:
+            role = json.dumps(m["role"])
+            content = json.dumps(m["content"], ensure_ascii=False)
+            key_parts.append(f"[{role},{content}]")
+            body_parts.append(f'{{"role":{role},"content":{content}}}')
+        else:
+            key_parts.append(json.dumps(_message_key(m), sort_keys=True, **_COMPACT))
+            body_parts.append(json.dumps(dict(m), **_COMPACT))
+    return "[" + ",".join(key_parts) + "]", "[" + ",".join(body_parts) + "]"
+
+
+def key_from_parts(judge: str, settings_json: str, messages_key_json: str, repeat: int) -> str:
+    """SHA-256 of ``{"config":…,"judge":…,"messages":…,"repeat":…}`` (sorted keys, compact) from parts."""
+    blob = (f'{{"config":{settings_json},"judge":{json.dumps(judge, ensure_ascii=False)},'
+            f'"messages":{messages_key_json},"repeat":{int(repeat)}}}')
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
 def request_key(judge_spec: str, messages: Sequence[Mapping[str, Any]], config: GenerationConfig,
                 repeat: int = 0) -> str:
     """The cache key: SHA-256 of the canonical form of everything sent.
 
     That is the judge (backend, model, canonical server URL), the whole messages (every field,
     ``name`` included), the generation settings that reach the backend (floats as floats) and the
-    repeat index. Operational settings (timeouts, concurrency, retries) are not part of it.
+    repeat index, as sorted compact JSON. Operational settings (timeouts, concurrency, retries)
+    are not part of it.
     """
     judge = canonical_judge(judge_spec)
-    payload = {
-        "judge": judge,
-        "messages": [_message_key(m) for m in messages],
-        "config": key_settings(judge.partition(":")[0], config),
-        "repeat": repeat,
-    }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    settings_json, _ = _settings_json(judge.partition(":")[0], config)
+    return key_from_parts(judge, settings_json, encode_messages(messages)[0], repeat)
 
 
 @dataclass(frozen=True)
