@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import lru_cache
+from json.encoder import encode_basestring as _json_str
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -188,6 +190,7 @@ def canonical_base_url(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
 
 
+@lru_cache(maxsize=256)
 def canonical_judge(spec: str) -> str:
     """The judge part of a key: ``backend:model@url`` with the URL in its canonical form."""
     head, at, url = spec.partition("@")
@@ -230,8 +233,8 @@ def encode_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     key_parts, body_parts = [], []
     for m in messages:
         if len(m) == 2:
-            role = json.dumps(m["role"])
-            content = json.dumps(m["content"], ensure_ascii=False)
+            role = _json_str(m["role"])
+            content = _json_str(m["content"])  # == json.dumps(content, ensure_ascii=False)
             key_parts.append(f"[{role},{content}]")
             body_parts.append(f'{{"role":{role},"content":{content}}}')
         else:
@@ -242,7 +245,7 @@ def encode_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
 
 def key_from_parts(judge: str, settings_json: str, messages_key_json: str, repeat: int) -> str:
     """SHA-256 of ``{"config":…,"judge":…,"messages":…,"repeat":…}`` (sorted keys, compact) from parts."""
-    blob = (f'{{"config":{settings_json},"judge":{json.dumps(judge, ensure_ascii=False)},'
+    blob = (f'{{"config":{settings_json},"judge":{_json_str(judge)},'
             f'"messages":{messages_key_json},"repeat":{int(repeat)}}}')
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -304,7 +307,10 @@ class Response:
     finish_reason: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        return json.dumps({"text": self.text, "top_logprobs": self.top_logprobs, "prompt_tokens": self.prompt_tokens,
+                           "completion_tokens": self.completion_tokens,
+                           "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+                           "finish_reason": self.finish_reason}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, blob: str) -> "Response":

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import InputError
 from .base import GenerationConfig, Request, Response, _settings_json, encode_messages, key_from_parts
 from .cache import ResponseCache
-from .leaks import scrub
+from .leaks import credentials, scrub
 from .registry import canonical_spec, parse_spec
 from .runner import reply_problem
 
@@ -404,6 +404,7 @@ def _line_outcome(item: dict[str, Any]) -> tuple[Response | None, str | None]:
 def _import_lines(cache: ResponseCache, judge: str, path: Path, *, limits: dict[str, int] | None = None,
                   answered: set[str] | None = None, flush_every: int = 5_000) -> tuple[int, int]:
     ok = bad = 0
+    creds = credentials()
     good: list[tuple[str, str, str, float | None]] = []
     failed: list[tuple[str, str]] = []
 
@@ -429,9 +430,7 @@ def _import_lines(cache: ResponseCache, judge: str, path: Path, *, limits: dict[
             if answered is not None:
                 answered.add(key)
             if response is not None:
-                max_tokens = (limits or {}).get(key) or 1_000_000
-                probe = Request(key, ({"role": "user", "content": ""},), GenerationConfig(max_tokens=max_tokens))
-                reason = reply_problem(response, probe)
+                reason = reply_problem(response, (limits or {}).get(key) or 1_000_000, creds=creds)
             if reason is None:
                 good.append((key, judge, response.to_json(), None))
                 ok += 1

@@ -24,7 +24,7 @@ from urllib.parse import quote, quote_plus
 
 from ..core.secrets import secret_values
 
-__all__ = ["scrub", "echoed_credential", "clip", "FRAGMENT"]
+__all__ = ["scrub", "echoed_credential", "credentials", "clip", "FRAGMENT"]
 
 #: Shortest run of a credential's characters that counts as a piece of it.
 FRAGMENT = 12
@@ -102,11 +102,18 @@ def clip(text: str, limit: int) -> str:
 _HEX_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}")
 
 
-def echoed_credential(text: str | None, extra_env: Iterable[str] = ()) -> str | None:
+def credentials(extra_env: Iterable[str] = ()) -> dict[str, str]:
+    """The credentials set in the environment now (name -> value); pass to :func:`echoed_credential`
+    when checking many texts."""
+    return _credentials(extra_env)
+
+
+def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
+                      creds: dict[str, str] | None = None) -> str | None:
     """The name of the credential ``text`` holds (any form, or a 12+ character piece), else None."""
     if not text:
         return None
-    creds = _credentials(extra_env)
+    creds = _credentials(extra_env) if creds is None else creds
     if not creds:
         return None
     for name, value in creds.items():
@@ -115,7 +122,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = ()) -> str | 
     if _HEX_ESCAPE.search(text):  # mixed escapes: decode and look again
         decoded = _HEX_ESCAPE.sub(lambda m: _decode_escape(m.group(0)), text)
         if decoded != text:
-            return echoed_credential(decoded, extra_env)
+            return echoed_credential(decoded, extra_env, creds=creds)
     return None
 
 

@@ -48,7 +48,7 @@ from tqdm import tqdm
 from ..core.schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
 from .cache import CacheLockedError, ResponseCache
-from .leaks import echoed_credential, scrub
+from .leaks import credentials, echoed_credential, scrub
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for"]
@@ -189,17 +189,18 @@ _CHARS_SLACK = 1024
 _TOKENS_FACTOR = 2
 
 
-def reply_problem(response: Response, request: Request, *, secret_env: tuple[str, ...] = ()) -> str | None:
+def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str, ...] = (),
+                  creds: dict[str, str] | None = None) -> str | None:
     """Why a reply must not be trusted, or None: it echoes a credential, or it is far beyond
     ``max_tokens`` (more than 32 characters per allowed token + 1024, or more than twice the
     allowed completion tokens + 16 by the server's own count)."""
     text = response.text if isinstance(response.text, str) else ""
-    name = echoed_credential(text, secret_env)
+    creds = credentials(secret_env) if creds is None else creds
+    name = echoed_credential(text, creds=creds)
     if name is None and response.top_logprobs:
-        name = echoed_credential("".join(response.top_logprobs), secret_env)
+        name = echoed_credential("".join(response.top_logprobs), creds=creds)
     if name is not None:
         return f"reply echoed a credential (${name}); not cached, text withheld"
-    max_tokens = request.config.max_tokens
     char_limit = _CHARS_PER_TOKEN_LIMIT * max_tokens + _CHARS_SLACK
     if len(text) > char_limit:
         return (f"reply of {len(text):,} characters is far beyond max_tokens={max_tokens} "
@@ -411,7 +412,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                     break
                 latency = time.perf_counter() - t0
                 gate.succeeded(latency)
-                problem = reply_problem(resp, req, secret_env=secret_env)
+                problem = reply_problem(resp, req.config.max_tokens, secret_env=secret_env)
                 if problem is None:
                     problem = await store_reply(key, resp, latency)
                 if problem is not None:
