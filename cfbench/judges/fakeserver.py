@@ -156,8 +156,7 @@ class FakeOpenAIServer:
         if kind == "text":
             return web.Response(text=f"<html>fake error {arg}</html>", status=int(arg), content_type="text/html")
         if kind == "echo-key":
-            auth = request.headers.get("Authorization", "")
-            return web.json_response({"error": {"message": f"Incorrect API key provided: {auth}"}}, status=401)
+            return web.json_response({"error": {"message": f"Incorrect API key provided: Bearer {key}"}}, status=401)
         if kind == "hang":
             await asyncio.sleep(float(arg or 30))
         if kind == "garbage":
