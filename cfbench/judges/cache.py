@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 _CHUNK = 900  # keys per batched look-up (well under SQLite's bound-parameter limit)
+_NOWAIT_S = 0.05  # busy timeout of the connection used by writers that retry on their own
 
 
 class CacheLockedError(RuntimeError):
@@ -112,23 +113,27 @@ class ResponseCache:
         self._write(lambda: con.executescript(_SCHEMA))
         self._migrate(con)
 
-    # one connection per thread; sqlite3 connections must not cross threads
-    def _conn(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
+    # one connection per thread; sqlite3 connections must not cross threads. A second one with
+    # a short busy timeout serves writers that wait asynchronously themselves (the runner).
+    def _conn(self, *, nowait: bool = False) -> sqlite3.Connection:
+        attr = "con_nowait" if nowait else "con"
+        con = getattr(self._local, attr, None)
         if con is None:
-            con = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+            con = sqlite3.connect(self.path, timeout=_NOWAIT_S if nowait else self.busy_timeout_s,
+                                  isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
+            setattr(self._local, attr, con)
         return con
 
-    def _write(self, fn):  # noqa: ANN001, ANN202 - small internal helper
+    def _write(self, fn, waited: float | None = None):  # noqa: ANN001, ANN202 - small internal helper
         try:
             return fn()
         except sqlite3.OperationalError as exc:
             if _is_lock_error(exc):
                 raise CacheLockedError(f"cache {self.path} is locked by another process "
-                                       f"(waited {self.busy_timeout_s:g} s): {exc}") from None
+                                       f"(waited {self.busy_timeout_s if waited is None else waited:g} s): "
+                                       f"{exc}") from None
             raise
 
     def _migrate(self, con: sqlite3.Connection) -> None:
@@ -185,14 +190,16 @@ class ResponseCache:
             out.update(k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk))
         return out
 
-    def put(self, key: str, judge: str, response: Response, latency_s: float | None = None) -> None:
+    def put(self, key: str, judge: str, response: Response, latency_s: float | None = None, *,
+            wait: bool = True) -> None:
         """Store a successful reply (the first stored reply for a key wins) and forget the key's
-        pending request and failure. Raises :class:`CacheLockedError` on lock contention."""
-        self.put_many([(key, judge, response.to_json(), latency_s)])
+        pending request and failure. Raises :class:`CacheLockedError` on lock contention, after
+        ``busy_timeout_s`` or, with ``wait=False``, almost at once (for callers that retry)."""
+        self.put_many([(key, judge, response.to_json(), latency_s)], wait=wait)
 
-    def put_many(self, rows: Iterable[tuple[str, str, str, float | None]]) -> int:
+    def put_many(self, rows: Iterable[tuple[str, str, str, float | None]], *, wait: bool = True) -> int:
         """Store ``(key, judge, response_json, latency_s)`` rows in one transaction; returns how many were new."""
-        con = self._conn()
+        con = self._conn(nowait=not wait)
         now = time.time()
         rows = [(k, j, blob, lat, now) for k, j, blob, lat in rows]
         keys = [(r[0],) for r in rows]
@@ -213,7 +220,7 @@ class ResponseCache:
                 raise
             return added
 
-        return self._write(write)
+        return self._write(write, waited=None if wait else _NOWAIT_S)
 
     # -- failures ------------------------------------------------------------------------------
     def record_failures(self, judge: str, failures: Iterable[tuple[str, str]]) -> None:
@@ -328,7 +335,8 @@ class ResponseCache:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        for attr in ("con", "con_nowait"):
+            con = getattr(self._local, attr, None)
+            if con is not None:
+                con.close()
+                setattr(self._local, attr, None)

@@ -357,7 +357,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
             while True:
                 tries += 1
                 try:
-                    store.put(key, spec, resp, latency)
+                    store.put(key, spec, resp, latency, wait=False)  # never blocks the loop long
                     return None
                 except CacheLockedError as exc:
                     waited = time.perf_counter() - t0
