@@ -11,7 +11,7 @@ then ``cfbench reproduce … --replay`` computes every table from the cache.
 
 * :func:`plan_batch` streams: requests are read from any iterable (a study's
   generator), keyed, checked against the cache in chunks, de-duplicated by a
-  64-bit fingerprint of the key, and written straight into JSONL shards of at
+  63-bit fingerprint of the key (kept in a scratch SQLite file, so memory stays flat), and written straight into JSONL shards of at
   most 50,000 lines and 200 MB (the provider's limits). Each line is
   ``{"custom_id": <cache key>, "method": "POST", "url": "/v1/chat/completions",
   "body": <exactly what the openai backend would send>}``. The manifest lists
@@ -91,6 +91,7 @@ class _ShardWriter:
     def __init__(self, out_dir: Path, max_requests: int, max_bytes: int):
         self.out_dir, self.max_requests, self.max_bytes = out_dir, max_requests, max_bytes
         self.shards: list[dict[str, Any]] = []
+        self.n_seen = self.n_cached = self.n_dup = 0
         self._fh = None
         self._count = self._bytes = 0
         self._sha = hashlib.sha256()
@@ -122,6 +123,41 @@ class _ShardWriter:
     def close(self) -> list[dict[str, Any]]:
         self._close()
         return self.shards
+
+
+class _SeenKeys:
+    """Exact de-duplication of 63-bit key fingerprints in a scratch SQLite file, so memory stays
+    flat however many requests stream past (a Python set would grow ~70 bytes per request)."""
+
+    def __init__(self, path: Path):
+        import sqlite3
+
+        self.path = path
+        path.unlink(missing_ok=True)
+        self._con = sqlite3.connect(path, isolation_level=None)
+        self._con.execute("PRAGMA journal_mode=OFF")
+        self._con.execute("PRAGMA synchronous=OFF")
+        self._con.execute("PRAGMA cache_size=-16000")  # 16 MB page cache at most
+        self._con.execute("CREATE TABLE seen (fp INTEGER PRIMARY KEY)")
+
+    def new(self, fingerprints: list[int]) -> set[int]:
+        """The fingerprints never seen before (each counted once), now remembered."""
+        fresh = set(fingerprints)
+        known: set[int] = set()
+        items = list(fresh)
+        for start in range(0, len(items), 900):
+            chunk = items[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            known.update(fp for (fp,) in self._con.execute(f"SELECT fp FROM seen WHERE fp IN ({marks})", chunk))
+        fresh -= known
+        self._con.execute("BEGIN")
+        self._con.executemany("INSERT INTO seen (fp) VALUES (?)", ((fp,) for fp in fresh))
+        self._con.execute("COMMIT")
+        return fresh
+
+    def close(self) -> None:
+        self._con.close()
+        self.path.unlink(missing_ok=True)
 
 
 def _chunks(items: Iterable[Request], size: int) -> Iterator[list[Request]]:
@@ -172,37 +208,16 @@ def plan_batch(requests: Iterable[Request], judge_spec: str, out_dir: str | os.P
     for old in out.glob("shard-*.jsonl*"):
         old.unlink()
     writer = _ShardWriter(out, max_requests, max_bytes)
-    judge_json = json.dumps(spec, ensure_ascii=False)
     head = '{"custom_id":"'
     mid = f'","method":"POST","url":"{ENDPOINT}","body":{{"model":{json.dumps(model, ensure_ascii=False)},"messages":'
-    seen: set[int] = set()
-    n_seen = n_cached = n_dup = 0
+    seen = _SeenKeys(out / ".seen-keys.sqlite")
     bar = tqdm(desc=f"batch plan {spec}", unit="req", disable=not progress, mininterval=1.0)
-    for chunk in _chunks(requests, _CHUNK):
-        encoded = []
-        for r in chunk:
-            if not isinstance(r, Request):
-                raise InputError(f"expected a cfbench Request, got {type(r).__name__}", record=n_seen + len(encoded))
-            settings_json, params_json = _settings_json("openai", r.config)
-            key_msgs, body_msgs = encode_messages(r.messages)
-            key = key_from_parts(spec, settings_json, key_msgs, r.repeat)
-            encoded.append((r, key, body_msgs, params_json))
-        n_seen += len(chunk)
-        cached = cache.has_many([e[1] for e in encoded]) if cache is not None else set()
-        for r, key, body_msgs, params_json in encoded:
-            if key in cached:
-                n_cached += 1
-                continue
-            fp = int(key[:16], 16)
-            if fp in seen:
-                n_dup += 1
-                continue
-            seen.add(fp)
-            line = f"{head}{key}{mid}{body_msgs},{params_json}}}}}\n"
-            writer.write(line.encode("utf-8"), r.request_id)
-        bar.update(len(chunk))
-    bar.close()
-    shards = writer.close()
+    try:
+        shards = _plan_chunks(requests, writer, seen, cache, spec, head, mid, bar)
+    finally:
+        bar.close()
+        seen.close()
+    n_seen, n_cached, n_dup = writer.n_seen, writer.n_cached, writer.n_dup
     manifest = {
         "format": "cfbench-batch/1",
         "judge": spec,
@@ -219,6 +234,36 @@ def plan_batch(requests: Iterable[Request], judge_spec: str, out_dir: str | os.P
     }
     _save_manifest(out, manifest)
     return manifest
+
+
+def _plan_chunks(requests: Iterable[Request], writer: _ShardWriter, seen: _SeenKeys, cache: ResponseCache | None,
+                 spec: str, head: str, mid: str, bar: Any) -> list[dict[str, Any]]:
+    """Key, filter (cached, duplicate) and write requests chunk by chunk; returns the shards."""
+    for chunk in _chunks(requests, _CHUNK):
+        encoded = []
+        for r in chunk:
+            if not isinstance(r, Request):
+                raise InputError(f"expected a cfbench Request, got {type(r).__name__}",
+                                 record=writer.n_seen + len(encoded))
+            settings_json, params_json = _settings_json("openai", r.config)
+            key_msgs, body_msgs = encode_messages(r.messages)
+            key = key_from_parts(spec, settings_json, key_msgs, r.repeat)
+            encoded.append((r, key, body_msgs, params_json))
+        writer.n_seen += len(chunk)
+        cached = cache.has_many([e[1] for e in encoded]) if cache is not None else set()
+        fresh = seen.new([int(e[1][:16], 16) >> 1 for e in encoded if e[1] not in cached])
+        for r, key, body_msgs, params_json in encoded:
+            if key in cached:
+                writer.n_cached += 1
+                continue
+            fp = int(key[:16], 16) >> 1  # 63 bits: a signed SQLite INTEGER
+            if fp not in fresh:
+                writer.n_dup += 1
+                continue
+            fresh.discard(fp)  # a second copy within this chunk is a duplicate too
+            writer.write(f"{head}{key}{mid}{body_msgs},{params_json}}}}}\n".encode("utf-8"), r.request_id)
+        bar.update(len(chunk))
+    return writer.close()
 
 
 def read_requests_jsonl(path: str | os.PathLike[str]) -> Iterator[Request]:
