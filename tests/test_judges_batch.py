@@ -308,3 +308,17 @@ def test_batch_commands_run_the_lifecycle(server, tmp_path, capsys):
     _cli(["batch", "collect", "--dir", job, "--cache", cache])
     assert "ok=3 failed=0" in capsys.readouterr().out
     assert len(ResponseCache(cache)) == 3
+
+
+def test_the_cache_reports_a_credential_in_any_table(tmp_path, monkeypatch):
+    from cfbench.judges import Response
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k1", "openai:m", Response(text="clean"))
+    assert cache.find_secret_leaks() == []
+    cache.remember_requests("openai:m", [Request("p", ({"role": "user", "content": f"my key is {KEY}"},))],
+                            keys=["k2"])
+    cache.record_failures("openai:m", [("k3", f"401: Bearer {KEY[:-3]}")])
+    assert cache.find_secret_leaks() == ["pending:k2", "failures:k3"]
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert cache.find_secret_leaks() == []

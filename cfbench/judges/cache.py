@@ -331,6 +331,26 @@ class ResponseCache:
         return {"size_before": before, "size_after": self._size(), "pending_removed": n_pending,
                 "failures_removed": n_fail}
 
+    def find_secret_leaks(self, extra_env: tuple[str, ...] = ()) -> list[str]:
+        """Where this cache holds a credential from the environment (any form, or a 12+ character
+        piece): ``"<table>:<key>"`` per row, pending prompts decompressed. Empty when clean."""
+        from .leaks import credentials, echoed_credential
+
+        creds = credentials(extra_env)
+        if not creds:
+            return []
+        con = self._conn()
+        hits = []
+        for table, sql, decode in (
+            ("responses", "SELECT key, judge || response FROM responses", str),
+            ("pending", "SELECT key, request FROM pending", lambda b: zlib.decompress(b).decode("utf-8")),
+            ("failures", "SELECT key, judge || reason FROM failures", str),
+        ):
+            for key, blob in con.execute(sql):
+                if echoed_credential(decode(blob), creds=creds):
+                    hits.append(f"{table}:{key}")
+        return hits
+
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
