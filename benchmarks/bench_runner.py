@@ -15,6 +15,12 @@
    requests through the ``openai:`` backend against the server at L = 0, which
    adds the HTTP round trip and JSON encoding/decoding.
 
+3. Transport: client CPU per call (``time.process_time``; the server runs in a
+   child process) of the ``openai:`` backend's aiohttp transport under the runner
+   versus the official ``openai`` SDK's ``AsyncOpenAI`` client making the same
+   calls bare (no runner, no cache) at the same concurrency. This decides whether
+   high-concurrency chat keeps its own transport (the SDK is used for the Batch API).
+
 Usage: ``python benchmarks/bench_runner.py [--n 5000] [--c 64] [--latency-ms 100]``
 """
 
@@ -115,12 +121,50 @@ def overhead(n: int) -> dict:
     return out
 
 
+def transport_cpu(n: int, c: int = 16) -> dict[str, float] | None:
+    """Client CPU µs per call: cfbench's aiohttp transport (with the runner) vs the openai SDK (bare)."""
+    try:
+        import openai
+    except ImportError:
+        return None
+    reqs = make_requests(n, "tr")
+    out: dict[str, float] = {}
+    with ServerProcess(latency_s=0.0) as srv:
+        http = get_judge(f"openai:bench@{srv.base_url}", max_concurrency=c)
+        run_requests(http, make_requests(32, "trwarm"), cache=False, progress=False, concurrency=c)
+        c0 = time.process_time()
+        res = run_requests(http, reqs, cache=False, progress=False, concurrency=c)
+        out["aiohttp_runner"] = (time.process_time() - c0) / n * 1e6
+        assert res.judgments.ok.all()
+
+        async def sdk() -> None:
+            client = openai.AsyncOpenAI(api_key="not-needed", base_url=srv.base_url, max_retries=0)
+            sem = asyncio.Semaphore(c)
+
+            async def one(r: Request) -> str:
+                async with sem:
+                    reply = await client.chat.completions.create(model="bench", messages=list(r.messages),
+                                                                 **r.config.chat_params())
+                    return reply.choices[0].message.content
+
+            await asyncio.gather(*(one(r) for r in make_requests(32, "sdkwarm")))
+            c0 = time.process_time()
+            texts = await asyncio.gather(*(one(r) for r in reqs))
+            out["openai_sdk_bare"] = (time.process_time() - c0) / n * 1e6
+            assert all(texts)
+            await client.close()
+
+        asyncio.run(sdk())
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--c", type=int, default=64)
     ap.add_argument("--latency-ms", type=float, default=100.0)
     ap.add_argument("--overhead-n", type=int, default=5000)
+    ap.add_argument("--transport-n", type=int, default=2000)
     args = ap.parse_args()
     header("runner efficiency")
     t = throughput(args.n, args.c, args.latency_ms / 1000)
@@ -139,6 +183,13 @@ def main() -> None:
     print(f"per-call cost, µs (n={args.overhead_n}, scripted judge; ratios vs the bare complete() loop):")
     for name, us in o.items():
         print(f"  {name:<28} {us:9.1f} µs   x{us / base:6.1f}   overhead {us - base:8.1f} µs")
+    tr = transport_cpu(args.transport_n)
+    if tr is None:
+        print("transport: the openai SDK is not installed; comparison skipped")
+    else:
+        print(f"transport, client CPU per call (n={args.transport_n}, C=16, L=0): aiohttp under the runner "
+              f"{tr['aiohttp_runner']:.0f} µs, openai SDK bare {tr['openai_sdk_bare']:.0f} µs  "
+              f"RATIO sdk/aiohttp = {tr['openai_sdk_bare'] / tr['aiohttp_runner']:.2f}")
 
 
 if __name__ == "__main__":

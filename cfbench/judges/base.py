@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import lru_cache
+from json.encoder import encode_basestring as _json_str
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -22,7 +24,13 @@ __all__ = [
     "RetryableError",
     "PRESETS",
     "yes_probability",
+    "REASONING_EFFORTS",
+    "request_key",
+    "canonical_base_url",
 ]
+
+#: Values of ``GenerationConfig.reasoning_effort`` (OpenAI reasoning models; seed 000 Table 8 uses low, medium).
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 
 
 class JudgeError(RuntimeError):
@@ -32,12 +40,15 @@ class JudgeError(RuntimeError):
 class RetryableError(JudgeError):
     """A judge call failed for a transient reason (429, 5xx, timeout).
 
-    ``retry_after`` carries the server's Retry-After in seconds when it sent one.
+    ``retry_after`` carries the server's Retry-After in seconds when it sent one;
+    ``overload`` says the server is saturated (429, 503): an adaptive runner sends fewer
+    calls at once.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None):
+    def __init__(self, message: str, *, retry_after: float | None = None, overload: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.overload = overload
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,14 @@ class GenerationConfig:
     stop: tuple[str, ...] = ()
     json_schema: Mapping[str, Any] | None = None
     top_logprobs: int = 0
+    reasoning_effort: str | None = None
 
     def __post_init__(self) -> None:
+        # 0 and 0.0 are the same setting: store floats, so keys and bodies never split on the spelling
+        for name in ("temperature", "top_p", "repeat_penalty"):
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                object.__setattr__(self, name, float(value))
         if not (0.0 <= self.temperature <= 2.0):
             raise ValueError(f"GenerationConfig.temperature must be in [0, 2], got {self.temperature!r}")
         if not (0.0 < self.top_p <= 1.0):
@@ -70,6 +87,20 @@ class GenerationConfig:
         if self.top_logprobs < 0 or self.top_logprobs > 20:
             raise ValueError(f"GenerationConfig.top_logprobs must be in [0, 20], got {self.top_logprobs!r}")
         object.__setattr__(self, "stop", tuple(self.stop))
+        if self.reasoning_effort is not None:
+            self._check_reasoning()
+
+    def _check_reasoning(self) -> None:
+        """Reasoning models take only the default sampling (temperature 1, top_p 1) and no logprobs."""
+        if self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"GenerationConfig.reasoning_effort must be one of {REASONING_EFFORTS} or None, "
+                             f"got {self.reasoning_effort!r}")
+        if self.temperature != 1.0 or self.top_p != 1.0:
+            raise ValueError("GenerationConfig.reasoning_effort is set: reasoning models accept only "
+                             f"temperature=1 and top_p=1, got temperature={self.temperature!r}, top_p={self.top_p!r}")
+        if self.top_logprobs:
+            raise ValueError("GenerationConfig.reasoning_effort is set: reasoning models return no logprobs; "
+                             "set top_logprobs=0")
 
     def replace(self, **changes: Any) -> "GenerationConfig":
         data = asdict(self)
@@ -78,8 +109,17 @@ class GenerationConfig:
 
     def chat_params(self) -> dict[str, Any]:
         """These settings as OpenAI chat-completions parameters (also what TGI/vLLM/HF accept);
-        ``repeat_penalty`` has no counterpart there and is not sent."""
-        kw: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        ``repeat_penalty`` has no counterpart there and is not sent.
+
+        With ``reasoning_effort`` set (GPT-5 / o-series), the body carries ``reasoning_effort``,
+        ``temperature=1`` (the only value those models accept), no ``top_p``, and the output cap
+        as ``max_completion_tokens`` (it covers reasoning and visible tokens).
+        """
+        if self.reasoning_effort is not None:
+            kw: dict[str, Any] = {"temperature": 1.0, "max_completion_tokens": self.max_tokens,
+                                  "reasoning_effort": self.reasoning_effort}
+        else:
+            kw = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
         if self.seed is not None:
             kw["seed"] = self.seed
         if self.stop:
@@ -98,6 +138,17 @@ class GenerationConfig:
         data["json_schema"] = dict(self.json_schema) if self.json_schema is not None else None
         return data
 
+    def key_dict(self) -> dict[str, Any]:
+        """All settings, for the cache key of backends that use every one of them (the local model).
+
+        Settings added after the first release are left out while unset, so keys of the
+        committed results stay what they were.
+        """
+        data = self.as_dict()
+        if data["reasoning_effort"] is None:
+            del data["reasoning_effort"]
+        return data
+
 
 #: Named presets for the seeds' protocols.
 PRESETS: dict[str, GenerationConfig] = {
@@ -105,7 +156,112 @@ PRESETS: dict[str, GenerationConfig] = {
     "seed000": GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=1000, seed=0, repeat_penalty=1.0),
     # Seed 002, section 3.1: temperature 0.2, nucleus 0.9, at most 300 new tokens.
     "seed002": GenerationConfig(temperature=0.2, top_p=0.9, max_tokens=300, seed=0, repeat_penalty=1.0),
+    # Seed 000, Table 8, GPT-5 family: temperature 1 (the only value they accept), reasoning effort low / medium.
+    "seed000-reasoning-low": GenerationConfig(temperature=1.0, top_p=1.0, max_tokens=1000, seed=None,
+                                              reasoning_effort="low"),
+    "seed000-reasoning-medium": GenerationConfig(temperature=1.0, top_p=1.0, max_tokens=1000, seed=None,
+                                                 reasoning_effort="medium"),
 }
+
+#: Backends whose requests are OpenAI chat-completions bodies: their key holds exactly the
+#: settings :meth:`GenerationConfig.chat_params` sends (an unsent ``repeat_penalty`` splits nothing).
+CHAT_BACKENDS = frozenset({"openai", "hf"})
+
+
+def canonical_base_url(url: str) -> str:
+    """One spelling per server: scheme and host lower-cased, default port and trailing ``/`` dropped.
+
+    >>> canonical_base_url("HTTP://LocalHost:80/v1/")
+    'http://localhost/v1'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.netloc:
+        return url.strip().rstrip("/")
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    port = parts.port
+    netloc = host if port is None or (scheme, port) in {("http", 80), ("https", 443)} else f"{host}:{port}"
+    if parts.username:
+        raise ValueError("a base URL must not carry credentials; the key comes from the environment")
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
+@lru_cache(maxsize=256)
+def canonical_judge(spec: str) -> str:
+    """The judge part of a key: ``backend:model@url`` with the URL in its canonical form."""
+    head, at, url = spec.partition("@")
+    return f"{head}@{canonical_base_url(url)}" if at and url else spec
+
+
+def _message_key(message: Mapping[str, Any]) -> list[Any]:
+    """``[role, content]``, plus every other field (``name`` ...) when a message carries one."""
+    extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+    return [message["role"], message["content"], extra] if extra else [message["role"], message["content"]]
+
+
+def key_settings(backend: str, config: GenerationConfig) -> dict[str, Any]:
+    """The settings that reach ``backend``'s server, in the form the cache key hashes."""
+    return config.chat_params() if backend in CHAT_BACKENDS else config.key_dict()
+
+
+_COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
+_SETTINGS_MEMO: dict[tuple[int, str], tuple[GenerationConfig, str, str]] = {}
+
+
+def _settings_json(backend: str, config: GenerationConfig) -> tuple[str, str]:
+    """(key JSON of the settings, chat-params JSON without braces), memoised per config object."""
+    memo = _SETTINGS_MEMO.get((id(config), backend))
+    if memo is not None and memo[0] is config:
+        return memo[1], memo[2]
+    if len(_SETTINGS_MEMO) > 4096:
+        _SETTINGS_MEMO.clear()
+    key_json = json.dumps(key_settings(backend, config), sort_keys=True, **_COMPACT)
+    body_json = json.dumps(config.chat_params(), **_COMPACT)[1:-1]
+    _SETTINGS_MEMO[(id(config), backend)] = (config, key_json, body_json)
+    return key_json, body_json
+
+
+def encode_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """(the messages as the key hashes them, the messages as a chat body sends them), as JSON.
+
+    Each content string is encoded once and shared by both forms.
+    """
+    key_parts, body_parts = [], []
+    for m in messages:
+        if len(m) == 2:
+            role = _json_str(m["role"])
+            content = _json_str(m["content"])  # == json.dumps(content, ensure_ascii=False)
+            key_parts.append(f"[{role},{content}]")
+            body_parts.append(f'{{"role":{role},"content":{content}}}')
+        else:
+            key_parts.append(json.dumps(_message_key(m), sort_keys=True, **_COMPACT))
+            body_parts.append(json.dumps(dict(m), **_COMPACT))
+    return "[" + ",".join(key_parts) + "]", "[" + ",".join(body_parts) + "]"
+
+
+def key_from_parts(judge: str, settings_json: str, messages_key_json: str, repeat: int) -> str:
+    """SHA-256 of ``{"config":…,"judge":…,"messages":…,"repeat":…}`` (sorted keys, compact) from parts."""
+    blob = (f'{{"config":{settings_json},"judge":{_json_str(judge)},'
+            f'"messages":{messages_key_json},"repeat":{int(repeat)}}}')
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def request_key(judge_spec: str, messages: Sequence[Mapping[str, Any]], config: GenerationConfig,
+                repeat: int = 0) -> str:
+    """The cache key: SHA-256 of the canonical form of everything sent.
+
+    That is the judge (backend, model, canonical server URL), the whole messages (every field,
+    ``name`` included), the generation settings that reach the backend (floats as floats) and the
+    repeat index, as sorted compact JSON. Operational settings (timeouts, concurrency, retries)
+    are not part of it.
+    """
+    judge = canonical_judge(judge_spec)
+    settings_json, _ = _settings_json(judge.partition(":")[0], config)
+    return key_from_parts(judge, settings_json, encode_messages(messages)[0], repeat)
 
 
 @dataclass(frozen=True)
@@ -135,17 +291,8 @@ class Request:
             raise ValueError(f"request {self.request_id!r}: field 'repeat' must be >= 0")
 
     def cache_key(self, judge_spec: str) -> str:
-        """Hash of what determines the answer: backend+model, messages,
-        generation settings and the repeat index. Operational settings
-        (timeouts, concurrency, retries) are deliberately not part of it."""
-        payload = {
-            "judge": judge_spec,
-            "messages": [[m["role"], m["content"]] for m in self.messages],
-            "config": self.config.as_dict(),
-            "repeat": self.repeat,
-        }
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        """See :func:`request_key`: everything sent, canonically, plus the repeat index."""
+        return request_key(judge_spec, self.messages, self.config, self.repeat)
 
 
 @dataclass
@@ -160,7 +307,10 @@ class Response:
     finish_reason: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        return json.dumps({"text": self.text, "top_logprobs": self.top_logprobs, "prompt_tokens": self.prompt_tokens,
+                           "completion_tokens": self.completion_tokens,
+                           "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+                           "finish_reason": self.finish_reason}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, blob: str) -> "Response":

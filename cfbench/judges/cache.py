@@ -1,14 +1,26 @@
 """Persistent response cache in SQLite.
 
-One row per successful reply, keyed by :meth:`Request.cache_key` (judge spec,
-messages, generation settings, repeat index). Errors are never stored. Every
-reply is committed as soon as it arrives, so a run killed at any point
-(``kill -9``) loses at most the calls in flight, and a restart reads back
-everything that finished. WAL mode and a busy timeout make the file safe for
-several processes at once; rows are only ever inserted, never updated.
+Three tables, all keyed by :func:`cfbench.judges.base.request_key` (a SHA-256 of
+everything sent):
 
-Requests seen by a dry run are remembered in a second table so they can be
-exported as an OpenAI Batch-API file and imported back as cache entries.
+``responses``
+    one row per successful reply: the key, the judge spec, the reply as JSON
+    (text, first-token logprobs, token counts, finish reason) and its latency.
+    No prompt is stored: a few hundred bytes beyond the reply text per entry.
+    Every reply is committed as soon as it arrives, so a run killed at any point
+    (``kill -9``) loses at most the calls in flight. Rows are only inserted.
+``pending``
+    requests a plan-only or failed run could not answer yet, zlib-compressed,
+    so ``cfbench cache export`` can write them as a Batch-API file. A row is
+    deleted the moment its reply arrives: answered prompts are never kept.
+``failures``
+    the last failure of a key that has no reply (an error, a content-filter
+    null from a batch): replay shows it as a failed row with its reason instead
+    of a cache miss; a live run retries it. Never read as a reply.
+
+WAL mode and a busy timeout make the file safe for several processes at once;
+a write that still finds the file locked raises :class:`CacheLockedError`, which
+the runner retries and, failing that, records as the call's failure.
 """
 
 from __future__ import annotations
@@ -18,13 +30,14 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from ..core.paths import cache_dir
 from .base import Request, Response
 
-__all__ = ["ResponseCache", "default_cache_dir", "default_cache_path"]
+__all__ = ["ResponseCache", "CacheLockedError", "default_cache_dir", "default_cache_path"]
 
 
 def default_cache_dir() -> Path:
@@ -46,35 +59,101 @@ CREATE TABLE IF NOT EXISTS responses (
     latency_s REAL,
     created REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS requests (
+CREATE TABLE IF NOT EXISTS pending (
     key TEXT PRIMARY KEY,
     judge TEXT NOT NULL,
-    request TEXT NOT NULL,
+    request BLOB NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    judge TEXT NOT NULL,
+    reason TEXT NOT NULL,
     created REAL NOT NULL
 );
 """
 
+_CHUNK = 900  # keys per batched look-up (well under SQLite's bound-parameter limit)
+_NOWAIT_S = 0.05  # busy timeout of the connection used by writers that retry on their own
+
+
+class CacheLockedError(RuntimeError):
+    """Another process held the cache's write lock longer than the busy timeout."""
+
+
+def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def request_payload(request: Request) -> bytes:
+    """A request as the compressed JSON ``pending`` keeps (what a Batch-API export needs)."""
+    payload = {"messages": list(request.messages), "config": request.config.as_dict(), "repeat": request.repeat,
+               "request_id": request.request_id}
+    return zlib.compress(json.dumps(payload, ensure_ascii=False).encode("utf-8"), 6)
+
 
 class ResponseCache:
-    """A SQLite-backed map from cache key to :class:`Response`."""
+    """A SQLite-backed map from cache key to :class:`Response` (see the module docstring).
 
-    def __init__(self, path: str | os.PathLike[str] | None = None):
+    Parameters
+    ----------
+    path : path, optional
+        The SQLite file; default ``$CFBENCH_CACHE_DIR/responses.sqlite``.
+    busy_timeout_s : float
+        How long one write waits for another process's lock before :class:`CacheLockedError`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        with self._conn() as con:
-            con.executescript(_SCHEMA)
+        con = self._conn()
+        self._write(lambda: con.executescript(_SCHEMA))
+        self._migrate(con)
 
-    # one connection per thread; sqlite3 connections must not cross threads
-    def _conn(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
+    # one connection per thread; sqlite3 connections must not cross threads. A second one with
+    # a short busy timeout serves writers that wait asynchronously themselves (the runner).
+    def _conn(self, *, nowait: bool = False) -> sqlite3.Connection:
+        attr = "con_nowait" if nowait else "con"
+        con = getattr(self._local, attr, None)
         if con is None:
-            con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            con = sqlite3.connect(self.path, timeout=_NOWAIT_S if nowait else self.busy_timeout_s,
+                                  isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
-            self._local.con = con
+            setattr(self._local, attr, con)
         return con
 
+    def _write(self, fn, waited: float | None = None):  # noqa: ANN001, ANN202 - small internal helper
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if _is_lock_error(exc):
+                raise CacheLockedError(f"cache {self.path} is locked by another process "
+                                       f"(waited {self.busy_timeout_s if waited is None else waited:g} s): "
+                                       f"{exc}") from None
+            raise
+
+    def _migrate(self, con: sqlite3.Connection) -> None:
+        """Caches written before ``pending`` kept every prompt in ``requests``: keep only the
+        unanswered ones (compressed) and drop the table."""
+        if con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='requests'").fetchone() is None:
+            return
+        rows = con.execute("SELECT q.key, q.judge, q.request, q.created FROM requests q "
+                           "LEFT JOIN responses r ON q.key = r.key WHERE r.key IS NULL").fetchall()
+
+        def move() -> None:
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany("INSERT OR IGNORE INTO pending (key, judge, request, created) VALUES (?, ?, ?, ?)",
+                            [(k, j, zlib.compress(blob.encode("utf-8"), 6), c) for k, j, blob, c in rows])
+            con.execute("DROP TABLE requests")
+            con.execute("COMMIT")
+
+        self._write(move)
+
+    # -- replies -------------------------------------------------------------------------------
     def get(self, key: str) -> tuple[Response, float | None] | None:
         row = self._conn().execute(
             "SELECT response, latency_s FROM responses WHERE key = ?", (key,)
@@ -84,69 +163,200 @@ class ResponseCache:
         return Response.from_json(row[0]), row[1]
 
     def get_many(self, keys: Iterable[str]) -> dict[str, tuple[Response, float | None]]:
+        """Cached replies of ``keys`` (batched look-ups; missing keys are absent)."""
+        return {k: (Response.from_json(blob), lat) for k, (blob, lat) in self.get_raw_many(keys).items()}
+
+    def get_raw_many(self, keys: Iterable[str]) -> dict[str, tuple[str, float | None]]:
+        """Like :meth:`get_many`, with each reply still as its stored JSON text."""
         keys = list(dict.fromkeys(keys))
-        out: dict[str, tuple[Response, float | None]] = {}
+        out: dict[str, tuple[str, float | None]] = {}
         con = self._conn()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start:start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             for key, blob, lat in con.execute(
                 f"SELECT key, response, latency_s FROM responses WHERE key IN ({marks})", chunk
             ):
-                out[key] = (Response.from_json(blob), lat)
+                out[key] = (blob, lat)
         return out
 
-    def put(self, key: str, judge: str, response: Response, latency_s: float | None = None) -> None:
-        """Store a successful reply. The first stored reply for a key wins."""
-        self._conn().execute(
-            "INSERT OR IGNORE INTO responses (key, judge, response, latency_s, created) VALUES (?, ?, ?, ?, ?)",
-            (key, judge, response.to_json(), latency_s, time.time()),
-        )
-
-    def remember_requests(self, judge: str, requests: Iterable[Request]) -> int:
-        """Record requests (for Batch-API export). Returns how many were new."""
+    def has_many(self, keys: Sequence[str]) -> set[str]:
+        """The subset of ``keys`` that has a cached reply (no reply is decoded)."""
+        out: set[str] = set()
         con = self._conn()
-        rows = []
-        for r in requests:
-            payload = {"messages": list(r.messages), "config": r.config.as_dict(), "repeat": r.repeat,
-                       "request_id": r.request_id}
-            rows.append((r.cache_key(judge), judge, json.dumps(payload, ensure_ascii=False), time.time()))
-        before = con.total_changes
-        con.execute("BEGIN")
-        con.executemany("INSERT OR IGNORE INTO requests (key, judge, request, created) VALUES (?, ?, ?, ?)", rows)
-        con.execute("COMMIT")
-        return con.total_changes - before
+        for start in range(0, len(keys), _CHUNK):
+            chunk = list(keys[start:start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            out.update(k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk))
+        return out
+
+    def put(self, key: str, judge: str, response: Response, latency_s: float | None = None, *,
+            wait: bool = True) -> None:
+        """Store a successful reply (the first stored reply for a key wins) and forget the key's
+        pending request and failure. Raises :class:`CacheLockedError` on lock contention, after
+        ``busy_timeout_s`` or, with ``wait=False``, almost at once (for callers that retry)."""
+        self.put_many([(key, judge, response.to_json(), latency_s)], wait=wait)
+
+    def put_many(self, rows: Iterable[tuple[str, str, str, float | None]], *, wait: bool = True) -> int:
+        """Store ``(key, judge, response_json, latency_s)`` rows in one transaction; returns how many were new."""
+        con = self._conn(nowait=not wait)
+        now = time.time()
+        rows = [(k, j, blob, lat, now) for k, j, blob, lat in rows]
+        keys = [(r[0],) for r in rows]
+
+        def write() -> int:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                before = con.total_changes
+                con.executemany("INSERT OR IGNORE INTO responses (key, judge, response, latency_s, created) "
+                                "VALUES (?, ?, ?, ?, ?)", rows)
+                added = con.total_changes - before
+                con.executemany("DELETE FROM pending WHERE key = ?", keys)
+                con.executemany("DELETE FROM failures WHERE key = ?", keys)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+            return added
+
+        return self._write(write, waited=None if wait else _NOWAIT_S)
+
+    # -- failures ------------------------------------------------------------------------------
+    def record_failures(self, judge: str, failures: Iterable[tuple[str, str]]) -> None:
+        """Remember ``(key, reason)`` for keys without a reply (replay shows them as failed rows)."""
+        con = self._conn()
+        now = time.time()
+        rows = [(k, judge, reason, now) for k, reason in failures]
+        if not rows:
+            return
+
+        def write() -> None:
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany("INSERT OR REPLACE INTO failures (key, judge, reason, created) "
+                            "SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM responses WHERE key = ?)",
+                            [(*r, r[0]) for r in rows])
+            con.execute("COMMIT")
+
+        self._write(write)
+
+    def failures_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """Recorded failure reasons of ``keys`` (only keys without a reply have one)."""
+        out: dict[str, str] = {}
+        con = self._conn()
+        for start in range(0, len(keys), _CHUNK):
+            chunk = list(keys[start:start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            out.update(con.execute(f"SELECT key, reason FROM failures WHERE key IN ({marks})", chunk).fetchall())
+        return out
+
+    # -- pending requests (Batch-API export) ---------------------------------------------------
+    def remember_requests(self, judge: str, requests: Iterable[Request], *, keys: Iterable[str] | None = None) -> int:
+        """Record unanswered requests (for Batch-API export). Returns how many were new."""
+        con = self._conn()
+        requests = list(requests)
+        keys = list(keys) if keys is not None else [r.cache_key(judge) for r in requests]
+        now = time.time()
+        rows = [(k, judge, request_payload(r), now) for k, r in zip(keys, requests)]
+
+        def write() -> int:
+            before = con.total_changes
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany("INSERT OR IGNORE INTO pending (key, judge, request, created) VALUES (?, ?, ?, ?)", rows)
+            con.execute("COMMIT")
+            return con.total_changes - before
+
+        return self._write(write)
 
     def pending(self, judge: str | None = None) -> Iterator[tuple[str, str, dict]]:
         """Remembered requests without a cached reply: (key, judge, request payload)."""
-        sql = ("SELECT q.key, q.judge, q.request FROM requests q LEFT JOIN responses r ON q.key = r.key "
+        sql = ("SELECT q.key, q.judge, q.request FROM pending q LEFT JOIN responses r ON q.key = r.key "
                "WHERE r.key IS NULL")
         args: tuple = ()
         if judge is not None:
             sql += " AND q.judge = ?"
             args = (judge,)
-        for key, j, blob in self._conn().execute(sql + " ORDER BY q.created", args):
-            yield key, j, json.loads(blob)
+        for key, j, blob in self._conn().execute(sql + " ORDER BY q.created, q.rowid", args):
+            yield key, j, json.loads(zlib.decompress(blob))
 
+    # -- housekeeping --------------------------------------------------------------------------
     def stats(self) -> dict[str, object]:
         con = self._conn()
         by_judge = dict(con.execute("SELECT judge, COUNT(*) FROM responses GROUP BY judge").fetchall())
+        n_resp = int(sum(by_judge.values()))
+        reply_bytes = con.execute("SELECT COALESCE(SUM(LENGTH(CAST(response AS BLOB))), 0) FROM responses").fetchone()[0]
         pending = con.execute(
-            "SELECT COUNT(*) FROM requests q LEFT JOIN responses r ON q.key = r.key WHERE r.key IS NULL"
-        ).fetchone()[0]
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(request)), 0) FROM pending").fetchone()
+        n_fail = con.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
+        size = self._size()
         return {
             "path": str(self.path),
-            "responses": int(sum(by_judge.values())),
+            "responses": n_resp,
             "by_judge": by_judge,
-            "pending_requests": int(pending),
-            "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "pending_requests": int(pending[0]),
+            "pending_bytes": int(pending[1]),
+            "failures": int(n_fail),
+            "reply_json_bytes": int(reply_bytes),
+            "size_bytes": size,
+            "bytes_per_response": round(size / n_resp, 1) if n_resp else None,
         }
+
+    def _size(self) -> int:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+
+    def vacuum(self, *, drop_pending: bool = False, drop_failures: bool = False) -> dict[str, int]:
+        """Compact the file: forget answered pending rows (and, if asked, all pending requests or
+        recorded failures), checkpoint the WAL and rebuild the file. Returns sizes before/after."""
+        con = self._conn()
+        before = self._size()
+
+        def clean() -> tuple[int, int]:
+            con.execute("BEGIN IMMEDIATE")
+            c0 = con.total_changes
+            con.execute("DELETE FROM pending WHERE key IN (SELECT key FROM responses)")
+            if drop_pending:
+                con.execute("DELETE FROM pending")
+            n_pending = con.total_changes - c0
+            c1 = con.total_changes
+            con.execute("DELETE FROM failures WHERE key IN (SELECT key FROM responses)")
+            if drop_failures:
+                con.execute("DELETE FROM failures")
+            n_fail = con.total_changes - c1
+            con.execute("COMMIT")
+            return n_pending, n_fail
+
+        n_pending, n_fail = self._write(clean)
+        self._write(lambda: con.execute("VACUUM"))
+        self._write(lambda: con.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        return {"size_before": before, "size_after": self._size(), "pending_removed": n_pending,
+                "failures_removed": n_fail}
+
+    def find_secret_leaks(self, extra_env: tuple[str, ...] = ()) -> list[str]:
+        """Where this cache holds a credential from the environment (any form, or a 12+ character
+        piece): ``"<table>:<key>"`` per row, pending prompts decompressed. Empty when clean."""
+        from .leaks import credentials, echoed_credential
+
+        creds = credentials(extra_env)
+        if not creds:
+            return []
+        con = self._conn()
+        hits = []
+        for table, sql, decode in (
+            ("responses", "SELECT key, judge || response FROM responses", str),
+            ("pending", "SELECT key, request FROM pending", lambda b: zlib.decompress(b).decode("utf-8")),
+            ("failures", "SELECT key, judge || reason FROM failures", str),
+        ):
+            for key, blob in con.execute(sql):
+                if echoed_credential(decode(blob), creds=creds):
+                    hits.append(f"{table}:{key}")
+        return hits
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
+        for attr in ("con", "con_nowait"):
+            con = getattr(self._local, attr, None)
+            if con is not None:
+                con.close()
+                setattr(self._local, attr, None)

@@ -2,6 +2,14 @@
 
 It answers ``POST /v1/chat/completions`` after a fixed latency, and can be
 told to misbehave for the next requests (see :meth:`FakeOpenAIServer.script`).
+With ``max_in_flight`` it answers 429 to any call beyond that many at once (a
+saturated vLLM), and records the peak it saw.
+
+It also speaks enough of the Batch API for the openai SDK: ``POST /v1/files``
+(multipart upload), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
+``GET /v1/batches/{id}``. A batch is ``in_progress`` on its first retrieval and
+``completed`` on the next; its output lines are made by the same rules as the
+chat endpoint, one :meth:`script_batch` action per line.
 It counts every request it receives, keeps the bodies and headers of the last
 ``history`` ones, binds only to the loopback address, and shuts itself down
 after ``lifetime_s`` at the latest.
@@ -25,8 +33,14 @@ __all__ = ["FakeOpenAIServer"]
 
 class FakeOpenAIServer:
     def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
-                 history: int = 256):
+                 history: int = 256, max_in_flight: int | None = None):
         self.latency_s = latency_s
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self._batch_actions: deque[str] = deque()
         self.lifetime_s = lifetime_s
         self.reply = reply
         self.requests = 0
@@ -53,9 +67,22 @@ class FakeOpenAIServer:
         whose message repeats the Authorization header (a careless server);
         ``hang:<seconds>``; ``garbage`` (a 200 that is not JSON); ``no-choices`` (a 200
         with an empty ``choices``); ``null-content`` (a 200 whose message content is null,
-        finish_reason ``content_filter``)."""
+        finish_reason ``content_filter``).
+
+        Key echoes (the key is the bearer token the request carried): ``echo-key-200`` (a
+        200 reply whose text holds the key), ``echo-key-escaped`` (a 200 whose JSON spells
+        the key in ``\\u`` escapes), ``echo-key-401:<n>`` (a plain-text 401 body with ``n``
+        characters before the key), ``echo-key-redirect`` (a 302 whose Location carries the
+        key URL-encoded); ``big:<n>`` (a 200 reply of ``n`` characters)."""
         with self._lock:
             self._actions.extend(actions)
+
+    def script_batch(self, actions: Iterable[str]) -> None:
+        """Queue behaviours for the next batch output lines: ``ok``, ``null-content``,
+        ``error`` (a per-line error object), ``500`` (a line whose response has status 500),
+        ``echo-key-200``."""
+        with self._lock:
+            self._batch_actions.extend(actions)
 
     async def _handle(self, request):
         from aiohttp import web
@@ -63,12 +90,64 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests += 1
             action = self._actions.popleft() if self._actions else "ok"
-        body = await request.json()
-        self.bodies.append(body)
-        self.headers.append(dict(request.headers))
-        if self.latency_s:
-            await asyncio.sleep(self.latency_s)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
+        try:
+            body = await request.json()
+            self.bodies.append(body)
+            self.headers.append(dict(request.headers))
+            if over:
+                await asyncio.sleep(self.latency_s / 10)
+                return web.json_response({"error": {"message": "server saturated", "type": "rate_limit"}},
+                                         status=429)
+            if self.latency_s:
+                await asyncio.sleep(self.latency_s)
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            return await self._reply(action, body, key)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _completion(self, action: str, body: dict, key: str) -> tuple[int, dict | str]:
+        """(status, JSON body or raw text) for one chat call under ``action``."""
         kind, _, arg = action.partition(":")
+        user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+        text = self.reply if self.reply is not None else f"echo: {user}"
+        if kind == "echo-key-200":
+            text = f"Sure. Your configuration uses the key {key} as requested."
+        if kind == "big":
+            text = "x" * int(arg)
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        if kind == "null-content":
+            choice = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [{"token": "Yes", "logprob": -0.1, "bytes": None, "top_logprobs": [
+                {"token": "Yes", "logprob": -0.1, "bytes": None}, {"token": "No", "logprob": -2.4, "bytes": None}]}]}
+        return 200, {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "fake"), "choices": [choice],
+            "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()),
+                      "total_tokens": len(user.split()) + len(text.split())},
+        }
+
+    async def _reply(self, action: str, body: dict, key: str):
+        from aiohttp import web
+
+        kind, _, arg = action.partition(":")
+        if kind == "echo-key-escaped":
+            status, data = self._completion("ok", body, key)
+            raw = json.dumps(data)
+            escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+            raw = raw.replace('"content": "', f'"content": "key={escaped} ', 1)
+            return web.Response(text=raw, content_type="application/json")
+        if kind == "echo-key-401":
+            return web.Response(text="e" * int(arg or 0) + key + " is not a valid key", status=401,
+                                content_type="text/plain")
+        if kind == "echo-key-redirect":
+            from urllib.parse import quote
+
+            return web.Response(status=302, headers={"Location": f"https://login.example/?k={quote(key, safe='')}"})
         if kind == "429":
             return web.json_response({"error": {"message": "slow down", "type": "rate_limit"}}, status=429,
                                      headers={"Retry-After": arg} if arg else None)
@@ -77,34 +156,114 @@ class FakeOpenAIServer:
         if kind == "text":
             return web.Response(text=f"<html>fake error {arg}</html>", status=int(arg), content_type="text/html")
         if kind == "echo-key":
-            auth = request.headers.get("Authorization", "")
-            return web.json_response({"error": {"message": f"Incorrect API key provided: {auth}"}}, status=401)
+            return web.json_response({"error": {"message": f"Incorrect API key provided: Bearer {key}"}}, status=401)
         if kind == "hang":
             await asyncio.sleep(float(arg or 30))
         if kind == "garbage":
             return web.Response(text="<html>definitely not json", content_type="application/json")
         if kind == "no-choices":
             return web.json_response({"id": "chatcmpl-fake", "object": "chat.completion", "choices": []})
-        user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
-        text = self.reply if self.reply is not None else f"echo: {user}"
-        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        if kind == "null-content":
-            choice = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
-        if body.get("logprobs"):
-            choice["logprobs"] = {"content": [{"token": "Yes", "logprob": -0.1, "bytes": None, "top_logprobs": [
-                {"token": "Yes", "logprob": -0.1, "bytes": None}, {"token": "No", "logprob": -2.4, "bytes": None}]}]}
-        return web.json_response({
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "fake"), "choices": [choice],
-            "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split()),
-                      "total_tokens": len(user.split()) + len(text.split())},
-        })
+        status, data = self._completion(action, body, key)
+        return web.json_response(data, status=status)
+
+    # -- Batch API -------------------------------------------------------------------------------
+    async def _upload(self, request):
+        from aiohttp import web
+
+        form = await request.post()
+        upload = form["file"]
+        data = upload.file.read()
+        with self._lock:
+            file_id = f"file-{len(self.files) + 1:04d}"
+            self.files[file_id] = data
+        return web.json_response(self._file_obj(file_id, getattr(upload, "filename", "upload.jsonl"),
+                                                form.get("purpose", "batch")))
+
+    def _file_obj(self, file_id: str, filename: str = "f.jsonl", purpose: str = "batch") -> dict:
+        return {"id": file_id, "object": "file", "bytes": len(self.files[file_id]), "created_at": int(time.time()),
+                "filename": filename, "purpose": purpose, "status": "processed"}
+
+    async def _file_content(self, request):
+        from aiohttp import web
+
+        file_id = request.match_info["file_id"]
+        if file_id not in self.files:
+            return web.json_response({"error": {"message": f"no file {file_id}"}}, status=404)
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
+
+    async def _create_batch(self, request):
+        from aiohttp import web
+
+        body = await request.json()
+        with self._lock:
+            batch_id = f"batch-{len(self.batches) + 1:04d}"
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
+                "status": "validating", "output_file_id": None, "error_file_id": None,
+                "created_at": int(time.time()), "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"), "_polls": 0,
+                "_key": request.headers.get("Authorization", "").removeprefix("Bearer "),
+            }
+        return web.json_response(self._public(self.batches[batch_id]))
+
+    @staticmethod
+    def _public(batch: dict) -> dict:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    async def _get_batch(self, request):
+        from aiohttp import web
+
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return web.json_response({"error": {"message": "no such batch"}}, status=404)
+        batch["_polls"] += 1
+        if batch["status"] == "validating":
+            batch["status"] = "in_progress"
+        elif batch["status"] == "in_progress":
+            self._finish(batch)
+        return web.json_response(self._public(batch))
+
+    def _finish(self, batch: dict) -> None:
+        """Answer every line of the batch's input file now."""
+        out, err = [], []
+        for line in self.files[batch["input_file_id"]].decode("utf-8").splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            with self._lock:
+                action = self._batch_actions.popleft() if self._batch_actions else "ok"
+            cid = item["custom_id"]
+            if action == "error":
+                err.append({"id": f"req-{cid[:8]}", "custom_id": cid, "response": None,
+                            "error": {"code": "invalid_request", "message": "fake line error"}})
+                continue
+            if action == "500":
+                err.append({"id": f"req-{cid[:8]}", "custom_id": cid, "error": None,
+                            "response": {"status_code": 500, "request_id": "r", "body": {
+                                "error": {"message": "fake server error"}}}})
+                continue
+            _, data = self._completion(action, item["body"], batch["_key"])
+            out.append({"id": f"req-{cid[:8]}", "custom_id": cid, "error": None,
+                        "response": {"status_code": 200, "request_id": "r", "body": data}})
+        with self._lock:
+            for kind, rows in (("output_file_id", out), ("error_file_id", err)):
+                if rows:
+                    file_id = f"file-{len(self.files) + 1:04d}"
+                    self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+                    batch[kind] = file_id
+        batch["status"] = "completed"
+        batch["request_counts"] = {"total": len(out) + len(err), "completed": len(out), "failed": len(err)}
 
     async def _serve(self) -> None:
         from aiohttp import web
 
-        app = web.Application()
+        app = web.Application(client_max_size=1024 ** 3)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{file_id}/content", self._file_content)
+        app.router.add_post("/v1/batches", self._create_batch)
+        app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)

@@ -23,8 +23,8 @@ import os
 from types import ModuleType
 from typing import Any
 
-from ..core.secrets import scrub_secrets
-from .base import Judge, JudgeError, Request, Response, RetryableError
+from .base import Judge, JudgeError, Request, Response, RetryableError, canonical_base_url
+from .leaks import scrub
 
 __all__ = ["OpenAIJudge", "DEFAULT_BASE_URL"]
 
@@ -54,24 +54,30 @@ class OpenAIJudge(Judge):
 
     supports_logprobs = True
     supports_json_schema = True
+    adaptive_concurrency = True
 
-    def __init__(self, model: str, *, api_key_env: str = "OPENAI_API_KEY", max_concurrency: int = 16,
-                 request_timeout_s: float = 120.0, **_: Any) -> None:
+    def __init__(self, model: str, *, api_key_env: str = "OPENAI_API_KEY", max_concurrency: int = 256,
+                 initial_concurrency: int = 16, request_timeout_s: float = 120.0, **_: Any) -> None:
         self.model, _, spec_url = model.partition("@")
         named_url = spec_url or os.environ.get("OPENAI_BASE_URL")
-        self.base_url = (named_url or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = canonical_base_url(named_url or DEFAULT_BASE_URL)
         self._keyless_ok = bool(named_url)  # self-hosted servers mostly ignore the key
         self._url = self.base_url + "/chat/completions"
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
+        self.initial_concurrency = min(initial_concurrency, max_concurrency)
         self.request_timeout_s = request_timeout_s
         self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
     @classmethod
     def canonical_spec(cls, spec: str) -> str:
-        """``openai:<model>@<url>`` when the server comes from ``$OPENAI_BASE_URL``."""
+        """``openai:<model>@<url>`` (URL in canonical form, see :func:`canonical_base_url`), also when
+        the server comes from ``$OPENAI_BASE_URL``; a trailing ``/`` never makes a second judge."""
+        head, at, url = spec.partition("@")
         env_url = os.environ.get("OPENAI_BASE_URL")
-        return f"{spec}@{env_url.rstrip('/')}" if env_url and "@" not in spec else spec
+        if not at and env_url:
+            url = env_url
+        return f"{head}@{canonical_base_url(url)}" if url else spec
 
     def _key(self) -> str:
         key = os.environ.get(self.api_key_env)
@@ -82,7 +88,7 @@ class OpenAIJudge(Judge):
         raise JudgeError(f"{self.spec}: set the environment variable {self.api_key_env} (keys are never parameters)")
 
     def _scrub(self, text: str) -> str:
-        return scrub_secrets(text, (self.api_key_env,))
+        return scrub(text, (self.api_key_env,))
 
     def _session(self, aiohttp: ModuleType) -> Any:
         """This loop's session (an aiohttp session is bound to the loop that made it);
@@ -114,11 +120,12 @@ class OpenAIJudge(Judge):
         return asyncio.run(once())
 
     def _snippet(self, body: bytes | str) -> str:
-        """Server text fit for an error message: clipped, and scrubbed (a careless server may echo the key)."""
-        text = (body.decode("utf-8", "replace") if isinstance(body, bytes) else body).strip()
-        if len(text) > _SNIPPET:
-            text = text[:_SNIPPET] + "…"
-        return self._scrub(text) if text else "(empty body)"
+        """Server text fit for an error message: scrubbed first (a careless server may echo the key,
+        in any encoding), then clipped, so the cut can never leave a piece of the key behind."""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        text = scrub(text.strip(), (self.api_key_env,))
+        text = text[:_SNIPPET] + "…" if len(text) > _SNIPPET else text
+        return text or "(empty body)"
 
     def _server_message(self, raw: bytes) -> str:
         """The ``error.message`` of an OpenAI-style error body, else the body's start."""
@@ -184,7 +191,7 @@ class OpenAIJudge(Judge):
         message = self._server_message(raw)
         retry_after = _retry_after(resp.headers.get("Retry-After"))
         if status == 429:
-            raise RetryableError(f"429 rate limited: {message}", retry_after=retry_after)
+            raise RetryableError(f"429 rate limited: {message}", retry_after=retry_after, overload=True)
         if status >= 500 or status == 408:
-            raise RetryableError(f"{status}: {message}", retry_after=retry_after)
+            raise RetryableError(f"{status}: {message}", retry_after=retry_after, overload=status == 503)
         raise JudgeError(f"{status}: {message}")

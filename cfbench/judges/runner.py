@@ -9,12 +9,22 @@
 4. calls the judge with at most ``concurrency`` calls in flight, retrying
    transient failures (at most ``max_attempts`` attempts, exponential backoff
    with seeded jitter, honouring a server's Retry-After);
-5. stores each success in the cache the moment it arrives (errors are never
-   cached), so a killed run resumes where it stopped.
+5. checks each reply before trusting it: a reply holding a credential from the
+   environment ("reply echoed a credential") or far longer than ``max_tokens``
+   allows is a failure, neither cached nor returned as text;
+6. stores each success in the cache the moment it arrives (errors are never
+   cached as replies), so a killed run resumes where it stopped. A cache locked
+   by another process is waited for (``cache_wait_s``) and then recorded as the
+   call's failure, never raised out of the run.
+
+Backends that set ``adaptive_concurrency`` (the OpenAI-compatible one) start at
+``initial_concurrency`` calls in flight and adapt: the limit halves when the
+server answers 429/503 and grows while latency holds (doubling until the first
+overload, then one step at a time), never above ``max_concurrency``.
 
 Failures are logged with their reason and returned as rows with ``ok=False``;
-they are excluded from metrics downstream and counted in the run's
-non-completion rate.
+they are recorded in the cache (replay shows them with their reason), excluded
+from metrics downstream and counted in the run's non-completion rate.
 """
 
 from __future__ import annotations
@@ -31,13 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from ..core.secrets import scrub_secrets
 from ..core.schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
-from .cache import ResponseCache
+from .cache import CacheLockedError, ResponseCache
+from .leaks import credentials, echoed_credential, scrub
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for"]
@@ -102,9 +113,10 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
     requests = list(requests)
     store = _resolve_cache(cache)
     keys = {r.cache_key(spec): r for r in requests}
-    cached = set(store.get_many(keys)) if store is not None else set()
+    cached = store.has_many(list(keys)) if store is not None else set()
     if store is not None and remember:
-        store.remember_requests(spec, [r for k, r in keys.items() if k not in cached])
+        new = [k for k in keys if k not in cached]
+        store.remember_requests(spec, [keys[k] for k in new], keys=new)
     return {
         "n_requests": len(requests),
         "n_unique": len(keys),
@@ -118,7 +130,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
                  max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
                  backoff_max_s: float = 60.0, jitter_seed: int = 0,
                  price_table: Mapping[str, tuple[float, float]] | None = None,
-                 desc: str | None = None, progress: bool = True) -> RunResult:
+                 desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
     """Run ``requests`` on ``judge`` (a spec string or a built :class:`Judge`).
 
     Parameters
@@ -141,6 +153,9 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
         call at once with the wait in its reason, rather than stalling the run.
     price_table : mapping, optional
         ``{spec: (usd_per_1M_prompt_tokens, usd_per_1M_completion_tokens)}`` for a cost estimate.
+    cache_wait_s : float
+        How long a reply waits, in total, for a cache another process keeps locked; after that
+        the call is a recorded failure ("cache write failed ...") and the run goes on.
 
     Returns
     -------
@@ -158,7 +173,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
     coro = arun_requests(judge, requests, cache=cache, mode=mode, concurrency=concurrency,
                          max_attempts=max_attempts, timeout_s=timeout_s, backoff_s=backoff_s,
                          backoff_max_s=backoff_max_s, jitter_seed=jitter_seed, price_table=price_table,
-                         desc=desc, progress=progress)
+                         desc=desc, progress=progress, cache_wait_s=cache_wait_s)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -168,12 +183,99 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
         return pool.submit(asyncio.run, coro).result()
 
 
+#: A reply longer than this many characters per allowed token is "far beyond max_tokens".
+_CHARS_PER_TOKEN_LIMIT = 32
+_CHARS_SLACK = 1024
+_TOKENS_FACTOR = 2
+
+
+def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str, ...] = (),
+                  creds: dict[str, str] | None = None) -> str | None:
+    """Why a reply must not be trusted, or None: it echoes a credential, or it is far beyond
+    ``max_tokens`` (more than 32 characters per allowed token + 1024, or more than twice the
+    allowed completion tokens + 16 by the server's own count)."""
+    text = response.text if isinstance(response.text, str) else ""
+    creds = credentials(secret_env) if creds is None else creds
+    name = echoed_credential(text, creds=creds)
+    if name is None and response.top_logprobs:
+        name = echoed_credential("".join(response.top_logprobs), creds=creds)
+    if name is not None:
+        return f"reply echoed a credential (${name}); not cached, text withheld"
+    char_limit = _CHARS_PER_TOKEN_LIMIT * max_tokens + _CHARS_SLACK
+    if len(text) > char_limit:
+        return (f"reply of {len(text):,} characters is far beyond max_tokens={max_tokens} "
+                f"(limit {char_limit:,} characters); not cached")
+    ctok = response.completion_tokens
+    if isinstance(ctok, int) and ctok > _TOKENS_FACTOR * max_tokens + 16:
+        return f"reply of {ctok:,} completion tokens is far beyond max_tokens={max_tokens}; not cached"
+    return None
+
+
+class _Gate:
+    """At most ``limit`` calls in flight. When ``adaptive``: halve on overload (429/503, at most
+    once per latency window), grow while latency holds (double until the first overload, then +1
+    per ``limit`` good replies), between 1 and ``ceiling``."""
+
+    def __init__(self, start: int, *, ceiling: int, adaptive: bool):
+        self.limit = max(1, min(start, ceiling))
+        self.ceiling = max(1, ceiling)
+        self.adaptive = adaptive
+        self.in_flight = 0
+        self.peak = 0
+        self.history: list[int] = [self.limit]
+        self._cond = asyncio.Condition()
+        self._best: float | None = None
+        self._good = 0
+        self._slow_start = True
+        self._last_cut = -math.inf
+
+    async def __aenter__(self) -> "_Gate":
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def _set(self, limit: int) -> None:
+        if limit != self.limit:
+            self.limit = limit
+            self.history.append(limit)
+
+    def overloaded(self) -> None:
+        if not self.adaptive:
+            return
+        now = time.perf_counter()
+        if now - self._last_cut < max(0.1, 2.0 * (self._best or 0.0)):
+            return  # one cut per window: the in-flight calls saw the same overload
+        self._last_cut = now
+        self._slow_start = False
+        self._good = 0
+        self._set(max(1, self.limit // 2))
+
+    def succeeded(self, latency: float) -> None:
+        if not self.adaptive:
+            return
+        self._best = latency if self._best is None else min(self._best, latency)
+        if latency > 2.0 * self._best + 0.05:  # latency no longer holds: stop growing
+            self._good = 0
+            return
+        self._good += 1
+        if self._good >= self.limit:
+            self._good = 0
+            self._set(min(self.ceiling, self.limit * 2 if self._slow_start else self.limit + 1))
+
+
 async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
                         mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
                         max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
                         backoff_max_s: float = 60.0, jitter_seed: int = 0,
                         price_table: Mapping[str, tuple[float, float]] | None = None,
-                        desc: str | None = None, progress: bool = True) -> RunResult:
+                        desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
     """Async form of :func:`run_requests` (same arguments)."""
     if mode is None:
         mode = os.environ.get("CFBENCH_MODE", "live")  # type: ignore[assignment]
@@ -183,124 +285,157 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     spec = _spec_of(judge)
     requests = list(requests)
-    ids = [r.request_id for r in requests]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"request_id {dup!r} appears more than once in one run")
-    t_start = time.perf_counter()
-    store = _resolve_cache(cache)
     keys = [r.cache_key(spec) for r in requests]
     unique: dict[str, Request] = {}
     for k, r in zip(keys, requests):
         unique.setdefault(k, r)
-    hits = store.get_many(unique) if store is not None else {}
+    if len(unique) < len(requests) or len({r.request_id for r in requests}) != len(requests):
+        seen: set[str] = set()
+        for r in requests:
+            if r.request_id in seen:
+                raise ValueError(f"request_id {r.request_id!r} appears more than once in one run")
+            seen.add(r.request_id)
+    t_start = time.perf_counter()
+    store = _resolve_cache(cache)
+    hits = store.get_raw_many(unique) if store is not None else {}
     todo = [k for k in unique if k not in hits]
 
+    # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error)
+    outcomes: dict[str, tuple] = {k: _hit_outcome(blob, lat) for k, (blob, lat) in hits.items()}
     if mode == "replay" and todo:
-        missing = [unique[k].request_id for k in todo]
-        raise CacheMissError(
-            f"replay mode: {len(todo)} of {len(unique)} distinct requests for {spec} are not in the cache "
-            f"({store.path if store else 'no cache'}); first missing: {missing[:5]}"
-        )
-
-    outcomes: dict[str, tuple[Response | None, float | None, str | None]] = {
-        k: (resp, lat, None) for k, (resp, lat) in hits.items()
-    }
+        recorded = store.failures_many(todo) if store is not None else {}
+        missing = [k for k in todo if k not in recorded]
+        if missing:
+            raise CacheMissError(
+                f"replay mode: {len(missing)} of {len(unique)} distinct requests for {spec} are not in the cache "
+                f"({store.path if store else 'no cache'}); first missing: {[unique[k].request_id for k in missing[:5]]}"
+            )
+        for k in todo:
+            outcomes[k] = _failed(f"recorded failure: {recorded[k]}")
+        todo = []
     if store is not None and todo:
         # remembered until answered, so `cfbench cache export` can send them through a Batch API
-        store.remember_requests(spec, [unique[k] for k in todo])
+        _quietly(lambda: store.remember_requests(spec, [unique[k] for k in todo], keys=todo), "remember requests")
     if mode == "plan":
         for k in todo:
-            outcomes[k] = (None, None, "not run: plan mode (recorded for `cfbench cache export`)")
+            outcomes[k] = _failed("not run: plan mode (recorded for `cfbench cache export`)")
         todo = []
     n_called = 0
+    gate: _Gate | None = None
+    fresh: list[Response] = []
     if todo:
         built = judge if isinstance(judge, Judge) else judge_for(spec)
         todo.sort(key=lambda k: built.order_key(unique[k]))
-        limit = concurrency or built.max_concurrency
-        sem = asyncio.Semaphore(max(1, limit))
+        adaptive = concurrency is None and bool(getattr(built, "adaptive_concurrency", False))
+        start = concurrency or (getattr(built, "initial_concurrency", built.max_concurrency) if adaptive
+                                else built.max_concurrency)
+        gate = _Gate(start, ceiling=concurrency or built.max_concurrency, adaptive=adaptive)
+        secret_env = tuple(e for e in (getattr(built, "api_key_env", None),) if e)
         rng = random.Random(jitter_seed)
         bar = tqdm(total=len(todo), desc=desc or spec, disable=not progress, mininterval=1.0,
                    unit="call", dynamic_ncols=True)
+        failed_keys: list[tuple[str, str]] = []
+
+        async def attempt_once(req: Request) -> Response:
+            if timeout_s is None:
+                return await built.acomplete(req)
+            try:
+                if _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
+                    async with asyncio.timeout(timeout_s):
+                        return await built.acomplete(req)
+                return await asyncio.wait_for(built.acomplete(req), timeout_s)  # pragma: no cover - 3.10
+            except asyncio.TimeoutError:
+                raise RetryableError(f"timeout: no reply within timeout_s={timeout_s:g} s") from None
+
+        async def store_reply(key: str, resp: Response, latency: float) -> str | None:
+            """Cache the reply; a lock held by another process is waited for, then a failure."""
+            if store is None:
+                return None
+            t0 = time.perf_counter()
+            delay = 0.05
+            tries = 0
+            while True:
+                tries += 1
+                try:
+                    store.put(key, spec, resp, latency, wait=False)  # never blocks the loop long
+                    return None
+                except CacheLockedError as exc:
+                    waited = time.perf_counter() - t0
+                    if waited >= cache_wait_s:
+                        return (f"cache write failed after {tries} attempts over {waited:.1f} s "
+                                f"(cache_wait_s={cache_wait_s:g}): {exc}")
+                    await asyncio.sleep(min(delay, max(0.0, cache_wait_s - waited)))
+                    delay = min(delay * 2, 5.0)
 
         async def call(key: str) -> None:
             req = unique[key]
-            reason = "not attempted"
-            async with sem:
-                for attempt in range(1, max_attempts + 1):
-                    t0 = time.perf_counter()
-                    try:
-                        if timeout_s is None:
-                            resp = await built.acomplete(req)
-                        elif _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
-                            async with asyncio.timeout(timeout_s):
-                                resp = await built.acomplete(req)
-                        else:  # pragma: no cover - Python 3.10
-                            resp = await asyncio.wait_for(built.acomplete(req), timeout_s)
-                    except (RetryableError, asyncio.TimeoutError) as exc:
-                        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                        if attempt == max_attempts:
-                            break
-                        retry_after = getattr(exc, "retry_after", None)
-                        if retry_after is not None and retry_after > backoff_max_s:
-                            reason += (f" (the server asked to wait {retry_after:g} s, more than "
-                                       f"backoff_max_s={backoff_max_s:g} s: not retried)")
-                            break
-                        delay = (retry_after if retry_after is not None
-                                 else min(backoff_max_s, backoff_s * 2 ** (attempt - 1)) * (0.5 + rng.random()))
-                        await asyncio.sleep(delay)
-                        continue
-                    except JudgeError as exc:
-                        reason = f"{type(exc).__name__}: {exc}"
-                        break
-                    except Exception as exc:  # a backend bug or an unexpected SDK error: record, don't crash
-                        reason = f"{type(exc).__name__}: {exc}"
-                        break
-                    latency = time.perf_counter() - t0
-                    if store is not None:
-                        store.put(key, spec, resp, latency)
-                    outcomes[key] = (resp, latency, None)
-                    bar.update(1)
-                    return
-            reason = scrub_secrets(reason)
+            async with gate:  # the slot is held through backoff, so retries never crowd out others
+                reason, attempt = await attempts(key, req)
+            if reason is None:
+                bar.update(1)
+                return
+            reason = scrub(reason, secret_env)
             log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, spec, attempt, reason)
-            outcomes[key] = (None, None, reason)
+            outcomes[key] = _failed(reason)
+            failed_keys.append((key, reason))
             bar.update(1)
+
+        async def attempts(key: str, req: Request) -> tuple[str | None, int]:
+            """Call with retries; on success store the outcome and return (None, attempts)."""
+            reason = "not attempted"
+            attempt = 0
+            for attempt in range(1, max_attempts + 1):
+                t0 = time.perf_counter()
+                try:
+                    resp = await attempt_once(req)
+                except RetryableError as exc:
+                    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    if getattr(exc, "overload", False):
+                        gate.overloaded()
+                    if attempt == max_attempts:
+                        reason += f" (gave up after {attempt} attempt(s))"
+                        break
+                    retry_after = getattr(exc, "retry_after", None)
+                    if retry_after is not None and retry_after > backoff_max_s:
+                        reason += (f" (the server asked to wait {retry_after:g} s, more than "
+                                   f"backoff_max_s={backoff_max_s:g} s: not retried)")
+                        break
+                    delay = (retry_after if retry_after is not None
+                             else min(backoff_max_s, backoff_s * 2 ** (attempt - 1)) * (0.5 + rng.random()))
+                    await asyncio.sleep(delay)
+                    continue
+                except JudgeError as exc:
+                    reason = f"{type(exc).__name__}: {exc}"
+                    break
+                except Exception as exc:  # a backend bug or an unexpected SDK error: record, don't crash
+                    reason = f"{type(exc).__name__}: {exc}"
+                    break
+                latency = time.perf_counter() - t0
+                gate.succeeded(latency)
+                problem = reply_problem(resp, req.config.max_tokens, secret_env=secret_env)
+                if problem is None:
+                    problem = await store_reply(key, resp, latency)
+                if problem is not None:
+                    return problem, attempt
+                outcomes[key] = _response_outcome(resp, latency)
+                fresh.append(resp)
+                return None, attempt
+            return reason, attempt
 
         try:
             await asyncio.gather(*(call(k) for k in todo))
         finally:
             bar.close()
             await built.arelease()
+        if store is not None and failed_keys:
+            _quietly(lambda: store.record_failures(spec, failed_keys), "record failures")
         n_called = len(todo)
 
-    rows = []
-    for req, key in zip(requests, keys):
-        resp, lat, err = outcomes[key]
-        rows.append({
-            "request_id": req.request_id,
-            "judge": spec,
-            "repeat": req.repeat,
-            "key": key,
-            "text": resp.text if resp else None,
-            "top_logprobs": json.dumps(resp.top_logprobs) if resp and resp.top_logprobs else None,
-            "prompt_tokens": resp.prompt_tokens if resp else None,
-            "completion_tokens": resp.completion_tokens if resp else None,
-            "prompt_tokens_evaluated": resp.prompt_tokens_evaluated if resp else None,
-            "latency_s": lat,
-            "cache_hit": key in hits,
-            "error": err,
-            "ok": err is None,
-        })
-    frame = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
-    for col in ("prompt_tokens", "completion_tokens", "prompt_tokens_evaluated"):
-        frame[col] = frame[col].astype("Int64")
-
-    fresh = [outcomes[k] for k in todo]
-    n_failed = sum(1 for _, _, e in outcomes.values() if e is not None)
-    ptok = sum((r.prompt_tokens or 0) for r, _, _ in fresh if r)
-    ctok = sum((r.completion_tokens or 0) for r, _, _ in fresh if r)
-    etok = sum((r.prompt_tokens_evaluated or 0) for r, _, _ in fresh if r)
+    frame = _frame(requests, keys, spec, outcomes, hits)
+    n_failed = sum(1 for o in outcomes.values() if o[6] is not None)
+    ptok = sum((r.prompt_tokens or 0) for r in fresh)
+    ctok = sum((r.completion_tokens or 0) for r in fresh)
+    etok = sum((r.prompt_tokens_evaluated or 0) for r in fresh)
     cost = math.nan
     if price_table and spec in price_table:
         p_in, p_out = price_table[spec]
@@ -320,7 +455,58 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         "cost_usd": cost,
         "wall_s": time.perf_counter() - t_start,
     }
+    if gate is not None and gate.adaptive:
+        stats["concurrency_history"] = gate.history
+        stats["peak_in_flight"] = gate.peak
     if n_failed:
         log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
                     spec, n_failed, len(unique), 100 * stats["non_completion_rate"])
     return RunResult(frame, stats)
+
+
+def _quietly(fn, what: str) -> None:  # noqa: ANN001
+    """Bookkeeping writes (pending requests, failure reasons) must not sink a run on a locked cache."""
+    try:
+        fn()
+    except CacheLockedError as exc:
+        log.warning("could not %s: %s", what, exc)
+
+
+def _failed(reason: str) -> tuple:
+    return (None, None, None, None, None, None, reason)
+
+
+def _response_outcome(resp: Response, latency: float | None) -> tuple:
+    top = json.dumps(resp.top_logprobs) if resp.top_logprobs else None
+    return (resp.text, top, resp.prompt_tokens, resp.completion_tokens, resp.prompt_tokens_evaluated, latency, None)
+
+
+def _hit_outcome(blob: str, latency: float | None) -> tuple:
+    d = json.loads(blob)
+    top = d.get("top_logprobs")
+    return (d["text"], json.dumps(top) if top else None, d.get("prompt_tokens"), d.get("completion_tokens"),
+            d.get("prompt_tokens_evaluated"), latency, None)
+
+
+def _frame(requests: list[Request], keys: list[str], spec: str, outcomes: dict[str, tuple],
+           hits: Mapping[str, Any]) -> pd.DataFrame:
+    """The judgments frame, built column by column (one row per request, in order)."""
+    rows = [outcomes[k] for k in keys]
+    cols = list(zip(*rows)) if rows else [()] * 7
+    errors = list(cols[6])
+    frame = pd.DataFrame({
+        "request_id": [r.request_id for r in requests],
+        "judge": [spec] * len(requests),
+        "repeat": [r.repeat for r in requests],
+        "key": keys,
+        "text": list(cols[0]),
+        "top_logprobs": list(cols[1]),
+        "prompt_tokens": pd.array(list(cols[2]), dtype="Int64"),
+        "completion_tokens": pd.array(list(cols[3]), dtype="Int64"),
+        "prompt_tokens_evaluated": pd.array(list(cols[4]), dtype="Int64"),
+        "latency_s": np.array(list(cols[5]), dtype=float),
+        "cache_hit": [k in hits for k in keys],
+        "error": errors,
+        "ok": [e is None for e in errors],
+    }, columns=JUDGMENT_COLUMNS)
+    return frame
