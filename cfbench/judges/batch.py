@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import InputError
 from .base import GenerationConfig, Request, Response, _settings_json, encode_messages, key_from_parts
 from .cache import ResponseCache
-from .leaks import credentials, scrub
+from ..core.secrets import credentials, scrub
 from .registry import canonical_spec, parse_spec
 from .runner import reply_problem
 

@@ -334,7 +334,7 @@ class ResponseCache:
     def find_secret_leaks(self, extra_env: tuple[str, ...] = ()) -> list[str]:
         """Where this cache holds a credential from the environment (any form, or a 12+ character
         piece): ``"<table>:<key>"`` per row, pending prompts decompressed. Empty when clean."""
-        from .leaks import credentials, echoed_credential
+        from ..core.secrets import credentials, echoed_credential
 
         creds = credentials(extra_env)
         if not creds:

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import Judge, JudgeError, Request, Response, RetryableError, canonical_base_url
-from .leaks import scrub
+from ..core.secrets import scrub
 
 __all__ = ["OpenAIJudge", "DEFAULT_BASE_URL"]
 

@@ -48,7 +48,7 @@ from tqdm import tqdm
 from ..core.schema import JUDGMENT_COLUMNS
 from .base import Judge, JudgeError, Request, Response, RetryableError
 from .cache import CacheLockedError, ResponseCache
-from .leaks import credentials, echoed_credential, scrub
+from ..core.secrets import credentials, echoed_credential, scrub
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for"]

@@ -1,0 +1,28 @@
+"""The results-folder leak check finds a credential in every file a run writes, in any form."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from cfbench.core.secrets import find_secret_leaks
+
+KEY = "sk-test-4f9a7c2e1b8d6a3f5e0c9b7a"
+
+
+def test_every_written_form_is_found(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    pd.DataFrame({"text": ["fine", f"echo {KEY}"]}).to_parquet(tmp_path / "judgments.parquet")
+    (tmp_path / "summary.json").write_text(json.dumps({"x": "".join(f"\\u{ord(c):04x}" for c in KEY)}))
+    (tmp_path / "table.csv").write_text(f"a,b\n1,{KEY[3:20]}\n")  # a 17-character piece
+    (tmp_path / "clean.csv").write_text("a,b\n1,2\n")
+    found = {p.rsplit("/", 1)[1] for p in find_secret_leaks(tmp_path)}
+    assert found == {"judgments.parquet", "summary.json", "table.csv"}
+
+
+def test_nothing_to_find_without_credentials(tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "t.csv").write_text(f"{KEY}\n")
+    assert find_secret_leaks(tmp_path) == []
