@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from cfbench.core.secrets import find_secret_leaks
@@ -14,7 +12,8 @@ KEY = "sk-test-4f9a7c2e1b8d6a3f5e0c9b7a"
 def test_every_written_form_is_found(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     pd.DataFrame({"text": ["fine", f"echo {KEY}"]}).to_parquet(tmp_path / "judgments.parquet")
-    (tmp_path / "summary.json").write_text(json.dumps({"x": "".join(f"\\u{ord(c):04x}" for c in KEY)}))
+    escaped = "".join(f"\\u{ord(c):04x}" for c in KEY)  # as a server's JSON may spell it
+    (tmp_path / "summary.json").write_text('{"x": "' + escaped + '"}')
     (tmp_path / "table.csv").write_text(f"a,b\n1,{KEY[3:20]}\n")  # a 17-character piece
     (tmp_path / "clean.csv").write_text("a,b\n1,2\n")
     found = {p.rsplit("/", 1)[1] for p in find_secret_leaks(tmp_path)}
