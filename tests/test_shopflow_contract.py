@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.groups import FairnessContract, ReleaseRequirement, release_decision
+from cfbench.studies.shopflow import FairnessContract, ReleaseRequirement, release_decision
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "cfbench/studies/shopflow/data/contract.yaml").read_text())
