@@ -73,17 +73,31 @@ class _Refs:
 
 
 def _is_missing(col: pd.Series) -> np.ndarray:
+    return col.isna().to_numpy()
+
+
+def _is_str(col: pd.Series) -> np.ndarray:
+    return col.map(type).eq(str).to_numpy()
+
+
+def _bad_values(col: pd.Series, is_ok) -> np.ndarray:
+    """Rows whose value fails ``is_ok``, testing each distinct value once (labels repeat a lot)."""
     values = col.to_numpy(dtype=object)
-    return np.fromiter((v is None or (isinstance(v, float) and math.isnan(v)) for v in values), bool, len(values))
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    bad_unique = np.fromiter((not is_ok(u) for u in uniques), bool, len(uniques))
+    return bad_unique[codes]
+
+
+def _good_label(v: object) -> bool:
+    return type(v) is str and v != "" and v == v.strip()
 
 
 def _check_labels(frame: pd.DataFrame, refs: _Refs, source: str) -> None:
     for name in _LABELS:
-        values = frame[name].to_numpy(dtype=object)
-        ok = np.fromiter((isinstance(v, str) and v != "" and v == v.strip() for v in values), bool, len(values))
-        i = _first(~ok)
+        col = frame[name]
+        i = _first(_bad_values(col, _good_label))
         if i is not None:
-            v = values[i]
+            v = col.iat[i]
             problem = (f"{v!r} has leading or trailing whitespace" if isinstance(v, str) and v.strip()
                        else f"expected a non-empty string, got {v!r}")
             raise InputError(problem, source=source, record=refs.pair(i), field=name)
@@ -91,17 +105,17 @@ def _check_labels(frame: pd.DataFrame, refs: _Refs, source: str) -> None:
 
 def _to_bool(col: pd.Series, *, text: bool, refs: _Refs, source: str, field: str) -> np.ndarray:
     values = col.to_numpy(dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
     if text:
-        mapped = [_TEXT_BOOL.get(v.strip().lower()) if isinstance(v, str) else None for v in values]
+        mapped = [_TEXT_BOOL.get(u.strip().lower()) if type(u) is str else None for u in uniques]
     else:  # JSON: true/false (0/1 tolerated), never a string
-        mapped = [v if isinstance(v, bool) else (bool(v) if type(v) is int and v in (0, 1) else None)
-                  for v in values]
-    bad = np.fromiter((m is None for m in mapped), bool, len(mapped))
+        mapped = [u if type(u) is bool else (bool(u) if type(u) is int and u in (0, 1) else None) for u in uniques]
+    bad = np.array([m is None for m in mapped], dtype=bool)[codes]
     i = _first(bad)
     if i is not None:
         raise InputError(f"expected a boolean (true/false), got {values[i]!r}", source=source,
                          record=refs.row(i), field=field)
-    return np.asarray(mapped, dtype=bool)
+    return np.array([bool(m) for m in mapped], dtype=bool)[codes]
 
 
 def _score_problem(v: Any, *, text: bool) -> str | None:
@@ -132,9 +146,8 @@ def _to_score(col: pd.Series, *, text: bool, refs: _Refs, source: str, field: st
     """Scores as floats in [0, 1]; the fast path is one vectorized check, the slow one finds the culprit."""
     values = col.to_numpy(dtype=object)
     if text:
-        numbers = pd.to_numeric(col.str.strip(), errors="coerce").to_numpy(dtype=float)
-        plain = col.str.strip().str.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?").fillna(False).to_numpy()
-        ok = plain & (numbers >= 0.0) & (numbers <= 1.0)
+        numbers = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)  # CSV cells are all strings
+        ok = (numbers >= 0.0) & (numbers <= 1.0)  # NaN, "nan", "inf" and non-numbers all fail
     else:
         kinds = col.map(type)
         numeric = kinds.isin([int, float]).to_numpy()
@@ -319,6 +332,27 @@ def _read_csv(text: str, source: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=names, dtype=object)
 
 
+def _read_jsonl(text: str, source: str) -> list[Any]:
+    """One JSON value per line; blank lines and invalid JSON are errors naming the line."""
+    lines = text.splitlines()
+    if all(line.strip() for line in lines):
+        try:  # one C-level parse of the whole file; a bad line falls through to the line-by-line pass
+            values = json.loads("[" + ",".join(lines) + "]")
+            if len(values) == len(lines):
+                return values
+        except json.JSONDecodeError:
+            pass
+    records = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise InputError("blank line", source=source, record=f"line {lineno}")
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", source=source, record=f"line {lineno}") from None
+    return records
+
+
 def load_pairs(path: str | Path, *, score_column: str | None = "score",
                variants: Sequence[str] | None = None) -> pd.DataFrame:
     """Load a matched-pair file (``.csv`` or ``.jsonl``) into a validated tidy frame.
@@ -345,13 +379,6 @@ def load_pairs(path: str | Path, *, score_column: str | None = "score",
         typed = _typed_frame(frame, source=source, text=True, score_column=score_column)
         return validate_pairs(typed, source=source, variants=variants, require_score=score_column is not None)
     if suffix in (".jsonl", ".ndjson"):
-        records = []
-        for lineno, line in enumerate(read_text(path).splitlines(), start=1):
-            if not line.strip():
-                raise InputError("blank line", source=source, record=f"line {lineno}")
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", source=source, record=f"line {lineno}") from None
+        records = _read_jsonl(read_text(path), source)
         return pairs_from_records(records, source=source, score_column=score_column, variants=variants)
     raise InputError(f"unsupported file type {suffix!r} (use .csv or .jsonl)", source=source)
