@@ -4,14 +4,11 @@ invariants :meth:`ShopflowResult.check` verifies, and the "What this run shows" 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .gate import PairAudit
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .study import ShopflowResult
 
 __all__ = ["seed_lines", "invariants", "findings_markdown"]
 
