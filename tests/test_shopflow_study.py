@@ -135,3 +135,17 @@ def test_gap_interval_matches_newcombe_1998_published_example():
     assert iv["difference"] == pytest.approx(0.2)
     assert (round(iv["ci_low"], 4), round(iv["ci_high"], 4)) == (0.0524, 0.3339)
     assert iv["gap_upper"] == pytest.approx(iv["ci_high"])
+
+
+def test_quickstart_own_pairs_csv_with_any_judge_spec(tmp_path):
+    """The package docstring's quickstart, on a CSV written from the shipped pairs, with the test double."""
+    pairs = load_pairs(shipped("pairs.jsonl"), score_column=None).head(12)
+    pairs[["pair_id", "variant", "expected_ready", "channel", "request", "reply"]].to_csv(tmp_path / "pairs.csv",
+                                                                                         index=False)
+    params = Params(pairs_path=str(tmp_path / "pairs.csv"), judge="scripted:shopflow-ready",
+                    variants=["formal", "conversational"], n_boot=100)
+    result = run(params, out=tmp_path / "out", progress=False)
+    assert set(result.tables["judged_rates"]["variant"]) == {"formal", "conversational"}
+    assert list(result.tables["judged_interval_checks"]["check"]) == ["tpr_gap_upper", "fpr_gap_upper"]
+    assert result.summary["judged"]["n_pairs_loaded"] == 6 and result.check()
+    assert (tmp_path / "out" / "judged_rates.csv").is_file()
