@@ -61,7 +61,8 @@ def test_smoke_notebook_writes_summary_tables_and_figures(tmp_path, monkeypatch)
         assert line in text, line
     markdown = [o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                 if "text/markdown" in o.get("data", {})]
-    assert markdown and markdown[0].startswith("### What this run shows")
+    assert any(m.startswith("### What this run shows") for m in markdown)
+    assert markdown[0].startswith("**This run.**") and "judge `scripted:shopflow-ready`" in markdown[0]
     pngs = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
     assert pngs == 6
     html = "\n".join(o["data"].get("text/html", "") for c in nb.cells if c.cell_type == "code"

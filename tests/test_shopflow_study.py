@@ -64,6 +64,9 @@ def test_findings_are_generated_from_the_numbers(smoke):
     assert f"p = {seed['mcnemar']['p_value']:.3g}" in text
     assert "not** distinguishable from noise" in text  # the seed's 6-vs-6 TPR difference
     assert "scripted test double" in text
+    header = result.header()
+    judged = result.summary["judged"]
+    assert "judge `scripted:shopflow-ready`" in header and f"{judged['n_pairs_loaded']} pairs loaded" in header
     up = result.audits["seed_candidate"].interval_checks.set_index("check").at["tpr_gap_upper", "upper"]
     assert f"{up:.3f}" in text
 

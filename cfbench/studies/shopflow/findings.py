@@ -4,13 +4,14 @@ invariants :meth:`ShopflowResult.check` verifies, and the "What this run shows" 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from .gate import PairAudit
 
-__all__ = ["seed_lines", "invariants", "findings_markdown"]
+__all__ = ["seed_lines", "invariants", "findings_markdown", "run_header"]
 
 #: The seed's expected figures for its own fixture (checked only when the shipped fixture is used).
 _SEED_FLIPS = [["p4", "auto_serve", "human_review"], ["p5", "auto_serve", "human_review"],
@@ -217,3 +218,21 @@ def findings_markdown(result: "ShopflowResult") -> str:
         "sample: it passes only when the data show the gap is small. With a few dozen pairs it fails by design. "
         "These pairs are synthetic fixtures; their wordings are test conditions, not demographic groups.")
     return "\n\n".join(parts)
+
+
+def run_header(result: "ShopflowResult") -> str:
+    """A Markdown line describing this run, generated from its parameters and counts."""
+    p = result.params
+    seed = result.summary.get("seed", {})
+    judged = result.summary.get("judged")
+    text = (f"**This run.** Part 1: {seed.get('n_pairs', 0)} pairs from `{Path(seed.get('source', '')).name}` at "
+            f"threshold {p.seed_threshold:.2f}.")
+    if judged:
+        stats = judged.get("judge_stats", {})
+        text += (f" Part 2: judge `{p.judge}`, prompt `{p.prompt}`"
+                 + (f" (candidate `{p.candidate_prompt}`)" if p.candidate_prompt else "")
+                 + f", {judged['n_pairs_loaded']} pairs loaded, {judged['n_pairs']} audited, "
+                 f"{judged['n_pairs_excluded']} excluded, threshold {p.judged_threshold:.2f}; "
+                 f"{stats.get('n_called', 0)} calls made and {stats.get('n_cached', 0)} read from the cache "
+                 f"in {stats.get('wall_s', float('nan')):.1f} s. Bootstrap: {p.n_boot} resamples, seed {p.seed}.")
+    return text

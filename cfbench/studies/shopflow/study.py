@@ -105,6 +105,10 @@ class ShopflowResult(StudyResult):
     def findings(self) -> str:
         return F.findings_markdown(self)
 
+    def header(self) -> str:
+        """One Markdown paragraph saying what this run did (judge, pairs, calls), from its numbers."""
+        return F.run_header(self)
+
 
 def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResult) -> None:
     vs = list(params.variants)
