@@ -47,6 +47,7 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     ax.legend(title="wording (bar label: k/n)", frameon=False, fontsize=8, title_fontsize=8,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
+    plt.close(fig)  # the caller owns it; pyplot keeps no reference
     return fig
 
 
@@ -67,6 +68,7 @@ def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None,
     ax.set_title(title or "Threshold sweep", fontsize=9)
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
+    plt.close(fig)  # the caller owns it; pyplot keeps no reference
     return fig
 
 
@@ -103,4 +105,5 @@ def plot_calibration(calibration: pd.DataFrame, *, by: str = "variant", title: s
     ax.set_ylabel("share reviewers marked ready (0-1)")
     ax.set_title(title or "Calibration by score band (hatched: below minimum support)", fontsize=9)
     fig.tight_layout()
+    plt.close(fig)  # the caller owns it; pyplot keeps no reference
     return fig
