@@ -28,6 +28,12 @@ CASES = {
     "empty.csv": (None, None),
     "latin1.csv": ("<encoding>", "line 2"),
     "latin1.jsonl": ("<encoding>", "line 1"),
+    # issue 12 section 3: each of these was accepted (or misreported) before
+    "duplicate_header.csv": ("score", "line 1"),          # silently used the first `score` column
+    "ragged_row.csv": ("<row>", "p2/formal (line 4)"),    # a bare pandas ParserError
+    "short_row.csv": ("<row>", "p2/formal (line 4)"),     # blamed the score cell, not the short row
+    "score_is_string.jsonl": ("score", "p1/casual"),      # the JSON string "0.7" was read as 0.7
+    "expected_ready_is_string.jsonl": ("expected_ready", "p1/formal"),  # the string "true" was read as true
 }
 
 
@@ -62,3 +68,24 @@ def test_records_api_rejects_bad_scores(score):
     recs = [{"pair_id": "p1", "variant": "a", "expected_ready": True, "channel": "chat", "score": score},
             {"pair_id": "p1", "variant": "b", "expected_ready": True, "channel": "chat", "score": 0.5}]
     expect_input_error(lambda: pairs_from_records(recs), field="score", record="p1/a")
+
+
+def test_json_numbers_and_booleans_must_be_typed():
+    recs = [{"pair_id": "p1", "variant": "a", "expected_ready": True, "channel": "chat", "score": 0.5},
+            {"pair_id": "p1", "variant": "b", "expected_ready": True, "channel": "chat", "score": "0.7"}]
+    err = expect_input_error(lambda: pairs_from_records(recs), field="score", record="p1/b")
+    assert "string" in str(err)
+
+
+def test_csv_text_numbers_are_still_read(tmp_path):
+    (tmp_path / "p.csv").write_text("pair_id,variant,expected_ready,channel,score\n"
+                                    "p1,a,yes,chat, 0.70\np1,b,yes,chat,1\n", encoding="utf-8")
+    assert load_pairs(tmp_path / "p.csv")["score"].tolist() == [0.7, 1.0]
+
+
+def test_quoted_multiline_cells_keep_the_row_count(tmp_path):
+    (tmp_path / "p.csv").write_text('pair_id,variant,expected_ready,channel,score,reply\n'
+                                    'p1,a,true,chat,0.9,"line one\nline two, with a comma"\n'
+                                    'p1,b,true,chat,0.8,plain\n', encoding="utf-8")
+    frame = load_pairs(tmp_path / "p.csv")
+    assert frame["reply"].tolist() == ["line one\nline two, with a comma", "plain"]

@@ -10,8 +10,8 @@ import pytest
 from hostile_util import expect_input_error
 
 from cfbench.metrics.counterfactual import flip_rate, mean_abs_score_diff
-from cfbench.metrics.groups import (FairnessContract, audit_pairs, route_rows, score_bands,
-                                    threshold_sweep)
+from cfbench.metrics.groups import score_bands
+from cfbench.studies.shopflow import FairnessContract, audit_pairs, route_rows, threshold_sweep
 from cfbench.stats.paired import paired_tests
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.groups import (FairnessContract, calibration_table, intersection_table, route_rows,
-                                    score_band_labels, score_bands, stage_attribution)
+from cfbench.metrics.groups import calibration_table, score_band_labels, score_bands
+from cfbench.studies.shopflow import FairnessContract, intersection_table, route_rows, stage_attribution
 
 
 def test_band_edges_are_left_closed():
@@ -34,7 +34,8 @@ def test_calibration_counts_against_groupby():
     rng = np.random.default_rng(5)
     f = pd.DataFrame({"variant": rng.choice(["a", "b"], 200), "score": rng.random(200),
                       "expected_ready": rng.random(200) < 0.5})
-    t = calibration_table(f, edges=(0.5,), min_support=60)
+    t = calibration_table(f, score="score", positive="expected_ready", by="variant", edges=(0.5,),
+                          min_support=60)
     for (v, band), g in f.groupby(["variant", np.where(f.score < 0.5, "below 0.50", "0.50 and above")]):
         row = t[(t.variant == v) & (t.band == band)].iloc[0]
         assert row.n == len(g) and row.observed_ready == pytest.approx(g.expected_ready.mean())

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from cfbench.io.pairs import load_pairs
-from cfbench.metrics.groups import (paired_bootstrap_tpr_diff, route_rows, slice_rates, threshold_sweep,
-                                    pair_flips, tpr_gap, fpr_gap)
+from cfbench.metrics.groups import fpr_gap, tpr_gap
+from cfbench.studies.shopflow import pair_flips, paired_bootstrap, rates, route_rows, threshold_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 V = ["formal", "conversational"]
@@ -43,7 +43,7 @@ def _loop_bootstrap(routed, n_boot, seed, conf=0.95):
 
 def test_matches_loop_implementation(seed_frame):
     routed = route_rows(seed_frame, 0.70)
-    res = paired_bootstrap_tpr_diff(routed, V, n_boot=300, seed=42)
+    res = paired_bootstrap(routed, V, among=True, n_boot=300, seed=42)
     (lo, hi), n_valid = _loop_bootstrap(routed, 300, 42)
     assert (res.ci_low, res.ci_high, res.n_valid) == (pytest.approx(lo), pytest.approx(hi), n_valid)
     assert res.estimate == pytest.approx(5 / 6 - 3 / 6)
@@ -51,8 +51,8 @@ def test_matches_loop_implementation(seed_frame):
 
 def test_seeded_and_reproducible(seed_frame):
     routed = route_rows(seed_frame, 0.70)
-    a = paired_bootstrap_tpr_diff(routed, V, n_boot=500, seed=1)
-    b = paired_bootstrap_tpr_diff(routed, V, n_boot=500, seed=1)
+    a = paired_bootstrap(routed, V, among=True, n_boot=500, seed=1)
+    b = paired_bootstrap(routed, V, among=True, n_boot=500, seed=1)
     assert a == b and a.seed == 1 and a.n_boot == 500
 
 
@@ -60,7 +60,7 @@ def test_identical_routes_give_a_degenerate_interval(seed_frame):
     f = seed_frame.copy()
     formal = f[f.variant == "formal"].set_index("pair_id")["score"]
     f["score"] = f["pair_id"].map(formal)  # conversational rows get the formal score
-    res = paired_bootstrap_tpr_diff(route_rows(f, 0.70), V, n_boot=200, seed=0)
+    res = paired_bootstrap(route_rows(f, 0.70), V, among=True, n_boot=200, seed=0)
     assert (res.estimate, res.ci_low, res.ci_high) == (0.0, 0.0, 0.0)
 
 
@@ -69,7 +69,7 @@ def test_sweep_rows_agree_with_direct_computation(seed_frame):
     sw = threshold_sweep(seed_frame, ts, variants=V).set_index("threshold")
     for t in ts:
         routed = route_rows(seed_frame, t)
-        r = slice_rates(routed, order=V)
+        r = rates(routed, variants=V)
         assert sw.at[t, "selection"] == pytest.approx(routed["selected"].mean())
         assert sw.at[t, "n_flips"] == len(pair_flips(routed, variants=V))
         for got, want in ((sw.at[t, "tpr_gap"], tpr_gap(r)), (sw.at[t, "fpr_gap"], fpr_gap(r))):

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.groups import FairnessContract, ReleaseRequirement, release_decision
+from cfbench.studies.shopflow import FairnessContract, ReleaseRequirement, release_decision
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "cfbench/studies/shopflow/data/contract.yaml").read_text())
@@ -79,3 +79,34 @@ def test_contract_without_requirements_gates_on_the_computed_checks():
     assert release_decision(c, metric_checks_pass=True, support_pass=True).decision == "APPROVED"
     assert release_decision(c, metric_checks_pass=True, support_pass=False).missing == (
         "minimum_positive_and_negative_support",)
+
+
+# issue 12 section 3: each of these was accepted before (the duplicate key silently took the last value,
+# release_requirements: [] silently dropped every sign-off)
+HOSTILE = Path(__file__).resolve().parent / "hostile" / "contract"
+
+
+@pytest.mark.parametrize("name,field,record", [
+    ("duplicate_key.yaml", "max_tpr_gap", "line 6"),
+    ("duplicate_nested_key.yaml", "attested", "line 10"),
+    ("empty_requirements.yaml", "release_requirements", None),
+])
+def test_contract_file_problems_are_errors(name, field, record):
+    with pytest.raises(InputError) as info:
+        FairnessContract.from_yaml(HOSTILE / name)
+    err = info.value
+    assert err.field == field and name in str(err)
+    if record is not None:
+        assert err.record == record
+
+
+def test_gap_interval_settings_are_checked():
+    base = {"primary_metric": "equal_opportunity", "max_tpr_gap": 0.1, "max_fpr_gap": 0.1,
+            "min_positive_per_slice": 1, "min_negative_per_slice": 1}
+    c = FairnessContract.from_mapping({**base, "gap_interval": {"method": "paired_bootstrap", "confidence": 0.9}})
+    assert (c.gap_interval.method, c.gap_interval.confidence) == ("paired_bootstrap", 0.9)
+    for bad, field in (({"method": "wald"}, "method"), ({"confidence": 1.0}, "confidence"),
+                       ({"confidence": "0.95"}, "confidence"), ({"level": 0.9}, "gap_interval")):
+        with pytest.raises(InputError) as info:
+            FairnessContract.from_mapping({**base, "gap_interval": bad})
+        assert info.value.field == field

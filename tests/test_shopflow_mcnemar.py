@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from cfbench.metrics.groups import mcnemar_exact, route_rows
+from cfbench.studies.shopflow import paired_mcnemar, route_rows
 
 
 def _brute_force_p(a_only, b_only):
@@ -43,7 +43,7 @@ def test_matches_brute_force_and_statsmodels(seed):
     n = int(rng.integers(4, 15))
     a = rng.random(n) < 0.6
     b = rng.random(n) < 0.4
-    res = mcnemar_exact(_paired(a.tolist(), b.tolist()), ["formal", "conversational"])
+    res = paired_mcnemar(_paired(a.tolist(), b.tolist()), ["formal", "conversational"])
     a_only, b_only = int((a & ~b).sum()), int((~a & b).sum())
     assert (res.a_only, res.b_only, res.n_pairs) == (a_only, b_only, n)
     assert res.p_value == pytest.approx(_brute_force_p(a_only, b_only), rel=1e-12)
@@ -54,16 +54,16 @@ def test_matches_brute_force_and_statsmodels(seed):
 
 def test_known_values():
     # 3 discordant pairs all one way: p = 2 * (1/2)^3 = 0.25 (the seed's flips)
-    res = mcnemar_exact(_paired([1, 1, 1, 1], [0, 0, 0, 1]), ["formal", "conversational"])
+    res = paired_mcnemar(_paired([1, 1, 1, 1], [0, 0, 0, 1]), ["formal", "conversational"])
     assert (res.a_only, res.b_only) == (3, 0) and res.p_value == pytest.approx(0.25)
     # no discordant pairs: nothing to test against, p = 1
-    assert mcnemar_exact(_paired([1, 0], [1, 0]), ["formal", "conversational"]).p_value == 1.0
+    assert paired_mcnemar(_paired([1, 0], [1, 0]), ["formal", "conversational"]).p_value == 1.0
 
 
 def test_restrict_to_ready_pairs():
     f = _paired([1, 1, 0], [0, 1, 1], ready=[True, True, False])
-    res = mcnemar_exact(f, ["formal", "conversational"], ready=True)
+    res = paired_mcnemar(f, ["formal", "conversational"], ready=True)
     assert (res.n_pairs, res.a_only, res.b_only) == (2, 1, 0)
-    res = mcnemar_exact(f, ["formal", "conversational"], ready=False)
+    res = paired_mcnemar(f, ["formal", "conversational"], ready=False)
     assert (res.n_pairs, res.a_only, res.b_only) == (1, 0, 1)
     assert math.isclose(res.p_value, 1.0)

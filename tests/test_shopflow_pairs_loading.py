@@ -7,7 +7,7 @@ import pytest
 
 from cfbench.core.errors import InputError
 from cfbench.io.pairs import PAIR_COLUMNS, load_pairs, pairs_from_records
-from cfbench.metrics.groups import audit_pairs, route_rows, FairnessContract
+from cfbench.studies.shopflow import audit_pairs, route_rows, FairnessContract
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = "pair_id,variant,expected_ready,channel,evidence_passed,score\n"

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from fairlearn.metrics import (MetricFrame, false_positive_rate, selection_rate, true_positive_rate)
 
-from cfbench.metrics.groups import (fpr_gap, pairwise_gaps, route_rows, selection_gap, slice_rates, tpr_gap)
+from cfbench.metrics.groups import fpr_gap, pairwise_gaps, selection_gap, tpr_gap
+from cfbench.studies.shopflow import rates, route_rows
 
 
 def _random_frame(seed, n, groups):
@@ -24,7 +25,7 @@ def _random_frame(seed, n, groups):
 @pytest.mark.parametrize("groups", [("formal", "conversational"), ("a", "b", "c", "d")])
 def test_rates_match_metricframe(seed, groups):
     f = route_rows(_random_frame(seed, 300, groups), 0.55)
-    ours = slice_rates(f)
+    ours = rates(f)
     mf = MetricFrame(metrics={"selection": selection_rate, "tpr": true_positive_rate,
                               "fpr": false_positive_rate},
                      y_true=f["expected_ready"].astype(int), y_pred=f["selected"].astype(int),
@@ -41,7 +42,7 @@ def test_rates_match_metricframe(seed, groups):
 
 def test_counts_are_consistent():
     f = route_rows(_random_frame(7, 200, ("a", "b")), 0.5)
-    r = slice_rates(f)
+    r = rates(f)
     assert (r["n_pos"] + r["n_neg"] == r["n"]).all()
     assert r["n"].sum() == 200
     blocked = f[f.route == "blocked_by_evidence"]
@@ -50,7 +51,7 @@ def test_counts_are_consistent():
 
 def test_pairwise_gaps_cover_every_pair_of_slices_and_max_equals_range():
     f = route_rows(_random_frame(11, 400, ("a", "b", "c")), 0.5)
-    r = slice_rates(f)
+    r = rates(f)
     pg = pairwise_gaps(r)
     assert len(pg) == 3 * 3  # three slice pairs × three metrics
     for m in ("tpr", "fpr", "selection"):
@@ -64,6 +65,6 @@ def test_slice_without_positives_has_undefined_tpr_and_gap():
     f = pd.DataFrame({"pair_id": ["a", "b", "c", "d"], "variant": ["x", "x", "y", "y"],
                       "expected_ready": [True, False, False, False], "score": [0.9, 0.2, 0.9, 0.1],
                       "channel": "chat", "evidence_passed": True})
-    r = slice_rates(route_rows(f, 0.5))
+    r = rates(route_rows(f, 0.5))
     assert np.isnan(r.at["y", "tpr"]) and np.isnan(tpr_gap(r))
     assert r.at["y", "fpr"] == 0.5

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cfbench.io.pairs import load_pairs
-from cfbench.metrics.groups import FairnessContract, audit_pairs, compare_candidate
+from cfbench.studies.shopflow import FairnessContract, audit_pairs, compare_candidate
 
 REPO = Path(__file__).resolve().parents[1]
 V = ["formal", "conversational"]

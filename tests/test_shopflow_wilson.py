@@ -4,7 +4,8 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.groups import wilson_table, route_rows, slice_rates
+from cfbench.metrics.groups import wilson_table
+from cfbench.studies.shopflow import rates, route_rows
 from cfbench.stats import wilson_interval
 
 import pandas as pd
@@ -38,7 +39,7 @@ def test_table_uses_the_right_counts_and_handles_empty_slices():
     f = pd.DataFrame({"pair_id": list("abcde"), "variant": ["x", "x", "x", "y", "y"],
                       "expected_ready": [True, True, False, False, False],
                       "score": [0.9, 0.1, 0.8, 0.9, 0.2], "channel": "chat", "evidence_passed": True})
-    r = slice_rates(route_rows(f, 0.5))
+    r = rates(route_rows(f, 0.5))
     t = wilson_table(r, "tpr").set_index("slice")
     assert (t.at["x", "successes"], t.at["x", "n"]) == (1, 2)
     assert t.at["x", "ci_low"] == pytest.approx(proportion_confint(1, 2, method="wilson")[0])

@@ -7,11 +7,12 @@ from .bootstrap import (MAX_BOOTSTRAP_ITEMS, mean_interval, percentile_interval,
                         resample_counts, resample_indices)
 from .paired import (PAIR_COLUMNS, adjust_pvalues, cohens_dz, group_means, largest_gaps, min_detectable_d,
                      paired_matrix, paired_tests, wilcoxon_method)
+from .mcnemar import McNemarResult, mcnemar_exact
 from .proportions import newcombe_interval, wilson_interval
 
 __all__ = [
     "resample_indices", "resample_counts", "percentile_interval", "mean_interval", "ratio_interval",
     "MAX_BOOTSTRAP_ITEMS", "wilson_interval", "newcombe_interval", "PAIR_COLUMNS", "paired_tests",
     "paired_matrix", "cohens_dz", "min_detectable_d", "adjust_pvalues", "wilcoxon_method", "largest_gaps",
-    "group_means",
+    "group_means", "McNemarResult", "mcnemar_exact",
 ]

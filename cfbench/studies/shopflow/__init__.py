@@ -1,10 +1,51 @@
-"""ShopFlow matched-pair routing audit (seed 001)."""
+"""ShopFlow matched-pair routing audit (seed 001).
+
+Does a judge plus a score threshold send matched formal and conversational
+requests down different routes (auto-serve vs human review)? The study routes
+each scored pair, measures pair flips, selection/TPR/FPR per wording, their
+gaps against a release contract (point rule and interval rule), Wilson and
+Newcombe intervals, exact McNemar, a paired bootstrap, calibration by score
+band, channel × wording support, and a release decision.
+
+Quickstart — audit your own pairs CSV with any judge spec::
+
+    from cfbench.studies.shopflow import Params, run
+    # pairs.csv: pair_id,variant,expected_ready,channel,request,reply  (one row per pair × variant)
+    params = Params(pairs_path="pairs.csv", judge="openai:gpt-4o-mini", variants=["formal", "conversational"])
+    result = run(params, out="results/my_audit")
+    result.tables["judged_rates"]          # selection / TPR / FPR per variant with counts
+    result.tables["judged_interval_checks"]  # gap upper bounds against the contract
+    print(result.findings())                # what the numbers show and cannot show
+    result.check()                          # raises InvariantError if an invariant broke
+
+Already have judge scores? ``audit_pairs(load_pairs("scored.csv"), FairnessContract.from_yaml(...),
+threshold=0.7)`` audits them without calling any judge.
+"""
+
+from pathlib import Path
 
 from . import readiness  # noqa: F401  (registers the scripted test double)
+from .contract import FairnessContract, GapInterval, ReleaseRequirement, read_yaml_strict
+from .gate import (PairAudit, ReleaseDecision, audit_pairs, compare_candidate, interval_checks,
+                   intersection_table, metric_checks, paired_bootstrap, paired_mcnemar, release_decision,
+                   support_check)
+from .policy import ROUTES, check_threshold, pair_flips, rates, route_rows, stage_attribution, threshold_sweep
+
+__all__ = ["Params", "run", "ShopflowResult", "shipped", "FairnessContract", "GapInterval", "ReleaseRequirement",
+           "read_yaml_strict", "PairAudit", "ReleaseDecision", "audit_pairs", "compare_candidate",
+           "interval_checks", "intersection_table", "metric_checks", "paired_bootstrap", "paired_mcnemar",
+           "release_decision", "support_check", "ROUTES", "check_threshold", "pair_flips", "rates", "route_rows",
+           "stage_attribution", "threshold_sweep"]
 
 
-def shipped(name: str):
+def shipped(name: str) -> Path:
     """Path of a file shipped with the study (``pairs.jsonl``, ``contract.yaml``, ``seed_observations.csv``)."""
-    from pathlib import Path
-
     return Path(__file__).resolve().parent / "data" / name
+
+
+def __getattr__(name: str):  # Params/run/ShopflowResult load the judge runner only when asked for
+    if name in ("Params", "run", "ShopflowResult"):
+        from . import study
+
+        return getattr(study, name)
+    raise AttributeError(name)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -39,6 +40,7 @@ __all__ = [
     "readiness_messages",
     "request_id",
     "build_requests",
+    "parse_answer",
     "parse_readiness",
     "ScoredPairs",
     "attach_scores",
@@ -113,15 +115,74 @@ def build_requests(pairs: pd.DataFrame, *, prompt: str = "baseline",
     return out
 
 
-def _parse_text(text: str) -> float | None:
-    word = text.strip().strip(".!,:;\"'*").lower()
-    first = word.split()[0] if word.split() else ""
-    first = first.strip(".!,:;\"'*")
-    if first == "yes":
-        return 1.0
-    if first == "no":
-        return 0.0
+_ANSWER = re.compile(
+    r"^[\s>#*_`\"'(]*"                                         # markdown / quoting before the answer
+    r"(?:(?:final\s+)?(?:answer|verdict|decision|ready(?:\s+to\s+send)?)\s*[:=\-\u2013\u2014]\s*"
+    r"[*_`\"']*)?"                                                 # an optional "Answer:" label
+    r"(yes|no)"                                                     # the contract's answer
+    r"[*_`\"')]*"                                               # closing markdown / quotes
+    r"(?:\s*$|\s*[.!,;:\-\u2013\u2014\n]\s*(.*))$",          # end, or a break before any reasoning
+    re.IGNORECASE | re.DOTALL,
+)
+
+#: Phrases that turn a leading Yes/No into a non-answer ("No, I can't tell from this.").
+_HEDGE = re.compile(
+    r"\b(?:can(?:'|\u2019|no)?t\s+(?:tell|say|determine|decide|judge|be\s+sure)|not\s+sure|unsure|unclear|"
+    r"no\s+idea|hard\s+to\s+(?:say|tell)|impossible\s+to|unable\s+to|don(?:'|\u2019)?t\s+know|"
+    r"not\s+enough\s+(?:info|information|context)|insufficient|depends|maybe|perhaps|not\s+certain)\b",
+    re.IGNORECASE,
+)
+
+_JSON_KEYS = ("answer", "ready", "verdict", "decision")
+
+
+def _parse_json(text: str) -> float | None:
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip(), flags=re.IGNORECASE)
+    if not body.startswith("{"):
+        return None
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    values = [data[k] for k in _JSON_KEYS if k in data]
+    if len(values) != 1:
+        return None
+    v = values[0]
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if isinstance(v, str) and v.strip().lower() in ("yes", "no"):
+        return 1.0 if v.strip().lower() == "yes" else 0.0
     return None
+
+
+def parse_answer(text: object) -> float | None:
+    """The Yes (1.0) or No (0.0) a reply states under the task's contract, else None.
+
+    The contract is one word, Yes or No. Accepted: that word in any case, with
+    markdown or quotes around it, after a label such as ``Answer:``, followed
+    by nothing or by a sentence break and reasoning ("No, the draft gives no
+    date."), or a JSON object with one ``answer``/``ready``/``verdict``/
+    ``decision`` field. Everything else is not an answer: "No idea",
+    "No way to tell", "Yes and no", "Yes?", "Not sure", an empty reply, a
+    refusal, or a Yes/No whose reasoning says it cannot tell.
+
+    >>> parse_answer("**No.** The reply never says when."), parse_answer("No idea."), parse_answer("Yes/No")
+    (0.0, None, None)
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    stripped = text.strip()
+    if stripped.startswith(("{", "```")):
+        return _parse_json(stripped)
+    m = _ANSWER.match(stripped)
+    if m is None:
+        return None
+    rest = m.group(2) or ""
+    if _HEDGE.search(rest[:200]):
+        return None
+    return 1.0 if m.group(1).lower() == "yes" else 0.0
 
 
 def _yes_no_mass(top: dict | None) -> float:
@@ -150,6 +211,13 @@ def _decode_top(value: object, rid: str) -> dict | None:
 def parse_readiness(judgments: pd.DataFrame) -> pd.DataFrame:
     """Scores from a judgments frame (``request_id, text, top_logprobs, ok, error``).
 
+    A reply counts only if it states Yes or No under the contract
+    (:func:`parse_answer`); its score is then P(Yes) from the first token's
+    alternatives when they hold a Yes or No, else the stated answer (1.0/0.0).
+    A reply that is not an answer ("No idea.") is a parse failure even when its
+    first token is "No". With ``max_tokens=1`` the reply is that first token,
+    so a model that would have gone on to hedge cannot be caught here.
+
     Columns added: ``score``, ``score_source`` (``logprobs``/``text``/``None``),
     ``parse_ok``, ``yes_no_mass`` (P(Yes)+P(No) before normalising: how much
     of the first token the two answers cover).
@@ -160,14 +228,10 @@ def parse_readiness(judgments: pd.DataFrame) -> pd.DataFrame:
         text = r.text if isinstance(r.text, str) else ""
         top = _decode_top(r.top_logprobs, r.request_id)
         score, source = math.nan, None
-        if ok:
+        answer = parse_answer(text) if ok else None
+        if answer is not None:  # the reply states an answer; its first token's alternatives refine it
             p = yes_probability(top)
-            if not math.isnan(p):
-                score, source = p, "logprobs"
-            else:
-                parsed = _parse_text(text)
-                if parsed is not None:
-                    score, source = parsed, "text"
+            score, source = (p, "logprobs") if not math.isnan(p) else (answer, "text")
         rows.append({"request_id": r.request_id, "raw": text, "score": score, "score_source": source,
                      "parse_ok": source is not None, "yes_no_mass": _yes_no_mass(top),
                      "error": getattr(r, "error", None)})

@@ -1,0 +1,220 @@
+"""The release contract of a routing audit, and a YAML reader that refuses duplicate keys.
+
+A contract says which gap matters (``primary_metric``), how large each gap may
+be, how much support each slice needs, how gap intervals are computed
+(``gap_interval``) and what must hold before release
+(``release_requirements``). See ``data/contract.yaml`` for the seed's contract.
+
+Two ways to hold a gap to its maximum, both always reported:
+
+- **point rule** (the seed's): the observed gap is at most the maximum. Right
+  for a regression check on fixed fixtures (did this judge change route
+  anything it should not?), where the cases are the whole population of interest.
+- **interval rule** (non-inferiority style): the upper bound of the gap's
+  confidence interval is at most the maximum, so "the gap is small" is shown by
+  the data rather than assumed from a noisy point. Right for a release claim
+  about a population the pairs sample; with few pairs it fails by design,
+  which is the honest answer. It gates a release only when the contract lists
+  a requirement with ``source: interval_checks``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from cfbench.core.errors import InputError
+from cfbench.core.files import read_text
+
+__all__ = ["read_yaml_strict", "ReleaseRequirement", "GapInterval", "FairnessContract"]
+
+
+def _unique_key_loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """SafeLoader that raises on a key given twice in one mapping."""
+
+    def construct_mapping(loader, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise InputError(f"key given twice (lines {seen[key]} and {line}); keep one",
+                                 record=f"line {line}", field=str(key))
+            seen[key] = line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return UniqueKeyLoader
+
+
+def read_yaml_strict(path: str | Path) -> Any:
+    """Parse a YAML file like :func:`cfbench.core.files.read_yaml`, but a duplicated key is an error.
+
+    PyYAML keeps the last value of a repeated key without a word; a contract
+    whose ``max_tpr_gap`` appears twice must not be read as either value.
+    """
+    import yaml
+
+    text = read_text(path)
+    try:
+        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader subclass)
+    except InputError as exc:
+        raise InputError(exc.problem, source=str(path), record=exc.record, field=exc.field) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        record = f"line {mark.line + 1}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"is not valid YAML ({problem})", source=str(path), record=record,
+                         field="<yaml>") from None
+
+
+@dataclass(frozen=True)
+class ReleaseRequirement:
+    """One line of a release gate.
+
+    ``source`` is ``metric_checks`` (the point rule on the gaps),
+    ``interval_checks`` (the interval rule), ``minimum_support`` (slice sizes)
+    or ``attested`` (a person's sign-off, recorded in ``attested``).
+    """
+
+    name: str
+    source: str
+    attested: bool | None = None
+
+    SOURCES = ("metric_checks", "interval_checks", "minimum_support", "attested")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise InputError("requirement needs a name", source="contract", field="release_requirements")
+        if self.source not in self.SOURCES:
+            raise InputError(f"source must be one of {list(self.SOURCES)}, got {self.source!r}",
+                             source="contract", record=self.name, field="source")
+        if self.source == "attested" and not isinstance(self.attested, bool):
+            raise InputError("an attested requirement needs attested: true or false",
+                             source="contract", record=self.name, field="attested")
+        if self.source != "attested" and self.attested is not None:
+            raise InputError("only attested requirements carry a value; computed ones are measured",
+                             source="contract", record=self.name, field="attested")
+
+
+@dataclass(frozen=True)
+class GapInterval:
+    """How the interval rule computes a gap's interval.
+
+    ``newcombe``: Newcombe's hybrid score interval of the rate difference
+    (treats slices as independent; conservative for positively correlated
+    pairs). ``paired_bootstrap``: percentile bootstrap resampling whole pairs
+    (uses the pairing; needs enough pairs for its percentiles to mean much).
+    """
+
+    method: str = "newcombe"
+    confidence: float = 0.95
+
+    METHODS = ("newcombe", "paired_bootstrap")
+
+    def __post_init__(self) -> None:
+        if self.method not in self.METHODS:
+            raise InputError(f"must be one of {list(self.METHODS)}, got {self.method!r}", source="contract",
+                             record="gap_interval", field="method")
+        c = self.confidence
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or math.isnan(c) or not 0.5 <= c < 1:
+            raise InputError(f"must be a number in [0.5, 1), got {c!r}", source="contract",
+                             record="gap_interval", field="confidence")
+
+
+_KEYS = ("primary_metric", "max_tpr_gap", "max_fpr_gap", "min_positive_per_slice", "min_negative_per_slice")
+_OPTIONAL = ("release_requirements", "gap_interval")
+
+
+@dataclass(frozen=True)
+class FairnessContract:
+    """A release contract: which gap matters, how much is tolerated, how much support, what else must hold.
+
+    ``primary_metric`` is ``equal_opportunity`` (TPR gap primary, FPR gap a
+    guardrail) or ``equalized_odds`` (both primary). Both gaps are checked
+    either way; the role is reported.
+    """
+
+    primary_metric: str
+    max_tpr_gap: float
+    max_fpr_gap: float
+    min_positive_per_slice: int
+    min_negative_per_slice: int
+    release_requirements: tuple[ReleaseRequirement, ...] = field(default=())
+    gap_interval: GapInterval = field(default_factory=GapInterval)
+
+    PRIMARY = ("equal_opportunity", "equalized_odds")
+
+    def __post_init__(self) -> None:
+        src = "contract"
+        if self.primary_metric not in self.PRIMARY:
+            raise InputError(f"must be one of {list(self.PRIMARY)}, got {self.primary_metric!r}",
+                             source=src, field="primary_metric")
+        for name in ("max_tpr_gap", "max_fpr_gap"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or not 0 <= v <= 1:
+                raise InputError(f"must be a number in [0, 1], got {v!r}", source=src, field=name)
+        for name in ("min_positive_per_slice", "min_negative_per_slice"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"must be a non-negative integer, got {v!r}", source=src, field=name)
+        reqs = tuple(self.release_requirements)
+        names = [r.name for r in reqs]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InputError("requirement listed twice", source=src, record=dup, field="release_requirements")
+        object.__setattr__(self, "release_requirements", reqs)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "contract") -> "FairnessContract":
+        """Build a contract from a parsed mapping; every problem is an InputError naming the key."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"expected a mapping, got {type(data).__name__}", source=source)
+        known = set(_KEYS) | set(_OPTIONAL)
+        unknown = sorted(set(data) - known, key=str)
+        if unknown:
+            raise InputError(f"unknown key (known: {sorted(known)})", source=source, field=str(unknown[0]))
+        missing = [k for k in _KEYS if k not in data]
+        if missing:
+            raise InputError("missing", source=source, field=missing[0])
+        try:
+            return cls(**{k: data[k] for k in _KEYS},
+                       release_requirements=_requirements(data, source),
+                       gap_interval=_gap_interval(data.get("gap_interval"), source))
+        except InputError as exc:
+            raise InputError(exc.problem, source=source, record=exc.record, field=exc.field) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "FairnessContract":
+        """Load a contract from YAML (duplicate keys are errors), e.g. the shipped ``data/contract.yaml``."""
+        return cls.from_mapping(read_yaml_strict(path), source=str(path))
+
+
+def _requirements(data: Mapping[str, Any], source: str) -> tuple[ReleaseRequirement, ...]:
+    if "release_requirements" not in data:
+        return ()
+    items = data["release_requirements"]
+    if not isinstance(items, list) or not items:
+        raise InputError("must list at least one requirement (leave the key out to gate on the computed "
+                         f"checks alone), got {items!r}", source=source, field="release_requirements")
+    reqs = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping) or set(item) - {"name", "source", "attested"}:
+            raise InputError("each requirement is a mapping with name, source and (if attested) attested",
+                             source=source, record=f"release_requirements[{i}]", field="release_requirements")
+        reqs.append(ReleaseRequirement(name=item.get("name", ""), source=item.get("source", ""),
+                                       attested=item.get("attested")))
+    return tuple(reqs)
+
+
+def _gap_interval(value: Any, source: str) -> GapInterval:
+    if value is None:
+        return GapInterval()
+    if not isinstance(value, Mapping) or set(value) - {"method", "confidence"}:
+        raise InputError("expected a mapping with method and confidence", source=source, field="gap_interval")
+    return GapInterval(**value)

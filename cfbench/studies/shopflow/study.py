@@ -1,0 +1,275 @@
+"""The ShopFlow study as one call: ``run(Params(...), out=...) -> ShopflowResult``.
+
+Part 1 ("seed") recomputes every figure the seed prints from its ten labelled
+synthetic pairs; part 2 ("judged") runs the same audit on a real judge's
+P(ready) for cfbench's matched pairs, with McNemar, paired bootstraps, the
+interval rule and a threshold sweep. The notebook ``notebooks/shopflow.ipynb``
+is this call plus display.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from cfbench.core.errors import InputError
+from cfbench.core.params import params_from_mapping
+from cfbench.io.pairs import load_pairs
+from cfbench.report import RunOutput, StudyResult
+
+from . import findings as F
+from . import readiness as R
+from .contract import FairnessContract
+from .gate import PairAudit, audit_pairs, compare_candidate, paired_bootstrap, paired_mcnemar
+from .policy import check_threshold, threshold_sweep
+
+__all__ = ["Params", "ShopflowResult", "run"]
+
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of a ShopFlow run (the notebook's ``parameters`` cell, minus output_dir/config_name)."""
+
+    seed_observations_path: str = ""  # the seed's 10 pairs with scores ("" = shipped file)
+    contract_path: str = ""  # release contract ("" = shipped seed contract)
+    pairs_path: str = ""  # matched pairs to judge, CSV or JSONL with request/reply text ("" = shipped 44 pairs)
+    seed_threshold: float = 0.70  # the seed's routing threshold
+    judge: str = "scripted:shopflow-ready"  # judge spec for part 2
+    prompt: str = "baseline"  # readiness prompt (baseline / register_blind)
+    candidate_prompt: str = ""  # a second prompt audited as a candidate ("" skips it)
+    judged_threshold: float = 0.5  # routing threshold on P(ready) in part 2
+    max_pairs: int = 0  # only the first N pairs of pairs_path (0 = all)
+    variants: tuple = ("formal", "conversational")  # the two wording conditions, reference first
+    seed_calibration_edges: tuple = (0.70, 0.90)  # score-band cut points, seed part
+    judged_calibration_edges: tuple = (0.30, 0.50, 0.70)  # score-band cut points, judged part
+    calibration_min_support: int = 10  # rows a calibration cell needs to be read
+    sweep_start: float = 0.05  # threshold sweep: first threshold
+    sweep_stop: float = 0.95  # threshold sweep: last threshold
+    sweep_step: float = 0.01  # threshold sweep: step
+    n_boot: int = 2000  # paired bootstrap resamples
+    seed: int = 20260001  # seed of every bootstrap
+
+    def __post_init__(self) -> None:
+        for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if len(self.variants) != 2 or len(set(self.variants)) != 2:
+            raise InputError(f"need exactly two distinct variants, got {list(self.variants)}", source="parameters",
+                             field="variants")
+        check_threshold(self.seed_threshold, name="seed_threshold")
+        check_threshold(self.judged_threshold, name="judged_threshold")
+        if self.max_pairs < 0:
+            raise InputError("must be 0 (all) or positive", source="parameters", field="max_pairs")
+        if self.n_boot < 1:
+            raise InputError("must be positive", source="parameters", field="n_boot")
+        if not (0 < self.sweep_step and self.sweep_start <= self.sweep_stop):
+            raise InputError("sweep needs step > 0 and start <= stop", source="parameters", field="sweep_step")
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
+                    **overrides: Any) -> "Params":
+        """Params from a config mapping (unknown names and wrong types are InputErrors)."""
+        data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
+        return params_from_mapping(cls, data, source=source, **overrides)
+
+    def path(self, name: str) -> Path:
+        """The file a path parameter points to ("" means the shipped one)."""
+        value = getattr(self, name)
+        default = {"seed_observations_path": "seed_observations.csv", "contract_path": "contract.yaml",
+                   "pairs_path": "pairs.jsonl"}[name]
+        return Path(value) if value else _DATA / default
+
+    def sweep_thresholds(self) -> np.ndarray:
+        grid = np.arange(self.sweep_start, self.sweep_stop + self.sweep_step / 2, self.sweep_step)
+        return np.round(np.clip(grid, 0.0, 1.0), 4)
+
+
+@dataclass
+class ShopflowResult(StudyResult):
+    """Every table, figure and number of a ShopFlow run; ``audits`` holds the :class:`PairAudit` objects."""
+
+    audits: dict[str, PairAudit] = field(default_factory=dict)
+    seed_lines: list[str] = field(default_factory=list)
+    judged_error: str | None = None
+
+    def invariants(self) -> dict[str, bool]:
+        return F.invariants(self)
+
+    def findings(self) -> str:
+        return F.findings_markdown(self)
+
+    def header(self) -> str:
+        """One Markdown paragraph saying what this run did (judge, pairs, calls), from its numbers."""
+        return F.run_header(self)
+
+
+def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResult) -> None:
+    vs = list(params.variants)
+    path = params.path("seed_observations_path")
+    kw = dict(threshold=params.seed_threshold, variants=vs, calibration_edges=params.seed_calibration_edges,
+              calibration_min_support=params.calibration_min_support, n_boot=params.n_boot, seed=params.seed)
+    base = audit_pairs(load_pairs(path, score_column="score", variants=vs), contract, **kw)
+    cand = audit_pairs(load_pairs(path, score_column="candidate_score", variants=vs), contract, **kw)
+    result.audits.update(seed=base, seed_candidate=cand)
+    comparison = compare_candidate(base, cand)
+    sweep = threshold_sweep(base.routed, params.sweep_thresholds(), variants=vs)
+    mcnemar = paired_mcnemar(base.routed, vs)
+    boot = paired_bootstrap(base.routed, vs, among=True, n_boot=params.n_boot, seed=params.seed)
+    result.tables.update({
+        "seed_rates": base.rates.reset_index(), "seed_flips": base.flips, "seed_rate_intervals": base.rate_intervals(),
+        "seed_checks": base.checks, "seed_interval_checks": base.interval_checks,
+        "seed_support": base.support.reset_index(), "seed_calibration": base.calibration,
+        "seed_intersections": base.intersections, "seed_attribution": base.attribution,
+        "seed_candidate_comparison": comparison, "seed_candidate_interval_checks": cand.interval_checks,
+        "seed_threshold_sweep": sweep, "seed_pairwise_gaps": base.gaps,
+    })
+    summary = base.summary()
+    summary.update({
+        "baseline_checks": summary.pop("checks"),
+        "candidate": {"tpr_gap": cand.tpr_gap, "fpr_gap": cand.fpr_gap, "checks": cand.summary()["checks"],
+                      "interval_checks": cand.summary()["interval_checks"], "flips": cand.summary()["flips"]},
+        # the release gate is evaluated on the candidate, as in the seed
+        "decision": cand.release.decision, "missing": list(cand.release.missing),
+        "requirements": cand.release.requirements,
+        "mcnemar": vars(mcnemar), "bootstrap_tpr_diff": vars(boot),
+        "source": str(path), "shipped_fixture": not params.seed_observations_path,
+    })
+    result.summary["seed"] = summary
+    result.seed_lines = F.seed_lines(base, cand, fixture=not params.seed_observations_path, variants=vs)
+
+
+def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) -> tuple[Any, pd.DataFrame,
+                                                                                          R.ScoredPairs]:
+    from cfbench.judges import run_requests
+
+    requests = R.build_requests(pairs, prompt=prompt)
+    run_ = run_requests(params.judge, requests, desc=f"readiness {prompt}", progress=progress)
+    parsed = R.parse_readiness(run_.judgments)
+    if not parsed["parse_ok"].any():
+        failed = int((~run_.judgments["ok"].astype(bool)).sum()) if "ok" in run_.judgments else 0
+        example = parsed["error"].dropna().iloc[0] if failed else parsed["raw"].iloc[0]
+        raise InputError(f"no pair has every variant scored: all {len(parsed)} replies from {params.judge} are "
+                         f"parse failures ({failed} failed calls; e.g. {str(example)[:80]!r}); no rate or gap "
+                         "is computed", source="shopflow judged audit", field="score")
+    scored = R.attach_scores(pairs, parsed, prompt=prompt, variants=list(params.variants))
+    return run_, parsed, scored
+
+
+def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
+    vs = list(params.variants)
+    pairs = load_pairs(params.path("pairs_path"), score_column=None, variants=vs)
+    if params.max_pairs:
+        keep = list(dict.fromkeys(pairs["pair_id"]))[: params.max_pairs]
+        pairs = pairs[pairs["pair_id"].isin(keep)].reset_index(drop=True)
+    result.frames["pairs"] = pairs
+    run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
+    kw = dict(threshold=params.judged_threshold, variants=vs, calibration_edges=params.judged_calibration_edges,
+              calibration_min_support=params.calibration_min_support, n_boot=params.n_boot, seed=params.seed)
+    audit = audit_pairs(scored.frame, contract, **kw)
+    result.audits["judged"] = audit
+    mcn = {k: paired_mcnemar(audit.routed, vs, ready=r) for k, r in
+           (("all", None), ("ready", True), ("needs_review", False))}
+    boot = paired_bootstrap(audit.routed, vs, among=True, n_boot=params.n_boot, seed=params.seed)
+    has_neg = bool((~audit.routed["expected_ready"]).any())
+    boot_fpr = (paired_bootstrap(audit.routed, vs, among=False, n_boot=params.n_boot, seed=params.seed)
+                if has_neg else None)
+    sweep = threshold_sweep(scored.frame, params.sweep_thresholds(), variants=vs)
+    rows = audit.routed.merge(scored.parsed[["pair_id", "variant", "score_source", "yes_no_mass", "raw"]],
+                              on=["pair_id", "variant"], how="left")
+    cols = ["pair_id", "variant", "expected_ready", "channel", "score", "score_source", "yes_no_mass", "route", "raw"]
+    rows = rows[cols + [c for c in ("review_note",) if c in rows.columns]]
+    score_by_variant = rows.groupby(["variant", "expected_ready"])["score"].describe().reset_index()
+    result.frames.update(requests_parsed=parsed, judgments=run_.judgments)
+    result.tables.update({
+        "judged_rows": rows, "judged_rates": audit.rates.reset_index(), "judged_flips": audit.flips,
+        "judged_rate_intervals": audit.rate_intervals(), "judged_checks": audit.checks,
+        "judged_interval_checks": audit.interval_checks, "judged_support": audit.support.reset_index(),
+        "judged_calibration": audit.calibration, "judged_intersections": audit.intersections,
+        "judged_attribution": audit.attribution, "judged_threshold_sweep": sweep,
+        "judged_pairwise_gaps": audit.gaps, "judged_excluded": scored.excluded,
+        "judged_score_by_variant": score_by_variant,
+    })
+    summary = audit.summary()
+    summary.update({
+        "judge": params.judge, "prompt": params.prompt, "prompt_version": R.PROMPT_VERSION,
+        "judge_is_test_double": params.judge.startswith("scripted:"),
+        "score": "P(ready) from first-token logprobs",
+        "n_pairs_loaded": int(pairs["pair_id"].nunique()), "n_pairs_excluded": int(scored.excluded["pair_id"].nunique()),
+        "excluded": scored.excluded.to_dict(orient="records"),
+        "score_sources": parsed["score_source"].fillna("parse_failure").value_counts().to_dict(),
+        "min_yes_no_mass": float(parsed["yes_no_mass"].min()),
+        "mean_score": rows.groupby("variant")["score"].mean().to_dict(),
+        "mcnemar": {k: vars(v) for k, v in mcn.items()},
+        "bootstrap_tpr_diff": {**vars(boot), "difference": f"tpr[{vs[0]}] - tpr[{vs[1]}]"},
+        "bootstrap_fpr_diff": ({**vars(boot_fpr), "difference": f"fpr[{vs[0]}] - fpr[{vs[1]}]"}
+                               if boot_fpr is not None else None),
+        "judge_stats": run_.stats,
+    })
+    if params.candidate_prompt:
+        summary["candidate"] = _candidate(params, contract, pairs, scored, result, kw, progress=progress)
+    result.summary["judged"] = summary
+
+
+def _candidate(params: Params, contract: FairnessContract, pairs: pd.DataFrame, scored: R.ScoredPairs,
+               result: ShopflowResult, kw: dict, *, progress: bool) -> dict:
+    _, _, cand_scored = _judge(params, pairs, params.candidate_prompt, progress=progress)
+    common = sorted(set(cand_scored.frame["pair_id"]) & set(scored.frame["pair_id"]))
+    base = audit_pairs(scored.frame[scored.frame["pair_id"].isin(common)], contract, **kw)
+    cand = audit_pairs(cand_scored.frame[cand_scored.frame["pair_id"].isin(common)], contract, **kw)
+    result.audits["judged_candidate"] = cand
+    result.tables["judged_candidate_comparison"] = compare_candidate(base, cand)
+    s = cand.summary()
+    return {"prompt": params.candidate_prompt, **{k: s[k] for k in ("tpr_gap", "fpr_gap", "flips", "rates",
+                                                                   "decision", "missing", "interval_checks")},
+            "n_pairs_excluded": int(cand_scored.excluded["pair_id"].nunique())}
+
+
+def _figures(result: ShopflowResult, params: Params, part: str) -> None:
+    from . import figures as P
+
+    audit = result.audits[part]
+    who = "seed fixture" if part == "seed" else params.judge
+    n_pairs = audit.routed["pair_id"].nunique()
+    result.figures[f"{part}_rates"] = P.plot_slice_rates(
+        audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs, 95% Wilson)")
+    result.figures[f"{part}_threshold_sweep"] = P.plot_threshold_sweep(
+        result.tables[f"{part}_threshold_sweep"], threshold=audit.threshold,
+        title=f"{who}: gaps vs routing threshold ({n_pairs} pairs)")
+    result.figures[f"{part}_calibration"] = P.plot_calibration(
+        audit.calibration, title=f"{who}: share ready by score band (hatched: n < {params.calibration_min_support})")
+
+
+def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
+        config_name: str | None = None, progress: bool = True) -> ShopflowResult:
+    """Run both parts of the ShopFlow audit; write tables, figures and summary.json under ``out`` when given.
+
+    The seed part is written before the judge is called, so a judge that
+    yields nothing usable leaves the seed's files and an error that says so
+    (no judged rate or gap is written). ``config_name`` is recorded in the
+    summary as ``config`` (e.g. ``smoke``).
+    """
+    if not isinstance(params, Params):
+        raise InputError(f"expected shopflow Params, got {type(params).__name__}", source="shopflow.run")
+    contract = FairnessContract.from_yaml(params.path("contract_path"))
+    result = ShopflowResult(params=params)
+    if config_name is not None:
+        result.summary["config"] = config_name
+    result.frames["contract"] = pd.DataFrame([{"key": k, "value": v} for k, v in vars(contract).items()])
+    _seed_part(params, contract, result)
+    _figures(result, params, "seed")
+    writer = None
+    if out is not None:
+        writer = out if isinstance(out, RunOutput) else RunOutput(out)
+        result.save(writer)
+    _judged_part(params, contract, result, progress=progress)
+    _figures(result, params, "judged")
+    if writer is not None:
+        result.save(writer)
+    return result

@@ -1,0 +1,154 @@
+"""The study API: Params from configs, run() -> ShopflowResult, check() that can fail, findings from numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from cfbench.core.errors import InputError
+from cfbench.report import InvariantError
+from cfbench.studies.shopflow import FairnessContract, Params, audit_pairs, run, shipped
+from cfbench.io.pairs import load_pairs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sf")
+    cfg = yaml.safe_load((REPO / "configs/shopflow/smoke.yaml").read_text())
+    params = Params.from_config(cfg, n_boot=200, max_pairs=20, candidate_prompt="")
+    return run(params, out=out, config_name="smoke", progress=False), out
+
+
+def test_params_mirror_every_config_and_reject_unknown_names():
+    for name in ("smoke", "default", "paper"):
+        cfg = yaml.safe_load((REPO / f"configs/shopflow/{name}.yaml").read_text())
+        p = Params.from_config(cfg)
+        assert isinstance(p.judged_calibration_edges, tuple)
+    with pytest.raises(InputError) as info:
+        Params.from_config({"n_bot": 3})
+    assert info.value.field == "n_bot"
+    with pytest.raises(InputError):
+        Params(judged_threshold=1.5)
+    with pytest.raises(InputError):
+        Params(variants=("formal",))
+
+
+def test_run_returns_tables_figures_summary_and_writes_them(smoke):
+    result, out = smoke
+    assert result.check()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["config"] == "smoke" and s["seed"]["decision"] == "BLOCKED"
+    assert s["judged"]["n_pairs_loaded"] == 20
+    for name, frame in result.tables.items():
+        assert (out / f"{name}.csv").is_file(), name
+    assert {f"{p}_{k}" for p in ("seed", "judged") for k in ("rates", "calibration", "threshold_sweep")} == set(
+        result.figures)
+    assert result.seed_lines[:3] == ["Fixture type: synthetic matched wording audit",
+                                     "Matched pairs: 10; scored rows: 20", "Routing threshold: 0.70"]
+
+
+def test_findings_are_generated_from_the_numbers(smoke):
+    result, _ = smoke
+    text = result.findings()
+    assert text.startswith("### What this run shows")
+    seed = result.summary["seed"]
+    boot = seed["bootstrap_tpr_diff"]
+    assert f"[{boot['ci_low']:+.3f}, {boot['ci_high']:+.3f}]" in text
+    assert f"p = {seed['mcnemar']['p_value']:.3g}" in text
+    assert "not** distinguishable from noise" in text  # the seed's 6-vs-6 TPR difference
+    assert "scripted test double" in text
+    header = result.header()
+    judged = result.summary["judged"]
+    assert "judge `scripted:shopflow-ready`" in header and f"{judged['n_pairs_loaded']} pairs loaded" in header
+    up = result.audits["seed_candidate"].interval_checks.set_index("check").at["tpr_gap_upper", "upper"]
+    assert f"{up:.3f}" in text
+
+
+def test_check_names_a_broken_invariant(smoke):
+    result, _ = smoke
+    routed = result.audits["judged"].routed
+    saved = routed.loc[0, "route"]
+    routed.loc[0, "route"] = "auto_serve" if saved != "auto_serve" else "human_review"
+    try:
+        with pytest.raises(InvariantError, match="judged: routes follow the threshold"):
+            result.check()
+    finally:
+        routed.loc[0, "route"] = saved
+    assert result.check()
+
+
+@pytest.mark.parametrize("spec", ["scripted:fail", "scripted:garbage"])
+def test_a_judge_with_no_usable_reply_stops_with_the_reason_and_writes_no_judged_table(tmp_path, spec):
+    with pytest.raises(InputError, match="no pair has every variant scored.*no rate or gap"):
+        run(Params(judge=spec, max_pairs=4, n_boot=50), out=tmp_path, progress=False)
+    written = {p.name for p in tmp_path.iterdir()}
+    assert "seed_rates.csv" in written and not any(n.startswith("judged") for n in written)
+    assert "judged" not in json.loads((tmp_path / "summary.json").read_text())
+
+
+def _contract(tmp_path, extra: str) -> FairnessContract:
+    text = (shipped("contract.yaml")).read_text() + extra
+    (tmp_path / "c.yaml").write_text(text)
+    return FairnessContract.from_yaml(tmp_path / "c.yaml")
+
+
+def test_interval_rule_gates_release_only_when_required(tmp_path):
+    """200 identical pairs: point gap 0 passes; the Newcombe upper bound (~0.09 at n=200) passes a 0.10 limit,
+    and the same data cut to 20 pairs fail it — the interval rule needs evidence, the point rule does not."""
+    rows = []
+    for i in range(200):
+        ready = i % 2 == 0
+        for v in ("formal", "conversational"):
+            rows.append({"pair_id": f"q{i}", "variant": v, "expected_ready": ready, "channel": "chat",
+                         "evidence_passed": True, "score": 0.9 if (ready and i % 20 != 0) else 0.1})
+    frame = pd.DataFrame(rows)
+    gate = "  - name: gap_upper_bounds_under_limits\n    source: interval_checks\n"
+    c = _contract(tmp_path, gate)
+    big = audit_pairs(frame, c, threshold=0.5)
+    small = audit_pairs(frame[frame.pair_id.isin([f"q{i}" for i in range(20)])], c, threshold=0.5)
+    assert big.tpr_gap == 0.0 and small.tpr_gap == 0.0 and big.checks_ok and small.checks_ok
+    assert big.release.requirements["gap_upper_bounds_under_limits"] is big.interval_ok
+    assert big.interval_ok and not small.interval_ok
+    assert "gap_upper_bounds_under_limits" in small.release.missing
+    upper = big.interval_checks.set_index("check").at["tpr_gap_upper", "upper"]
+    assert 0 < upper < 0.2
+
+
+def test_paired_bootstrap_interval_rule(tmp_path):
+    c = _contract(tmp_path, "gap_interval:\n  method: paired_bootstrap\n  confidence: 0.9\n")
+    a = audit_pairs(load_pairs(shipped("seed_observations.csv")), c, threshold=0.7, n_boot=400, seed=3)
+    row = a.interval_checks.set_index("check").loc["tpr_gap_upper"]
+    assert row["method"] == "paired_bootstrap" and row["ci_low"] <= a.tpr_gap <= row["ci_high"]
+    assert row["upper"] == max(abs(row["ci_low"]), abs(row["ci_high"]))
+
+
+def test_gap_interval_matches_newcombe_1998_published_example():
+    """Newcombe (1998, Stat Med 17:873), method 10 on 56/70 vs 48/80: difference 0.2000, [0.0524, 0.3339]."""
+    from cfbench.metrics.groups import gap_interval
+
+    rates = pd.DataFrame({"tp": [56, 48], "n_pos": [70, 80]}, index=["a", "b"])
+    iv = gap_interval(rates, "tpr", "a", "b")
+    assert iv["difference"] == pytest.approx(0.2)
+    assert (round(iv["ci_low"], 4), round(iv["ci_high"], 4)) == (0.0524, 0.3339)
+    assert iv["gap_upper"] == pytest.approx(iv["ci_high"])
+
+
+def test_quickstart_own_pairs_csv_with_any_judge_spec(tmp_path):
+    """The package docstring's quickstart, on a CSV written from the shipped pairs, with the test double."""
+    pairs = load_pairs(shipped("pairs.jsonl"), score_column=None).head(12)
+    pairs[["pair_id", "variant", "expected_ready", "channel", "request", "reply"]].to_csv(tmp_path / "pairs.csv",
+                                                                                         index=False)
+    params = Params(pairs_path=str(tmp_path / "pairs.csv"), judge="scripted:shopflow-ready",
+                    variants=["formal", "conversational"], n_boot=100)
+    result = run(params, out=tmp_path / "out", progress=False)
+    assert set(result.tables["judged_rates"]["variant"]) == {"formal", "conversational"}
+    assert list(result.tables["judged_interval_checks"]["check"]) == ["tpr_gap_upper", "fpr_gap_upper"]
+    assert result.summary["judged"]["n_pairs_loaded"] == 6 and result.check()
+    assert (tmp_path / "out" / "judged_rates.csv").is_file()
