@@ -53,7 +53,7 @@ def test_threshold_outside_unit_interval_is_caught_where_it_is_used(tmp_path):
     """Ranges are not known to load_config; the routing code rejects the value before routing anything."""
     import pandas as pd
 
-    from cfbench.metrics.groups import route_rows
+    from cfbench.studies.shopflow import route_rows
 
     params = load_config("shopflow", "default", root=_root(tmp_path, "threshold_above_one.yaml"))
     frame = pd.DataFrame({"pair_id": ["p1"], "score": [0.4], "evidence_passed": [True]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hostile_util import CORPUS, expect_input_error
 
-from cfbench.metrics.groups import FairnessContract
+from cfbench.studies.shopflow import FairnessContract
 from cfbench.studies.contact_center_qa.qa import load_rubric
 
 RUBRIC = {
@@ -31,6 +31,9 @@ CONTRACT = {
     "unknown_key.yaml": ("max_gap", None),
     "bad_yaml.yaml": ("<yaml>", "line"),
     "latin1.yaml": ("<encoding>", "line"),
+    "duplicate_key.yaml": ("max_tpr_gap", "line 6"),
+    "duplicate_nested_key.yaml": ("attested", "line 10"),
+    "empty_requirements.yaml": ("release_requirements", None),
 }
 
 

@@ -1,7 +1,7 @@
 """Metrics: pure functions on tidy frames. Never imports judges or tasks.
 
 - counterfactual: flip rates (CFR), mean absolute score differences (MASD), robustness
-- groups: per-slice selection/TPR/FPR, Wilson intervals, fairness contracts, release gate
+- groups: per-slice selection/TPR/FPR, gaps, Wilson and Newcombe intervals, calibration, intersections
 - lexicon, sentiment, refusal: text measures of a reply's tone and access
 """
 
