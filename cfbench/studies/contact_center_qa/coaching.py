@@ -13,23 +13,19 @@ readable 0-100 score is a parse failure with the raw text kept.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
 import pandas as pd
 
-from cfbench.judges.base import GenerationConfig, Request, Response
-from cfbench.judges.scripted import register_script
-from cfbench.core.seeding import unit_interval as stable_unit
-from cfbench.studies.contact_center_qa.qa import _json_object, _prompt_parts, load_prompt
+from cfbench.judges.base import GenerationConfig, Request
+from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, strip_fences
 
 __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
            "coaching_request", "parse_coaching", "parse_coaching_frame"]
 
 COACHING_KINDS = ("positives", "improvement")
-_FENCE = re.compile(r"```(?:json|JSON)?")
 _SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)\s*(%|/\s*100)?", re.I)
 
 
@@ -88,8 +84,8 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     if text is None or not str(text).strip():
         out["parse_error"] = "empty reply"
         return out
-    raw = _FENCE.sub("", str(text))
-    obj = _json_object(raw)
+    raw = strip_fences(str(text))
+    obj = json_object(raw)
     value: Any = None
     if obj is not None:
         lowered = {str(k).strip().lower(): v for k, v in obj.items()}
@@ -139,34 +135,3 @@ def parse_coaching_frame(judgments: pd.DataFrame) -> pd.DataFrame:
         else:
             rows.append(parse_coaching(text))
     return pd.DataFrame(rows, index=judgments.index)
-
-
-def _scripted_coach(request: Request) -> Response:
-    """Deterministic stand-in for a coaching judge (smoke runs and tests only).
-
-    Base score from the customer's turns; a prompt hash shifts it by a few
-    points (smaller under the fairness prompt); a header mentioning past
-    coaching lowers it, to give the smoke run a visible priming effect.
-    """
-    transcript, task, user, fair = _prompt_parts(request)
-    if "Coaching task:" not in task:  # one spec can serve the whole study
-        from cfbench.studies.contact_center_qa.qa import _scripted_qa
-
-        return _scripted_qa(request)
-    customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))
-    kind = "positives" if "strengths" in task else "improvement"
-    base = 50 + 40 * stable_unit("cc-coach", kind, customer)
-    shift = (stable_unit("cc-coach-shift", user, fair) - 0.5) * (4 if fair else 10)
-    if "coaching" in transcript.lower() and not fair:
-        shift -= 8
-    if request.config.temperature > 0:
-        shift += (stable_unit("cc-coach-rep", user, request.repeat) - 0.5) * 4
-    score = int(round(min(100, max(0, base + shift))))
-    if stable_unit("cc-coach-garbage", user) < 0.03:
-        return Response(text='{"analysis": "- (scripted) no score given"}', prompt_tokens=len(user.split()),
-                        completion_tokens=10)
-    text = json.dumps({"score": score, "analysis": f"- (scripted {kind} note)"})
-    return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=15)
-
-
-register_script("cc-coach", _scripted_coach)

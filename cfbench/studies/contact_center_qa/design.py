@@ -1,6 +1,9 @@
-"""Evaluation planning for the contact-center study: variants x tasks x judges x repeats.
+"""Design of the contact-center study: which items, which requests, what it costs.
 
-:func:`plan_evaluation` expands a ``variants`` frame (``cfbench.core.schema.VARIANT_COLUMNS``)
+Running the plan is :mod:`.judging`; the analysis tables are :mod:`.tables`
+(``run_plan`` and ``study_tables`` are re-exported here for older callers).
+
+Evaluation planning, variants x tasks x judges x repeats: :func:`plan_evaluation` expands a ``variants`` frame (``cfbench.core.schema.VARIANT_COLUMNS``)
 into one *row* per (judge, arm, task, question, variant, repeat) and one
 :class:`~cfbench.judges.Request` per distinct prompt: rows whose prompts are
 identical (the original transcript appears under every dimension whose
@@ -34,9 +37,11 @@ from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa import coaching as _coaching
 from cfbench.studies.contact_center_qa import qa as _qa
+from cfbench.studies.contact_center_qa.judging import run_plan  # noqa: F401  (one import for callers)
+from cfbench.studies.contact_center_qa.tables import study_tables  # noqa: F401
 
-__all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "run_plan",
-           "labels_frame", "ROW_COLUMNS", "select_items", "study_tables"]
+__all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "labels_frame", "ROW_COLUMNS",
+           "select_items", "run_plan", "study_tables"]
 
 TASKS = ("qa", "positives", "improvement")
 ROW_COLUMNS = ["row_id", "judge", "arm", "task", "question_id", "item_id", "dimension", "condition",
@@ -103,6 +108,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     evidence_chars: int = 0, config: GenerationConfig | None = None,
                     items: Sequence[str] | None = None, dimensions: Sequence[str] | None = None,
                     compared: Mapping[str, Sequence[str]] | None = None,
+                    compared_per_item: Mapping[tuple[str, str], Sequence[str]] | None = None,
                     repeats: int = 3,
                     robustness_temperature: float | Sequence[float] | None = None,
                     fairness: bool = False, fairness_dimensions: Sequence[str] | None = None,
@@ -121,6 +127,10 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     compared : optional ``{dimension: [conditions]}``, the compared set of
         each dimension (e.g. whether "original" is one of its conditions);
         by default every judged condition of the dimension is compared.
+    compared_per_item : optional ``{(item, dimension): [conditions]}`` that
+        narrows the compared set per item (a sampled design, see
+        :func:`cfbench.studies.contact_center_qa.study.sample_conditions`);
+        an (item, dimension) absent from it is not judged on that dimension.
     repeats : k, repeats of each original for the robustness baseline
         (repeat index is part of the cache key; 0 disables the baseline)
     robustness_temperature : temperature(s) of the repeats; default the
@@ -201,6 +211,10 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         keep = np.array([(d not in compared) or (c in set(compared[d]))
                          for d, c in zip(cf["dimension"], cf["condition"])], dtype=bool)
         cf = cf.loc[keep]
+    if compared_per_item is not None:
+        keep = np.array([c in set(compared_per_item.get((i, d), ()))
+                         for i, d, c in zip(cf["item_id"], cf["dimension"], cf["condition"])], dtype=bool)
+        cf = cf.loc[keep]
 
     rows: list[dict] = []
     requests: dict[str, dict[str, Request]] = {j: {} for j in judges}
@@ -264,7 +278,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     fairness_dimensions=sorted(fair_dims) if fairness else [], coaching=coaching,
                     coaching_items=sorted(c_items) if coaching else [],
                     coaching_dimensions=sorted(c_dims) if coaching else [], n_items=len(item_order),
-                    dimensions=dims_all, rubric_version=rubric.attrs.get("version"))
+                    dimensions=dims_all, rubric_version=rubric.attrs.get("version"),
+                    sampled_conditions=compared_per_item is not None)
     return EvaluationPlan(rows=frame[ROW_COLUMNS], requests={j: list(d.values()) for j, d in requests.items()},
                           skipped=skipped.reset_index(drop=True), settings=settings)
 
@@ -316,91 +331,6 @@ def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = 70.0, gen_tps: fl
     return pd.DataFrame(rows)
 
 
-def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:
-    """Ground-truth labels as ``item_id, question_id, label`` (from ``Transcript.labels``)."""
-    rows = []
-    for t in transcripts:
-        tid = getattr(t, "id", None) if not isinstance(t, Mapping) else t.get("id")
-        labels = getattr(t, "labels", None) if not isinstance(t, Mapping) else t.get("labels")
-        for q, lab in dict(labels or {}).items():
-            if lab not in ("Yes", "No"):
-                raise InputError(f"label must be 'Yes' or 'No', got {lab!r}", record=tid, field=f"labels.{q}")
-            rows.append({"item_id": tid, "question_id": q, "label": lab})
-    return pd.DataFrame(rows, columns=["item_id", "question_id", "label"])
-
-
-def run_plan(plan: EvaluationPlan, *, rubric: pd.DataFrame | None = None,
-             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
-             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
-    """Call every distinct request once per judge and parse the replies.
-
-    Returns ``(judgments, rows, stats)``:
-
-    ``judgments``  one row per distinct request and judge: the runner's
-                   columns (raw ``text``, ``cache_hit``, ``ok``, tokens, ...),
-                   the task, question, item, arm, repeat of its first use,
-                   ``n_uses``, and the parsed fields (``answer``,
-                   ``answer_yes``, ``confidence``, ``p_yes``, ``score``,
-                   ``parse_ok``, ``parse_error``, ``parse_note``, ...)
-    ``rows``       the plan's rows with the parsed values joined on, plus
-                   ``category``/``type`` from the rubric and ``label``
-    ``stats``      the runner's tallies per judge
-    """
-    from cfbench.judges import run_requests
-
-    rubric = rubric if rubric is not None else _qa.load_rubric()
-    parts, stats = [], {}
-    for judge, reqs in plan.requests.items():
-        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress)
-        stats[judge] = res.stats
-        j = res.judgments.copy()
-        j["judge"] = judge
-        parts.append(j)
-    judgments = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    first = plan.rows.drop_duplicates(["judge", "request_id"]).set_index(["judge", "request_id"])
-    uses = plan.rows.groupby(["judge", "request_id"]).size().rename("n_uses")
-    meta = first[["arm", "task", "question_id", "item_id", "dimension", "condition", "variant_id",
-                  "temperature"]].join(uses)
-    judgments = judgments.merge(meta, left_on=["judge", "request_id"], right_index=True, how="left")
-    qa_mask = (judgments["task"] == "qa").to_numpy()
-    parsed = pd.DataFrame(index=judgments.index)
-    if qa_mask.any():
-        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask])
-    if (~qa_mask).any():
-        pc = _coaching.parse_coaching_frame(judgments.loc[~qa_mask])
-        parsed = pd.concat([parsed, pc]) if len(parsed) else pc
-    parsed = parsed.reindex(judgments.index)
-    for col in ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
-                "analysis", "parse_ok", "parse_error", "parse_note"):
-        judgments[col] = parsed[col] if col in parsed.columns else np.nan
-    judgments["parse_ok"] = judgments["parse_ok"].fillna(False).astype(bool)
-
-    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"]
-    rows = plan.rows.merge(judgments[["judge", "request_id", "cache_hit", "ok"] + value_cols],
-                           on=["judge", "request_id"], how="left")
-    cat = rubric.set_index("question_id")[["category", "type"]]
-    rows = rows.join(cat, on="question_id")
-    if labels is not None and len(labels):
-        rows = rows.merge(labels[["item_id", "question_id", "label"]], on=["item_id", "question_id"], how="left")
-    else:
-        rows["label"] = None
-    return judgments, rows, stats
-
-
-# ----------------------------------------------------------------------------- analysis
-
-#: task -> [(value column, score name)] fed to MASD, robustness and direction.
-#: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
-_SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
-           "positives": [("score", "positives")], "improvement": [("score", "improvement")]}
-
-
-def _score_items():
-    for task, pairs in _SCORES.items():
-        for col, name in pairs:
-            yield task, (col, name)
-
-
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,
                  balance_label: str | None = None) -> list[Any]:
     """The first ``n`` transcripts (in file order) that suit the study.
@@ -426,84 +356,14 @@ def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool
     return list(pool[:n])
 
 
-def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
-
-    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
-    ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
-    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
-    seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
-    """
-    from cfbench.metrics import counterfactual as M
-
-    r = rows.copy()
-    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
-    is_rob = r["dimension"].astype(str).str.startswith("robustness")
-    cf = r[~is_rob & (r["dimension"] != "original")]
-    rob_all = r[is_rob]
-    orig = r[r["dimension"] == "original"]
-    qa_cf = cf[cf["task"] == "qa"]
-    by = ["judge", "arm", "dimension"]
-    out: dict[str, pd.DataFrame] = {}
-
-    out["cfr"] = M.flip_rate(qa_cf, by=by, n_boot=n_boot, seed=seed)
-    masd_parts = []
-    for task, (col, name) in _score_items():
-        sub = cf[cf["task"] == task]
-        if len(sub) and sub[col].notna().any():
-            masd_parts.append(M.mean_abs_score_diff(sub, value=col, by=by, n_boot=n_boot, seed=seed)
-                              .assign(score=name))
-    out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
-                   pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
-                                              "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]))
-    out["masd"] = out["masd"][by + ["score"] + [c for c in out["masd"].columns if c not in by + ["score"]]]
-
-    rob_parts = []
-    for rdim, rob in rob_all.groupby("dimension", sort=True):
-        for task in _SCORES:
-            sub = rob[rob["task"] == task]
-            if not len(sub):
-                continue
-            cols = [c for c, _ in _SCORES[task]]
-            sub = sub if task == "qa" else sub.drop(columns=["answer_yes"])
-            t = M.robustness_baseline(sub, answer="answer_yes", scores=cols, by=["judge"],
-                                      n_boot=n_boot, seed=seed)
-            t["metric"] = t["metric"].replace({f"masd_{c}": f"masd_{n}" for c, n in _SCORES[task]})
-            rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
-    out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
-        columns=["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
-                 "ci_low", "ci_high", "ci_method", "baseline", "temperature"])
-
-    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    out["accuracy"] = M.accuracy(qa_orig, by=["judge"])
-    out["accuracy_by_question"] = M.accuracy(qa_orig, by=["judge", "question_id"])
-    qa_rob = rob_all[rob_all["task"] == "qa"]
-    out["kappa"] = (M.repeat_kappa(qa_rob, by=["judge", "dimension"]).rename(columns={"dimension": "baseline"})
-                    if len(qa_rob) else pd.DataFrame())
-    out["flip_distribution"] = M.flip_distribution(qa_cf, by=["judge", "arm", "dimension"])
-    base_cf = qa_cf[qa_cf["arm"] == "baseline"]
-    cmr = [M.cfr_minus_robustness(base_cf, g, by=["judge", "dimension"], n_boot=n_boot, seed=seed)
-           .assign(baseline=rdim) for rdim, g in qa_rob.groupby("dimension", sort=True)]
-    out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
-    dir_parts = []
-    cf_marked = cf[cf["condition"] != "original"]
-    for task, (col, name) in _score_items():
-        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
-        if len(sub) and len(o) and sub[col].notna().any():
-            dir_parts.append(M.effect_direction(sub, o, value=col, by=by, match=["judge", "arm"],
-                                                n_boot=n_boot, seed=seed).assign(score=name))
-    if len(qa_cf):
-        dir_parts.append(M.effect_direction(cf_marked[cf_marked["task"] == "qa"], orig[orig["task"] == "qa"], value="answer_yes", by=by,
-                                            match=["judge", "arm"], n_boot=n_boot, seed=seed)
-                         .assign(score="yes_rate"))
-    out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
-    # pooled over dimensions: a unit is item x question x dimension
-    out["cfr_by_category"] = M.flip_rate(qa_cf, by=["judge", "arm", "category"],
-                                         unit=["item_id", "question_id", "dimension"], n_boot=n_boot, seed=seed)
-
-    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
-    if len(out["masd"]):
-        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
-    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
-    out["fairness_prompting_delta"] = M.fairness_prompting_delta(stacked)
-    return out
+def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:
+    """Ground-truth labels as ``item_id, question_id, label`` (from ``Transcript.labels``)."""
+    rows = []
+    for t in transcripts:
+        tid = getattr(t, "id", None) if not isinstance(t, Mapping) else t.get("id")
+        labels = getattr(t, "labels", None) if not isinstance(t, Mapping) else t.get("labels")
+        for q, lab in dict(labels or {}).items():
+            if lab not in ("Yes", "No"):
+                raise InputError(f"label must be 'Yes' or 'No', got {lab!r}", record=tid, field=f"labels.{q}")
+            rows.append({"item_id": tid, "question_id": q, "label": lab})
+    return pd.DataFrame(rows, columns=["item_id", "question_id", "label"])

@@ -1,6 +1,6 @@
 """Tables and figures of the contact-center study (seed 000: Table 2, Figures 3-5).
 
-Every function takes the tidy tables of :func:`cfbench.studies.contact_center_qa.design.study_tables`
+Every function takes the tidy tables of :func:`cfbench.studies.contact_center_qa.tables.study_tables`
 and returns a DataFrame (for display) or a matplotlib Figure (for
 :meth:`cfbench.report.RunOutput.figure`); nothing is computed here that is
 not already in those tables, apart from averages over dimensions for display.
@@ -14,7 +14,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
-           "DIMENSION_GROUPS"]
+           "study_figures", "DIMENSION_GROUPS", "MIN_ITEMS"]
+
+#: cells estimated from fewer items than this are greyed out in heatmaps (no interval possible below 2;
+#: with a handful of items one flip dominates the colour scale)
+MIN_ITEMS = 5
 
 #: Dimension -> the seed's three categories (Figure 4).
 DIMENSION_GROUPS: dict[str, str] = {
@@ -110,24 +114,43 @@ def _pick_baseline(robustness: pd.DataFrame, name: str) -> pd.DataFrame:
 
 def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str = "judge",
             row_order: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
-            title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds"):
-    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges)."""
+            title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds",
+            n: str | None = None, min_n: int = MIN_ITEMS, units: str = ""):
+    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges).
+
+    With ``n`` (a count column such as ``n_items``) each cell shows its n, and
+    cells with fewer than ``min_n`` are drawn grey and left out of the colour
+    scale, so a cell resting on one or two items cannot dominate it.
+    """
     plt = _plt()
-    wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first") * scale
+    wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first", dropna=False) * scale
+    counts = None
+    if n is not None:
+        counts = frame.pivot_table(index=row, columns=col, values=n, aggfunc="first", dropna=False)
+        counts = counts.reindex(index=wide.index, columns=wide.columns)
     if row_order is not None:
-        wide = wide.reindex([r for r in row_order if r in wide.index])
+        order = [r for r in row_order if r in wide.index]
+        wide = wide.reindex(order)
+        counts = counts.reindex(order) if counts is not None else None
     labels = dict(labels or {})
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * max(1, wide.shape[1]), 0.9 + 0.36 * max(1, wide.shape[0])))
+    fig, ax = plt.subplots(figsize=(1.9 + 1.5 * max(1, wide.shape[1]), 1.8 + 0.4 * max(1, wide.shape[0])))
     data = wide.to_numpy(dtype=float)
-    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap)
+    cnt = counts.to_numpy(dtype=float) if counts is not None else np.full(data.shape, np.inf)
+    thin = np.nan_to_num(cnt, nan=0.0) < min_n
+    ax.imshow(np.where(thin, 1.0, np.nan), aspect="auto", cmap="Greys", vmin=0, vmax=5)
+    im = ax.imshow(np.ma.masked_array(data, mask=np.isnan(data) | thin), aspect="auto", cmap=cmap)
     ax.set_xticks(range(wide.shape[1]), [str(c) for c in wide.columns], rotation=30, ha="right")
     ax.set_yticks(range(wide.shape[0]), [labels.get(r, r) for r in wide.index])
     for i in range(data.shape[0]):
         for j in range(data.shape[1]):
-            ax.text(j, i, "-" if np.isnan(data[i, j]) else fmt.format(data[i, j]), ha="center",
-                    va="center", fontsize=8)
-    fig.colorbar(im, ax=ax, shrink=0.8)
-    ax.set_title(title)
+            txt = "-" if np.isnan(data[i, j]) else fmt.format(data[i, j])
+            if counts is not None:
+                txt += f"\n(n={0 if np.isnan(cnt[i, j]) else int(cnt[i, j])})"
+            ax.text(j, i, txt, ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, shrink=0.8, label=units)
+    if counts is not None:
+        title = f"{title}\ngrey: fewer than {min_n} items, not coloured"
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -219,3 +242,34 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
+                  labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
+    """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
+
+    A figure whose table holds no estimate (e.g. a judge with no parsed reply) is left out.
+    """
+    figs: dict = {}
+    cfr = tables["cfr"]
+    base_cfr = cfr[cfr["arm"] == "baseline"]
+    n_txt = f" - {n_items} transcript{'s' if n_items != 1 else ''}" if n_items is not None else ""
+    if base_cfr["cfr"].notna().any():
+        figs["heatmap_cfr"] = heatmap(base_cfr, value="cfr", scale=100, row_order=dimensions, labels=labels,
+                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items", units="%")
+    masd = tables["masd"]
+    if len(masd) and masd["masd"].notna().any():
+        m = masd[masd["arm"] == "baseline"].assign(col=lambda d: d["judge"] + " / " + d["score"])
+        figs["heatmap_masd"] = heatmap(m, value="masd", col="col", row_order=dimensions, labels=labels,
+                                       title=f"MASD (score points, 0-100 scales){n_txt}", cmap="Blues",
+                                       n="n_items", units="score points")
+    acc = tables["accuracy"]
+    if base_cfr["cfr"].notna().any() and len(acc) and acc["accuracy"].notna().any():
+        figs["fig3_accuracy_vs_cfr"] = accuracy_vs_cfr(cfr, acc)
+    if base_cfr["cfr"].notna().any():
+        figs["fig4_category_profiles"] = category_profiles(cfr, dimensions=dimensions, labels=labels)
+        figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
+    plt = _plt()
+    for fig in figs.values():  # kept for saving and display, released from pyplot's registry
+        plt.close(fig)
+    return figs
