@@ -95,3 +95,8 @@ effect_direction = _with(dict(value="confidence", unit=CC_UNIT, by=CC_BY, match=
 fairness_prompting_delta = _with(dict(baseline="baseline", treated="fairness", by=["judge"], over="dimension"),
                                  _M.fairness_prompting_delta)
 cohen_kappa = _M.cohen_kappa
+
+
+def no_idea(request):
+    """A judge that never answers (issue 12): spec ``scripted:cc_fixtures:no_idea``."""
+    return "No idea, the transcript does not say."

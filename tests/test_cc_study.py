@@ -119,3 +119,28 @@ def test_sampled_conditions_give_one_pair_per_unit_and_are_seeded():
     pd.testing.assert_frame_equal(a.frames["plan"], b.frames["plan"])
     other = run(dataclasses.replace(p, seed=1), progress=False)
     assert not a.frames["plan"]["condition"].equals(other.frames["plan"]["condition"])
+
+
+def test_a_judge_that_only_says_no_idea_gets_no_cfr_masd_or_accuracy(capsys, tmp_path):
+    import math
+
+    spec = "scripted:cc_fixtures:no_idea"
+    r = run(Params(judges=(spec,), n_items=2, dimensions=("gender", "priming"), qa_mode="compact", n_boot=50,
+                   coaching=True), out=tmp_path, progress=False)
+    printed = capsys.readouterr().out
+    assert f"{spec}: none of its" in printed and "no CFR, MASD or accuracy" in printed
+    j = r.frames["judgments"]
+    assert not j["parse_ok"].any() and j["answer"].isna().all() and j["score"].isna().all()
+    assert (j["text"] == "No idea, the transcript does not say.").all()  # raw text kept
+    assert r.tables["cfr"]["cfr"].isna().all() and (r.tables["cfr"]["n_pairs"] == 0).all()
+    assert (r.tables["cfr"]["n_pairs_excluded"] > 0).all()  # the excluded n is shown
+    assert r.tables["masd"]["masd"].isna().all() if len(r.tables["masd"]) else True
+    acc = r.tables["accuracy"]
+    assert acc["n"].eq(0).all() and acc["accuracy"].isna().all() and (acc["n_unparsed"] > 0).all()
+    assert all(math.isnan(v) for v in r.tables["cfr_minus_robustness"]["estimate"])
+    assert "heatmap_cfr" not in r.figures and not (tmp_path / "heatmap_cfr.png").exists()
+    text = r.findings()
+    assert "no CFR, MASD or accuracy" in text and "0 replies read" in text
+    assert r.summary["accuracy_pct"] == {spec: None} or all(
+        v is None or (isinstance(v, float) and math.isnan(v)) for v in r.summary["accuracy_pct"].values())
+    assert all(r.check().values())

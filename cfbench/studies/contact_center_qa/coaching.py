@@ -20,13 +20,15 @@ from typing import Any
 import pandas as pd
 
 from cfbench.judges.base import GenerationConfig, Request
-from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, strip_fences
+from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, opens_with_non_answer, strip_fences
 
 __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
            "coaching_request", "parse_coaching", "parse_coaching_frame"]
 
 COACHING_KINDS = ("positives", "improvement")
-_SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)\s*(%|/\s*100)?", re.I)
+# "Score: 72", "The score is 67", "score 50/100"; never a scale such as "Score (0-100)" or "0 to 100"
+_SCORE_TEXT = re.compile(r"\bscore\b(?:\s+(?:is|of))?\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)"
+                         r"(?!\s*(?:-|–|to)\s*\d)\s*(%|/\s*100)?", re.I)
 
 
 def coaching_json_schema(analysis_chars: int = 200) -> dict:
@@ -74,7 +76,9 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     Tolerates code fences, raw newlines inside strings, ``"72"`` or ``"72/100"``
     as the score, and (noted in ``parse_note``) a ``Score: 72`` line when no
     JSON object is present. A missing, non-numeric or out-of-range score gives
-    ``parse_ok=False``; nothing is clipped into range.
+    ``parse_ok=False``; nothing is clipped into range. A note that opens by
+    declining to assess ("I cannot assess this call", "Not enough information
+    ...", "No idea") is a parse failure whatever score it carries.
 
     >>> parse_coaching('{"score": 72, "analysis": "- clearer next steps"}')["score"]
     72.0
@@ -117,6 +121,9 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     value = float(value)
     if not (0.0 <= value <= 100.0):
         out["parse_error"] = f"score {value:g} is outside 0-100"
+        return out
+    if opens_with_non_answer(out["analysis"] or ""):
+        out["parse_error"] = f"non-answer: the note declines to assess ({str(out['analysis'])[:60]!r})"
         return out
     out["score"] = value
     out["parse_ok"] = True

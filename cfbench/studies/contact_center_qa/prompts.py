@@ -20,7 +20,7 @@ from cfbench.core.files import read_yaml
 from cfbench.core.render import render_transcript as format_transcript
 
 __all__ = ["DATA_DIR", "RUBRIC_COLUMNS", "load_prompt", "load_rubric", "format_transcript", "json_object",
-           "strip_fences", "prompt_parts"]
+           "strip_fences", "prompt_parts", "NON_ANSWER", "non_answer_phrase", "opens_with_non_answer"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 RUBRIC_COLUMNS = ["question_id", "category", "type", "yes_means", "text", "criteria", "paraphrases"]
@@ -146,3 +146,43 @@ def prompt_parts(messages) -> tuple[str, str, str, bool]:
     task = user.split(">>>", 1)[-1]
     fair = "even-handed" in system
     return transcript, task, user, fair
+
+
+# ----------------------------------------------------------------------------- non-answers
+
+_CANT = r"(?:can[’']?t|cannot|can not|could not|couldn[’']?t|unable to|not able to|am unable to)"
+_JUDGE_VERBS = r"(?:tell|say|determine|decide|judge|know|answer|assess|evaluate|rate|score|be (?:certain|sure))"
+#: phrases that withdraw a verdict or a score ("No idea", "can't tell", "N/A", "not enough information
+#: to decide", refusals to judge); used on the words around a stated value, never on a whole rationale
+NON_ANSWER = re.compile(
+    r"(?:\bno (?:idea|clue|comment)\b|\bno way to (?:know|tell|say|judge)\b|\bnot sure\b|\bunsure\b"
+    rf"|\b{_CANT}\s+(?:really\s+)?{_JUDGE_VERBS}\b|\b(?:not enough|insufficient)\s+(?:information|evidence|context|"
+    rf"detail)s?\s+(?:to|for)\s+(?:\w+\s+)?{_JUDGE_VERBS}|\bhard to (?:say|tell)\b|\bimpossible to (?:say|tell|"
+    r"determine)\b|\bi (?:do not|don[’']?t) know\b|\bunclear\b|\bunknown\b|\bundetermined\b|\bn/a\b"
+    r"|\bnot applicable\b|\bit depends\b|\bi[’']?m sorry\b|\bas an ai\b)", re.I)
+#: a note or analysis that opens by declining to assess ("I cannot assess...", "Not enough information...")
+_OPENING_NON_ANSWER = re.compile(
+    r"\s*[-*•]?\s*(?:(?:there (?:is|are)|it[’']?s|it is|i am|i[’']?m|i)\s+)?"
+    rf"(?:no (?:idea|clue|comment)|not sure|unsure|{_CANT}\s+{_JUDGE_VERBS}|(?:not enough|insufficient)\s+"
+    r"(?:information|evidence|context|detail)|n/a\b|unknown|unclear|undetermined|sorry)", re.I)
+
+
+def non_answer_phrase(text: str) -> str | None:
+    """The first phrase of ``text`` that withdraws an answer (see :data:`NON_ANSWER`), else None.
+
+    >>> non_answer_phrase("No, I can't tell from the transcript.")
+    "can't tell"
+    >>> non_answer_phrase("No, the agent never confirmed the fix.") is None
+    True
+    """
+    m = NON_ANSWER.search(text or "")
+    return m.group(0) if m else None
+
+
+def opens_with_non_answer(text: str) -> bool:
+    """True when ``text`` (a note, an analysis) begins by declining to answer or assess.
+
+    >>> opens_with_non_answer("I cannot assess this call."), opens_with_non_answer("- The agent said 'I can't tell'")
+    (True, False)
+    """
+    return bool(_OPENING_NON_ANSWER.match(text or ""))

@@ -32,7 +32,7 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request, yes_probability
 from cfbench.studies.contact_center_qa.prompts import (RUBRIC_COLUMNS, format_transcript, json_object,
-                                                       load_prompt, load_rubric, strip_fences)
+                                                       load_prompt, load_rubric, non_answer_phrase, strip_fences)
 
 __all__ = [
     "QA_MODES",
@@ -126,15 +126,19 @@ def qa_request(request_id: str, transcript: str, question: Mapping[str, Any], *,
 # ----------------------------------------------------------------------------- parsing
 
 _EMPH = re.compile(r"[*_`#]+")
-_NOT_BOTH = r"\b(?![-'])(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
+_NOT_BOTH = r"\b(?![-'’]\w)(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
 _FINAL = re.compile(r"final\s+answer\s*(?:is|would\s+be|:)?\s*[:\-=]?\s*\(?\"?'?(yes|no)" + _NOT_BOTH, re.I)
-_ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*[:\-=]\s*\"?'?(yes|no)" + _NOT_BOTH, re.I)
+_ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*(?:[:\-=]\s*|\n\s*)\"?'?(yes|no)" + _NOT_BOTH, re.I)
 _LEADING = re.compile(r"^\s*[\"'(\[]?\s*(yes|no)" + _NOT_BOTH, re.I)
 # A "-" right before a digit is a sign, not a separator: "Yes -20" must not read as confidence 20.
 _CONF = re.compile(r"confidence(?:\s+score)?(?:\s+level)?\s*(?:is|of|:|=|-(?!\d))?\s*[:=]?\s*"
                    r"(-?\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
 _NUMBER_AFTER_ANSWER = re.compile(r"^\s*[\"'(\[]?\s*(?:yes|no)\b(?:[\s,;:|()\"'\]]|-(?!\d))*"
                                   r"(?:confidence\s*[:=]?\s*)?(-?\d{1,3}(?:\.\d+)?)\s*(%)?", re.I)
+# after a verdict: a question mark withdraws it; "No" followed by a word is a phrase ("No idea", "No way to
+# tell", "No comment"), not the answer No
+_QUESTIONED = re.compile(r"[\s\"'’)\]]*\?")
+_NO_PHRASE = re.compile(r"[ \t]+[a-z]", re.I)
 _SECTION = re.compile(r"(evidences?|synthesis)\s*:\s*(.*?)(?=\n\s*(?:evidences?|synthesis|confidence|"
                       r"hence|final answer)\b|\Z)", re.I | re.S)
 
@@ -228,29 +232,26 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
             return _finish(out, notes)
 
     clean = _EMPH.sub("", strip_fences(raw))
-    finals = {m.group(1).lower() for m in _FINAL.finditer(clean)}
-    if not finals:
-        finals = {m.group(1).lower() for m in _ANSWER_LINE.finditer(clean)}
-    leading = _LEADING.match(clean)
-    if len(finals) > 1:
+    found = list(_FINAL.finditer(clean)) or list(_ANSWER_LINE.finditer(clean))
+    if len({m.group(1).lower() for m in found}) > 1:
         # several "final answer" statements that disagree: take the last one only
         # when the reply explicitly concludes with it, else it is ambiguous
-        last = list(_FINAL.finditer(clean)) or list(_ANSWER_LINE.finditer(clean))
-        tail = clean[last[-1].end():].strip()
-        if len(tail) > 80:
+        if len(clean[found[-1].end():].strip()) > 80:
             out["parse_error"] = "conflicting final answers"
             return out
-        finals = {last[-1].group(1).lower()}
-    if finals:
-        out["answer"] = next(iter(finals)).capitalize()
-    elif leading:
-        out["answer"] = leading.group(1).capitalize()
-        m = _NUMBER_AFTER_ANSWER.match(clean)
-        if m:
-            _set_confidence(out, notes, m.group(1), m.group(2))
-    else:
+    verdict = found[-1] if found else _LEADING.match(clean)
+    if verdict is None:
         out["parse_error"] = "no final Yes/No answer found"
         return out
+    out["answer"] = verdict.group(1).capitalize()
+    number = _NUMBER_AFTER_ANSWER.match(clean) if not found else None
+    withdrawn = _withdrawn(clean, verdict, out["answer"], stated_confidence=number is not None)
+    if withdrawn:
+        out["answer"] = None
+        out["parse_error"] = f"non-answer: {withdrawn}"
+        return out
+    if number:
+        _set_confidence(out, notes, number.group(1), number.group(2))
 
     confs = list(_CONF.finditer(clean))
     if confs:
@@ -262,6 +263,25 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
         if out[key] is None:
             out[key] = m.group(2).strip() or None
     return _finish(out, notes)
+
+
+def _withdrawn(clean: str, verdict: re.Match, answer: str, *, stated_confidence: bool) -> str | None:
+    """Why the Yes/No found at ``verdict`` is not an answer, or None when it stands.
+
+    A question mark right after it, "No" opening a phrase ("No idea", "No way to tell"),
+    or - for an answer at the start of the reply with no confidence number after it -
+    a non-answer phrase in the rest of its line ("No, I can't tell from the call").
+    """
+    after = clean[verdict.end():]
+    if _QUESTIONED.match(after):
+        return "the answer is a question"
+    if answer == "No" and _NO_PHRASE.match(after):
+        return f"'No' opens a phrase ({(verdict.group(1) + after.split(chr(10))[0])[:40]!r}), not an answer"
+    if not stated_confidence:
+        phrase = non_answer_phrase(after.split("\n", 1)[0])
+        if phrase:
+            return f"the verdict is withdrawn ({phrase!r})"
+    return None
 
 
 def _finish(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
