@@ -27,7 +27,7 @@ from cfbench.studies.contact_center_qa.judging import run_plan
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import study_tables
 
-__all__ = ["Params", "ContactCenterResult", "run", "audit", "sample_conditions"]
+__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items"]
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -44,7 +44,7 @@ class Params:
     require_agent_name: bool = True  # only transcripts where the agent gives a name
     balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
     dimensions: tuple = ()  # dimension ids (empty: the 15 table dimensions)
-    conditions_per_dimension: int = 0  # 0: every compared condition; k >= 2: k sampled per item (seeded)
+    conditions_per_dimension: int = 0  # 0: every compared condition; 1: original vs 1 sampled; k>=2: k sampled
     questions: tuple = ("issue_resolution", "work_avoidance")  # rubric question ids for Auto-QA
     qa_mode: str = "json"  # free | json | compact output contract
     evidence_chars: int = 0  # >0 adds a short evidence quote to the JSON contract
@@ -74,14 +74,19 @@ class Params:
 
 def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence[str]], k: int,
                       seed: int) -> dict[tuple[str, str], list[str]]:
-    """For each (item, dimension): ``k`` conditions drawn from its compared set, seeded per item.
+    """For each (item, dimension): the conditions a sampled design compares, drawn per item.
 
+    ``k = 1``: the item's original transcript against one counterfactual condition
+    drawn from the dimension's compared set (its ``"original"`` excluded) - one
+    pair per unit, the original's request shared by every dimension.
+    ``k >= 2``: ``k`` conditions drawn from the compared set - ``k (k - 1) / 2`` pairs.
     The draw for an item and dimension depends only on ``(seed, item, dimension)``
     (:func:`cfbench.core.seeding.rng_for`), so adding items does not change the
-    others' conditions. Only usable conditions (applicable, not rejected) are drawn.
+    others' conditions. Only usable conditions (applicable, not rejected) are drawn;
+    an (item, dimension) with nothing usable is left out (listed by the plan as not judged).
     """
-    if k < 2:
-        raise InputError(f"must be 0 (all) or at least 2 (one pair), got {k}", field="conditions_per_dimension")
+    if k < 1:
+        raise InputError(f"must be 0 (all) or at least 1, got {k}", field="conditions_per_dimension")
     usable = variants
     if "applicable" in usable.columns:
         usable = usable[usable["applicable"].fillna(True).astype(bool)]
@@ -91,12 +96,13 @@ def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence
     for (item, dim), grp in usable.groupby(["item_id", "dimension"], sort=True):
         if dim not in compared:
             continue
-        pool = [c for c in compared[dim] if c in set(grp["condition"])]
-        if len(pool) <= k:
-            out[(item, dim)] = pool
+        made = set(grp["condition"])
+        pool = [c for c in compared[dim] if c in made and (k >= 2 or c != "original")]
+        if not pool:
             continue
-        pick = rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=k, replace=False)
-        out[(item, dim)] = [pool[i] for i in sorted(pick)]
+        take = min(k, len(pool))
+        pick = sorted(rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=take, replace=False))
+        out[(item, dim)] = (["original"] if k == 1 else []) + [pool[i] for i in pick]
     return out
 
 
@@ -144,8 +150,10 @@ class ContactCenterResult(StudyResult):
         n, nq = len(s["items"]), len(s["questions"])
         cost = self.frames["cost"]
         est = float(cost["est_seconds"].sum()) / 60 if len(cost) else float("nan")
-        design = ("every compared condition" if not p.conditions_per_dimension else
-                  f"{p.conditions_per_dimension} sampled conditions per item and dimension")
+        k = p.conditions_per_dimension
+        design = ("every compared condition" if not k else
+                  "the original against 1 sampled condition per dimension" if k == 1 else
+                  f"{k} sampled conditions per item and dimension")
         return (f"**This run**: {n} transcript{'s' if n != 1 else ''} x {nq} question{'s' if nq != 1 else ''} "
                 f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(s['judges'])}; "
                 f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
@@ -186,7 +194,8 @@ def _dims(params: Params) -> list[str]:
     return dims
 
 
-def _load(params: Params) -> list[Any]:
+def load_items(params: Params) -> list[Any]:
+    """The transcripts ``params`` selects (path or shipped set, ``n_items``, name and label rules)."""
     from cfbench.io.transcripts import load_transcripts
     from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
@@ -194,6 +203,33 @@ def _load(params: Params) -> list[Any]:
     transcripts = load_transcripts(path)
     return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
                                 balance_label=params.balance_label or None)
+
+
+def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None
+             ) -> tuple[pd.DataFrame, Any]:
+    """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run."""
+    from cfbench.judges import GenerationConfig
+    from cfbench.perturb import DIMENSIONS, make_variants
+
+    dims = _dims(params)
+    items = [t.id for t in transcripts]
+    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed)
+    compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
+    per_item = None
+    if params.conditions_per_dimension:
+        per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
+                                     seed=params.seed)
+    gen = GenerationConfig(temperature=params.temperature, top_p=1.0, max_tokens=params.max_tokens,
+                           seed=params.seed)
+    plan = _design.plan_evaluation(
+        variants, judges=list(params.judges), questions=list(params.questions),
+        rubric=rubric if rubric is not None else load_rubric(), qa_mode=params.qa_mode,
+        evidence_chars=params.evidence_chars, config=gen, compared=compared, compared_per_item=per_item,
+        repeats=params.repeats, robustness_temperature=list(params.robustness_temperatures),
+        fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
+        coaching=params.coaching, coaching_items=items[:params.coaching_items],
+        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
+    return variants, plan
 
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
@@ -206,30 +242,14 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     ``config_name`` is recorded in the summary (``config``).
     """
     from cfbench.io.transcripts import transcripts_frame
-    from cfbench.judges import GenerationConfig
-    from cfbench.perturb import DIMENSIONS, make_variants, rejection_table
+    from cfbench.perturb import DIMENSIONS, rejection_table
 
     t0 = time.time()
     dims = _dims(params)
     rubric = load_rubric()
-    chosen = list(transcripts) if transcripts is not None else _load(params)
+    chosen = list(transcripts) if transcripts is not None else load_items(params)
     items = [t.id for t in chosen]
-    variants = make_variants(chosen, dimensions=dims, seed=params.seed)
-    compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
-    per_item = None
-    if params.conditions_per_dimension:
-        per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
-                                     seed=params.seed)
-    gen = GenerationConfig(temperature=params.temperature, top_p=1.0, max_tokens=params.max_tokens,
-                           seed=params.seed)
-    plan = _design.plan_evaluation(
-        variants, judges=list(params.judges), questions=list(params.questions), rubric=rubric,
-        qa_mode=params.qa_mode, evidence_chars=params.evidence_chars, config=gen, compared=compared,
-        compared_per_item=per_item, repeats=params.repeats,
-        robustness_temperature=list(params.robustness_temperatures),
-        fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
-        coaching=params.coaching, coaching_items=items[:params.coaching_items],
-        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
+    variants, plan = plan_for(params, chosen, rubric=rubric)
     judgments, rows, run_stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame(chosen),
                                           progress=progress)
     tables = study_tables(rows, n_boot=params.n_boot, seed=params.seed)
