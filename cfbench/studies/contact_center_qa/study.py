@@ -329,7 +329,7 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     set says so; the robustness repeats are their own rows, never part of CFR.
 
     >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
-    >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])
+    >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])  # doctest: +SKIP
     >>> r.tables["cfr"]                                      # doctest: +SKIP
     """
     from cfbench.io.transcripts import load_transcripts
