@@ -175,8 +175,11 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
                     fmt="o", capsize=3)
         ax.annotate(judge, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xlabel("mean CFR over dimensions (%) - lower is fairer")
-    ax.set_ylabel("answer accuracy (%)")
-    ax.set_title("Accuracy vs counterfactual flip rate")
+    ax.set_ylabel("answer accuracy on the originals (%)")
+    n_ans = ", ".join(f"{j}: n={int(a.loc[j, 'n'])}" for j in g.index if j in a.index and "n" in a.columns)
+    n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
+    ax.set_title(f"Accuracy vs counterfactual flip rate\n({n_items} transcripts; answers {n_ans}; "
+                 "bars: Wilson 95% / range over dimensions)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -205,9 +208,12 @@ def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str 
     ax.set_xticks(np.arange(len(dims)) + width * (len(judges) - 1) / 2,
                   [labels.get(d, d) for d in dims], rotation=45, ha="right")
     ax.set_ylabel("CFR (%)")
-    ax.set_title("Flip rate by dimension (blue identity, orange context, green style)")
+    n = c["n_items"] if "n_items" in c.columns else pd.Series(dtype=float)
+    n_txt = f"{int(n.min())}-{int(n.max())}" if len(n) and n.min() != n.max() else (f"{int(n.max())}" if len(n) else "?")
+    ax.set_title("Flip rate by dimension with 95% item-bootstrap intervals\n"
+                 f"(blue identity, orange context, green style; {n_txt} transcripts per bar)", fontsize=9)
     if len(judges) > 1:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="judge (shade)")
     fig.tight_layout()
     return fig
 
@@ -238,8 +244,9 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
                         ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, judges, rotation=20, ha="right")
     ax.set_ylabel("flip rate (%)")
-    ax.set_title("Unfairness vs intrinsic instability")
-    ax.legend(fontsize=8)
+    n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
+    ax.set_title(f"Counterfactual flips vs the judge's own repeat noise ({n_items} transcripts)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
