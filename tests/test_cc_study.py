@@ -144,3 +144,21 @@ def test_a_judge_that_only_says_no_idea_gets_no_cfr_masd_or_accuracy(capsys, tmp
     assert r.summary["accuracy_pct"] == {spec: None} or all(
         v is None or (isinstance(v, float) and math.isnan(v)) for v in r.summary["accuracy_pct"].values())
     assert all(r.check().values())
+
+
+def test_net_cfr_gate_by_point_and_by_interval_upper_bound():
+    from cfbench.studies.contact_center_qa.tables import net_cfr_gate
+
+    cmr = pd.DataFrame({"judge": "j", "dimension": ["a", "b", "c", "d"], "baseline": "robustness",
+                        "estimate": [0.02, 0.05, 0.20, 0.0], "counterfactual": 0.0, "robustness": 0.0,
+                        "n_items": [12, 3, 12, 1], "ci_low": [0.0, 0.0, 0.1, float("nan")],
+                        "ci_high": [0.08, 0.30, 0.35, float("nan")]})
+    g = net_cfr_gate(pd.concat([cmr, cmr.assign(baseline="robustness_t0.7")]), max_net=0.1).set_index("dimension")
+    assert len(g) == 4 and set(g["baseline"]) == {"robustness"}
+    assert g["point_pass"].tolist() == [True, True, False, True]
+    assert g["interval_pass"].tolist() == [True, False, False, False]  # no interval, no pass
+
+
+def test_findings_state_the_gate(small_result):
+    text = small_result.findings()
+    assert "Gate on CFR net of repeat noise (at most 10 pp)" in text

@@ -62,6 +62,13 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     else:
         lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
                      "CFR minus robustness includes 0 (or there is too little to form one).")
+    gate = t.get("net_cfr_gate", pd.DataFrame())
+    gate = gate[gate["judge"] == judge] if len(gate) else gate
+    if len(gate):
+        mx = 100 * float(gate["max_net"].iloc[0])
+        lines.append(f"Gate on CFR net of repeat noise (at most {mx:.0f} pp): {int(gate['point_pass'].sum())} of "
+                     f"{len(gate)} dimensions pass on the point estimate, {int(gate['interval_pass'].sum())} on the "
+                     "upper bound of its interval (the stricter reading: only those are shown to stay under it).")
     flipped = cfr[cfr["cfr"] > 0]
     zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0)]
     if len(flipped):

@@ -12,7 +12,7 @@ import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 
-__all__ = ["study_tables", "flipped_units", "UNIT", "BY", "SCORES"]
+__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "UNIT", "BY", "SCORES"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -126,3 +126,27 @@ def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
     r = r[(r["dimension"] != "original") & ~r["dimension"].astype(str).str.startswith("robustness")]
     g = r.groupby(["judge", "dimension", "item_id", "question_id"])["answer"].nunique().rename("n_answers")
     return g[g > 1].reset_index()
+
+
+def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
+                 baseline: str = "robustness") -> pd.DataFrame:
+    """A release gate on CFR net of the repeat-noise baseline, by point estimate and by interval.
+
+    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``.
+    ``interval_pass``: the non-inferiority-style rule, the *upper bound* of the
+    net CFR's item-bootstrap interval <= ``max_net`` - it passes only when the
+    data rule out a net flip rate above the maximum, so a small sample cannot
+    pass by luck; a row without an interval fails it.
+    Columns: ``judge``, ``dimension``, ``baseline``, ``estimate``, ``ci_low``, ``ci_high``,
+    ``n_items``, ``max_net``, ``point_pass``, ``interval_pass``.
+    """
+    cols = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "n_items", "max_net",
+            "point_pass", "interval_pass"]
+    t = cfr_minus_robustness
+    if not len(t):
+        return pd.DataFrame(columns=cols)
+    t = t[t["baseline"] == baseline].copy()
+    t["max_net"] = float(max_net)
+    t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
+    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] <= max_net)
+    return t[cols].reset_index(drop=True)
