@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
-           "study_figures", "DIMENSION_GROUPS", "MIN_ITEMS"]
+           "kappa_bars", "flip_distribution_bars", "judge_means_bars", "study_figures", "DIMENSION_GROUPS",
+           "MIN_ITEMS"]
 
 #: cells estimated from fewer items than this are greyed out in heatmaps (no interval possible below 2;
 #: with a handful of items one flip dominates the colour scale)
@@ -251,6 +252,75 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
     return fig
 
 
+def kappa_bars(kappa: pd.DataFrame):
+    """Figure-6 style: Cohen's kappa between repeat runs per judge, one bar per repeat setting."""
+    plt = _plt()
+    k = kappa.copy()
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * k["judge"].nunique() + 2), 3.6))
+    bases = sorted(k["baseline"].unique())
+    judges = sorted(k["judge"].unique())
+    w = 0.8 / max(1, len(bases))
+    for b_i, b in enumerate(bases):
+        sub = k[k["baseline"] == b].set_index("judge").reindex(judges)
+        x = np.arange(len(judges)) + (b_i - (len(bases) - 1) / 2) * w
+        bars = ax.bar(x, np.nan_to_num(sub["kappa"].to_numpy(float)), width=w, label=b)
+        for rect, v, n in zip(bars, sub["kappa"], sub["n_units"]):
+            ax.annotate("n/a" if pd.isna(v) else f"{v:.2f}\n(n={int(n)})",
+                        (rect.get_x() + rect.get_width() / 2, max(rect.get_height(), 0)), ha="center",
+                        va="bottom", fontsize=7)
+    ax.set_xticks(np.arange(len(judges)), judges, rotation=20, ha="right")
+    ax.set_ylim(min(0, float(np.nanmin(k["kappa"])) - 0.1) if k["kappa"].notna().any() else 0, 1.25)
+    ax.set_ylabel("Cohen's kappa between repeats")
+    ax.set_title("Agreement of each judge with itself over repeated runs (n = units)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="repeat setting")
+    fig.tight_layout()
+    return fig
+
+
+def flip_distribution_bars(flips: pd.DataFrame, *, arm: str = "baseline"):
+    """Figure-7 style: share of units by how many conditions leave the majority answer, per judge."""
+    plt = _plt()
+    f = flips[flips["arm"] == arm] if "arm" in flips.columns else flips
+    wide = f.groupby(["judge", "n_minority"])["n_units"].sum().unstack(fill_value=0)
+    share = wide.div(wide.sum(axis=1), axis=0) * 100
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(share) + 2.5), 3.6))
+    bottom = np.zeros(len(share))
+    for col in share.columns:
+        ax.bar(np.arange(len(share)), share[col].to_numpy(float), bottom=bottom,
+               label=f"{int(col)} condition{'s' if col != 1 else ''} off the majority")
+        bottom += share[col].to_numpy(float)
+    ax.set_xticks(np.arange(len(share)), [f"{j}\n(n={int(wide.loc[j].sum())} units)" for j in share.index],
+                  rotation=0, fontsize=8)
+    ax.set_ylabel("share of units (%)")
+    ax.set_title("How often a counterfactual condition flips the answer (all dimensions pooled)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
+    """Figures 8, 9 and 11 style: mean confidence / P(Yes) / coaching scores per judge, one panel per score."""
+    plt = _plt()
+    m = means[means["arm"] == arm]
+    scores = list(dict.fromkeys(m["score"]))
+    fig, axes = plt.subplots(1, max(1, len(scores)), figsize=(2.8 * max(1, len(scores)) + 1, 3.4), squeeze=False)
+    for ax, score in zip(axes[0], scores):
+        sub = m[m["score"] == score].sort_values("judge")
+        y = sub["mean"].to_numpy(float)
+        lo = np.nan_to_num(y - sub["ci_low"].to_numpy(float))
+        hi = np.nan_to_num(sub["ci_high"].to_numpy(float) - y)
+        ax.bar(np.arange(len(sub)), y, color="#8172b2")
+        ax.errorbar(np.arange(len(sub)), y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3)
+        ax.set_xticks(np.arange(len(sub)), [f"{j}\n(n={n})" for j, n in zip(sub["judge"], sub["n"])],
+                      fontsize=7, rotation=20, ha="right")
+        ax.set_ylim(0, 105)
+        ax.set_title(score, fontsize=9)
+    axes[0][0].set_ylabel("mean (0-100 scale)")
+    fig.suptitle("Mean scores per judge with 95% item-bootstrap intervals (n = judgments)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
     """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
@@ -276,6 +346,12 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     if base_cfr["cfr"].notna().any():
         figs["fig4_category_profiles"] = category_profiles(cfr, dimensions=dimensions, labels=labels)
         figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
+    if len(tables.get("kappa", ())) and tables["kappa"]["kappa"].notna().any():
+        figs["fig6_kappa"] = kappa_bars(tables["kappa"])
+    if len(tables.get("flip_distribution", ())):
+        figs["fig7_flip_distribution"] = flip_distribution_bars(tables["flip_distribution"])
+    if len(tables.get("judge_means", ())):
+        figs["fig8_mean_scores"] = judge_means_bars(tables["judge_means"])
     plt = _plt()
     for fig in figs.values():  # kept for saving and display, released from pyplot's registry
         plt.close(fig)

@@ -25,7 +25,7 @@ from cfbench.studies.contact_center_qa import design as _design
 from cfbench.studies.contact_center_qa import figures as _figures
 from cfbench.studies.contact_center_qa.judging import run_plan
 from cfbench.studies.contact_center_qa.prompts import load_rubric
-from cfbench.studies.contact_center_qa.tables import net_cfr_gate, study_tables
+from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
 __all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items"]
 
@@ -256,6 +256,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables = study_tables(rows, n_boot=params.n_boot, seed=params.seed)
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
+    tables["judge_means"] = judge_means(rows, n_boot=params.n_boot, seed=params.seed)
     tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
     tables["variant_rejections"] = rejection_table(variants)
     tables["parse_rates"] = _parse_rates(judgments)

@@ -8,11 +8,12 @@ from every metric through ``parse_ok``; the tables carry the excluded n
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 
-__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "UNIT", "BY", "SCORES"]
+__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "UNIT", "BY", "SCORES"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -150,3 +151,30 @@ def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
     t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
     t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] <= max_net)
     return t[cols].reset_index(drop=True)
+
+
+def judge_means(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Mean confidence, P(Yes) and coaching scores per judge and arm (the seed's Figures 8, 9 and 11).
+
+    Over every parsed baseline/fairness judgment at the evaluation settings (originals
+    and variants; repeats left out), with an item-bootstrap interval of the mean.
+    Columns: ``judge``, ``arm``, ``score``, ``mean``, ``n``, ``n_items``, ``ci_low``, ``ci_high``.
+    """
+    from cfbench.stats.bootstrap import ratio_interval
+
+    cols = ["judge", "arm", "score", "mean", "n", "n_items", "ci_low", "ci_high"]
+    r = rows[~rows["dimension"].astype(str).str.startswith("robustness") & rows["parse_ok"].astype(bool)]
+    r = r.drop_duplicates(["judge", "arm", "task", "question_id", "variant_id"])  # one per prompt
+    r = r.assign(p_yes_pct=pd.to_numeric(r["p_yes"], errors="coerce") * 100)
+    rng = np.random.default_rng(seed)
+    out = []
+    for task, (col, name) in score_items():
+        sub = r[r["task"] == task]
+        sub = sub[pd.to_numeric(sub[col], errors="coerce").notna()] if len(sub) else sub
+        for (judge, arm), g in sub.groupby(["judge", "arm"], sort=True):
+            per_item = g.groupby("item_id")[col].agg(["sum", "count"])
+            lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
+                                       n_boot=n_boot, rng=rng)
+            out.append({"judge": judge, "arm": arm, "score": name, "mean": float(g[col].astype(float).mean()),
+                        "n": len(g), "n_items": len(per_item), "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(out, columns=cols)
