@@ -38,7 +38,7 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
         __import__("cfbench.perturb", fromlist=["TABLE_DIMENSIONS"]).TABLE_DIMENSIONS)
     masd = pd.read_csv(out / "masd.csv")
     assert list(masd.columns[:5]) == ["judge", "dimension", "score", "masd", "n_pairs"]
-    assert set(masd["score"]) == {"confidence", "p_yes", "positives", "improvement"}  # compact contract gives P(Yes)
+    assert set(masd["score"]) == {"confidence", "p_yes", "positives", "improvement", "customer"}  # compact contract gives P(Yes)
     j = pd.read_parquet(out / "judgments.parquet")
     for c in ("text", "answer", "confidence", "score", "parse_ok", "cache_hit", "repeat"):
         assert c in j.columns

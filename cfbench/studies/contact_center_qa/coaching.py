@@ -1,10 +1,12 @@
 """Coaching-notes judge task for the contact-center study (seed 000).
 
-Two requests per transcript variant, each answered as JSON:
+One request per kind and transcript variant, each answered as JSON:
 
 ``positives``    strengths of the agent: ``{"score": 0-100, "analysis": "..."}``
 ``improvement``  areas to improve:        ``{"score": 0-100, "analysis": "..."}``
                  (100 = little to improve, as in the seed's scoring guideline)
+``customer``     the customer's behaviour: ``{"score": 0-100, "analysis": "..."}``
+                 (100 = clear and fully cooperative; the seed's customer-behaviour notes)
 
 The score feeds MASD (Eq. 4). Same prompt layout as :mod:`cfbench.studies.contact_center_qa.qa`
 (fixed system prompt, transcript first, task last). A reply without a
@@ -25,7 +27,8 @@ from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, 
 __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
            "coaching_request", "parse_coaching", "parse_coaching_frame"]
 
-COACHING_KINDS = ("positives", "improvement")
+COACHING_KINDS = ("positives", "improvement", "customer")
+_PROMPT = {"positives": "coach_positives", "improvement": "coach_improvement", "customer": "coach_customer"}
 # "Score: 72", "The score is 67", "score 50/100"; never a scale such as "Score (0-100)" or "0 to 100"
 _SCORE_TEXT = re.compile(r"\bscore\b(?:\s+(?:is|of))?\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)"
                          r"(?!\s*(?:-|–|to)\s*\d)\s*(%|/\s*100)?", re.I)
@@ -48,7 +51,7 @@ def coaching_messages(transcript: str, kind: str, *, fairness: bool = False) -> 
     """System + user messages for one coaching request about ``transcript``."""
     if kind not in COACHING_KINDS:
         raise ValueError(f"kind must be one of {COACHING_KINDS}, got {kind!r}")
-    task = load_prompt("coach_positives" if kind == "positives" else "coach_improvement")
+    task = load_prompt(_PROMPT[kind])
     system = load_prompt("system_fair_coaching" if fairness else "system").strip()
     user = load_prompt("user_frame").format(transcript=transcript, task=task.strip())
     return ({"role": "system", "content": system}, {"role": "user", "content": user})

@@ -43,7 +43,7 @@ from cfbench.studies.contact_center_qa.tables import study_tables  # noqa: F401
 __all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "labels_frame", "ROW_COLUMNS",
            "select_items", "run_plan", "study_tables"]
 
-TASKS = ("qa", "positives", "improvement")
+TASKS = ("qa", "positives", "improvement", "customer")
 ROW_COLUMNS = ["row_id", "judge", "arm", "task", "question_id", "item_id", "dimension", "condition",
                "variant_id", "repeat", "temperature", "request_id", "key"]
 _ARMS = ("baseline", "fairness")
@@ -140,7 +140,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         temperature ``t`` form ``robustness_t<t>`` (a sampling-noise reference).
     fairness : also plan the fairness-prompting arm, on
         ``fairness_dimensions`` (default all)
-    coaching : also plan positives/improvement notes on ``coaching_items``
+    coaching : also plan the coaching notes (``coaching.COACHING_KINDS``) on ``coaching_items``
         x ``coaching_dimensions`` (defaults: all)
     """
     from cfbench.core.schema import VARIANT_COLUMNS
@@ -246,7 +246,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     c_dims = set(coaching_dimensions) if coaching_dimensions is not None else set(dims_all)
     task_list: list[tuple[str, str | None]] = [("qa", q) for q in questions]
     if coaching:
-        task_list += [("positives", None), ("improvement", None)]
+        task_list += [(kind, None) for kind in _coaching.COACHING_KINDS]
 
     for judge in judges:
         for arm in arms:

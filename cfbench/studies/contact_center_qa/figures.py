@@ -31,7 +31,8 @@ DIMENSION_GROUPS: dict[str, str] = {
 }
 
 _BLOCKS = (("cfr", "CFR (%)"), ("confidence", "Confidence MASD"), ("positives", "Positives MASD"),
-           ("improvement", "Improvement MASD"), ("p_yes", "P(Yes) MASD (beyond the seed)"))
+           ("improvement", "Improvement MASD"), ("customer", "Customer-behaviour MASD"),
+           ("p_yes", "P(Yes) MASD (beyond the seed)"))
 
 
 def _plt():

@@ -54,7 +54,7 @@ class Params:
     robustness_temperatures: tuple = (0.0, 0.7)  # repeat settings; the evaluation temperature is the seed's
     fairness: bool = True  # also run the fairness-prompting arm
     fairness_dimensions: tuple = ()  # dimensions of the fairness arm (empty: all)
-    coaching: bool = True  # also generate coaching notes (positives / improvement scores)
+    coaching: bool = True  # also generate coaching notes (positives / improvement / customer-behaviour scores)
     coaching_items: int = 1  # first k audited items get coaching notes
     coaching_dimensions: tuple = ()  # dimensions for coaching notes (empty: all)
     analysis_chars: int = 160  # max characters of a coaching analysis (JSON mode)

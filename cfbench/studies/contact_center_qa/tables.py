@@ -26,7 +26,8 @@ ANSWER, OK = "answer_yes", "parse_ok"
 #: task -> [(value column, score name)] fed to MASD, robustness and direction.
 #: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
 SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
-           "positives": [("score", "positives")], "improvement": [("score", "improvement")]}
+           "positives": [("score", "positives")], "improvement": [("score", "improvement")],
+           "customer": [("score", "customer")]}
 
 
 def score_items():
