@@ -114,7 +114,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     fairness: bool = False, fairness_dimensions: Sequence[str] | None = None,
                     coaching: bool = False, coaching_items: Sequence[str] | None = None,
                     coaching_dimensions: Sequence[str] | None = None,
-                    analysis_chars: int = 200) -> EvaluationPlan:
+                    analysis_chars: int = 200, paraphrases: int = 0) -> EvaluationPlan:
     """Expand variants into judgment rows and distinct requests (nothing is called).
 
     Parameters
@@ -140,6 +140,11 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         temperature ``t`` form ``robustness_t<t>`` (a sampling-noise reference).
     fairness : also plan the fairness-prompting arm, on
         ``fairness_dimensions`` (default all)
+    paraphrases : k > 0 also asks each question about each original in the
+        rubric's first k paraphrases, as pseudo-dimension ``robustness_wording``
+        (conditions ``wording0`` = the rubric text, ``wording1..k``; the
+        ``repeat`` column holds the wording slot): wording sensitivity, to
+        compare attribute sensitivity with
     coaching : also plan the coaching notes (``coaching.COACHING_KINDS``) on ``coaching_items``
         x ``coaching_dimensions`` (defaults: all)
     """
@@ -154,7 +159,11 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     qrows = rubric.set_index("question_id")
     for q in questions:
         if q not in qrows.index:
-            raise InputError("unknown question id", source="rubric", record=q, field="question_id")
+            raise InputError(f"unknown question id (valid: {', '.join(qrows.index)})", source="rubric", record=q,
+                             field="question_id")
+        if paraphrases > len(qrows.loc[q, "paraphrases"]):
+            raise InputError(f"question has {len(qrows.loc[q, 'paraphrases'])} paraphrases, {paraphrases} asked",
+                             source="rubric", record=q, field="paraphrases")
     base_cfg = config or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
     qa_cfg = _qa.qa_config(qa_mode, base_cfg, evidence_chars=evidence_chars)
     coach_cfg = _coaching.coaching_config(base_cfg, constrained=(qa_mode != "free"),
@@ -222,14 +231,17 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     requests: dict[str, dict[str, Request]] = {j: {} for j in judges}
 
     def add(judge: str, arm: str, task: str, qid: str | None, item: str, dim: str, cond: str,
-            vrow: Any, repeat: int, temperature: float) -> None:
+            vrow: Any, repeat: int, temperature: float, paraphrase: int | None = None) -> None:
         text = transcript_text(vrow)
         fair = arm == "fairness"
         rid = f"{task}/{qid or '-'}/{arm}/{item}/{vrow.variant_id}/r{repeat}/t{temperature:g}"
+        if paraphrase is not None:
+            rid = f"{task}/{qid}/{arm}/{item}/{vrow.variant_id}/wording{paraphrase}/t{temperature:g}"
         if task == "qa":
             cfg = qa_cfg if temperature == qa_cfg.temperature else qa_cfg.replace(temperature=temperature)
             req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=qa_mode,
-                                 fairness=fair, evidence_chars=evidence_chars, config=cfg, repeat=repeat)
+                                 fairness=fair, evidence_chars=evidence_chars, config=cfg,
+                                 repeat=0 if paraphrase is not None else repeat, paraphrase=paraphrase)
         else:
             cfg = coach_cfg if temperature == coach_cfg.temperature else coach_cfg.replace(temperature=temperature)
             req = _coaching.coaching_request(rid, text, task, fairness=fair, config=cfg, repeat=repeat)
@@ -258,6 +270,14 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     orow = pd.Series(orow).rename(None)
                     orow_t = _RowView(item, orow)
                     add(judge, arm, task, qid, item, "original", "original", orow_t, 0, base_cfg.temperature)
+                    if arm == "baseline" and task == "qa" and paraphrases:
+                        # wording robustness: the same question in the rubric's other phrasings, on the
+                        # original; slot 0 is the rubric text (the original's own request)
+                        for i in range(1, paraphrases + 1):
+                            add(judge, arm, task, qid, item, "robustness_wording", f"wording{i}", orow_t, i,
+                                base_cfg.temperature, paraphrase=i - 1)
+                        add(judge, arm, task, qid, item, "robustness_wording", "wording0", orow_t, 0,
+                            base_cfg.temperature)
                     if arm == "baseline":
                         for rob_t in rob_ts:
                             rdim = ("robustness" if rob_t == base_cfg.temperature
@@ -281,7 +301,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     coaching_items=sorted(c_items) if coaching else [],
                     coaching_dimensions=sorted(c_dims) if coaching else [], n_items=len(item_order),
                     dimensions=dims_all, rubric_version=rubric.attrs.get("version"),
-                    sampled_conditions=compared_per_item is not None)
+                    sampled_conditions=compared_per_item is not None, paraphrases=paraphrases)
     return EvaluationPlan(rows=frame[ROW_COLUMNS], requests={j: list(d.values()) for j, d in requests.items()},
                           skipped=skipped.reset_index(drop=True), settings=settings)
 

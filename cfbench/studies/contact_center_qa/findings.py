@@ -47,9 +47,9 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
                      "CFR, MASD or accuracy for this judge.")
         return lines
     cfr = t["cfr"][(t["cfr"]["judge"] == judge) & (t["cfr"]["arm"] == "baseline")]
-    cmr = t.get("cfr_minus_robustness", pd.DataFrame())
-    if len(cmr):
-        cmr = cmr[(cmr["judge"] == judge) & (cmr["baseline"] == "robustness")]
+    cmr_all = t.get("cfr_minus_robustness", pd.DataFrame())
+    cmr_all = cmr_all[cmr_all["judge"] == judge] if len(cmr_all) else cmr_all
+    cmr = cmr_all[cmr_all["baseline"] == "robustness"] if len(cmr_all) else cmr_all
     n_items = cfr["n_items"]
     lines.append(f"CFR rows: {len(cfr)} dimensions, {int(n_items.min()) if len(n_items) else 0}-"
                  f"{int(n_items.max()) if len(n_items) else 0} transcripts per row, "
@@ -69,6 +69,13 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         lines.append(f"Gate on CFR net of repeat noise (at most {mx:.0f} pp): {int(gate['point_pass'].sum())} of "
                      f"{len(gate)} dimensions pass on the point estimate, {int(gate['interval_pass'].sum())} on the "
                      "upper bound of its interval (the stricter reading: only those are shown to stay under it).")
+    for base in sorted(set(cmr_all["baseline"]) - {"robustness"}) if len(cmr_all) else []:
+        sub = cmr_all[cmr_all["baseline"] == base]
+        ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
+        what = "the question asked in other words" if base == "robustness_wording" else f"repeats ({base})"
+        hits = sub[sub["ci_low"] > 0]
+        lines.append(f"Against {what} (flip rate {_pct(ref)}): {len(hits)} of {len(sub)} dimensions flip more, "
+                     "interval above 0" + (": " + ", ".join(hits["dimension"]) if len(hits) else "") + ".")
     flipped = cfr[cfr["cfr"] > 0]
     zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0)]
     if len(flipped):

@@ -51,6 +51,7 @@ class Params:
     max_tokens: int = 600  # generation budget of the free-text contract
     temperature: float = 0.0  # evaluation temperature
     repeats: int = 3  # k repeats of each original for the robustness baseline
+    paraphrases: int = 0  # k > 0: also ask each question on the originals in k rubric paraphrases (wording row)
     robustness_temperatures: tuple = (0.0, 0.7)  # repeat settings; the evaluation temperature is the seed's
     fairness: bool = True  # also run the fairness-prompting arm
     fairness_dimensions: tuple = ()  # dimensions of the fairness arm (empty: all)
@@ -227,6 +228,7 @@ def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame
         rubric=rubric if rubric is not None else load_rubric(), qa_mode=params.qa_mode,
         evidence_chars=params.evidence_chars, config=gen, compared=compared, compared_per_item=per_item,
         repeats=params.repeats, robustness_temperature=list(params.robustness_temperatures),
+        paraphrases=params.paraphrases,
         fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
         coaching=params.coaching, coaching_items=items[:params.coaching_items],
         coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
