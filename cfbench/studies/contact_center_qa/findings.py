@@ -57,7 +57,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     above = cmr[cmr["ci_low"] > 0] if len(cmr) else cmr
     if len(above):
         lines.append("Flips beyond the judge's own repeat noise (interval of CFR minus robustness above 0): "
-                     + "; ".join(f"{r.dimension} {_pct(r.estimate)} {_interval(r.ci_low, r.ci_high, unit=' pp')}"
+                     + "; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp {_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                  for r in above.itertuples()) + ".")
     else:
         lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
