@@ -44,7 +44,7 @@ class Params:
     require_agent_name: bool = True  # only transcripts where the agent gives a name
     balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
     dimensions: tuple = ()  # dimension ids (empty: the 15 table dimensions)
-    conditions_per_dimension: int = 0  # 0: every compared condition; 1: original vs 1 sampled; k>=2: k sampled
+    conditions_per_dimension: int = 0  # 0: every compared condition; 1: the original against 1 sampled; k above 1: k sampled
     questions: tuple = ("issue_resolution", "work_avoidance")  # rubric question ids for Auto-QA
     qa_mode: str = "json"  # free | json | compact output contract
     evidence_chars: int = 0  # >0 adds a short evidence quote to the JSON contract
