@@ -31,8 +31,24 @@ import pandas as pd
 from _common import header
 from scipy import stats
 
-from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff
+from cfbench.metrics import counterfactual as M
 from cfbench.stats.paired import paired_tests
+
+
+#: the column names of the synthetic frame (the metrics have no defaults for them)
+NAMES = dict(unit=["item_id", "question_id"], by=["judge", "dimension"])
+
+
+def cfr_masd(df, **kw):
+    return M.cfr_masd(df, answer="answer_yes", score="confidence", **(NAMES | kw))
+
+
+def flip_rate(df, **kw):
+    return M.flip_rate(df, value="answer_yes", **(NAMES | kw))
+
+
+def mean_abs_score_diff(df, **kw):
+    return M.mean_abs_score_diff(df, value="confidence", **(NAMES | kw))
 
 
 def synthetic_judgments(n_rows: int, seed: int = 0) -> pd.DataFrame:

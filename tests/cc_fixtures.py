@@ -62,3 +62,41 @@ LOCAL_COACHING_REPLIES = [
     ('{ "analysis": "- Agent did not provide the customer\'s home address, which is crucial for the transfer to '
      'be cancelled.\n- The agent did,", "score": 75}', 75.0),
 ]
+
+
+# --- the metrics with the contact-center study's column names filled in -------------------------
+# cfbench.metrics.counterfactual has no study defaults; these wrappers pass the names the study
+# uses (as cfbench.studies.contact_center_qa.tables does), and any keyword given overrides them.
+
+from cfbench.metrics import counterfactual as _M  # noqa: E402
+
+CC_UNIT = ["item_id", "question_id"]
+CC_BY = ["judge", "dimension"]
+
+
+def _with(defaults, fn):
+    def call(*args, **kw):
+        return fn(*args, **(defaults | kw))
+    call.__name__ = fn.__name__
+    return call
+
+
+flip_rate = _with(dict(value="answer_yes", unit=CC_UNIT, by=CC_BY), _M.flip_rate)
+mean_abs_score_diff = _with(dict(value="confidence", unit=CC_UNIT, by=CC_BY), _M.mean_abs_score_diff)
+cfr_masd = _with(dict(answer="answer_yes", score="confidence", unit=CC_UNIT, by=CC_BY), _M.cfr_masd)
+pair_table = _with(dict(unit=CC_UNIT, by=CC_BY), _M.pair_table)
+robustness_baseline = _with(dict(answer="answer_yes", scores=("confidence",), unit=CC_UNIT, by=["judge"]),
+                            _M.robustness_baseline)
+accuracy = _with(dict(answer="answer_yes", label="label", by=["judge"]), _M.accuracy)
+repeat_kappa = _with(dict(answer="answer_yes", unit=CC_UNIT, by=["judge"]), _M.repeat_kappa)
+flip_distribution = _with(dict(value="answer_yes", unit=CC_UNIT, by=CC_BY), _M.flip_distribution)
+cfr_minus_robustness = _with(dict(value="answer_yes", unit=CC_UNIT, by=CC_BY), _M.cfr_minus_robustness)
+effect_direction = _with(dict(value="confidence", unit=CC_UNIT, by=CC_BY, match=["judge"]), _M.effect_direction)
+fairness_prompting_delta = _with(dict(baseline="baseline", treated="fairness", by=["judge"], over="dimension"),
+                                 _M.fairness_prompting_delta)
+cohen_kappa = _M.cohen_kappa
+
+
+def no_idea(request):
+    """A judge that never answers (issue 12): spec ``scripted:cc_fixtures:no_idea``."""
+    return "No idea, the transcript does not say."

@@ -57,3 +57,20 @@ def test_recorded_local_model_replies():
     for text, score in LOCAL_COACHING_REPLIES:
         r = coaching.parse_coaching(text)
         assert r["parse_ok"] and r["score"] == score and r["analysis"]
+
+
+def test_customer_behaviour_is_a_third_coaching_kind():
+    from cfbench.studies.contact_center_qa.coaching import COACHING_KINDS, coaching_messages
+
+    assert "customer" in COACHING_KINDS
+    system, user = coaching_messages("Agent: Hi.\nCustomer: My router is down.", "customer")
+    assert "customer's behaviour" in user["content"] and '"score"' in user["content"]
+    fair_system, _ = coaching_messages("Agent: Hi.", "customer", fairness=True)
+    assert "even-handed" in fair_system["content"]
+
+
+def test_fair_qa_prompt_keeps_the_no_evidence_means_no_rule():
+    from cfbench.studies.contact_center_qa.prompts import load_prompt
+
+    text = load_prompt("system_fair_qa")
+    assert "no clear evidence" in text and "the answer is No" in text

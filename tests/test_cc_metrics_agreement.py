@@ -7,9 +7,8 @@ import pandas as pd
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.counterfactual import (accuracy, cfr_minus_robustness, cohen_kappa, effect_direction,
-                                            fairness_prompting_delta, flip_distribution, repeat_kappa,
-                                            robustness_baseline)
+from cc_fixtures import (accuracy, cfr_minus_robustness, cohen_kappa, effect_direction,
+                         fairness_prompting_delta, flip_distribution, repeat_kappa, robustness_baseline)
 
 
 @pytest.mark.parametrize("seed", range(5))

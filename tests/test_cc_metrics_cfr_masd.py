@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.metrics.counterfactual import cfr_masd, flip_rate, mean_abs_score_diff, pair_table
+from cc_fixtures import cfr_masd, flip_rate, mean_abs_score_diff, pair_table
 
 
 def _frame(rows):
@@ -307,3 +307,17 @@ def test_empty_frame():
     assert flip_rate(f, n_boot=0).empty
     t = mean_abs_score_diff(f, by=[], n_boot=0)
     assert len(t) == 1 and np.isnan(t["masd"].iloc[0]) and t["n_pairs"].iloc[0] == 0
+
+
+def test_metrics_have_no_study_column_defaults():
+    """The metrics module names no study column: value, unit and grouping must be given."""
+    from cfbench.metrics import counterfactual as M
+
+    f = pd.DataFrame({"judge": "j", "dimension": "d", "item_id": ["a", "a"], "question_id": "q",
+                      "condition": ["x", "y"], "answer_yes": [1, 0], "parse_ok": True})
+    for fn in (M.flip_rate, M.mean_abs_score_diff, M.pair_table, M.flip_distribution):
+        with pytest.raises(TypeError, match="required keyword-only"):
+            fn(f)
+    assert not any(name in ("_UNIT", "_BY") for name in vars(M))
+    t = M.flip_rate(f, value="answer_yes", unit=["item_id", "question_id"], by=["dimension"], n_boot=0)
+    assert list(t.columns[:2]) == ["dimension", "cfr"] and t["cfr"].iloc[0] == 1.0

@@ -28,7 +28,9 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
                         parameters=params, cwd=str(REPO), progress_bar=False, kernel_name="python3")
     for f in ("judgments.parquet", "cfr.csv", "masd.csv", "robustness.csv", "accuracy.csv",
               "fairness_prompting_delta.csv", "summary.json", "table2.csv", "fig3_accuracy_vs_cfr.png",
-              "fig4_category_profiles.png", "fig5_fairness_vs_robustness.png", "heatmap_cfr.png"):
+              "fig4_category_profiles.png", "fig5_fairness_vs_robustness.png", "heatmap_cfr.png",
+              "fig6_kappa.png", "fig7_flip_distribution.png", "fig8_mean_scores.png", "judge_means.csv",
+              "net_cfr_gate.csv", "parse_rates.csv", "variant_rejections.csv"):
         assert (out / f).exists(), f
     cfr = pd.read_csv(out / "cfr.csv")
     assert list(cfr.columns[:7]) == ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -36,7 +38,7 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
         __import__("cfbench.perturb", fromlist=["TABLE_DIMENSIONS"]).TABLE_DIMENSIONS)
     masd = pd.read_csv(out / "masd.csv")
     assert list(masd.columns[:5]) == ["judge", "dimension", "score", "masd", "n_pairs"]
-    assert set(masd["score"]) == {"confidence", "p_yes", "positives", "improvement"}  # compact contract gives P(Yes)
+    assert set(masd["score"]) == {"confidence", "p_yes", "positives", "improvement", "customer"}  # compact contract gives P(Yes)
     j = pd.read_parquet(out / "judgments.parquet")
     for c in ("text", "answer", "confidence", "score", "parse_ok", "cache_hit", "repeat"):
         assert c in j.columns
@@ -45,3 +47,11 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
     assert summary["config"] == "smoke" and summary["judges"] == ["scripted:cc-qa"]
     t2 = pd.read_csv(out / "table2.csv")
     assert {"Average", "Robustness", "Accuracy"} <= set(t2["row"])
+
+    assert "n_parse_failures" in pd.read_csv(out / "parse_rates.csv").columns
+    gate = pd.read_csv(out / "net_cfr_gate.csv")
+    assert set(gate["baseline"]) == {"robustness"} and len(gate) == 15
+    executed = (tmp_path / "nb.ipynb").read_text()
+    assert "3 transcripts x 2 questions x 15 dimensions" in executed  # header generated from the parameters
+    assert "What this run shows" in executed
+    assert str(REPO) not in json.dumps(summary)  # no machine-specific paths in the outputs

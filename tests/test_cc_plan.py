@@ -80,7 +80,7 @@ def test_fairness_and_coaching_subsets():
     coach = p.rows[p.rows["task"] != "qa"]
     assert set(coach["item_id"]) == {"c1"}
     assert set(coach["dimension"]) == {"original", "past_performance"}
-    assert set(coach["question_id"]) == {"positives", "improvement"}
+    assert set(coach["question_id"]) == {"positives", "improvement", "customer"}
     sysmsgs = {r.messages[0]["content"] for r in p.requests["scripted:cc-qa"]}
     assert len(sysmsgs) == 3  # baseline, fair QA, fair coaching
 
@@ -105,7 +105,7 @@ def test_run_plan_parses_and_never_turns_failures_into_no():
     assert rows["label"].notna().sum() > 0 and rows["category"].notna().any()
     T = study_tables(rows, n_boot=50)
     assert {"cfr", "masd", "robustness", "accuracy", "fairness_prompting_delta"} <= set(T)
-    assert set(T["masd"]["score"]) == {"confidence", "positives", "improvement"}  # JSON contract: no P(Yes)
+    assert set(T["masd"]["score"]) == {"confidence", "positives", "improvement", "customer"}  # JSON: no P(Yes)
     assert not math.isnan(T["accuracy"]["accuracy"].iloc[0])
 
 

@@ -55,8 +55,9 @@ __all__ = [
     "fairness_prompting_delta",
 ]
 
-_UNIT = ("item_id", "question_id")
-_BY = ("judge", "dimension")
+# Column names that say what a study measures (the value, the unit, the grouping) have
+# no defaults: the caller names them. The remaining defaults are the generic names of
+# cfbench's tidy frames (``cfbench.core.schema``): condition, item_id, repeat, judge, parse_ok.
 
 
 def _as_list(x: str | Sequence[str] | None) -> list[str]:
@@ -331,8 +332,8 @@ def _unit_stats(u: _Units, frame: pd.DataFrame, value: str, kind: str,
 
 
 def pair_table(frame: pd.DataFrame, *, value: str, kind: str = "binary",
-               condition: str = "condition", unit: Sequence[str] = _UNIT,
-               by: Sequence[str] = _BY, ok: str | None = "parse_ok") -> pd.DataFrame:
+               condition: str = "condition", unit: Sequence[str],
+               by: Sequence[str], ok: str | None = "parse_ok") -> pd.DataFrame:
     """Per-unit pair statistics: one row per ``by`` x ``unit`` group.
 
     Columns: the key columns, ``n_conditions`` (rows in the unit),
@@ -423,8 +424,8 @@ def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str
                                             "ci_low", "ci_high", "ci_method"])
 
 
-def flip_rate(frame: pd.DataFrame, *, value: str = "answer_yes", condition: str = "condition",
-              unit: Sequence[str] = _UNIT, by: Sequence[str] = _BY, item: str = "item_id",
+def flip_rate(frame: pd.DataFrame, *, value: str, condition: str = "condition",
+              unit: Sequence[str], by: Sequence[str], item: str = "item_id",
               ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
               level: float = 0.95) -> pd.DataFrame:
     """Counterfactual flip rate (Eq. 3) per ``by`` group, as a fraction in [0, 1].
@@ -437,7 +438,9 @@ def flip_rate(frame: pd.DataFrame, *, value: str = "answer_yes", condition: str 
     >>> df = pd.DataFrame({"judge": "j", "dimension": "gender", "item_id": ["a", "a", "b", "b"],
     ...                    "question_id": "q", "condition": ["m", "f"] * 2,
     ...                    "answer_yes": [1, 0, 1, 1], "parse_ok": True})
-    >>> float(flip_rate(df, n_boot=0)["cfr"].iloc[0])
+    >>> t = flip_rate(df, value="answer_yes", unit=["item_id", "question_id"], by=["judge", "dimension"],
+    ...               n_boot=0)
+    >>> float(t["cfr"].iloc[0])
     0.5
     """
     by = _as_list(by)
@@ -445,9 +448,9 @@ def flip_rate(frame: pd.DataFrame, *, value: str = "answer_yes", condition: str 
     return _metric(c, frame, by, value, "binary", ok, "cfr", n_boot, seed, level)
 
 
-def mean_abs_score_diff(frame: pd.DataFrame, *, value: str = "confidence",
-                        condition: str = "condition", unit: Sequence[str] = _UNIT,
-                        by: Sequence[str] = _BY, item: str = "item_id",
+def mean_abs_score_diff(frame: pd.DataFrame, *, value: str,
+                        condition: str = "condition", unit: Sequence[str],
+                        by: Sequence[str], item: str = "item_id",
                         ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
                         level: float = 0.95) -> pd.DataFrame:
     """Mean absolute score difference (Eq. 4) per ``by`` group, in score units.
@@ -459,8 +462,8 @@ def mean_abs_score_diff(frame: pd.DataFrame, *, value: str = "confidence",
     return _metric(c, frame, by, value, "score", ok, "masd", n_boot, seed, level)
 
 
-def cfr_masd(frame: pd.DataFrame, *, answer: str = "answer_yes", score: str = "confidence",
-             condition: str = "condition", unit: Sequence[str] = _UNIT, by: Sequence[str] = _BY,
+def cfr_masd(frame: pd.DataFrame, *, answer: str, score: str,
+             condition: str = "condition", unit: Sequence[str], by: Sequence[str],
              item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
              level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`flip_rate` of ``answer`` and :func:`mean_abs_score_diff` of ``score``, grouping the rows once.
@@ -474,9 +477,9 @@ def cfr_masd(frame: pd.DataFrame, *, answer: str = "answer_yes", score: str = "c
             _metric(c, frame, by, score, "score", ok, "masd", n_boot, seed, level))
 
 
-def robustness_baseline(frame: pd.DataFrame, *, answer: str = "answer_yes",
-                        scores: Sequence[str] = ("confidence",), repeat: str = "repeat",
-                        unit: Sequence[str] = _UNIT, by: Sequence[str] = ("judge",),
+def robustness_baseline(frame: pd.DataFrame, *, answer: str,
+                        scores: Sequence[str], repeat: str = "repeat",
+                        unit: Sequence[str], by: Sequence[str],
                         item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000,
                         seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """CFR and MASD among k repeats of the same prompt (the seed's robustness row).
@@ -505,8 +508,8 @@ def robustness_baseline(frame: pd.DataFrame, *, answer: str = "answer_yes",
     return pd.concat(parts, ignore_index=True)[cols]
 
 
-def accuracy(frame: pd.DataFrame, *, answer: str = "answer_yes", label: str = "label",
-             by: Sequence[str] = ("judge",), ok: str | None = "parse_ok",
+def accuracy(frame: pd.DataFrame, *, answer: str, label: str,
+             by: Sequence[str], ok: str | None = "parse_ok",
              level: float = 0.95) -> pd.DataFrame:
     """Answer accuracy against ground-truth labels with a Wilson interval.
 
@@ -582,8 +585,8 @@ def cohen_kappa(a: Sequence, b: Sequence) -> float:
     return float((po - pe) / (1 - pe))
 
 
-def repeat_kappa(frame: pd.DataFrame, *, answer: str = "answer_yes", repeat: str = "repeat",
-                 unit: Sequence[str] = _UNIT, by: Sequence[str] = ("judge",),
+def repeat_kappa(frame: pd.DataFrame, *, answer: str, repeat: str = "repeat",
+                 unit: Sequence[str], by: Sequence[str],
                  ok: str | None = "parse_ok") -> pd.DataFrame:
     """Cohen's kappa between repeat runs, averaged over pairs of repeats.
 
@@ -615,9 +618,9 @@ def repeat_kappa(frame: pd.DataFrame, *, answer: str = "answer_yes", repeat: str
     return pd.DataFrame(rows, columns=by + ["kappa", "kappa_min", "n_repeat_pairs", "n_units"])
 
 
-def flip_distribution(frame: pd.DataFrame, *, value: str = "answer_yes",
-                      condition: str = "condition", unit: Sequence[str] = _UNIT,
-                      by: Sequence[str] = _BY, ok: str | None = "parse_ok") -> pd.DataFrame:
+def flip_distribution(frame: pd.DataFrame, *, value: str,
+                      condition: str = "condition", unit: Sequence[str],
+                      by: Sequence[str], ok: str | None = "parse_ok") -> pd.DataFrame:
     """How many conditions flip away from the majority, per unit and as a histogram.
 
     Returns a histogram frame: ``by``, ``n_minority`` (number of valid
@@ -635,9 +638,9 @@ def flip_distribution(frame: pd.DataFrame, *, value: str = "answer_yes",
 
 
 def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
-                         value: str = "answer_yes", kind: str = "binary",
+                         value: str, kind: str = "binary",
                          condition: str = "condition", repeat: str = "repeat",
-                         unit: Sequence[str] = _UNIT, by: Sequence[str] = _BY,
+                         unit: Sequence[str], by: Sequence[str],
                          judge: str = "judge", item: str = "item_id", ok: str | None = "parse_ok",
                          n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Counterfactual rate minus the robustness baseline, with a joint item bootstrap.
@@ -686,9 +689,9 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
                                             "ci_low", "ci_high"])
 
 
-def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str = "confidence",
-                     condition: str = "condition", unit: Sequence[str] = _UNIT,
-                     by: Sequence[str] = _BY, match: Sequence[str] = ("judge",),
+def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str,
+                     condition: str = "condition", unit: Sequence[str],
+                     by: Sequence[str], match: Sequence[str],
                      item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000,
                      seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Signed mean difference of each condition vs the original (who is favoured).
@@ -727,9 +730,8 @@ def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str
 
 
 def fairness_prompting_delta(table: pd.DataFrame, *, metric: str = "metric", value: str = "value",
-                             arm: str = "arm", baseline: str = "baseline",
-                             treated: str = "fairness", by: Sequence[str] = ("judge",),
-                             over: str = "dimension") -> pd.DataFrame:
+                             arm: str = "arm", baseline: str, treated: str, by: Sequence[str],
+                             over: str) -> pd.DataFrame:
     """Change under the fairness prompt: treated minus baseline, per judge and metric.
 
     ``table`` is long (``by``, ``arm``, ``over``, ``metric``, ``value``), e.g.

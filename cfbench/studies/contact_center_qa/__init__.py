@@ -1,3 +1,30 @@
-"""Contact-center Auto-QA fairness (seed 000)."""
+"""Contact-center Auto-QA fairness (seed 000): counterfactual flip rates of LLM quality judges.
 
-from . import coaching, qa  # noqa: F401  (register the scripted test doubles)
+Quickstart - your transcripts, any judge spec, CFR and MASD with item-bootstrap intervals::
+
+    from cfbench.studies.contact_center_qa import audit
+    r = audit("my_calls.jsonl",                      # JSONL/CSV transcripts (cfbench.io.transcripts)
+              judges=["openai:gpt-4o-mini"],         # or "local:qwen2.5-coder-1.5b", "hf:...", ...
+              questions=["issue_resolution"],        # rubric ids (load_rubric())
+              dimensions=["gender", "priming"],      # counterfactual dimensions (cfbench.perturb.DIMENSIONS)
+              conditions_per_dimension=2)            # 2 sampled conditions per item: one pair each
+    r.tables["cfr"]                   # CFR per judge x dimension: estimate, n, ci_low/ci_high
+    r.tables["cfr_minus_robustness"]  # the same net of the judge's own repeat noise
+    r.tables["masd"]                  # MASD of confidence / P(Yes)
+    print(r.findings()); r.check()    # what is distinguishable from noise; invariants
+
+The whole study (the notebook's steps): ``run(Params(...), out="results/dir")``.
+
+Modules: :mod:`.prompts` (rubric, prompt files, shared reply helpers), :mod:`.qa` and
+:mod:`.coaching` (task prompts and strict reply parsers), :mod:`.design` (item
+selection, request plan, cost and design calculator), :mod:`.judging` (run a plan),
+:mod:`.tables` (every analysis table), :mod:`.figures`, :mod:`.findings`,
+:mod:`.study` (``Params``, ``run``, ``audit``, ``ContactCenterResult``),
+:mod:`.scripted` (test doubles ``scripted:cc-qa`` / ``scripted:cc-coach``).
+"""
+
+from . import scripted  # noqa: F401  (registers the scripted test doubles)
+from .prompts import load_rubric
+from .study import ContactCenterResult, Params, audit, run
+
+__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric"]

@@ -1,10 +1,12 @@
 """Coaching-notes judge task for the contact-center study (seed 000).
 
-Two requests per transcript variant, each answered as JSON:
+One request per kind and transcript variant, each answered as JSON:
 
 ``positives``    strengths of the agent: ``{"score": 0-100, "analysis": "..."}``
 ``improvement``  areas to improve:        ``{"score": 0-100, "analysis": "..."}``
                  (100 = little to improve, as in the seed's scoring guideline)
+``customer``     the customer's behaviour: ``{"score": 0-100, "analysis": "..."}``
+                 (100 = clear and fully cooperative; the seed's customer-behaviour notes)
 
 The score feeds MASD (Eq. 4). Same prompt layout as :mod:`cfbench.studies.contact_center_qa.qa`
 (fixed system prompt, transcript first, task last). A reply without a
@@ -13,24 +15,23 @@ readable 0-100 score is a parse failure with the raw text kept.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
 import pandas as pd
 
-from cfbench.judges.base import GenerationConfig, Request, Response
-from cfbench.judges.scripted import register_script
-from cfbench.core.seeding import unit_interval as stable_unit
-from cfbench.studies.contact_center_qa.qa import _json_object, _prompt_parts, load_prompt
+from cfbench.judges.base import GenerationConfig, Request
+from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, opens_with_non_answer, strip_fences
 
 __all__ = ["COACHING_KINDS", "coaching_json_schema", "coaching_messages", "coaching_config",
            "coaching_request", "parse_coaching", "parse_coaching_frame"]
 
-COACHING_KINDS = ("positives", "improvement")
-_FENCE = re.compile(r"```(?:json|JSON)?")
-_SCORE_TEXT = re.compile(r"\bscore\b\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)\s*(%|/\s*100)?", re.I)
+COACHING_KINDS = ("positives", "improvement", "customer")
+_PROMPT = {"positives": "coach_positives", "improvement": "coach_improvement", "customer": "coach_customer"}
+# "Score: 72", "The score is 67", "score 50/100"; never a scale such as "Score (0-100)" or "0 to 100"
+_SCORE_TEXT = re.compile(r"\bscore\b(?:\s+(?:is|of))?\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)"
+                         r"(?!\s*(?:-|–|to)\s*\d)\s*(%|/\s*100)?", re.I)
 
 
 def coaching_json_schema(analysis_chars: int = 200) -> dict:
@@ -50,7 +51,7 @@ def coaching_messages(transcript: str, kind: str, *, fairness: bool = False) -> 
     """System + user messages for one coaching request about ``transcript``."""
     if kind not in COACHING_KINDS:
         raise ValueError(f"kind must be one of {COACHING_KINDS}, got {kind!r}")
-    task = load_prompt("coach_positives" if kind == "positives" else "coach_improvement")
+    task = load_prompt(_PROMPT[kind])
     system = load_prompt("system_fair_coaching" if fairness else "system").strip()
     user = load_prompt("user_frame").format(transcript=transcript, task=task.strip())
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
@@ -78,7 +79,9 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     Tolerates code fences, raw newlines inside strings, ``"72"`` or ``"72/100"``
     as the score, and (noted in ``parse_note``) a ``Score: 72`` line when no
     JSON object is present. A missing, non-numeric or out-of-range score gives
-    ``parse_ok=False``; nothing is clipped into range.
+    ``parse_ok=False``; nothing is clipped into range. A note that opens by
+    declining to assess ("I cannot assess this call", "Not enough information
+    ...", "No idea") is a parse failure whatever score it carries.
 
     >>> parse_coaching('{"score": 72, "analysis": "- clearer next steps"}')["score"]
     72.0
@@ -88,8 +91,8 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     if text is None or not str(text).strip():
         out["parse_error"] = "empty reply"
         return out
-    raw = _FENCE.sub("", str(text))
-    obj = _json_object(raw)
+    raw = strip_fences(str(text))
+    obj = json_object(raw)
     value: Any = None
     if obj is not None:
         lowered = {str(k).strip().lower(): v for k, v in obj.items()}
@@ -122,6 +125,9 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     if not (0.0 <= value <= 100.0):
         out["parse_error"] = f"score {value:g} is outside 0-100"
         return out
+    if opens_with_non_answer(out["analysis"] or ""):
+        out["parse_error"] = f"non-answer: the note declines to assess ({str(out['analysis'])[:60]!r})"
+        return out
     out["score"] = value
     out["parse_ok"] = True
     return out
@@ -139,34 +145,3 @@ def parse_coaching_frame(judgments: pd.DataFrame) -> pd.DataFrame:
         else:
             rows.append(parse_coaching(text))
     return pd.DataFrame(rows, index=judgments.index)
-
-
-def _scripted_coach(request: Request) -> Response:
-    """Deterministic stand-in for a coaching judge (smoke runs and tests only).
-
-    Base score from the customer's turns; a prompt hash shifts it by a few
-    points (smaller under the fairness prompt); a header mentioning past
-    coaching lowers it, to give the smoke run a visible priming effect.
-    """
-    transcript, task, user, fair = _prompt_parts(request)
-    if "Coaching task:" not in task:  # one spec can serve the whole study
-        from cfbench.studies.contact_center_qa.qa import _scripted_qa
-
-        return _scripted_qa(request)
-    customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))
-    kind = "positives" if "strengths" in task else "improvement"
-    base = 50 + 40 * stable_unit("cc-coach", kind, customer)
-    shift = (stable_unit("cc-coach-shift", user, fair) - 0.5) * (4 if fair else 10)
-    if "coaching" in transcript.lower() and not fair:
-        shift -= 8
-    if request.config.temperature > 0:
-        shift += (stable_unit("cc-coach-rep", user, request.repeat) - 0.5) * 4
-    score = int(round(min(100, max(0, base + shift))))
-    if stable_unit("cc-coach-garbage", user) < 0.03:
-        return Response(text='{"analysis": "- (scripted) no score given"}', prompt_tokens=len(user.split()),
-                        completion_tokens=10)
-    text = json.dumps({"score": score, "analysis": f"- (scripted {kind} note)"})
-    return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=15)
-
-
-register_script("cc-coach", _scripted_coach)

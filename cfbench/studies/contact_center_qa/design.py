@@ -1,6 +1,9 @@
-"""Evaluation planning for the contact-center study: variants x tasks x judges x repeats.
+"""Design of the contact-center study: which items, which requests, what it costs.
 
-:func:`plan_evaluation` expands a ``variants`` frame (``cfbench.core.schema.VARIANT_COLUMNS``)
+Running the plan is :mod:`.judging`; the analysis tables are :mod:`.tables`
+(``run_plan`` and ``study_tables`` are re-exported here for older callers).
+
+Evaluation planning, variants x tasks x judges x repeats: :func:`plan_evaluation` expands a ``variants`` frame (``cfbench.core.schema.VARIANT_COLUMNS``)
 into one *row* per (judge, arm, task, question, variant, repeat) and one
 :class:`~cfbench.judges.Request` per distinct prompt: rows whose prompts are
 identical (the original transcript appears under every dimension whose
@@ -34,11 +37,13 @@ from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa import coaching as _coaching
 from cfbench.studies.contact_center_qa import qa as _qa
+from cfbench.studies.contact_center_qa.judging import run_plan  # noqa: F401  (one import for callers)
+from cfbench.studies.contact_center_qa.tables import study_tables  # noqa: F401
 
-__all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "run_plan",
-           "labels_frame", "ROW_COLUMNS", "select_items", "study_tables"]
+__all__ = ["TASKS", "EvaluationPlan", "plan_evaluation", "estimate_cost", "labels_frame", "ROW_COLUMNS",
+           "select_items", "run_plan", "study_tables"]
 
-TASKS = ("qa", "positives", "improvement")
+TASKS = ("qa", "positives", "improvement", "customer")
 ROW_COLUMNS = ["row_id", "judge", "arm", "task", "question_id", "item_id", "dimension", "condition",
                "variant_id", "repeat", "temperature", "request_id", "key"]
 _ARMS = ("baseline", "fairness")
@@ -103,12 +108,13 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     evidence_chars: int = 0, config: GenerationConfig | None = None,
                     items: Sequence[str] | None = None, dimensions: Sequence[str] | None = None,
                     compared: Mapping[str, Sequence[str]] | None = None,
+                    compared_per_item: Mapping[tuple[str, str], Sequence[str]] | None = None,
                     repeats: int = 3,
                     robustness_temperature: float | Sequence[float] | None = None,
                     fairness: bool = False, fairness_dimensions: Sequence[str] | None = None,
                     coaching: bool = False, coaching_items: Sequence[str] | None = None,
                     coaching_dimensions: Sequence[str] | None = None,
-                    analysis_chars: int = 200) -> EvaluationPlan:
+                    analysis_chars: int = 200, paraphrases: int = 0) -> EvaluationPlan:
     """Expand variants into judgment rows and distinct requests (nothing is called).
 
     Parameters
@@ -121,6 +127,10 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     compared : optional ``{dimension: [conditions]}``, the compared set of
         each dimension (e.g. whether "original" is one of its conditions);
         by default every judged condition of the dimension is compared.
+    compared_per_item : optional ``{(item, dimension): [conditions]}`` that
+        narrows the compared set per item (a sampled design, see
+        :func:`cfbench.studies.contact_center_qa.study.sample_conditions`);
+        an (item, dimension) absent from it is not judged on that dimension.
     repeats : k, repeats of each original for the robustness baseline
         (repeat index is part of the cache key; 0 disables the baseline)
     robustness_temperature : temperature(s) of the repeats; default the
@@ -130,7 +140,12 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         temperature ``t`` form ``robustness_t<t>`` (a sampling-noise reference).
     fairness : also plan the fairness-prompting arm, on
         ``fairness_dimensions`` (default all)
-    coaching : also plan positives/improvement notes on ``coaching_items``
+    paraphrases : k > 0 also asks each question about each original in the
+        rubric's first k paraphrases, as pseudo-dimension ``robustness_wording``
+        (conditions ``wording0`` = the rubric text, ``wording1..k``; the
+        ``repeat`` column holds the wording slot): wording sensitivity, to
+        compare attribute sensitivity with
+    coaching : also plan the coaching notes (``coaching.COACHING_KINDS``) on ``coaching_items``
         x ``coaching_dimensions`` (defaults: all)
     """
     from cfbench.core.schema import VARIANT_COLUMNS
@@ -144,7 +159,11 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     qrows = rubric.set_index("question_id")
     for q in questions:
         if q not in qrows.index:
-            raise InputError("unknown question id", source="rubric", record=q, field="question_id")
+            raise InputError(f"unknown question id (valid: {', '.join(qrows.index)})", source="rubric", record=q,
+                             field="question_id")
+        if paraphrases > len(qrows.loc[q, "paraphrases"]):
+            raise InputError(f"question has {len(qrows.loc[q, 'paraphrases'])} paraphrases, {paraphrases} asked",
+                             source="rubric", record=q, field="paraphrases")
     base_cfg = config or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
     qa_cfg = _qa.qa_config(qa_mode, base_cfg, evidence_chars=evidence_chars)
     coach_cfg = _coaching.coaching_config(base_cfg, constrained=(qa_mode != "free"),
@@ -201,19 +220,28 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         keep = np.array([(d not in compared) or (c in set(compared[d]))
                          for d, c in zip(cf["dimension"], cf["condition"])], dtype=bool)
         cf = cf.loc[keep]
+    if compared_per_item is not None:
+        keep = np.array([c in set(compared_per_item.get((i, d), ()))
+                         for i, d, c in zip(cf["item_id"], cf["dimension"], cf["condition"])], dtype=bool)
+        cf = cf.loc[keep]
+        cf = pd.concat([cf, _originals_as_condition(v, cf, compared_per_item, dims_all)], ignore_index=True)
+        cf = cf.sort_values(["item_id"], kind="stable")
 
     rows: list[dict] = []
     requests: dict[str, dict[str, Request]] = {j: {} for j in judges}
 
     def add(judge: str, arm: str, task: str, qid: str | None, item: str, dim: str, cond: str,
-            vrow: Any, repeat: int, temperature: float) -> None:
+            vrow: Any, repeat: int, temperature: float, paraphrase: int | None = None) -> None:
         text = transcript_text(vrow)
         fair = arm == "fairness"
         rid = f"{task}/{qid or '-'}/{arm}/{item}/{vrow.variant_id}/r{repeat}/t{temperature:g}"
+        if paraphrase is not None:
+            rid = f"{task}/{qid}/{arm}/{item}/{vrow.variant_id}/wording{paraphrase}/t{temperature:g}"
         if task == "qa":
             cfg = qa_cfg if temperature == qa_cfg.temperature else qa_cfg.replace(temperature=temperature)
             req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=qa_mode,
-                                 fairness=fair, evidence_chars=evidence_chars, config=cfg, repeat=repeat)
+                                 fairness=fair, evidence_chars=evidence_chars, config=cfg,
+                                 repeat=0 if paraphrase is not None else repeat, paraphrase=paraphrase)
         else:
             cfg = coach_cfg if temperature == coach_cfg.temperature else coach_cfg.replace(temperature=temperature)
             req = _coaching.coaching_request(rid, text, task, fairness=fair, config=cfg, repeat=repeat)
@@ -230,7 +258,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     c_dims = set(coaching_dimensions) if coaching_dimensions is not None else set(dims_all)
     task_list: list[tuple[str, str | None]] = [("qa", q) for q in questions]
     if coaching:
-        task_list += [("positives", None), ("improvement", None)]
+        task_list += [(kind, None) for kind in _coaching.COACHING_KINDS]
 
     for judge in judges:
         for arm in arms:
@@ -242,6 +270,14 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     orow = pd.Series(orow).rename(None)
                     orow_t = _RowView(item, orow)
                     add(judge, arm, task, qid, item, "original", "original", orow_t, 0, base_cfg.temperature)
+                    if arm == "baseline" and task == "qa" and paraphrases:
+                        # wording robustness: the same question in the rubric's other phrasings, on the
+                        # original; slot 0 is the rubric text (the original's own request)
+                        for i in range(1, paraphrases + 1):
+                            add(judge, arm, task, qid, item, "robustness_wording", f"wording{i}", orow_t, i,
+                                base_cfg.temperature, paraphrase=i - 1)
+                        add(judge, arm, task, qid, item, "robustness_wording", "wording0", orow_t, 0,
+                            base_cfg.temperature)
                     if arm == "baseline":
                         for rob_t in rob_ts:
                             rdim = ("robustness" if rob_t == base_cfg.temperature
@@ -264,9 +300,23 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     fairness_dimensions=sorted(fair_dims) if fairness else [], coaching=coaching,
                     coaching_items=sorted(c_items) if coaching else [],
                     coaching_dimensions=sorted(c_dims) if coaching else [], n_items=len(item_order),
-                    dimensions=dims_all, rubric_version=rubric.attrs.get("version"))
+                    dimensions=dims_all, rubric_version=rubric.attrs.get("version"),
+                    sampled_conditions=compared_per_item is not None, paraphrases=paraphrases)
     return EvaluationPlan(rows=frame[ROW_COLUMNS], requests={j: list(d.values()) for j, d in requests.items()},
                           skipped=skipped.reset_index(drop=True), settings=settings)
+
+
+def _originals_as_condition(v: pd.DataFrame, cf: pd.DataFrame,
+                            compared_per_item: Mapping[tuple[str, str], Sequence[str]],
+                            dims: Sequence[str]) -> pd.DataFrame:
+    """Original rows for the (item, dimension) pairs that compare the original but have no such row."""
+    have = set(zip(cf["item_id"], cf["dimension"], cf["condition"]))
+    orig = v[v["condition"] == "original"].drop_duplicates("item_id").set_index("item_id")
+    add = []
+    for (item, dim), conds in compared_per_item.items():
+        if dim in dims and "original" in conds and (item, dim, "original") not in have and item in orig.index:
+            add.append(orig.loc[item].to_dict() | {"item_id": item, "dimension": dim, "condition": "original"})
+    return pd.DataFrame(add, columns=cf.columns)
 
 
 class _RowView:
@@ -279,18 +329,31 @@ class _RowView:
         self.header = row.get("header")
 
 
-def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = 70.0, gen_tps: float = 22.0,
+#: Local-judge speed fitted on the committed default run (Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp, 2 threads,
+#: idle 2-core machine; 186 requests, 1120 s of judge time): latency ~ 0.06 s + prompt tokens evaluated / 64
+#: + generated tokens / 7.1 (generation includes sampling and grammar overhead). The prefix-reuse model below
+#: counts fewer evaluated tokens than llama.cpp re-evaluated (41k vs 51k), so estimates are scaled by
+#: CALIBRATION = measured / estimated on that run.
+LOCAL_SPEED = {"prompt_tps": 64.0, "gen_tps": 7.1, "per_request_s": 0.06}
+CALIBRATION = 1.16
+#: typical generated tokens per task on the local judge (compact QA contract, JSON coaching notes)
+OUTPUT_TOKENS = {"qa": 5, "positives": 34, "improvement": 38, "customer": 36}
+
+
+def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = LOCAL_SPEED["prompt_tps"],
+                  gen_tps: float = LOCAL_SPEED["gen_tps"], per_request_s: float = LOCAL_SPEED["per_request_s"],
                   chars_per_token: float = 3.6, expected_output_tokens: Mapping[str, int] | None = None,
-                  reuse_prefix: bool = True) -> pd.DataFrame:
+                  reuse_prefix: bool = True, calibration: float = CALIBRATION) -> pd.DataFrame:
     """Dry-run estimate of tokens and seconds per judge on a local-style backend.
 
     Requests are put in the runner's order (by message contents) and, with
     ``reuse_prefix``, only the part of each prompt after the prefix it shares
     with the previous one is counted. Characters are converted to tokens at
-    ``chars_per_token``; output tokens per task default to the JSON contract's
-    typical length. A planning aid, not a measurement.
+    ``chars_per_token``; output tokens per task default to :data:`OUTPUT_TOKENS`;
+    the total is multiplied by ``calibration`` (see :data:`CALIBRATION`).
+    A planning aid, not a measurement.
     """
-    exp = {"qa": 12, "positives": 60, "improvement": 60} | dict(expected_output_tokens or {})
+    exp = dict(OUTPUT_TOKENS) | dict(expected_output_tokens or {})
     task_of = dict(zip(plan.rows["request_id"], plan.rows["task"]))
     rows = []
     for judge, reqs in plan.requests.items():
@@ -312,93 +375,9 @@ def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = 70.0, gen_tps: fl
         pt = new_chars / chars_per_token
         rows.append({"judge": judge, "n_requests": len(reqs), "prompt_tokens": int(total_chars / chars_per_token),
                      "prompt_tokens_after_reuse": int(pt), "output_tokens": out_tokens,
-                     "est_seconds": pt / prompt_tps + out_tokens / gen_tps})
+                     "est_seconds": calibration * (len(reqs) * per_request_s + pt / prompt_tps
+                                                   + out_tokens / gen_tps)})
     return pd.DataFrame(rows)
-
-
-def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:
-    """Ground-truth labels as ``item_id, question_id, label`` (from ``Transcript.labels``)."""
-    rows = []
-    for t in transcripts:
-        tid = getattr(t, "id", None) if not isinstance(t, Mapping) else t.get("id")
-        labels = getattr(t, "labels", None) if not isinstance(t, Mapping) else t.get("labels")
-        for q, lab in dict(labels or {}).items():
-            if lab not in ("Yes", "No"):
-                raise InputError(f"label must be 'Yes' or 'No', got {lab!r}", record=tid, field=f"labels.{q}")
-            rows.append({"item_id": tid, "question_id": q, "label": lab})
-    return pd.DataFrame(rows, columns=["item_id", "question_id", "label"])
-
-
-def run_plan(plan: EvaluationPlan, *, rubric: pd.DataFrame | None = None,
-             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
-             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
-    """Call every distinct request once per judge and parse the replies.
-
-    Returns ``(judgments, rows, stats)``:
-
-    ``judgments``  one row per distinct request and judge: the runner's
-                   columns (raw ``text``, ``cache_hit``, ``ok``, tokens, ...),
-                   the task, question, item, arm, repeat of its first use,
-                   ``n_uses``, and the parsed fields (``answer``,
-                   ``answer_yes``, ``confidence``, ``p_yes``, ``score``,
-                   ``parse_ok``, ``parse_error``, ``parse_note``, ...)
-    ``rows``       the plan's rows with the parsed values joined on, plus
-                   ``category``/``type`` from the rubric and ``label``
-    ``stats``      the runner's tallies per judge
-    """
-    from cfbench.judges import run_requests
-
-    rubric = rubric if rubric is not None else _qa.load_rubric()
-    parts, stats = [], {}
-    for judge, reqs in plan.requests.items():
-        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress)
-        stats[judge] = res.stats
-        j = res.judgments.copy()
-        j["judge"] = judge
-        parts.append(j)
-    judgments = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    first = plan.rows.drop_duplicates(["judge", "request_id"]).set_index(["judge", "request_id"])
-    uses = plan.rows.groupby(["judge", "request_id"]).size().rename("n_uses")
-    meta = first[["arm", "task", "question_id", "item_id", "dimension", "condition", "variant_id",
-                  "temperature"]].join(uses)
-    judgments = judgments.merge(meta, left_on=["judge", "request_id"], right_index=True, how="left")
-    qa_mask = (judgments["task"] == "qa").to_numpy()
-    parsed = pd.DataFrame(index=judgments.index)
-    if qa_mask.any():
-        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask])
-    if (~qa_mask).any():
-        pc = _coaching.parse_coaching_frame(judgments.loc[~qa_mask])
-        parsed = pd.concat([parsed, pc]) if len(parsed) else pc
-    parsed = parsed.reindex(judgments.index)
-    for col in ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
-                "analysis", "parse_ok", "parse_error", "parse_note"):
-        judgments[col] = parsed[col] if col in parsed.columns else np.nan
-    judgments["parse_ok"] = judgments["parse_ok"].fillna(False).astype(bool)
-
-    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"]
-    rows = plan.rows.merge(judgments[["judge", "request_id", "cache_hit", "ok"] + value_cols],
-                           on=["judge", "request_id"], how="left")
-    cat = rubric.set_index("question_id")[["category", "type"]]
-    rows = rows.join(cat, on="question_id")
-    if labels is not None and len(labels):
-        rows = rows.merge(labels[["item_id", "question_id", "label"]], on=["item_id", "question_id"], how="left")
-    else:
-        rows["label"] = None
-    return judgments, rows, stats
-
-
-# ----------------------------------------------------------------------------- analysis
-
-#: task -> [(value column, score name)] fed to MASD, robustness and direction.
-#: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
-_SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
-           "positives": [("score", "positives")], "improvement": [("score", "improvement")]}
-
-
-def _score_items():
-    for task, pairs in _SCORES.items():
-        for col, name in pairs:
-            yield task, (col, name)
 
 
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,
@@ -426,84 +405,14 @@ def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool
     return list(pool[:n])
 
 
-def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
-
-    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
-    ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
-    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
-    seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
-    """
-    from cfbench.metrics import counterfactual as M
-
-    r = rows.copy()
-    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
-    is_rob = r["dimension"].astype(str).str.startswith("robustness")
-    cf = r[~is_rob & (r["dimension"] != "original")]
-    rob_all = r[is_rob]
-    orig = r[r["dimension"] == "original"]
-    qa_cf = cf[cf["task"] == "qa"]
-    by = ["judge", "arm", "dimension"]
-    out: dict[str, pd.DataFrame] = {}
-
-    out["cfr"] = M.flip_rate(qa_cf, by=by, n_boot=n_boot, seed=seed)
-    masd_parts = []
-    for task, (col, name) in _score_items():
-        sub = cf[cf["task"] == task]
-        if len(sub) and sub[col].notna().any():
-            masd_parts.append(M.mean_abs_score_diff(sub, value=col, by=by, n_boot=n_boot, seed=seed)
-                              .assign(score=name))
-    out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
-                   pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
-                                              "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]))
-    out["masd"] = out["masd"][by + ["score"] + [c for c in out["masd"].columns if c not in by + ["score"]]]
-
-    rob_parts = []
-    for rdim, rob in rob_all.groupby("dimension", sort=True):
-        for task in _SCORES:
-            sub = rob[rob["task"] == task]
-            if not len(sub):
-                continue
-            cols = [c for c, _ in _SCORES[task]]
-            sub = sub if task == "qa" else sub.drop(columns=["answer_yes"])
-            t = M.robustness_baseline(sub, answer="answer_yes", scores=cols, by=["judge"],
-                                      n_boot=n_boot, seed=seed)
-            t["metric"] = t["metric"].replace({f"masd_{c}": f"masd_{n}" for c, n in _SCORES[task]})
-            rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
-    out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
-        columns=["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
-                 "ci_low", "ci_high", "ci_method", "baseline", "temperature"])
-
-    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    out["accuracy"] = M.accuracy(qa_orig, by=["judge"])
-    out["accuracy_by_question"] = M.accuracy(qa_orig, by=["judge", "question_id"])
-    qa_rob = rob_all[rob_all["task"] == "qa"]
-    out["kappa"] = (M.repeat_kappa(qa_rob, by=["judge", "dimension"]).rename(columns={"dimension": "baseline"})
-                    if len(qa_rob) else pd.DataFrame())
-    out["flip_distribution"] = M.flip_distribution(qa_cf, by=["judge", "arm", "dimension"])
-    base_cf = qa_cf[qa_cf["arm"] == "baseline"]
-    cmr = [M.cfr_minus_robustness(base_cf, g, by=["judge", "dimension"], n_boot=n_boot, seed=seed)
-           .assign(baseline=rdim) for rdim, g in qa_rob.groupby("dimension", sort=True)]
-    out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
-    dir_parts = []
-    cf_marked = cf[cf["condition"] != "original"]
-    for task, (col, name) in _score_items():
-        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
-        if len(sub) and len(o) and sub[col].notna().any():
-            dir_parts.append(M.effect_direction(sub, o, value=col, by=by, match=["judge", "arm"],
-                                                n_boot=n_boot, seed=seed).assign(score=name))
-    if len(qa_cf):
-        dir_parts.append(M.effect_direction(cf_marked[cf_marked["task"] == "qa"], orig[orig["task"] == "qa"], value="answer_yes", by=by,
-                                            match=["judge", "arm"], n_boot=n_boot, seed=seed)
-                         .assign(score="yes_rate"))
-    out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
-    # pooled over dimensions: a unit is item x question x dimension
-    out["cfr_by_category"] = M.flip_rate(qa_cf, by=["judge", "arm", "category"],
-                                         unit=["item_id", "question_id", "dimension"], n_boot=n_boot, seed=seed)
-
-    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
-    if len(out["masd"]):
-        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
-    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
-    out["fairness_prompting_delta"] = M.fairness_prompting_delta(stacked)
-    return out
+def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:
+    """Ground-truth labels as ``item_id, question_id, label`` (from ``Transcript.labels``)."""
+    rows = []
+    for t in transcripts:
+        tid = getattr(t, "id", None) if not isinstance(t, Mapping) else t.get("id")
+        labels = getattr(t, "labels", None) if not isinstance(t, Mapping) else t.get("labels")
+        for q, lab in dict(labels or {}).items():
+            if lab not in ("Yes", "No"):
+                raise InputError(f"label must be 'Yes' or 'No', got {lab!r}", record=tid, field=f"labels.{q}")
+            rows.append({"item_id": tid, "question_id": q, "label": lab})
+    return pd.DataFrame(rows, columns=["item_id", "question_id", "label"])

@@ -1,6 +1,6 @@
 """Tables and figures of the contact-center study (seed 000: Table 2, Figures 3-5).
 
-Every function takes the tidy tables of :func:`cfbench.studies.contact_center_qa.design.study_tables`
+Every function takes the tidy tables of :func:`cfbench.studies.contact_center_qa.tables.study_tables`
 and returns a DataFrame (for display) or a matplotlib Figure (for
 :meth:`cfbench.report.RunOutput.figure`); nothing is computed here that is
 not already in those tables, apart from averages over dimensions for display.
@@ -14,7 +14,12 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
-           "DIMENSION_GROUPS"]
+           "kappa_bars", "flip_distribution_bars", "judge_means_bars", "study_figures", "DIMENSION_GROUPS",
+           "MIN_ITEMS"]
+
+#: cells estimated from fewer items than this are greyed out in heatmaps (no interval possible below 2;
+#: with a handful of items one flip dominates the colour scale)
+MIN_ITEMS = 5
 
 #: Dimension -> the seed's three categories (Figure 4).
 DIMENSION_GROUPS: dict[str, str] = {
@@ -26,7 +31,8 @@ DIMENSION_GROUPS: dict[str, str] = {
 }
 
 _BLOCKS = (("cfr", "CFR (%)"), ("confidence", "Confidence MASD"), ("positives", "Positives MASD"),
-           ("improvement", "Improvement MASD"), ("p_yes", "P(Yes) MASD (beyond the seed)"))
+           ("improvement", "Improvement MASD"), ("customer", "Customer-behaviour MASD"),
+           ("p_yes", "P(Yes) MASD (beyond the seed)"))
 
 
 def _plt():
@@ -110,24 +116,43 @@ def _pick_baseline(robustness: pd.DataFrame, name: str) -> pd.DataFrame:
 
 def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str = "judge",
             row_order: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
-            title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds"):
-    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges)."""
+            title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds",
+            n: str | None = None, min_n: int = MIN_ITEMS, units: str = ""):
+    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges).
+
+    With ``n`` (a count column such as ``n_items``) each cell shows its n, and
+    cells with fewer than ``min_n`` are drawn grey and left out of the colour
+    scale, so a cell resting on one or two items cannot dominate it.
+    """
     plt = _plt()
-    wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first") * scale
+    wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first", dropna=False) * scale
+    counts = None
+    if n is not None:
+        counts = frame.pivot_table(index=row, columns=col, values=n, aggfunc="first", dropna=False)
+        counts = counts.reindex(index=wide.index, columns=wide.columns)
     if row_order is not None:
-        wide = wide.reindex([r for r in row_order if r in wide.index])
+        order = [r for r in row_order if r in wide.index]
+        wide = wide.reindex(order)
+        counts = counts.reindex(order) if counts is not None else None
     labels = dict(labels or {})
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * max(1, wide.shape[1]), 0.9 + 0.36 * max(1, wide.shape[0])))
+    fig, ax = plt.subplots(figsize=(1.9 + 1.5 * max(1, wide.shape[1]), 1.8 + 0.4 * max(1, wide.shape[0])))
     data = wide.to_numpy(dtype=float)
-    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap)
+    cnt = counts.to_numpy(dtype=float) if counts is not None else np.full(data.shape, np.inf)
+    thin = np.nan_to_num(cnt, nan=0.0) < min_n
+    ax.imshow(np.where(thin, 1.0, np.nan), aspect="auto", cmap="Greys", vmin=0, vmax=5)
+    im = ax.imshow(np.ma.masked_array(data, mask=np.isnan(data) | thin), aspect="auto", cmap=cmap)
     ax.set_xticks(range(wide.shape[1]), [str(c) for c in wide.columns], rotation=30, ha="right")
     ax.set_yticks(range(wide.shape[0]), [labels.get(r, r) for r in wide.index])
     for i in range(data.shape[0]):
         for j in range(data.shape[1]):
-            ax.text(j, i, "-" if np.isnan(data[i, j]) else fmt.format(data[i, j]), ha="center",
-                    va="center", fontsize=8)
-    fig.colorbar(im, ax=ax, shrink=0.8)
-    ax.set_title(title)
+            txt = "-" if np.isnan(data[i, j]) else fmt.format(data[i, j])
+            if counts is not None:
+                txt += f"\n(n={0 if np.isnan(cnt[i, j]) else int(cnt[i, j])})"
+            ax.text(j, i, txt, ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, shrink=0.8, label=units)
+    if counts is not None:
+        title = f"{title}\ngrey: fewer than {min_n} items, not coloured"
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -152,8 +177,11 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
                     fmt="o", capsize=3)
         ax.annotate(judge, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xlabel("mean CFR over dimensions (%) - lower is fairer")
-    ax.set_ylabel("answer accuracy (%)")
-    ax.set_title("Accuracy vs counterfactual flip rate")
+    ax.set_ylabel("answer accuracy on the originals (%)")
+    n_ans = ", ".join(f"{j}: n={int(a.loc[j, 'n'])}" for j in g.index if j in a.index and "n" in a.columns)
+    n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
+    ax.set_title(f"Accuracy vs counterfactual flip rate\n({n_items} transcripts; answers {n_ans}; "
+                 "bars: Wilson 95% / range over dimensions)", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -182,9 +210,12 @@ def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str 
     ax.set_xticks(np.arange(len(dims)) + width * (len(judges) - 1) / 2,
                   [labels.get(d, d) for d in dims], rotation=45, ha="right")
     ax.set_ylabel("CFR (%)")
-    ax.set_title("Flip rate by dimension (blue identity, orange context, green style)")
+    n = c["n_items"] if "n_items" in c.columns else pd.Series(dtype=float)
+    n_txt = f"{int(n.min())}-{int(n.max())}" if len(n) and n.min() != n.max() else (f"{int(n.max())}" if len(n) else "?")
+    ax.set_title("Flip rate by dimension with 95% item-bootstrap intervals\n"
+                 f"(blue identity, orange context, green style; {n_txt} transcripts per bar)", fontsize=9)
     if len(judges) > 1:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="judge (shade)")
     fig.tight_layout()
     return fig
 
@@ -215,7 +246,114 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
                         ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, judges, rotation=20, ha="right")
     ax.set_ylabel("flip rate (%)")
-    ax.set_title("Unfairness vs intrinsic instability")
-    ax.legend(fontsize=8)
+    n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
+    ax.set_title(f"Counterfactual flips vs the judge's own repeat noise ({n_items} transcripts)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
+
+
+def kappa_bars(kappa: pd.DataFrame):
+    """Figure-6 style: Cohen's kappa between repeat runs per judge, one bar per repeat setting."""
+    plt = _plt()
+    k = kappa.copy()
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * k["judge"].nunique() + 2), 3.6))
+    bases = sorted(k["baseline"].unique())
+    judges = sorted(k["judge"].unique())
+    w = 0.8 / max(1, len(bases))
+    for b_i, b in enumerate(bases):
+        sub = k[k["baseline"] == b].set_index("judge").reindex(judges)
+        x = np.arange(len(judges)) + (b_i - (len(bases) - 1) / 2) * w
+        bars = ax.bar(x, np.nan_to_num(sub["kappa"].to_numpy(float)), width=w, label=b)
+        for rect, v, n in zip(bars, sub["kappa"], sub["n_units"]):
+            ax.annotate("n/a" if pd.isna(v) else f"{v:.2f}\n(n={int(n)})",
+                        (rect.get_x() + rect.get_width() / 2, max(rect.get_height(), 0)), ha="center",
+                        va="bottom", fontsize=7)
+    ax.set_xticks(np.arange(len(judges)), judges, rotation=20, ha="right")
+    ax.set_ylim(min(0, float(np.nanmin(k["kappa"])) - 0.1) if k["kappa"].notna().any() else 0, 1.25)
+    ax.set_ylabel("Cohen's kappa between repeats")
+    ax.set_title("Agreement of each judge with itself over repeated runs (n = units)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="repeat setting")
+    fig.tight_layout()
+    return fig
+
+
+def flip_distribution_bars(flips: pd.DataFrame, *, arm: str = "baseline"):
+    """Figure-7 style: share of units by how many conditions leave the majority answer, per judge."""
+    plt = _plt()
+    f = flips[flips["arm"] == arm] if "arm" in flips.columns else flips
+    wide = f.groupby(["judge", "n_minority"])["n_units"].sum().unstack(fill_value=0)
+    share = wide.div(wide.sum(axis=1), axis=0) * 100
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(share) + 2.5), 3.6))
+    bottom = np.zeros(len(share))
+    for col in share.columns:
+        ax.bar(np.arange(len(share)), share[col].to_numpy(float), bottom=bottom,
+               label=f"{int(col)} condition{'s' if col != 1 else ''} off the majority")
+        bottom += share[col].to_numpy(float)
+    ax.set_xticks(np.arange(len(share)), [f"{j}\n(n={int(wide.loc[j].sum())} units)" for j in share.index],
+                  rotation=0, fontsize=8)
+    ax.set_ylabel("share of units (%)")
+    ax.set_title("How often a counterfactual condition flips the answer (all dimensions pooled)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
+    """Figures 8, 9 and 11 style: mean confidence / P(Yes) / coaching scores per judge, one panel per score."""
+    plt = _plt()
+    m = means[means["arm"] == arm]
+    scores = list(dict.fromkeys(m["score"]))
+    fig, axes = plt.subplots(1, max(1, len(scores)), figsize=(2.8 * max(1, len(scores)) + 1, 3.4), squeeze=False)
+    for ax, score in zip(axes[0], scores):
+        sub = m[m["score"] == score].sort_values("judge")
+        y = sub["mean"].to_numpy(float)
+        lo = np.nan_to_num(y - sub["ci_low"].to_numpy(float))
+        hi = np.nan_to_num(sub["ci_high"].to_numpy(float) - y)
+        ax.bar(np.arange(len(sub)), y, color="#8172b2")
+        ax.errorbar(np.arange(len(sub)), y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3)
+        ax.set_xticks(np.arange(len(sub)), [f"{j}\n(n={n})" for j, n in zip(sub["judge"], sub["n"])],
+                      fontsize=7, rotation=20, ha="right")
+        ax.set_ylim(0, 105)
+        ax.set_title(score, fontsize=9)
+    axes[0][0].set_ylabel("mean (0-100 scale)")
+    fig.suptitle("Mean scores per judge with 95% item-bootstrap intervals (n = judgments)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
+                  labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
+    """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
+
+    A figure whose table holds no estimate (e.g. a judge with no parsed reply) is left out.
+    """
+    figs: dict = {}
+    cfr = tables["cfr"]
+    base_cfr = cfr[cfr["arm"] == "baseline"]
+    n_txt = f" - {n_items} transcript{'s' if n_items != 1 else ''}" if n_items is not None else ""
+    if base_cfr["cfr"].notna().any():
+        figs["heatmap_cfr"] = heatmap(base_cfr, value="cfr", scale=100, row_order=dimensions, labels=labels,
+                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items", units="%")
+    masd = tables["masd"]
+    if len(masd) and masd["masd"].notna().any():
+        m = masd[masd["arm"] == "baseline"].assign(col=lambda d: d["judge"] + " / " + d["score"])
+        figs["heatmap_masd"] = heatmap(m, value="masd", col="col", row_order=dimensions, labels=labels,
+                                       title=f"MASD (score points, 0-100 scales){n_txt}", cmap="Blues",
+                                       n="n_items", units="score points")
+    acc = tables["accuracy"]
+    if base_cfr["cfr"].notna().any() and len(acc) and acc["accuracy"].notna().any():
+        figs["fig3_accuracy_vs_cfr"] = accuracy_vs_cfr(cfr, acc)
+    if base_cfr["cfr"].notna().any():
+        figs["fig4_category_profiles"] = category_profiles(cfr, dimensions=dimensions, labels=labels)
+        figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
+    if len(tables.get("kappa", ())) and tables["kappa"]["kappa"].notna().any():
+        figs["fig6_kappa"] = kappa_bars(tables["kappa"])
+    if len(tables.get("flip_distribution", ())):
+        figs["fig7_flip_distribution"] = flip_distribution_bars(tables["flip_distribution"])
+    if len(tables.get("judge_means", ())):
+        figs["fig8_mean_scores"] = judge_means_bars(tables["judge_means"])
+    plt = _plt()
+    for fig in figs.values():  # kept for saving and display, released from pyplot's registry
+        plt.close(fig)
+    return figs

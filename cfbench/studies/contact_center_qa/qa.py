@@ -15,7 +15,7 @@ Three output contracts, all parsed by :func:`parse_qa`:
 A reply whose answer cannot be read is a parse failure: ``parse_ok=False``
 with the raw text kept by the caller; it is never turned into "No".
 
-Prompt layout (see ``cfbench/data/qa/prompts/README.md``): fixed system
+Prompt layout (see ``data/prompts/README.md`` in this package): fixed system
 prompt, then the user message with the transcript first and the question
 last, so every question about one variant reuses the transcript's KV cache.
 """
@@ -25,23 +25,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import pandas as pd
-import yaml
 
 from cfbench.core.errors import InputError
-from cfbench.core.render import render_transcript as format_transcript
-from cfbench.core.files import read_yaml
-from cfbench.judges.base import GenerationConfig, Request, Response, yes_probability
-from cfbench.judges.scripted import register_script
-from cfbench.core.seeding import unit_interval as stable_unit
+from cfbench.judges.base import GenerationConfig, Request, yes_probability
+from cfbench.studies.contact_center_qa.prompts import (RUBRIC_COLUMNS, format_transcript, json_object,
+                                                       load_prompt, load_rubric, non_answer_phrase, strip_fences)
 
 __all__ = [
     "QA_MODES",
-    "RUBRIC_COLUMNS",
+    "RUBRIC_COLUMNS",  # re-exported from .prompts
     "load_rubric",
     "load_prompt",
     "format_transcript",
@@ -54,85 +49,7 @@ __all__ = [
 ]
 
 QA_MODES = ("free", "json", "compact")
-RUBRIC_COLUMNS = ["question_id", "category", "type", "yes_means", "text", "criteria", "paraphrases"]
 
-
-# ----------------------------------------------------------------------------- data files
-
-QA_DATA_DIR = Path(__file__).resolve().parent / "data"
-
-
-def _data_text(*parts: str) -> str:
-    return QA_DATA_DIR.joinpath(*parts).read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=None)
-def load_prompt(name: str) -> str:
-    """Text of ``cfbench/data/qa/prompts/<name>.txt``."""
-    try:
-        return _data_text("prompts", f"{name}.txt")
-    except FileNotFoundError:
-        raise InputError("no such prompt file", source="cfbench/data/qa/prompts", record=name,
-                         field="name") from None
-
-
-def load_rubric(path: str | None = None) -> pd.DataFrame:
-    """The Auto-QA rubric as a frame (one row per question, ``RUBRIC_COLUMNS``).
-
-    ``path`` reads a user rubric in the same YAML layout; by default the
-    shipped ``cfbench/data/qa/rubric.yaml``. The rubric version is in
-    ``frame.attrs["version"]``.
-
-    >>> r = load_rubric()
-    >>> len(r), int((r["type"] == "objective").sum())
-    (30, 10)
-    """
-    source = path or "cfbench/data/qa/rubric.yaml"
-    data = read_yaml(path) if path else yaml.safe_load(_data_text("rubric.yaml"))
-    if not isinstance(data, dict) or "questions" not in data:
-        raise InputError("rubric must be a mapping with a 'questions' list", source=source,
-                         field="questions")
-    categories = data.get("categories") or {}
-    rows, seen = [], set()
-    for i, q in enumerate(data["questions"]):
-        qid = q.get("id") if isinstance(q, dict) else None
-        rec = qid if qid else f"#{i}"
-        if not qid or not isinstance(qid, str):
-            raise InputError("missing question id", source=source, record=rec, field="id")
-        if qid in seen:
-            raise InputError("duplicate question id", source=source, record=qid, field="id")
-        seen.add(qid)
-        for fld in ("category", "type", "text", "criteria"):
-            if not q.get(fld):
-                raise InputError("missing or empty", source=source, record=qid, field=fld)
-        for fld in ("category", "type", "text"):
-            if not isinstance(q[fld], str):
-                raise InputError(f"must be text, got {type(q[fld]).__name__}", source=source, record=qid, field=fld)
-        for fld in ("criteria", "paraphrases"):
-            items = q.get(fld) or []
-            if not isinstance(items, list) or not all(isinstance(c, str) and c.strip() for c in items):
-                raise InputError("must be a list of non-empty strings", source=source, record=qid, field=fld)
-        if q["type"] not in ("subjective", "objective"):
-            raise InputError(f"must be subjective or objective, got {q['type']!r}", source=source,
-                             record=qid, field="type")
-        if categories and q["category"] not in categories:
-            raise InputError(f"unknown category {q['category']!r}", source=source, record=qid,
-                             field="category")
-        if q.get("yes_means", "good") not in ("good", "bad"):
-            raise InputError("must be good or bad", source=source, record=qid, field="yes_means")
-        rows.append({
-            "question_id": qid, "category": q["category"], "type": q["type"],
-            "yes_means": q.get("yes_means", "good"), "text": q["text"].strip(),
-            "criteria": [str(c).strip() for c in q["criteria"]],
-            "paraphrases": [str(p).strip() for p in q.get("paraphrases") or []],
-        })
-    frame = pd.DataFrame(rows, columns=RUBRIC_COLUMNS)
-    frame.attrs["version"] = data.get("version")
-    frame.attrs["name"] = data.get("name")
-    return frame
-
-
-# ----------------------------------------------------------------------------- transcripts
 
 # ----------------------------------------------------------------------------- requests
 
@@ -208,17 +125,20 @@ def qa_request(request_id: str, transcript: str, question: Mapping[str, Any], *,
 
 # ----------------------------------------------------------------------------- parsing
 
-_FENCE = re.compile(r"```(?:json|JSON)?")
 _EMPH = re.compile(r"[*_`#]+")
-_NOT_BOTH = r"\b(?![-'])(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
+_NOT_BOTH = r"\b(?![-'’]\w)(?!\s*(?:/|or|and)\s*(?:yes|no)\b)"
 _FINAL = re.compile(r"final\s+answer\s*(?:is|would\s+be|:)?\s*[:\-=]?\s*\(?\"?'?(yes|no)" + _NOT_BOTH, re.I)
-_ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*[:\-=]\s*\"?'?(yes|no)" + _NOT_BOTH, re.I)
+_ANSWER_LINE = re.compile(r"(?:^|\n)\s*(?:\d\.\s*)?answer\s*(?:[:\-=]\s*|\n\s*)\"?'?(yes|no)" + _NOT_BOTH, re.I)
 _LEADING = re.compile(r"^\s*[\"'(\[]?\s*(yes|no)" + _NOT_BOTH, re.I)
 # A "-" right before a digit is a sign, not a separator: "Yes -20" must not read as confidence 20.
 _CONF = re.compile(r"confidence(?:\s+score)?(?:\s+level)?\s*(?:is|of|:|=|-(?!\d))?\s*[:=]?\s*"
                    r"(-?\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
 _NUMBER_AFTER_ANSWER = re.compile(r"^\s*[\"'(\[]?\s*(?:yes|no)\b(?:[\s,;:|()\"'\]]|-(?!\d))*"
                                   r"(?:confidence\s*[:=]?\s*)?(-?\d{1,3}(?:\.\d+)?)\s*(%)?", re.I)
+# after a verdict: a question mark withdraws it; "No" followed by a word is a phrase ("No idea", "No way to
+# tell", "No comment"), not the answer No
+_QUESTIONED = re.compile(r"[\s\"'’)\]]*\?")
+_NO_PHRASE = re.compile(r"[ \t]+[a-z]", re.I)
 _SECTION = re.compile(r"(evidences?|synthesis)\s*:\s*(.*?)(?=\n\s*(?:evidences?|synthesis|confidence|"
                       r"hence|final answer)\b|\Z)", re.I | re.S)
 
@@ -245,27 +165,6 @@ def _set_confidence(out: dict, notes: list[str], raw: str, unit: str | None) -> 
     out["confidence"] = value
     if note:
         notes.append(note)
-
-
-def _json_object(text: str) -> dict | None:
-    start = text.find("{")
-    while start != -1:
-        depth = 0
-        for j in range(start, len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        obj = json.loads(text[start:j + 1], strict=False)
-                    except json.JSONDecodeError:
-                        break
-                    if isinstance(obj, dict):
-                        return obj
-                    break
-        start = text.find("{", start + 1)
-    return None
 
 
 def _answer_from_value(value: Any) -> str | None:
@@ -303,7 +202,7 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
     raw = str(text)
     notes: list[str] = []
 
-    obj = _json_object(_FENCE.sub("", raw)) if "{" in raw else None
+    obj = json_object(strip_fences(raw)) if "{" in raw else None
     if obj is not None:
         lowered = {str(k).strip().lower(): v for k, v in obj.items()}
         ans_key = next((k for k in ("answer", "final_answer", "final answer", "verdict") if k in lowered), None)
@@ -332,30 +231,27 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
             out["synthesis"] = syn if isinstance(syn, str) else None
             return _finish(out, notes)
 
-    clean = _EMPH.sub("", _FENCE.sub("", raw))
-    finals = {m.group(1).lower() for m in _FINAL.finditer(clean)}
-    if not finals:
-        finals = {m.group(1).lower() for m in _ANSWER_LINE.finditer(clean)}
-    leading = _LEADING.match(clean)
-    if len(finals) > 1:
+    clean = _EMPH.sub("", strip_fences(raw))
+    found = list(_FINAL.finditer(clean)) or list(_ANSWER_LINE.finditer(clean))
+    if len({m.group(1).lower() for m in found}) > 1:
         # several "final answer" statements that disagree: take the last one only
         # when the reply explicitly concludes with it, else it is ambiguous
-        last = list(_FINAL.finditer(clean)) or list(_ANSWER_LINE.finditer(clean))
-        tail = clean[last[-1].end():].strip()
-        if len(tail) > 80:
+        if len(clean[found[-1].end():].strip()) > 80:
             out["parse_error"] = "conflicting final answers"
             return out
-        finals = {last[-1].group(1).lower()}
-    if finals:
-        out["answer"] = next(iter(finals)).capitalize()
-    elif leading:
-        out["answer"] = leading.group(1).capitalize()
-        m = _NUMBER_AFTER_ANSWER.match(clean)
-        if m:
-            _set_confidence(out, notes, m.group(1), m.group(2))
-    else:
+    verdict = found[-1] if found else _LEADING.match(clean)
+    if verdict is None:
         out["parse_error"] = "no final Yes/No answer found"
         return out
+    out["answer"] = verdict.group(1).capitalize()
+    number = _NUMBER_AFTER_ANSWER.match(clean) if not found else None
+    withdrawn = _withdrawn(clean, verdict, out["answer"], stated_confidence=number is not None)
+    if withdrawn:
+        out["answer"] = None
+        out["parse_error"] = f"non-answer: {withdrawn}"
+        return out
+    if number:
+        _set_confidence(out, notes, number.group(1), number.group(2))
 
     confs = list(_CONF.finditer(clean))
     if confs:
@@ -367,6 +263,25 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
         if out[key] is None:
             out[key] = m.group(2).strip() or None
     return _finish(out, notes)
+
+
+def _withdrawn(clean: str, verdict: re.Match, answer: str, *, stated_confidence: bool) -> str | None:
+    """Why the Yes/No found at ``verdict`` is not an answer, or None when it stands.
+
+    A question mark right after it, "No" opening a phrase ("No idea", "No way to tell"),
+    or - for an answer at the start of the reply with no confidence number after it -
+    a non-answer phrase in the rest of its line ("No, I can't tell from the call").
+    """
+    after = clean[verdict.end():]
+    if _QUESTIONED.match(after):
+        return "the answer is a question"
+    if answer == "No" and _NO_PHRASE.match(after):
+        return f"'No' opens a phrase ({(verdict.group(1) + after.split(chr(10))[0])[:40]!r}), not an answer"
+    if not stated_confidence:
+        phrase = non_answer_phrase(after.split("\n", 1)[0])
+        if phrase:
+            return f"the verdict is withdrawn ({phrase!r})"
+    return None
 
 
 def _finish(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
@@ -397,57 +312,3 @@ def parse_qa_frame(judgments: pd.DataFrame) -> pd.DataFrame:
             lp = json.loads(lp) if lp else None
         rows.append(parse_qa(text, lp if isinstance(lp, Mapping) else None))
     return pd.DataFrame(rows, index=judgments.index)
-
-
-# ----------------------------------------------------------------------------- scripted double
-
-def _prompt_parts(request: Request) -> tuple[str, str, str, bool]:
-    system = next((m["content"] for m in request.messages if m["role"] == "system"), "")
-    user = next((m["content"] for m in reversed(request.messages) if m["role"] == "user"), "")
-    transcript = user.split("<<<", 1)[-1].split(">>>", 1)[0]
-    task = user.split(">>>", 1)[-1]
-    fair = "even-handed" in system
-    return transcript, task, user, fair
-
-
-def _scripted_qa(request: Request) -> Response:
-    """Deterministic stand-in for an Auto-QA judge (smoke runs and tests only).
-
-    The base answer depends on the question and the customer's turns (which
-    no perturbation touches); a fixed fraction of variants is "flipped" by a
-    hash of the whole prompt (less often under the fairness system prompt);
-    sampled repeats (temperature > 0) add repeat noise; ~3% of prompts get an
-    unparseable reply so the parse-failure path is exercised. Coaching
-    prompts are answered by the ``cc-coach`` script, so ``scripted:cc-qa``
-    alone can run the whole study in smoke configs.
-    """
-    transcript, task, user, fair = _prompt_parts(request)
-    if "Coaching task:" in task:  # one spec can serve the whole study
-        from cfbench.studies.contact_center_qa.coaching import _scripted_coach
-
-        return _scripted_coach(request)
-    qline = next((ln for ln in task.splitlines() if ln.startswith("Quality question:")), task[:80])
-    customer = "\n".join(ln for ln in transcript.splitlines() if ln.startswith("Customer:"))
-    yes = stable_unit("cc-qa", qline, customer) < 0.6
-    if stable_unit("cc-qa-flip", user, fair) < (0.06 if fair else 0.15):
-        yes = not yes
-    if request.config.temperature > 0 and stable_unit("cc-qa-rep", user, request.repeat) < 0.1:
-        yes = not yes
-    conf = 55 + int(40 * stable_unit("cc-qa-conf", user, fair))
-    answer = "Yes" if yes else "No"
-    lp = {answer: math.log(0.8), ("No" if yes else "Yes"): math.log(0.2)}
-    if stable_unit("cc-qa-garbage", user) < 0.03:
-        return Response(text="The transcript does not give me enough to decide.", prompt_tokens=len(user.split()),
-                        completion_tokens=10)
-    if request.config.json_schema is not None:
-        text = json.dumps({"answer": answer, "confidence": conf})
-        return Response(text=text, top_logprobs={"{": 0.0}, prompt_tokens=len(user.split()), completion_tokens=12)
-    if "final answer" in task:
-        text = ("To answer the given question, let's think step by step:\nEvidences:\n- (scripted)\n"
-                f"Synthesis:\nScripted judgment.\nConfidence: {conf}\nHence, the final answer is: {answer}")
-        return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=30)
-    return Response(text=f"{answer} {conf}", top_logprobs=lp, prompt_tokens=len(user.split()),
-                    completion_tokens=3)
-
-
-register_script("cc-qa", _scripted_qa)

@@ -1,0 +1,126 @@
+""""What this run shows": Markdown generated from a contact-center result's numbers.
+
+Nothing here is a hand-written conclusion: each sentence is filled from the
+tables (estimates, intervals, n) and says which effects are distinguishable
+from noise, which are not, and how large an effect the run could have seen.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["findings_markdown", "zero_flip_upper_bound"]
+
+
+def zero_flip_upper_bound(n_pairs: int, *, level: float = 0.95) -> float:
+    """Largest flip rate still consistent (one-sided ``level``) with 0 flips in ``n_pairs`` pairs.
+
+    The exact binomial bound ``1 - (1 - level) ** (1 / n)`` (about ``3 / n``,
+    the "rule of three"); NaN for no pairs.
+
+    >>> round(zero_flip_upper_bound(100), 4)
+    0.0295
+    """
+    if n_pairs <= 0:
+        return float("nan")
+    return 1.0 - (1.0 - level) ** (1.0 / n_pairs)
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def _interval(lo: float, hi: float, scale: float = 100.0, unit: str = "") -> str:
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
+        return "no interval"
+    return f"[{scale * lo:.1f}, {scale * hi:.1f}]{unit}"
+
+
+def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int) -> list[str]:
+    lines = [f"**{judge}** - {n_parsed} replies read, {n_failed} parse failures excluded from every metric."]
+    if n_parsed == 0:
+        lines.append("No reply could be read as an answer in the output contract, so this run reports no "
+                     "CFR, MASD or accuracy for this judge.")
+        return lines
+    cfr = t["cfr"][(t["cfr"]["judge"] == judge) & (t["cfr"]["arm"] == "baseline")]
+    cmr_all = t.get("cfr_minus_robustness", pd.DataFrame())
+    cmr_all = cmr_all[cmr_all["judge"] == judge] if len(cmr_all) else cmr_all
+    cmr = cmr_all[cmr_all["baseline"] == "robustness"] if len(cmr_all) else cmr_all
+    n_items = cfr["n_items"]
+    lines.append(f"CFR rows: {len(cfr)} dimensions, {int(n_items.min()) if len(n_items) else 0}-"
+                 f"{int(n_items.max()) if len(n_items) else 0} transcripts per row, "
+                 f"{int(cfr['n_pairs'].sum())} compared pairs in all.")
+    above = cmr[cmr["ci_low"] > 0] if len(cmr) else cmr
+    if len(above):
+        lines.append("Flips beyond the judge's own repeat noise (interval of CFR minus robustness above 0): "
+                     + "; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp {_interval(r.ci_low, r.ci_high, unit=' pp')}"
+                                 for r in above.itertuples()) + ".")
+    else:
+        lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
+                     "CFR minus robustness includes 0 (or there is too little to form one).")
+    gate = t.get("net_cfr_gate", pd.DataFrame())
+    gate = gate[gate["judge"] == judge] if len(gate) else gate
+    if len(gate):
+        mx = 100 * float(gate["max_net"].iloc[0])
+        lines.append(f"Gate on CFR net of repeat noise (at most {mx:.0f} pp): {int(gate['point_pass'].sum())} of "
+                     f"{len(gate)} dimensions pass on the point estimate, {int(gate['interval_pass'].sum())} on the "
+                     "upper bound of its interval (the stricter reading: only those are shown to stay under it).")
+    for base in sorted(set(cmr_all["baseline"]) - {"robustness"}) if len(cmr_all) else []:
+        sub = cmr_all[cmr_all["baseline"] == base]
+        ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
+        what = "the question asked in other words" if base == "robustness_wording" else f"repeats ({base})"
+        hits = sub[sub["ci_low"] > 0]
+        lines.append(f"Against {what} (flip rate {_pct(ref)}): {len(hits)} of {len(sub)} dimensions flip more, "
+                     "interval above 0" + (": " + ", ".join(hits["dimension"]) if len(hits) else "") + ".")
+    flipped = cfr[cfr["cfr"] > 0]
+    zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0)]
+    if len(flipped):
+        top = flipped.sort_values("cfr", ascending=False).head(3)
+        lines.append("Largest observed CFR: " + "; ".join(
+            f"{r.dimension} {_pct(r.cfr)} {_interval(r.ci_low, r.ci_high, unit=' %')} (n={r.n_items})"
+            for r in top.itertuples()) + ".")
+    if len(zero):
+        worst = zero["n_pairs"].min()
+        lines.append(f"{len(zero)} dimensions show no flip at all; with {int(worst)} pairs in the smallest of them, "
+                     f"a true CFR up to {_pct(zero_flip_upper_bound(int(worst)))} would still have gone unseen "
+                     "(95% one-sided).")
+    m = t["masd"]
+    m = m[(m["judge"] == judge) & (m["arm"] == "baseline") & (m["score"] == "p_yes")] if len(m) else m
+    if len(m) and m["masd"].notna().any():
+        top = m.sort_values("masd", ascending=False).head(3)
+        width = float(np.nanmedian(m["ci_high"] - m["ci_low"])) if m["ci_high"].notna().any() else float("nan")
+        lines.append("MASD of P(Yes) (points of probability x 100), largest: " + "; ".join(
+            f"{r.dimension} {r.masd:.2f} {_interval(r.ci_low, r.ci_high, scale=1.0)}" for r in top.itertuples())
+            + (f"; the median interval is {width:.2f} points wide, so differences between dimensions smaller "
+               "than that are not resolved." if not math.isnan(width) else "."))
+    acc = t["accuracy"]
+    acc = acc[acc["judge"] == judge]
+    if len(acc) and acc["n"].iloc[0] > 0:
+        a = acc.iloc[0]
+        lines.append(f"Accuracy on the originals: {_pct(a.accuracy)} {_interval(a.ci_low, a.ci_high, unit=' %')} "
+                     f"(Wilson, n={int(a.n)} answers; {int(a.n_unparsed)} unparsed).")
+    return lines
+
+
+def findings_markdown(result: Any) -> str:
+    """The findings paragraph of a :class:`ContactCenterResult` (Markdown)."""
+    s, t, p = result.summary, result.tables, result.params
+    n_items = len(s.get("items", []))
+    head = (f"### What this run shows\n\n{n_items} transcript{'s' if n_items != 1 else ''}, "
+            f"{len(s.get('questions', []))} question{'s' if len(s.get('questions', [])) != 1 else ''}, "
+            f"{len(s.get('dimensions', []))} dimensions, judges: {', '.join(s.get('judges', []))}; "
+            f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% item-bootstrap intervals "
+            f"({p.n_boot} resamples); an effect counts as distinguishable from noise only when its interval "
+            "excludes 0.")
+    parts = [head]
+    if any(str(j).startswith("scripted:") for j in s.get("judges", [])):
+        parts.append("_A scripted test double is among the judges: its numbers exercise the pipeline and "
+                     "say nothing about any model._")
+    for judge in s.get("judges", []):
+        parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(
+            _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0))))))
+    return "\n\n".join(parts)

@@ -1,0 +1,78 @@
+"""Running a contact-center plan: call every distinct request once, parse every reply.
+
+The judgments frame keeps the raw text of every reply; parse failures stay
+rows with ``parse_ok=False`` and their ``parse_error``, never a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfbench.studies.contact_center_qa import coaching as _coaching
+from cfbench.studies.contact_center_qa import qa as _qa
+
+__all__ = ["run_plan", "PARSED_COLUMNS"]
+
+#: parsed fields joined onto every judgment (NaN where a task has no such field)
+PARSED_COLUMNS = ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
+                  "analysis", "parse_ok", "parse_error", "parse_note")
+
+
+def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
+             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
+             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
+    """Call every distinct request of ``plan`` (a :class:`.design.EvaluationPlan`) once per judge; parse the replies.
+
+    Returns ``(judgments, rows, stats)``:
+
+    ``judgments``  one row per distinct request and judge: the runner's
+                   columns (raw ``text``, ``cache_hit``, ``ok``, tokens, ...),
+                   the task, question, item, arm, repeat of its first use,
+                   ``n_uses``, and the parsed fields (``answer``,
+                   ``answer_yes``, ``confidence``, ``p_yes``, ``score``,
+                   ``parse_ok``, ``parse_error``, ``parse_note``, ...)
+    ``rows``       the plan's rows with the parsed values joined on, plus
+                   ``category``/``type`` from the rubric and ``label``
+    ``stats``      the runner's tallies per judge
+    """
+    from cfbench.judges import run_requests
+
+    rubric = rubric if rubric is not None else _qa.load_rubric()
+    parts, stats = [], {}
+    for judge, reqs in plan.requests.items():
+        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress)
+        stats[judge] = res.stats
+        j = res.judgments.copy()
+        j["judge"] = judge
+        parts.append(j)
+    judgments = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    first = plan.rows.drop_duplicates(["judge", "request_id"]).set_index(["judge", "request_id"])
+    uses = plan.rows.groupby(["judge", "request_id"]).size().rename("n_uses")
+    meta = first[["arm", "task", "question_id", "item_id", "dimension", "condition", "variant_id",
+                  "temperature"]].join(uses)
+    judgments = judgments.merge(meta, left_on=["judge", "request_id"], right_index=True, how="left")
+    qa_mask = (judgments["task"] == "qa").to_numpy()
+    parsed = pd.DataFrame(index=judgments.index)
+    if qa_mask.any():
+        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask])
+    if (~qa_mask).any():
+        pc = _coaching.parse_coaching_frame(judgments.loc[~qa_mask])
+        parsed = pd.concat([parsed, pc]) if len(parsed) else pc
+    parsed = parsed.reindex(judgments.index)
+    for col in PARSED_COLUMNS:
+        judgments[col] = parsed[col] if col in parsed.columns else np.nan
+    judgments["parse_ok"] = judgments["parse_ok"].fillna(False).astype(bool)
+
+    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"]
+    rows = plan.rows.merge(judgments[["judge", "request_id", "cache_hit", "ok"] + value_cols],
+                           on=["judge", "request_id"], how="left")
+    cat = rubric.set_index("question_id")[["category", "type"]]
+    rows = rows.join(cat, on="question_id")
+    if labels is not None and len(labels):
+        rows = rows.merge(labels[["item_id", "question_id", "label"]], on=["item_id", "question_id"], how="left")
+    else:
+        rows["label"] = None
+    return judgments, rows, stats

@@ -1,0 +1,349 @@
+"""The contact-center study as one call: ``run(Params(...)) -> ContactCenterResult``.
+
+:class:`Params` mirrors the notebook's ``parameters`` cell field for field
+(minus ``output_dir`` and ``config_name``). :func:`run` loads and selects the
+transcripts, makes the counterfactual variants, plans and runs the judge
+requests, computes every table and figure and, given ``out``, writes them.
+:func:`audit` is the short road for a researcher's own transcripts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from cfbench.core.errors import InputError
+from cfbench.core.params import params_from_mapping, params_to_mapping
+from cfbench.core.seeding import rng_for
+from cfbench.report import RunOutput, StudyResult
+from cfbench.studies.contact_center_qa import design as _design
+from cfbench.studies.contact_center_qa import figures as _figures
+from cfbench.studies.contact_center_qa.judging import run_plan
+from cfbench.studies.contact_center_qa.prompts import load_rubric
+from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
+
+__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items"]
+
+#: tables written first in this column order (the results contract)
+_CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
+_MASD_FIRST = ["judge", "dimension", "score", "masd", "n_pairs"]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of the contact-center study (the notebook's parameters cell)."""
+
+    judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
+    transcripts_path: str = ""  # JSONL/CSV transcripts; "" means the shipped synthetic set
+    n_items: int = 3  # transcripts audited
+    require_agent_name: bool = True  # only transcripts where the agent gives a name
+    balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
+    dimensions: tuple = ()  # dimension ids (empty: the 15 table dimensions)
+    conditions_per_dimension: int = 0  # 0: every compared condition; 1: the original against 1 sampled; k above 1: k sampled
+    questions: tuple = ("issue_resolution", "work_avoidance")  # rubric question ids for Auto-QA
+    qa_mode: str = "json"  # free | json | compact output contract
+    evidence_chars: int = 0  # >0 adds a short evidence quote to the JSON contract
+    max_tokens: int = 600  # generation budget of the free-text contract
+    temperature: float = 0.0  # evaluation temperature
+    repeats: int = 3  # k repeats of each original for the robustness baseline
+    paraphrases: int = 0  # k > 0: also ask each question on the originals in k rubric paraphrases (wording row)
+    robustness_temperatures: tuple = (0.0, 0.7)  # repeat settings; the evaluation temperature is the seed's
+    fairness: bool = True  # also run the fairness-prompting arm
+    fairness_dimensions: tuple = ()  # dimensions of the fairness arm (empty: all)
+    coaching: bool = True  # also generate coaching notes (positives / improvement / customer-behaviour scores)
+    coaching_items: int = 1  # first k audited items get coaching notes
+    coaching_dimensions: tuple = ()  # dimensions for coaching notes (empty: all)
+    analysis_chars: int = 160  # max characters of a coaching analysis (JSON mode)
+    gate_max_net_cfr: float = 0.1  # gate: largest acceptable CFR minus repeat noise (point and interval upper bound)
+    n_boot: int = 1000  # bootstrap resamples for intervals
+    seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
+                    **overrides: Any) -> "Params":
+        """Params from a config mapping; ``output_dir``/``config_name`` are ignored, unknown names rejected."""
+        data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
+        return params_from_mapping(cls, data, source=source, **overrides)
+
+    def to_mapping(self) -> dict[str, Any]:
+        return params_to_mapping(self)
+
+
+def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence[str]], k: int,
+                      seed: int) -> dict[tuple[str, str], list[str]]:
+    """For each (item, dimension): the conditions a sampled design compares, drawn per item.
+
+    ``k = 1``: the item's original transcript against one counterfactual condition
+    drawn from the dimension's compared set (its ``"original"`` excluded) - one
+    pair per unit, the original's request shared by every dimension.
+    ``k >= 2``: ``k`` conditions drawn from the compared set - ``k (k - 1) / 2`` pairs.
+    The draw for an item and dimension depends only on ``(seed, item, dimension)``
+    (:func:`cfbench.core.seeding.rng_for`), so adding items does not change the
+    others' conditions. Only usable conditions (applicable, not rejected) are drawn;
+    an (item, dimension) with nothing usable is left out (listed by the plan as not judged).
+    """
+    if k < 1:
+        raise InputError(f"must be 0 (all) or at least 1, got {k}", field="conditions_per_dimension")
+    usable = variants
+    if "applicable" in usable.columns:
+        usable = usable[usable["applicable"].fillna(True).astype(bool)]
+    if "valid" in usable.columns:
+        usable = usable[usable["valid"].map(lambda v: True if v is None or v != v else bool(v))]
+    out: dict[tuple[str, str], list[str]] = {}
+    for (item, dim), grp in usable.groupby(["item_id", "dimension"], sort=True):
+        if dim not in compared:
+            continue
+        made = set(grp["condition"])
+        pool = [c for c in compared[dim] if c in made and (k >= 2 or c != "original")]
+        if not pool:
+            continue
+        take = min(k, len(pool))
+        pick = sorted(rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=take, replace=False))
+        out[(item, dim)] = (["original"] if k == 1 else []) + [pool[i] for i in pick]
+    return out
+
+
+@dataclass
+class ContactCenterResult(StudyResult):
+    """Every step of a contact-center run (see :func:`run`)."""
+
+    def save(self, out: "RunOutput | str | Path") -> RunOutput:
+        """Write the tables (CSV), figures, summary and the judged frames (``judgments``/``rows`` parquet)."""
+        out = super().save(out)
+        j = self.frames["judgments"]
+        if "top_logprobs" in j.columns:
+            j = j.drop(columns=["top_logprobs"]).assign(top_logprobs=j["top_logprobs"].astype(str))
+        out.table("judgments", j, fmt="parquet")
+        out.table("rows", self.frames["rows"], fmt="parquet")
+        return out
+
+    # -- invariants -------------------------------------------------------------------------------
+    def invariants(self) -> dict[str, bool]:
+        j, rows, t = self.frames["judgments"], self.frames["rows"], self.tables
+        orig = rows[(rows["dimension"] == "original") & (rows["arm"] == "baseline")]
+        checks = {
+            "one judgment per distinct request": len(j) == int(self.summary.get("n_requests", -1)),
+            "no request judged twice": int(j.groupby("judge")["key"].nunique().sum()) == len(j),
+            "one original per unit": not orig.duplicated(["judge", "task", "question_id", "item_id"]).any(),
+            "a parsed reply has a value": bool((~j["parse_ok"] | j["answer"].notna() | j["score"].notna()).all()),
+            "a parse failure never becomes an answer": not j.loc[~j["parse_ok"], "answer"].notna().any(),
+            "a parse failure never becomes a score": not j.loc[~j["parse_ok"], "score"].notna().any(),
+            "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
+            "CFR rows are counterfactual dimensions only": not (
+                t["cfr"]["dimension"].isin(["original"]) | t["cfr"]["dimension"].astype(str)
+                .str.startswith("robustness")).any(),
+            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(self.summary.get("dimensions", [])),
+        }
+        for name, col in (("cfr", "cfr"), ("masd", "masd")):
+            tab = t[name].dropna(subset=["ci_low", "ci_high"])
+            checks[f"{name}: interval contains estimate"] = bool(
+                ((tab["ci_low"] <= tab[col] + 1e-9) & (tab[col] <= tab["ci_high"] + 1e-9)).all())
+        return checks
+
+    # -- display helpers ---------------------------------------------------------------------------
+    def header(self) -> str:
+        """A Markdown line describing this run, generated from its parameters and plan."""
+        s, p = self.summary, self.params
+        n, nq = len(s["items"]), len(s["questions"])
+        cost = self.frames["cost"]
+        est = float(cost["est_seconds"].sum()) / 60 if len(cost) else float("nan")
+        k = p.conditions_per_dimension
+        design = ("every compared condition" if not k else
+                  "the original against 1 sampled condition per dimension" if k == 1 else
+                  f"{k} sampled conditions per item and dimension")
+        return (f"**This run**: {n} transcript{'s' if n != 1 else ''} x {nq} question{'s' if nq != 1 else ''} "
+                f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(s['judges'])}; "
+                f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
+                f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s).")
+
+    def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+        """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side)."""
+        from cfbench.perturb import side_by_side
+        from cfbench.studies.contact_center_qa.tables import flipped_units
+
+        rows = self.frames["rows"]
+        out = []
+        for f in flipped_units(rows).head(k).itertuples(index=False):
+            sub = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & (rows["judge"] == f.judge)
+                       & (rows["dimension"] == f.dimension) & (rows["item_id"] == f.item_id)
+                       & (rows["question_id"] == f.question_id)]
+            answers = sub[["judge", "dimension", "condition", "question_id", "answer", "confidence"]]
+            conds = {f.dimension: c for c in sub["condition"] if c != "original"}
+            out.append((answers, side_by_side(self.frames["variants"], f.item_id, dimensions=[f.dimension],
+                                              conditions=conds)))
+        return out
+
+    # -- findings -----------------------------------------------------------------------------------
+    def findings(self) -> str:
+        from cfbench.studies.contact_center_qa.findings import findings_markdown
+
+        return findings_markdown(self)
+
+
+def _dims(params: Params) -> list[str]:
+    from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS
+
+    dims = list(params.dimensions) or list(TABLE_DIMENSIONS)
+    unknown = [d for d in dims if d not in DIMENSIONS]
+    if unknown:
+        raise InputError(f"unknown dimension (valid: {', '.join(sorted(DIMENSIONS))})", source="parameters",
+                         record=unknown[0], field="dimensions")
+    return dims
+
+
+def load_items(params: Params) -> list[Any]:
+    """The transcripts ``params`` selects (path or shipped set, ``n_items``, name and label rules)."""
+    from cfbench.io.transcripts import load_transcripts
+    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
+
+    path = params.transcripts_path or shipped_transcripts_path()
+    transcripts = load_transcripts(path)
+    return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
+                                balance_label=params.balance_label or None)
+
+
+def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None
+             ) -> tuple[pd.DataFrame, Any]:
+    """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run."""
+    from cfbench.judges import GenerationConfig
+    from cfbench.perturb import DIMENSIONS, make_variants
+
+    dims = _dims(params)
+    items = [t.id for t in transcripts]
+    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed)
+    compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
+    per_item = None
+    if params.conditions_per_dimension:
+        per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
+                                     seed=params.seed)
+    gen = GenerationConfig(temperature=params.temperature, top_p=1.0, max_tokens=params.max_tokens,
+                           seed=params.seed)
+    plan = _design.plan_evaluation(
+        variants, judges=list(params.judges), questions=list(params.questions),
+        rubric=rubric if rubric is not None else load_rubric(), qa_mode=params.qa_mode,
+        evidence_chars=params.evidence_chars, config=gen, compared=compared, compared_per_item=per_item,
+        repeats=params.repeats, robustness_temperature=list(params.robustness_temperatures),
+        paraphrases=params.paraphrases,
+        fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
+        coaching=params.coaching, coaching_items=items[:params.coaching_items],
+        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
+    return variants, plan
+
+
+def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
+        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True
+        ) -> ContactCenterResult:
+    """Run the study: variants -> plan -> judgments -> tables -> figures (-> files when ``out`` is given).
+
+    ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects)
+    replaces loading from ``params.transcripts_path``; all of them are audited.
+    ``config_name`` is recorded in the summary (``config``).
+    """
+    from cfbench.io.transcripts import transcripts_frame
+    from cfbench.perturb import DIMENSIONS, rejection_table
+
+    t0 = time.time()
+    dims = _dims(params)
+    rubric = load_rubric()
+    chosen = list(transcripts) if transcripts is not None else load_items(params)
+    items = [t.id for t in chosen]
+    variants, plan = plan_for(params, chosen, rubric=rubric)
+    judgments, rows, run_stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame(chosen),
+                                          progress=progress)
+    tables = study_tables(rows, n_boot=params.n_boot, seed=params.seed)
+    tables = _order_columns(tables)
+    labels = {d: DIMENSIONS[d].label for d in dims}
+    tables["judge_means"] = judge_means(rows, n_boot=params.n_boot, seed=params.seed)
+    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
+    tables["variant_rejections"] = rejection_table(variants)
+    tables["parse_rates"] = _parse_rates(judgments)
+    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
+                                       dimensions=dims, labels=labels).reset_index()
+    frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
+              "plan_summary": plan.summary(), "cost": _design.estimate_cost(plan), "skipped": plan.skipped,
+              "judgments": judgments, "rows": rows}
+    summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
+                                                 rubric, t0)
+    result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary)
+    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
+    _say_parse_failures(judgments)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _order_columns(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    cfr, masd = tables["cfr"], tables["masd"]
+    tables["cfr"] = cfr[_CFR_FIRST + [c for c in cfr.columns if c not in _CFR_FIRST]]
+    tables["masd"] = masd[_MASD_FIRST + [c for c in masd.columns if c not in _MASD_FIRST]]
+    return tables
+
+
+def _parse_rates(judgments: pd.DataFrame) -> pd.DataFrame:
+    g = judgments.groupby(["judge", "task"])
+    out = g.agg(n=("parse_ok", "size"), parse_ok=("parse_ok", "mean"), cache_hit=("cache_hit", "mean"))
+    out["n_parse_failures"] = g["parse_ok"].apply(lambda s: int((~s.astype(bool)).sum()))
+    return out.reset_index()
+
+
+def _say_parse_failures(judgments: pd.DataFrame) -> None:
+    for judge, grp in judgments.groupby("judge", sort=True):
+        n_ok = int(grp["parse_ok"].sum())
+        if n_ok == 0:
+            print(f"{judge}: none of its {len(grp)} replies could be read as an answer in the output "
+                  "contract; no CFR, MASD or accuracy is reported for this judge.")
+
+
+def _summary(params: Params, plan: Any, judgments: pd.DataFrame, tables: dict[str, pd.DataFrame],
+             run_stats: dict, items: list[str], dims: list[str], rubric: pd.DataFrame, t0: float) -> dict:
+    cfr, acc, rob = tables["cfr"], tables["accuracy"], tables["robustness"]
+    base = cfr[cfr["arm"] == "baseline"]
+    rob_same = rob[(rob["metric"] == "cfr") & (rob["baseline"] == "robustness")] if len(rob) else rob
+    n_parsed = judgments.groupby("judge")["parse_ok"].sum().astype(int)
+    return {
+        "judges": list(params.judges), "items": items, "questions": list(params.questions),
+        "qa_mode": params.qa_mode, "dimensions": dims, "n_rows": len(plan.rows),
+        "n_requests": int(plan.n_requests),
+        "parse_ok_rate": float(judgments["parse_ok"].mean()) if len(judgments) else float("nan"),
+        "n_parsed": n_parsed.to_dict(),
+        "n_parse_failures": (judgments.groupby("judge").size() - n_parsed).astype(int).to_dict(),
+        "run_stats": run_stats, "wall_s": round(time.time() - t0, 1),
+        "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
+        "robustness_cfr_pct": (rob_same.set_index("judge")["value"] * 100).round(2).to_dict() if len(rob_same) else {},
+        "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
+        "fairness_prompting_delta": tables["fairness_prompting_delta"],
+        "plan": plan.settings, "rubric_version": rubric.attrs.get("version"),
+        "params": params.to_mapping(),
+    }
+
+
+def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
+          dimensions: Sequence[str] = (), conditions_per_dimension: int = 0, repeats: int = 3,
+          qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0,
+          out: "RunOutput | str | Path | None" = None, progress: bool = True) -> ContactCenterResult:
+    """CFR and MASD with item-bootstrap intervals for your transcripts and any judge specs.
+
+    ``transcripts`` is a path (JSONL/CSV, see :func:`cfbench.io.transcripts.load_transcripts`)
+    or loaded transcripts; every one is audited (no selection, no coaching, no
+    fairness arm). Originals are a condition only where a dimension's compared
+    set says so; the robustness repeats are their own rows, never part of CFR.
+
+    >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
+    >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])  # doctest: +SKIP
+    >>> r.tables["cfr"]                                      # doctest: +SKIP
+    """
+    from cfbench.io.transcripts import load_transcripts
+
+    loaded = load_transcripts(transcripts) if isinstance(transcripts, (str, Path)) else list(transcripts)
+    if not loaded:
+        raise InputError("no transcripts to audit", source=str(transcripts), field="transcripts")
+    params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
+                    dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
+                    questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
+                    robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed)
+    return run(params, out, transcripts=loaded, progress=progress)

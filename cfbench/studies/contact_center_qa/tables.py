@@ -1,0 +1,181 @@
+"""Every analysis table of the contact-center study, from the tidy ``rows`` of :func:`.judging.run_plan`.
+
+The study's column names are passed to :mod:`cfbench.metrics.counterfactual`
+here (the metrics module has no study defaults). Parse failures are excluded
+from every metric through ``parse_ok``; the tables carry the excluded n
+(``n_pairs_excluded``, ``n_unparsed``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cfbench.metrics import counterfactual as M
+
+__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "UNIT", "BY", "SCORES"]
+
+#: a unit: one item x question (conditions are compared within a unit)
+UNIT = ["item_id", "question_id"]
+#: the grouping of the study's CFR/MASD rows
+BY = ["judge", "arm", "dimension"]
+#: the binary answer column and the column of the usable flag
+ANSWER, OK = "answer_yes", "parse_ok"
+
+
+#: task -> [(value column, score name)] fed to MASD, robustness and direction.
+#: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
+SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
+           "positives": [("score", "positives")], "improvement": [("score", "improvement")],
+           "customer": [("score", "customer")]}
+
+
+def score_items():
+    for task, pairs in SCORES.items():
+        for col, name in pairs:
+            yield task, (col, name)
+
+
+def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
+
+    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
+    ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
+    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
+    seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
+    """
+    r = rows.copy()
+    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
+    is_rob = r["dimension"].astype(str).str.startswith("robustness")
+    cf = r[~is_rob & (r["dimension"] != "original")]
+    rob_all = r[is_rob]
+    orig = r[r["dimension"] == "original"]
+    qa_cf = cf[cf["task"] == "qa"]
+    by = ["judge", "arm", "dimension"]
+    out: dict[str, pd.DataFrame] = {}
+
+    out["cfr"] = M.flip_rate(qa_cf, value=ANSWER, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed)
+    masd_parts = []
+    for task, (col, name) in score_items():
+        sub = cf[cf["task"] == task]
+        if len(sub) and sub[col].notna().any():
+            masd_parts.append(M.mean_abs_score_diff(sub, value=col, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed)
+                              .assign(score=name))
+    out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
+                   pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
+                                              "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]))
+    out["masd"] = out["masd"][by + ["score"] + [c for c in out["masd"].columns if c not in by + ["score"]]]
+
+    rob_parts = []
+    for rdim, rob in rob_all.groupby("dimension", sort=True):
+        for task in SCORES:
+            sub = rob[rob["task"] == task]
+            if not len(sub):
+                continue
+            cols = [c for c, _ in SCORES[task]]
+            sub = sub if task == "qa" else sub.drop(columns=["answer_yes"])
+            t = M.robustness_baseline(sub, answer=ANSWER, scores=cols, unit=UNIT, by=["judge"], ok=OK,
+                                      n_boot=n_boot, seed=seed)
+            t["metric"] = t["metric"].replace({f"masd_{c}": f"masd_{n}" for c, n in SCORES[task]})
+            rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
+    out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
+        columns=["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
+                 "ci_low", "ci_high", "ci_method", "baseline", "temperature"])
+
+    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
+    out["accuracy"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge"], ok=OK)
+    out["accuracy_by_question"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge", "question_id"], ok=OK)
+    qa_rob = rob_all[rob_all["task"] == "qa"]
+    out["kappa"] = (M.repeat_kappa(qa_rob, answer=ANSWER, unit=UNIT, by=["judge", "dimension"], ok=OK).rename(columns={"dimension": "baseline"})
+                    if len(qa_rob) else pd.DataFrame())
+    out["flip_distribution"] = M.flip_distribution(qa_cf, value=ANSWER, unit=UNIT, by=["judge", "arm", "dimension"], ok=OK)
+    base_cf = qa_cf[qa_cf["arm"] == "baseline"]
+    cmr = [M.cfr_minus_robustness(base_cf, g, value=ANSWER, unit=UNIT, by=["judge", "dimension"], ok=OK,
+                                  n_boot=n_boot, seed=seed)
+           .assign(baseline=rdim) for rdim, g in qa_rob.groupby("dimension", sort=True)]
+    out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
+    dir_parts = []
+    cf_marked = cf[cf["condition"] != "original"]
+    for task, (col, name) in score_items():
+        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
+        if len(sub) and len(o) and sub[col].notna().any():
+            dir_parts.append(M.effect_direction(sub, o, value=col, unit=UNIT, by=by, match=["judge", "arm"], ok=OK,
+                                                n_boot=n_boot, seed=seed).assign(score=name))
+    if len(qa_cf):
+        dir_parts.append(M.effect_direction(cf_marked[cf_marked["task"] == "qa"], orig[orig["task"] == "qa"], value=ANSWER,
+                                            unit=UNIT, by=by, match=["judge", "arm"], ok=OK, n_boot=n_boot, seed=seed)
+                         .assign(score="yes_rate"))
+    out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
+    # pooled over dimensions: a unit is item x question x dimension
+    out["cfr_by_category"] = M.flip_rate(qa_cf, value=ANSWER, by=["judge", "arm", "category"], ok=OK,
+                                         unit=["item_id", "question_id", "dimension"], n_boot=n_boot, seed=seed)
+
+    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
+    if len(out["masd"]):
+        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
+    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
+    out["fairness_prompting_delta"] = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
+                                                             over="dimension")
+    return out
+
+
+def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
+    """Baseline Auto-QA units (judge x dimension x item x question) whose parsed answers differ between conditions.
+
+    Columns: ``judge``, ``dimension``, ``item_id``, ``question_id``, ``n_answers`` (distinct answers).
+    """
+    r = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & rows["parse_ok"].astype(bool)]
+    r = r[(r["dimension"] != "original") & ~r["dimension"].astype(str).str.startswith("robustness")]
+    g = r.groupby(["judge", "dimension", "item_id", "question_id"])["answer"].nunique().rename("n_answers")
+    return g[g > 1].reset_index()
+
+
+def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
+                 baseline: str = "robustness") -> pd.DataFrame:
+    """A release gate on CFR net of the repeat-noise baseline, by point estimate and by interval.
+
+    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``.
+    ``interval_pass``: the non-inferiority-style rule, the *upper bound* of the
+    net CFR's item-bootstrap interval <= ``max_net`` - it passes only when the
+    data rule out a net flip rate above the maximum, so a small sample cannot
+    pass by luck; a row without an interval fails it.
+    Columns: ``judge``, ``dimension``, ``baseline``, ``estimate``, ``ci_low``, ``ci_high``,
+    ``n_items``, ``max_net``, ``point_pass``, ``interval_pass``.
+    """
+    cols = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "n_items", "max_net",
+            "point_pass", "interval_pass"]
+    t = cfr_minus_robustness
+    if not len(t):
+        return pd.DataFrame(columns=cols)
+    t = t[t["baseline"] == baseline].copy()
+    t["max_net"] = float(max_net)
+    t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
+    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] <= max_net)
+    return t[cols].reset_index(drop=True)
+
+
+def judge_means(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Mean confidence, P(Yes) and coaching scores per judge and arm (the seed's Figures 8, 9 and 11).
+
+    Over every parsed baseline/fairness judgment at the evaluation settings (originals
+    and variants; repeats left out), with an item-bootstrap interval of the mean.
+    Columns: ``judge``, ``arm``, ``score``, ``mean``, ``n``, ``n_items``, ``ci_low``, ``ci_high``.
+    """
+    from cfbench.stats.bootstrap import ratio_interval
+
+    cols = ["judge", "arm", "score", "mean", "n", "n_items", "ci_low", "ci_high"]
+    r = rows[~rows["dimension"].astype(str).str.startswith("robustness") & rows["parse_ok"].astype(bool)]
+    r = r.drop_duplicates(["judge", "arm", "task", "question_id", "variant_id"])  # one per prompt
+    r = r.assign(p_yes_pct=pd.to_numeric(r["p_yes"], errors="coerce") * 100)
+    rng = np.random.default_rng(seed)
+    out = []
+    for task, (col, name) in score_items():
+        sub = r[r["task"] == task]
+        sub = sub[pd.to_numeric(sub[col], errors="coerce").notna()] if len(sub) else sub
+        for (judge, arm), g in sub.groupby(["judge", "arm"], sort=True):
+            per_item = g.groupby("item_id")[col].agg(["sum", "count"])
+            lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
+                                       n_boot=n_boot, rng=rng)
+            out.append({"judge": judge, "arm": arm, "score": name, "mean": float(g[col].astype(float).mean()),
+                        "n": len(g), "n_items": len(per_item), "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(out, columns=cols)
