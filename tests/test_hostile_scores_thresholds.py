@@ -59,25 +59,27 @@ def _judgments(values, col="answer_yes"):
 @pytest.mark.parametrize("bad", [2.0, -1.0, 0.5], ids=repr)
 def test_flip_rate_rejects_non_binary_answers(bad):
     frame = _judgments([1.0, bad, 0.0, 1.0])
-    expect_input_error(lambda: flip_rate(frame, n_boot=0), field="answer_yes", record="1")
+    expect_input_error(lambda: flip_rate(frame, value="answer_yes", unit=["item_id", "question_id"], by=["judge", "dimension"], n_boot=0), field="answer_yes", record="1")
 
 
 def test_flip_rate_rejects_text_answers():
     frame = _judgments([1.0, "Yes", 0.0, 1.0])
-    expect_input_error(lambda: flip_rate(frame, n_boot=0), field="answer_yes", record="1")
+    expect_input_error(lambda: flip_rate(frame, value="answer_yes", unit=["item_id", "question_id"], by=["judge", "dimension"], n_boot=0), field="answer_yes", record="1")
 
 
 def test_masd_rejects_text_scores_and_excludes_nan_scores_visibly():
-    expect_input_error(lambda: mean_abs_score_diff(_judgments([80, "high", 70, 60], "confidence"), n_boot=0),
+    expect_input_error(lambda: mean_abs_score_diff(_judgments([80, "high", 70, 60], "confidence"), value="confidence", unit=["item_id", "question_id"], by=["judge", "dimension"],
+                                                           n_boot=0),
                        field="confidence", record="1")
-    out = mean_abs_score_diff(_judgments([80, np.nan, 70, 60], "confidence"), n_boot=0)
+    out = mean_abs_score_diff(_judgments([80, np.nan, 70, 60], "confidence"), value="confidence",
+                              unit=["item_id", "question_id"], by=["judge", "dimension"], n_boot=0)
     assert out["masd"].iloc[0] == 10.0 and out["n_pairs"].iloc[0] == 1 and out["n_pairs_excluded"].iloc[0] == 1
 
 
 def test_duplicate_condition_in_one_unit():
     frame = _judgments([1.0, 0.0, 0.0, 1.0])
     frame.loc[1, "condition"] = "a"
-    expect_input_error(lambda: flip_rate(frame, n_boot=0), field="condition")
+    expect_input_error(lambda: flip_rate(frame, value="answer_yes", unit=["item_id", "question_id"], by=["judge", "dimension"], n_boot=0), field="condition")
 
 
 def _tone(nan_at=None, dup=False):
