@@ -25,18 +25,14 @@ __all__ = ["add_parser", "run_variants", "load_any", "main"]
 
 def load_any(path: str | Path) -> list[Any]:
     """Transcripts from a JSONL/CSV file, a STAR ``*.json`` dialogue or a folder of them."""
-    from cfbench.io.star import load_star
-    from cfbench.io.transcripts import load_transcripts
+    from cfbench.io.dialogues import load_dialogues
 
-    p = Path(path)
-    if p.is_dir() or p.suffix.lower() == ".json":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UserWarning)
-            ts = load_star(p, skip_empty=True)
-        for w in caught:
-            print(f"cfbench variants: {w.message}", file=sys.stderr)
-        return ts
-    return load_transcripts(p)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        ts = load_dialogues(path)
+    for w in caught:
+        print(f"cfbench variants: {w.message}", file=sys.stderr)
+    return ts
 
 
 def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | None = None, seed: int = 0,

@@ -39,7 +39,7 @@ class Params:
     """Parameters of the contact-center study (the notebook's parameters cell)."""
 
     judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
-    transcripts_path: str = ""  # JSONL/CSV transcripts; "" means the shipped synthetic set
+    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set
     n_items: int = 3  # transcripts audited
     require_agent_name: bool = True  # only transcripts where the agent gives a name
     balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
@@ -198,11 +198,11 @@ def _dims(params: Params) -> list[str]:
 
 def load_items(params: Params) -> list[Any]:
     """The transcripts ``params`` selects (path or shipped set, ``n_items``, name and label rules)."""
-    from cfbench.io.transcripts import load_transcripts
+    from cfbench.io.dialogues import load_dialogues
     from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
     path = params.transcripts_path or shipped_transcripts_path()
-    transcripts = load_transcripts(path)
+    transcripts = load_dialogues(path)
     return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
                                 balance_label=params.balance_label or None)
 
@@ -337,9 +337,9 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])  # doctest: +SKIP
     >>> r.tables["cfr"]                                      # doctest: +SKIP
     """
-    from cfbench.io.transcripts import load_transcripts
+    from cfbench.io.dialogues import load_dialogues
 
-    loaded = load_transcripts(transcripts) if isinstance(transcripts, (str, Path)) else list(transcripts)
+    loaded = load_dialogues(transcripts) if isinstance(transcripts, (str, Path)) else list(transcripts)
     if not loaded:
         raise InputError("no transcripts to audit", source=str(transcripts), field="transcripts")
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",

@@ -1,0 +1,34 @@
+"""The contact-center study runs end to end on real STAR dialogues with the rule perturbers."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import yaml
+from star_util import need_star
+
+from cfbench.studies.contact_center_qa import Params, run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_contact_center_study_on_star_dialogues(tmp_path):
+    star = need_star()
+    smoke = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "smoke.yaml").read_text())
+    params = Params.from_config(smoke, transcripts_path=str(star), n_items=5, require_agent_name=False,
+                                balance_label="", coaching=False, fairness=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # STAR files without a turn are named and left out
+        result = run(params, out=tmp_path)
+    result.check()
+    variants = result.frames["variants"]
+    assert variants["item_id"].nunique() == 5
+    # STAR agents never give their name: the name dimensions are rows marked not applicable, not dropped
+    names = variants[variants["dimension"].isin(["gender", "ethnicity_name", "religion_name"])]
+    assert len(names) > 0 and not names["applicable"].any()
+    # the header and cue dimensions apply to real dialogues and are judged
+    cfr = result.tables["cfr"].set_index("dimension")
+    assert {"past_performance", "ethnicity_cues"} <= set(cfr.index)
+    assert (cfr.loc[["past_performance", "ethnicity_cues"], "n_items"] >= 2).all()
+    assert (tmp_path / "cfr.csv").is_file()
