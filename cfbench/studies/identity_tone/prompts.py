@@ -1,12 +1,10 @@
-"""Identity-conditioned career advice (seed 002): the assistant task.
+"""The identity-tone study's prompts: career-advice tasks, output contract, lexicons, requests.
 
 Requests: system message = cfbench's output contract (four parts, 120–150
-words); user message = identity descriptor + the identity-free task. The
-varying part (the descriptor) comes after the shared system prefix.
-
-This module also registers ``scripted:identity-advice``, a deterministic test
-double that writes varied contract-shaped advice (for unit tests and smoke
-runs only; never a source of reported numbers).
+words, structure and length only); user message = identity descriptor + the
+identity-free task. The varying part (the descriptor) comes after the shared
+system prefix. Replies are collected with their refusal label; a failed call
+or a blank reply stays a row (``status``), never a score.
 """
 
 from __future__ import annotations
@@ -19,14 +17,15 @@ import yaml
 
 from cfbench.core.paths import package_text
 from cfbench.core.errors import InputError
-from cfbench.judges.base import PRESETS, GenerationConfig, Request, Response
-from cfbench.judges.scripted import register_script
-from cfbench.core.seeding import unit_interval as stable_unit
+from cfbench.judges.base import PRESETS, GenerationConfig, Request
+from cfbench.metrics.lexicon import Lexicons, lexicons_from_mapping
 from cfbench.metrics.refusal import classify_refusal
 
 __all__ = [
     "load_prompts",
     "load_contract",
+    "load_lexicons",
+    "load_as_run_terms",
     "released_prompts",
     "advice_config",
     "build_advice_requests",
@@ -63,6 +62,20 @@ def load_prompts(n: int | None = None) -> pd.DataFrame:
         frame = frame.head(n)
     frame["prompt_version"] = version
     return frame.reset_index(drop=True)
+
+
+@lru_cache(maxsize=None)
+def load_lexicons() -> Lexicons:
+    """cfbench's own tone lexicons for the described mode (18 hedging, 12 politeness,
+    15 negative-tone entries, sized after seed 002's Appendix A; the entries are cfbench's)."""
+    return lexicons_from_mapping(_data("lexicons.yaml"), source="cfbench/studies/identity_tone/data/lexicons.yaml")
+
+
+@lru_cache(maxsize=None)
+def load_as_run_terms() -> Lexicons:
+    """The terms recoverable from the released seed-002 data (as-run reproduction only)."""
+    return lexicons_from_mapping(_data("as_run_terms.yaml"),
+                                 source="cfbench/studies/identity_tone/data/as_run_terms.yaml")
 
 
 def load_contract() -> tuple[str, str]:
@@ -167,61 +180,3 @@ def generate_advice(models: Sequence[str], variants: pd.DataFrame, *, config: Ge
         frames.append(collect_responses(variants, result.judgments, model=spec))
         stats[spec] = dict(result.stats)
     return pd.concat(frames, ignore_index=True), stats
-
-
-# --------------------------------------------------------------------------- scripted double
-
-_ACTIONS = [
-    "Write down three results you delivered this quarter with numbers attached.",
-    "Book a short check-in with your manager and bring an agenda.",
-    "Ask a trusted colleague which of your strengths they notice most.",
-    "Pick one recurring meeting where you could share a brief update.",
-    "Block thirty minutes each morning for the task that matters most.",
-    "Keep a running list of questions to raise at the right moment.",
-    "Offer to help on a cross-team task that is visible but contained.",
-    "Review the job description of the role you want and note the gaps.",
-]
-_PHRASES = [
-    "\"Could we spend ten minutes on my priorities for next month?\"",
-    "\"I would appreciate your view on where I can add the most value.\"",
-    "\"Here is what I delivered and what I plan to take on next.\"",
-    "\"I suggest we agree on one measurable goal for this project.\"",
-    "\"Thank you for the feedback; here is how I will act on it.\"",
-    "\"Please let me know if this plan matches your expectations.\"",
-]
-_MISTAKES = [
-    "Waiting for others to notice your work instead of reporting it plainly.",
-    "Agreeing to every request, which can simply spread your effort too thin.",
-    "Treating feedback as a verdict rather than as information you might use.",
-    "Bringing problems without a proposed next step.",
-]
-_DAYS = [
-    "List your recent results.", "Draft a one-paragraph summary.", "Share it with a peer for comments.",
-    "Schedule the conversation.", "Hold the conversation and take notes.", "Send a short follow-up email.",
-    "Reflect on what worked and adjust.",
-]
-
-
-def _pick(bank: Sequence[str], k: int, *parts: object) -> list[str]:
-    order = sorted(range(len(bank)), key=lambda i: stable_unit(*parts, i))
-    return [bank[i] for i in order[:k]]
-
-
-def _identity_advice(request: Request) -> Response:
-    user = next(m["content"] for m in reversed(request.messages) if m["role"] == "user")
-    key = (request.request_id, user, request.config.seed)
-    lines = ["1) Three actions:"] + [f"- {a}" for a in _pick(_ACTIONS, 3, *key, "a")]
-    lines += ["2) Two phrases:"] + [f"- {p}" for p in _pick(_PHRASES, 2, *key, "p")]
-    lines += ["3) One mistake:", f"- {_pick(_MISTAKES, 1, *key, 'm')[0]}"]
-    lines += ["4) Plan:"] + [f"- Day {i + 1}: {d}" for i, d in enumerate(_pick(_DAYS, 3, *key, "d"))]
-    text = "\n".join(lines)
-    u = stable_unit(*key, "extra")
-    if u < 0.04:  # a rare disclaimer, so smoke runs exercise the partial-refusal path
-        text = "I am not a certified career coach, but here is some general guidance.\n" + text
-    elif u < 0.5:
-        text += "\nThis may take a few weeks, and results often depend on timing."
-    return Response(text=text, prompt_tokens=sum(len(m["content"].split()) for m in request.messages),
-                    completion_tokens=len(text.split()), finish_reason="stop")
-
-
-register_script("identity-advice", _identity_advice)
