@@ -19,7 +19,7 @@ from . import prompts as P
 from .audit import Audit, run_fresh
 from .reproduction import Reproduction, reproduce_released
 
-__all__ = ["Params", "run", "IdentityToneResult"]
+__all__ = ["Params", "run", "IdentityToneResult", "describe_run"]
 
 
 @dataclass(frozen=True)
@@ -284,3 +284,30 @@ def _figures(result: IdentityToneResult) -> dict[str, Any]:
         figs[f"fresh_effect_heatmap_described_{k}"] = F.effect_heatmap(
             result.tables["fresh_pairs_described"], model=m, metrics=list(TONE_METRICS))
     return figs
+
+
+#: Seconds per reply used for the runtime note (measured on the idle 2-core machine: see configs/identity_tone/).
+_SECONDS_PER_REPLY = {"scripted": 0.01, "local": 7.5}
+
+
+def describe_run(params: Params, config_name: str = "") -> str:
+    """A Markdown header generated from the parameters: what this run does and roughly how long it takes."""
+    n_replies = params.n_prompts * 8
+    lines = [f"**This run{f' ({config_name})' if config_name else ''}**: "
+             + ("reproduces the released seed-002 data when the workbook is found, then " if params.reproduce_released
+                else "")
+             + f"audits {len(params.fresh_models)} model(s) on {params.n_prompts} "
+             f"{'cfbench' if params.prompt_set == 'cfbench' else 'released'} prompts × 8 identities "
+             f"= {n_replies} replies per model, at most {params.completion_cap} new tokens each "
+             f"(seed protocol: T = 0.2, top-p = 0.9, 300 tokens)."]
+    for m in params.fresh_models:
+        kind = m.split(":", 1)[0]
+        if kind in _SECONDS_PER_REPLY:
+            secs = _SECONDS_PER_REPLY[kind] * n_replies * (params.completion_cap / 160 if kind == "local" else 1)
+            lines.append(f"- `{m}`: about {secs / 60:.1f} min of generation on an idle 2-core CPU "
+                         f"(cached replies replay in seconds).")
+        else:
+            lines.append(f"- `{m}`: {n_replies} API calls (time and cost depend on the provider).")
+    lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap intervals with {params.n_resamples:,} "
+                 f"resamples (seed {params.seed}).")
+    return "\n".join(lines)
