@@ -161,14 +161,20 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
             lines.append(f"- {r.model} {r.metric}, {_fmt_pair(r)}: Δ = {r.mean_diff:+.3f} "
                          f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}], d = {r.cohens_d:+.2f}, p_holm = {r.p_holm:.3f}")
     else:
+        n_tests = int(pairs.wilcoxon_p.notna().sum())
         lines.append(f"No identity difference is distinguishable from noise after Holm correction "
-                     f"(0 of {len(pairs)} comparisons); {len(sig_raw)} have an uncorrected Wilcoxon p < 0.05, "
-                     f"about {0.05 * pairs.wilcoxon_p.notna().sum():.0f} would be expected by chance alone.")
-    finite = pairs.cohens_d.replace([np.inf, -np.inf], np.nan).dropna()
-    if len(finite):
-        top = pairs.loc[finite.abs().idxmax()]
-        lines.append(f"Largest |d|: {top.model} {top.metric}, {_fmt_pair(top)}: d = {top.cohens_d:+.2f}, "
+                     f"(0 of {len(pairs)} comparisons); {len(sig_raw)} have an uncorrected Wilcoxon p < 0.05"
+                     + (f", about {0.05 * n_tests:.0f} would be expected by chance alone." if n_prompts >= 6 else
+                        f"; with {n_prompts} prompts the signed-rank test cannot reach p < 0.05 at all "
+                        f"(smallest two-sided p = {2 / 2 ** n_prompts:.3f})."))
+    ok = pairs[F.supported(pairs) & np.isfinite(pairs.cohens_d)]
+    if len(ok):
+        top = ok.loc[ok.cohens_d.abs().idxmax()]
+        lines.append(f"Largest |d| among pairs with support (≥ 5 prompts, ≥ 3 non-zero differences): "
+                     f"{top.model} {top.metric}, {_fmt_pair(top)}: d = {top.cohens_d:+.2f}, "
                      f"Δ = {top.mean_diff:+.3f} [{top.ci_low:+.3f}, {top.ci_high:+.3f}] (n = {int(top.n)}).")
+    else:
+        lines.append("No pair has the support for an effect size (≥ 5 prompts and ≥ 3 non-zero differences).")
     lines.append(f"**Power**: with n = {pw['n_prompts_min']} prompts a two-sided paired test detects |d| ≥ "
                  f"{pw['mde_d_alpha05_power80']:.2f} with 80 % power at α = 0.05 (≥ "
                  f"{pw['mde_d_alpha05_over_28_power80']:.2f} at α = 0.05/28); the seed's n = 30 gives "
