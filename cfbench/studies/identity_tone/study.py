@@ -212,6 +212,12 @@ def _prompt_frame(params: Params, wb) -> tuple[pd.DataFrame, str | None, str, st
 
             raise InputError(f"n_prompts must be in 1..{len(frame)}", source="parameters", field="n_prompts")
         return frame.head(params.n_prompts), "", "\n ", wb.source  # released prompts carry their format block
+    n_shipped = len(P.load_prompts())
+    if params.n_prompts > n_shipped:
+        from cfbench.core.errors import InputError
+
+        raise InputError(f"n_prompts must be in 1..{n_shipped} for the cfbench prompt set", source="parameters",
+                         field="n_prompts")
     return P.load_prompts(params.n_prompts), None, " ", "cfbench/studies/identity_tone/data/prompts.yaml"
 
 
