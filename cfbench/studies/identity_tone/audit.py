@@ -58,16 +58,20 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
     """Every table of the fresh audit from a responses frame (see :func:`prompts.collect_responses`).
 
     ``lexicons`` maps a mode (``"described"``, ``"as_run"``) to its term lists.
-    Failed or blank replies stay in ``responses``; they are left out only of
-    the pairs they touch (``n`` shows it).
+    Only replies that answer are scored (seed 002: refusal first, then the tone
+    of valid responses): failed calls, blank replies and full refusals get no
+    tone score; they stay in ``responses`` and are left out only of the pairs
+    they touch (``n`` shows it, ``summary["not_scored"]`` counts them).
     """
     audit = Audit()
     ids = identity_ids()
     refusals = refusal_table(responses, by=("model", "identity"))
     audit.tables["refusals"] = refusals
+    scoreable = responses.assign(
+        score_status=np.where(responses["refusal"].eq("full"), "full refusal", responses["status"]))
     for mode, lex in lexicons.items():
-        sc = score_responses(responses, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
-                             record="variant_id")
+        sc = score_responses(scoreable, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
+                             status="score_status", record="variant_id")
         audit.frames[f"scores_{mode}"] = sc
         audit.tables[f"fresh_table2_{mode}"] = group_means(sc, metrics=TABLE2_METRICS, groups=ids,
                                                            model="model", group="identity")
@@ -82,7 +86,10 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
     audit.tables["fresh_tables34_described"] = largest_gaps(pairs, model="model", k=2, by="abs_d",
                                                             metrics=["sentiment", "hedging"])
     n_min = int(pairs["n"].min()) if len(pairs) else 0
+    not_scored = scoreable[scoreable.score_status != "ok"]
     audit.summary = {
+        "n_replies": len(responses), "n_scored": int((scoreable.score_status == "ok").sum()),
+        "not_scored": {str(k): int(v) for k, v in not_scored.score_status.value_counts().items()},
         "power": power_summary(n_min),
         "pairs_described": {
             "n_rows": len(pairs), "wilcoxon_p_lt_05": int((pairs.wilcoxon_p < 0.05).sum()),

@@ -116,8 +116,7 @@ def effect_heatmap(pairs: pd.DataFrame, *, model: str, metrics: Sequence[str],
     vals = grid.to_numpy(dtype=float)
     shown = np.where(okg.to_numpy(dtype=bool) & np.isfinite(vals), vals, np.nan)
     fig, ax = plt.subplots(figsize=(1.2 * len(metrics) + 3.5, 0.28 * len(order) + 1.8))
-    cmap = matplotlib.colormaps["RdBu_r"].copy()
-    cmap.set_bad("0.85")
+    cmap = matplotlib.colormaps["RdBu_r"].with_extremes(bad="0.85")
     im = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
     for (r, c), v in np.ndenumerate(shown):
         p = pv.iat[r, c]

@@ -152,6 +152,13 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
             + "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for m, c in f["refusal_counts"].items())
             + ".")
     lines = [head]
+    if f.get("not_scored"):
+        lines.append(f"Not scored for tone (kept as rows, left out of the pairs they touch): "
+                     + ", ".join(f"{k} {v}" for k, v in f["not_scored"].items())
+                     + f"; {f['n_scored']} of {f['n_replies']} replies scored.")
+    if f.get("n_scored", 1) == 0 or not pairs["n"].gt(0).any():
+        lines.append("**No reply could be scored, so this run reports no tone difference, interval or test.**")
+        return "\n".join(lines)
     sig_holm = pairs[pairs.p_holm < 0.05]
     sig_raw = pairs[pairs.wilcoxon_p < 0.05]
     if len(sig_holm):
