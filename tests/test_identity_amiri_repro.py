@@ -9,7 +9,7 @@ import pytest
 from cfbench.core.errors import InputError
 from cfbench.io import amiri
 from cfbench.metrics.lexicon import score_responses
-from cfbench.stats.paired import group_means, largest_gaps, paired_tests
+from cfbench.stats.paired import group_means, paired_tests
 from cfbench.perturb.stimuli import identity_ids
 from cfbench.studies.identity_tone.prompts import load_as_run_terms, load_lexicons, released_prompts
 from cfbench.studies.identity_tone.reproduction import tables34

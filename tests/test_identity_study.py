@@ -1,7 +1,5 @@
 """The study API: Params -> run -> IdentityToneResult (check, findings), without the released data."""
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from cfbench.judges.base import Response
