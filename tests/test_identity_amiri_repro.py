@@ -188,3 +188,18 @@ def test_dropping_an_identity_row_is_reported(as_run):
     with pytest.raises(InputError) as err:
         paired_tests(broken, metrics=["sentiment"], groups=identity_ids(), seed=0, n_resamples=100, **KEYS)
     assert err.value.field == "identity" and err.value.record == run.prompt_id.iloc[5]
+
+
+def test_symmetry_check_of_the_released_differences(wb):
+    from cfbench.studies.identity_tone.reproduction import reproduce_released
+
+    rep = reproduce_released(wb, as_run_terms=load_as_run_terms(), described_lexicons=load_lexicons(), seed=0,
+                             n_resamples=100)
+    sym = rep.tables["released_symmetry_as_run"]
+    assert len(sym) == 2 * 4 * 28
+    s = rep.summary["released_symmetry"]
+    # measured: the four hedging rows of Table 4 have median difference 0 (most prompts' counts are equal)
+    assert s["tables34_median_zero"] >= 4 and s["tables34_symmetric"] < 8
+    assert rep.summary["reproduction"]["per_response"] == {k: 480 for k in
+                                                           ("sentiment", "politeness", "hedging", "neg_tone",
+                                                            "words", "chars")}

@@ -20,7 +20,7 @@ from cfbench.io import amiri
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_labels, refusal_table
 from cfbench.perturb.stimuli import identity_ids
-from cfbench.stats.paired import group_means, largest_gaps, paired_tests
+from cfbench.stats.paired import group_means, largest_gaps, paired_tests, symmetry_checks
 
 __all__ = ["TABLE2_METRICS", "KEYS", "Reproduction", "reproduce_released", "tables34", "released_responses",
            "refusal_rebuild"]
@@ -138,6 +138,8 @@ def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, descr
     agree = pairs_run.merge(pairs_desc, on=_PAIR_KEYS, suffixes=("_run", "_desc"))
     sig_run, sig_desc = agree.wilcoxon_p_run < 0.05, agree.wilcoxon_p_desc < 0.05
     refusals_by_identity, table1 = refusal_rebuild(wb)
+    # the seed says it verified the differences were roughly symmetric (median-mean alignment, no extreme points)
+    sym = symmetry_checks(scores_run, metrics=["sentiment", "politeness", "hedging", "neg_tone"], groups=ids, **KEYS)
 
     rep.tables.update({
         "repro_per_response": per_response, "table2_as_run": table2_run, "repro_table2_check": t2_check,
@@ -146,6 +148,7 @@ def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, descr
         "tables34_interval_methods": t34["interval_methods"],
         "table2_described": table2_desc, "pairs_described": pairs_desc, "table2_side_by_side": side,
         "table1_refusals_rebuilt": table1, "refusals_rebuilt_by_identity": refusals_by_identity,
+        "released_symmetry_as_run": sym,
     })
     changes = t34["interval_methods"][t34["interval_methods"].reading_changes]
     rep.summary = {
@@ -158,6 +161,11 @@ def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, descr
             "n_responses": len(resp), "n_table2_rows": len(table2_run), "n_pairs": len(pairs_run),
         },
         "tables34_same_pairs_as_released": bool(same_pairs),
+        "released_symmetry": {"n_rows": len(sym), "n_symmetric": int(sym.symmetric.sum()),
+                              "tables34_symmetric": int(sym.merge(t34["as_run"][_PAIR_KEYS], on=_PAIR_KEYS)
+                                                        .symmetric.sum()),
+                              "tables34_median_zero": int((sym.merge(t34["as_run"][_PAIR_KEYS], on=_PAIR_KEYS)
+                                                           ["median"] == 0).sum())},
         "tables34_interval_reading_changes": changes[_PAIR_KEYS].to_dict("records"),
         "refusals_rebuilt": {"all_none": bool((refusals_by_identity.none_rate == 1).all()),
                              "matches_released": bool(np.allclose(refusals_by_identity.none_rate,

@@ -133,6 +133,12 @@ def _reproduction_findings(s: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) 
                      f"[{r.ci_low_t:+.2f}, {r.ci_high_t:+.2f}] {'includes' if r.zero_in_t else 'excludes'} 0, "
                      f"bootstrap [{r.ci_low_boot:+.3f}, {r.ci_high_boot:+.3f}] "
                      f"{'includes' if r.zero_in_boot else 'excludes'} 0 (Wilcoxon p = {r.wilcoxon_p:.3f}).")
+    sym = s["released_symmetry"]
+    lines.append(f"**Symmetry** (the seed says it checked it): {sym['n_symmetric']} of {sym['n_rows']} released "
+                 f"pair × metric difference distributions pass (|mean − median| ≤ 0.25 SD, no point beyond 3 SD); "
+                 f"{sym['tables34_symmetric']} of the 8 Tables 3/4 rows do; in {sym['tables34_median_zero']} of them "
+                 f"the median difference is exactly 0 (count metrics: the mean gap rests on the minority of "
+                 f"prompts whose counts differ).")
     d = s["described_vs_as_run"]
     lines.append(f"**Described vs as run** on the same replies: {d['pairs_significant_as_run']} pairs with "
                  f"Wilcoxon p < 0.05 as run, {d['pairs_significant_described']} as described, "
