@@ -266,3 +266,38 @@ def test_symmetry_checks_flag_skew_and_leverage():
     assert bool(res.loc["x", "symmetric"]) and res.loc["x", "gap_sd"] == pytest.approx(0.0, abs=1e-12)
     assert not bool(res.loc["y", "symmetric"]) and res.loc["y", "n_extreme"] == 1
     assert res.loc["y", "skewness"] == pytest.approx(stats.skew(skew_d, bias=False))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_enumerated_signed_rank_equals_scipys_default_permutation_test(seed):
+    import warnings
+
+    from cfbench.stats.paired import signed_rank_permutation
+
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for k in range(30):
+        n = 13 if k == 0 else int(rng.integers(2, 11))
+        d = rng.integers(-3, 4, size=n).astype(float) * (0.25 if seed % 2 else 1.0)  # ties and zeros
+        if not np.any(d != 0) or wilcoxon_method(d) != "permutation":
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = stats.wilcoxon(d)
+        stat, p = signed_rank_permutation(d)
+        assert stat == pytest.approx(float(ref.statistic), abs=1e-12)
+        assert p == pytest.approx(float(ref.pvalue), abs=1e-12)
+        checked += 1
+    assert checked >= 15
+
+
+def test_paired_tests_use_the_enumeration_for_small_tied_samples():
+    rows = [{"model": "m", "prompt_id": f"p{i}", "identity": g, "x": float(v)}
+            for i, (a, b) in enumerate([(1, 0), (2, 0), (1, 1), (3, 1), (0, 1), (2, 0), (1, 0), (2, 2)])
+            for g, v in (("g1", a), ("g2", b))]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=100, **KEYS)
+    d = np.array([1, 2, 0, 2, -1, 2, 1, 0], dtype=float)
+    ref = stats.wilcoxon(d)
+    assert res.wilcoxon_method.iloc[0] == "permutation"
+    assert res.wilcoxon_p.iloc[0] == pytest.approx(ref.pvalue, abs=1e-12)
+    assert res.wilcoxon_stat.iloc[0] == pytest.approx(ref.statistic)
