@@ -34,6 +34,14 @@ def test_notebook_parameters_match_params_and_source_has_no_outputs():
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
     names = [line.split(":")[0] for line in "".join(cell["source"]).splitlines() if line.strip()]
     assert names[2:] == [f.name for f in fields(Params)] and names[:2] == ["output_dir", "config_name"]
+    import ast
+
+    defaults = {}
+    for node in ast.parse("".join(cell["source"])).body:
+        defaults[node.target.id] = ast.literal_eval(node.value)
+    for f in fields(Params):
+        value = defaults[f.name]
+        assert (tuple(value) if isinstance(value, list) else value) == f.default, f.name
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
     smoke = yaml.safe_load((REPO / "configs" / "identity_tone" / "smoke.yaml").read_text())
     Params.from_config(smoke, source="smoke.yaml")  # every config key is a parameter of the right type
