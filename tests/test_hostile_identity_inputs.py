@@ -71,3 +71,33 @@ def test_amiri_missing_file_is_a_clear_file_not_found(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="not found"):
         load_amiri(tmp_path / "absent.numbers", cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("mapping,field", [
+    ({"n_prompt": 4}, "n_prompt"),
+    ({"n_prompts": "12"}, "n_prompts"),
+    ({"fresh_models": "local:qwen2.5-coder-1.5b"}, "fresh_models"),
+    ({"prompt_set": "mine"}, "prompt_set"),
+    ({"n_prompts": 0}, "n_prompts"),
+    ({"completion_cap": -5}, "completion_cap"),
+    ({"fresh_models": []}, "fresh_models"),
+    ({"use_cache": "yes"}, "use_cache"),
+], ids=["unknown-name", "string-number", "string-not-list", "bad-prompt-set", "zero-prompts", "negative-cap",
+        "no-models", "string-bool"])
+def test_bad_study_parameters(mapping, field):
+    from cfbench.studies.identity_tone import Params
+
+    expect_input_error(lambda: Params.from_config(mapping, source="my.yaml"), field=field)
+
+
+def test_released_prompt_set_without_the_workbook_is_a_clear_error(tmp_path):
+    from cfbench.studies.identity_tone import Params, run
+
+    params = Params(prompt_set="released", reproduce_released=False, n_resamples=10)
+    expect_input_error(lambda: run(params), field="prompt_set")
+
+
+def test_too_many_cfbench_prompts_names_the_field():
+    from cfbench.studies.identity_tone import Params, run
+
+    expect_input_error(lambda: run(Params(n_prompts=999, reproduce_released=False, n_resamples=10)), field="n_prompts")

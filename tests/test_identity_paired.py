@@ -14,6 +14,7 @@ from cfbench.stats.paired import (PAIR_COLUMNS, adjust_pvalues, cohens_dz, group
                                     min_detectable_d, paired_matrix, paired_tests, wilcoxon_method)
 
 GROUPS = ["g1", "g2", "g3"]
+KEYS = {"model": "model", "unit": "prompt_id", "group": "identity"}
 
 
 def _scores(n=12, seed=0, shift=(0.0, 0.3, -0.2)):
@@ -28,14 +29,14 @@ def _scores(n=12, seed=0, shift=(0.0, 0.3, -0.2)):
 
 
 def test_columns_and_pairs():
-    res = paired_tests(_scores(), metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000)
+    res = paired_tests(_scores(), metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000, **KEYS)
     assert list(res.columns) == PAIR_COLUMNS
     assert list(zip(res.identity_a, res.identity_b)) == list(itertools.combinations(GROUPS, 2))
 
 
 def test_t_and_effect_size_against_pingouin_and_formula():
     sc = _scores()
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=2000, **KEYS)
     wide = sc.pivot(index="prompt_id", columns="identity", values="x")
     for _, r in res.iterrows():
         a, b = wide[r.identity_a].to_numpy(), wide[r.identity_b].to_numpy()
@@ -62,7 +63,7 @@ def _exact_wilcoxon_p(d):
 
 def test_wilcoxon_exact_against_enumeration():
     sc = _scores(n=11, seed=4)
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=1000)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=1000, **KEYS)
     wide = sc.pivot(index="prompt_id", columns="identity", values="x")
     for _, r in res.iterrows():
         d = (wide[r.identity_a] - wide[r.identity_b]).to_numpy()
@@ -80,7 +81,7 @@ def test_wilcoxon_zero_handling_is_recorded():
     rows = []
     for i, v in enumerate(d):
         rows += [{"model": "m", "prompt_id": i, "identity": "g1", "x": v}, {"model": "m", "prompt_id": i, "identity": "g2", "x": 0.0}]
-    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=500).iloc[0]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=500, **KEYS).iloc[0]
     assert res.n_zero_diff == 2 and res.wilcoxon_method == "asymptotic"
     # zero_method="wilcox": zeros dropped, normal approximation with tie correction, no continuity correction
     nz = d[d != 0]
@@ -95,14 +96,14 @@ def test_wilcoxon_zero_handling_is_recorded():
 
 def test_all_zero_differences_are_undefined_not_dropped():
     rows = [{"model": "m", "prompt_id": i, "identity": g, "x": 1.0} for i in range(5) for g in ("g1", "g2")]
-    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=200).iloc[0]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=200, **KEYS).iloc[0]
     assert res.n == 5 and res.mean_diff == 0
     assert math.isnan(res.wilcoxon_p) and res.wilcoxon_method.startswith("undefined")
 
 
 def test_bootstrap_ci_against_a_plain_numpy_bootstrap():
     sc = _scores(n=25, seed=1)
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=10_000)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=10_000, **KEYS)
     wide = sc.pivot(index="prompt_id", columns="identity", values="x")
     rng = np.random.default_rng(123)
     for _, r in res.iterrows():
@@ -117,9 +118,9 @@ def test_bootstrap_ci_against_a_plain_numpy_bootstrap():
 
 def test_bootstrap_is_seeded_and_independent_of_other_metrics():
     sc = _scores().assign(y=lambda f: f.x ** 2)
-    a = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=3, n_resamples=1000)
-    b = paired_tests(sc, metrics=["y", "x"], groups=GROUPS, seed=3, n_resamples=1000)
-    c = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=4, n_resamples=1000)
+    a = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=3, n_resamples=1000, **KEYS)
+    b = paired_tests(sc, metrics=["y", "x"], groups=GROUPS, seed=3, n_resamples=1000, **KEYS)
+    c = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=4, n_resamples=1000, **KEYS)
     bx = b[b.metric == "x"].reset_index(drop=True)
     assert np.array_equal(a.ci_low, bx.ci_low) and np.array_equal(a.ci_high, bx.ci_high)
     assert not np.array_equal(a.ci_low, c.ci_low)
@@ -158,34 +159,145 @@ def test_missing_identity_for_a_prompt_raises():
     sc = _scores()
     sc = sc[~((sc.prompt_id == "p03") & (sc.identity == "g2"))]
     with pytest.raises(InputError) as err:
-        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100)
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100, **KEYS)
     assert err.value.record == "p03" and err.value.field == "identity"
 
 
 def test_duplicate_and_unknown_identity_raise():
     sc = _scores()
     with pytest.raises(InputError, match="duplicate"):
-        paired_matrix(pd.concat([sc, sc.iloc[:1]]), metric="x", groups=GROUPS)
+        paired_matrix(pd.concat([sc, sc.iloc[:1]]), metric="x", groups=GROUPS, unit="prompt_id", group="identity")
     with pytest.raises(InputError, match="unknown"):
-        paired_matrix(sc.replace({"identity": {"g3": "g9"}}), metric="x", groups=GROUPS)
+        paired_matrix(sc.replace({"identity": {"g3": "g9"}}), metric="x", groups=GROUPS, unit="prompt_id", group="identity")
 
 
 def test_missing_score_raises_or_drops_the_prompt_from_its_pairs():
     sc = _scores()
     sc.loc[(sc.prompt_id == "p05") & (sc.identity == "g1"), "x"] = np.nan
     with pytest.raises(InputError) as err:
-        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100)
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=100, **KEYS)
     assert err.value.record == "p05" and err.value.field == "x"
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=500, on_missing="drop_unit")
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=500, on_missing="drop_unit", **KEYS)
     assert res.set_index(["identity_a", "identity_b"])["n"].to_dict() == {
         ("g1", "g2"): 11, ("g1", "g3"): 11, ("g2", "g3"): 12}
 
 
 def test_group_means_and_largest_gaps():
     sc = _scores()
-    t = group_means(sc, metrics=["x"], groups=GROUPS)
+    t = group_means(sc, metrics=["x"], groups=GROUPS, model="model", group="identity")
     assert t.x.tolist() == pytest.approx([sc[sc.identity == g].x.mean() for g in GROUPS])
     assert (t.n == 12).all()
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=200)
-    top = largest_gaps(res, k=1, by="abs_d")
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=200, **KEYS)
+    top = largest_gaps(res, model="model", k=1, by="abs_d")
     assert len(top) == 1 and abs(top.cohens_d.iloc[0]) == res.cohens_d.abs().max()
+
+
+def test_column_names_are_parameters_without_defaults():
+    sc = _scores().rename(columns={"model": "judge", "prompt_id": "item", "identity": "persona"})
+    with pytest.raises(TypeError):
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0)  # no study defaults
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, n_resamples=200, model="judge", unit="item",
+                       group="persona")
+    assert list(res.columns[:4]) == ["judge", "metric", "persona_a", "persona_b"]
+    ref = paired_tests(_scores(), metrics=["x"], groups=GROUPS, seed=0, n_resamples=200, **KEYS)
+    assert res["t"].tolist() == ref["t"].tolist() and res["ci_low"].tolist() == ref["ci_low"].tolist()
+
+
+def test_paired_t_interval_equals_scipy_one_sample_interval():
+    sc = _scores(n=9, seed=2)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, ci_method="paired_t", **KEYS)
+    wide = sc.pivot(index="prompt_id", columns="identity", values="x")
+    for _, r in res.iterrows():
+        d = (wide[r.identity_a] - wide[r.identity_b]).to_numpy()
+        ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+        assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-12)
+    assert res.attrs["ci_method"] == "paired t over units"
+    with pytest.raises(ValueError):
+        paired_tests(sc, metrics=["x"], groups=GROUPS, seed=0, ci_method="bca", **KEYS)
+
+
+def test_length_adjusted_difference_against_statsmodels_ols():
+    import statsmodels.api as sm
+
+    from cfbench.stats.paired import length_adjusted_tests
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(15):
+        for g, shift in zip(GROUPS, (0.0, 0.4, -0.1)):
+            words = 140 + rng.normal(0, 8) + 10 * shift
+            rows.append({"model": "m", "prompt_id": f"p{i}", "identity": g, "words": words,
+                         "x": 0.02 * words + shift + rng.normal(0, 0.3)})
+    sc = pd.DataFrame(rows)
+    res = length_adjusted_tests(sc, metrics=["x"], groups=GROUPS, length="words", **KEYS)
+    wide_x = sc.pivot(index="prompt_id", columns="identity", values="x")
+    wide_w = sc.pivot(index="prompt_id", columns="identity", values="words")
+    for _, r in res.iterrows():
+        y = (wide_x[r.identity_a] - wide_x[r.identity_b]).to_numpy()
+        x = (wide_w[r.identity_a] - wide_w[r.identity_b]).to_numpy()
+        fit = sm.OLS(y, sm.add_constant(x)).fit()
+        lo, hi = fit.conf_int(0.05)[0]
+        assert r.adj_diff == pytest.approx(fit.params[0], rel=1e-10)
+        assert r.slope == pytest.approx(fit.params[1], rel=1e-10)
+        assert (r.adj_ci_low, r.adj_ci_high) == pytest.approx((lo, hi), rel=1e-10)
+        assert r.adj_p == pytest.approx(fit.pvalues[0], rel=1e-8)
+        assert r.mean_diff == pytest.approx(y.mean())
+
+
+def test_length_adjustment_is_nan_when_lengths_do_not_vary():
+    from cfbench.stats.paired import length_adjusted_tests
+
+    sc = _scores().assign(words=100.0)
+    res = length_adjusted_tests(sc, metrics=["x"], groups=GROUPS, length="words", **KEYS)
+    assert res.adj_diff.isna().all() and res.mean_diff.notna().all()
+
+
+def test_symmetry_checks_flag_skew_and_leverage():
+    from cfbench.stats.paired import symmetry_checks
+
+    n = 20
+    sym_d = np.r_[np.linspace(-1, 1, n)]
+    skew_d = np.r_[np.zeros(n - 1), 10.0]   # one extreme point
+    rows = []
+    for i in range(n):
+        rows += [{"model": "m", "prompt_id": f"p{i}", "identity": "g1", "x": sym_d[i], "y": skew_d[i]},
+                 {"model": "m", "prompt_id": f"p{i}", "identity": "g2", "x": 0.0, "y": 0.0}]
+    res = symmetry_checks(pd.DataFrame(rows), metrics=["x", "y"], groups=["g1", "g2"], **KEYS).set_index("metric")
+    assert bool(res.loc["x", "symmetric"]) and res.loc["x", "gap_sd"] == pytest.approx(0.0, abs=1e-12)
+    assert not bool(res.loc["y", "symmetric"]) and res.loc["y", "n_extreme"] == 1
+    assert res.loc["y", "skewness"] == pytest.approx(stats.skew(skew_d, bias=False))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_enumerated_signed_rank_equals_scipys_default_permutation_test(seed):
+    import warnings
+
+    from cfbench.stats.paired import signed_rank_permutation
+
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for k in range(30):
+        n = 13 if k == 0 else int(rng.integers(2, 11))
+        d = rng.integers(-3, 4, size=n).astype(float) * (0.25 if seed % 2 else 1.0)  # ties and zeros
+        if not np.any(d != 0) or wilcoxon_method(d) != "permutation":
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = stats.wilcoxon(d)
+        stat, p = signed_rank_permutation(d)
+        assert stat == pytest.approx(float(ref.statistic), abs=1e-12)
+        assert p == pytest.approx(float(ref.pvalue), abs=1e-12)
+        checked += 1
+    assert checked >= 15
+
+
+def test_paired_tests_use_the_enumeration_for_small_tied_samples():
+    rows = [{"model": "m", "prompt_id": f"p{i}", "identity": g, "x": float(v)}
+            for i, (a, b) in enumerate([(1, 0), (2, 0), (1, 1), (3, 1), (0, 1), (2, 0), (1, 0), (2, 2)])
+            for g, v in (("g1", a), ("g2", b))]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=100, **KEYS)
+    d = np.array([1, 2, 0, 2, -1, 2, 1, 0], dtype=float)
+    ref = stats.wilcoxon(d)
+    assert res.wilcoxon_method.iloc[0] == "permutation"
+    assert res.wilcoxon_p.iloc[0] == pytest.approx(ref.pvalue, abs=1e-12)
+    assert res.wilcoxon_stat.iloc[0] == pytest.approx(ref.statistic)

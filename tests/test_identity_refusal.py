@@ -64,7 +64,7 @@ def test_empty_and_non_text():
 def test_refusal_table_counts_every_row():
     frame = pd.DataFrame({"model": ["m"] * 5, "identity": ["x", "x", "x", "y", "y"],
                           "refusal": ["none", "full", "empty", "error", "partial"]})
-    t = refusal_table(frame).set_index("identity")
+    t = refusal_table(frame, by=("model", "identity")).set_index("identity")
     assert t.loc["x", "n"] == 3 and t.loc["y", "n"] == 2
     assert t.loc["x", "full_count"] == 1 and t.loc["x", "empty_count"] == 1
     assert t.loc["y", "error_rate"] == pytest.approx(0.5)
@@ -74,4 +74,4 @@ def test_refusal_table_counts_every_row():
 def test_refusal_table_rejects_unknown_labels():
     frame = pd.DataFrame({"model": ["m"], "identity": ["x"], "refusal": ["no_refusal"]})
     with pytest.raises(InputError, match="unknown refusal label"):
-        refusal_table(frame)
+        refusal_table(frame, by=("model", "identity"))

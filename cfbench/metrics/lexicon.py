@@ -7,7 +7,6 @@ Two clearly separated modes:
     lowercasing and stripping punctuation; a lexicon count = case-insensitive
     word-boundary matches of words and multi-word phrases, leftmost-longest
     (greedy) without double counting; reported as a rate per 100 words.
-    Uses cfbench's own lexicons (``cfbench/data/identity_tone/lexicons.yaml``).
 
 ``as_run`` (paper-compat, reproduction only)
     What the released workbook actually computed: plain substring counts on
@@ -15,6 +14,10 @@ Two clearly separated modes:
     terms recoverable from the data, reported as raw counts; word count = a
     plain whitespace split of the raw text; char count = see
     :func:`as_run_char_count`. (Described mode: ``len(text)``.)
+
+This module knows no study and reads no file of its own: the caller passes
+the term lists (:class:`Lexicons`, e.g. built with :func:`lexicons_from_mapping`
+from a study's YAML file).
 """
 
 from __future__ import annotations
@@ -23,20 +26,17 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from ..core.paths import package_text
 from ..core.errors import InputError
 
 __all__ = [
     "Lexicons",
     "LEXICON_METRICS",
-    "load_lexicons",
-    "load_as_run_terms",
+    "lexicons_from_mapping",
     "described_word_count",
     "as_run_word_count",
     "as_run_char_count",
@@ -67,34 +67,33 @@ class Lexicons:
         return self.terms[name]
 
 
-def _read_lexicon_file(name: str) -> Lexicons:
-    text = package_text(f"studies/identity_tone/data/{name}")
-    raw = yaml.safe_load(text)
-    source = f"cfbench/studies/identity_tone/data/{name}"
-    if not isinstance(raw, dict) or "version" not in raw:
+def lexicons_from_mapping(raw: Any, *, source: str) -> Lexicons:
+    """Build :class:`Lexicons` from a parsed YAML/JSON mapping.
+
+    ``raw`` needs a ``version`` and a non-empty list of strings for each of
+    :data:`LEXICON_METRICS`; terms are lowercased with straightened
+    apostrophes, and a duplicate after that is an :class:`InputError` naming
+    ``source`` and the list.
+
+    >>> lexicons_from_mapping({"version": "v", "politeness": ["Please"], "hedging": ["may"],
+    ...                        "negative_tone": ["just"]}, source="example")["politeness"]
+    ('please',)
+    """
+    if not isinstance(raw, Mapping) or "version" not in raw:
         raise InputError("lexicon file needs a 'version'", source=source, field="version")
     terms = {}
     for key in LEXICON_METRICS:
         items = raw.get(key)
         if not isinstance(items, list) or not items:
             raise InputError("missing or empty term list", source=source, field=key)
-        norm = tuple(_normalise(str(t)).strip() for t in items)
+        bad = [t for t in items if not isinstance(t, str) or not t.strip()]
+        if bad:
+            raise InputError(f"term must be a non-empty string, got {bad[0]!r}", source=source, field=key)
+        norm = tuple(_normalise(t).strip() for t in items)
         if len(set(norm)) != len(norm):
             raise InputError("duplicate term", source=source, field=key)
         terms[key] = norm
     return Lexicons(version=str(raw["version"]), terms=terms)
-
-
-@lru_cache(maxsize=None)
-def load_lexicons() -> Lexicons:
-    """cfbench's own lexicons (18 hedging, 12 politeness, 15 negative-tone entries)."""
-    return _read_lexicon_file("lexicons.yaml")
-
-
-@lru_cache(maxsize=None)
-def load_as_run_terms() -> Lexicons:
-    """The terms recoverable from the released seed-002 data (as-run mode only)."""
-    return _read_lexicon_file("as_run_terms.yaml")
 
 
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
@@ -175,9 +174,9 @@ def count_substrings(text: str, terms: Sequence[str]) -> int:
     return sum(low.count(t.lower()) for t in terms)
 
 
-def lexicon_scores(texts: Iterable[object], *, mode: str = "described",
-                   lexicons: Lexicons | None = None, ids: Sequence[object] | None = None) -> pd.DataFrame:
-    """Per-text politeness, hedging, negative tone, words and chars.
+def lexicon_scores(texts: Iterable[object], *, lexicons: Lexicons, mode: str = "described",
+                   ids: Sequence[object] | None = None) -> pd.DataFrame:
+    """Per-text politeness, hedging, negative tone, words and chars, counted with ``lexicons``.
 
     Columns ``politeness``, ``hedging``, ``neg_tone``, ``words``, ``chars``, ``empty``.
     ``described``: the lexicon columns are rates per 100 words (NaN for a text with no
@@ -187,7 +186,9 @@ def lexicon_scores(texts: Iterable[object], *, mode: str = "described",
     """
     if mode not in ("described", "as_run"):
         raise ValueError(f"mode must be 'described' or 'as_run', got {mode!r}")
-    lex = lexicons or (load_lexicons() if mode == "described" else load_as_run_terms())
+    if not isinstance(lexicons, Lexicons):
+        raise TypeError(f"lexicons must be a Lexicons, got {type(lexicons).__name__}")
+    lex = lexicons
     rows = []
     for i, text in enumerate(texts):
         rec = ids[i] if ids is not None else i
@@ -208,32 +209,38 @@ def lexicon_scores(texts: Iterable[object], *, mode: str = "described",
     return out
 
 
-def tone_scores(texts: Sequence[object], *, mode: str = "described",
+def tone_scores(texts: Sequence[object], *, lexicons: Lexicons, mode: str = "described",
                 ids: Sequence[object] | None = None) -> pd.DataFrame:
     """All per-response tone metrics of one mode: :data:`TONE_METRICS` + ``empty``.
 
-    ``described``: vaderSentiment compound, cfbench lexicon rates per 100
-    words, described word count. ``as_run``: NLTK VADER with the same
-    lexicon, raw substring counts of the as-run terms, whitespace word count,
+    ``described``: vaderSentiment compound, rates per 100 words of the
+    ``lexicons`` terms, described word count. ``as_run``: NLTK VADER with the same
+    VADER lexicon, raw substring counts of the terms, whitespace word count,
     as-run char count. An empty response gets NaN sentiment (not VADER's 0.0)
     and ``empty=True``, so it can never pass for a neutral reply.
 
-    >>> tone_scores(["Please consider it."], mode="as_run")[["politeness", "words"]].iloc[0].tolist()
+    >>> lex = lexicons_from_mapping({"version": "v", "politeness": ["please", "consider"],
+    ...                              "hedging": ["may"], "negative_tone": ["just"]}, source="example")
+    >>> tone_scores(["Please consider it."], lexicons=lex, mode="as_run")[["politeness", "words"]].iloc[0].tolist()
     [2.0, 3.0]
     """
     from .sentiment import vader_compound
 
     texts = list(texts)
-    lex = lexicon_scores(texts, mode=mode, ids=ids)
+    lex = lexicon_scores(texts, lexicons=lexicons, mode=mode, ids=ids)
     sent = vader_compound(texts, mode=mode, ids=ids)
     lex.insert(0, "sentiment", np.where(lex["empty"].to_numpy(), np.nan, sent))
     return lex
 
 
-def score_responses(responses: pd.DataFrame, *, mode: str = "described", text: str = "text",
-                    status: str | None = "status", keep: Sequence[str] = ("model", "prompt_id", "identity")
-                    ) -> pd.DataFrame:
+def score_responses(responses: pd.DataFrame, *, lexicons: Lexicons, keep: Sequence[str],
+                    mode: str = "described", text: str = "text", status: str | None = "status",
+                    record: str | None = None) -> pd.DataFrame:
     """Tone metrics for a frame of replies, one output row per input row.
+
+    ``keep`` names the columns copied to the output (e.g. model, unit, group);
+    ``record`` names the column that identifies a row in error messages
+    (default: the row position).
 
     Rows whose ``status`` is not ``"ok"`` (failed calls, blank replies) get
     NaN metrics and stay in the frame — they are never dropped here; the
@@ -244,9 +251,11 @@ def score_responses(responses: pd.DataFrame, *, mode: str = "described", text: s
         raise InputError("column missing", source="responses", field=missing[0])
     ok = (responses[status] == "ok").to_numpy() if status else np.ones(len(responses), bool)
     base = responses[list(keep)].reset_index(drop=True)
-    ids = (responses["variant_id"] if "variant_id" in responses.columns else pd.Series(range(len(responses))))
+    if record is not None and record not in responses.columns:
+        raise InputError("column missing", source="responses", field=record)
+    ids = responses[record] if record is not None else pd.Series(range(len(responses)))
     ids = ids.reset_index(drop=True)
-    scored = tone_scores(list(responses[text][ok]), mode=mode, ids=list(ids[ok]))
+    scored = tone_scores(list(responses[text][ok]), lexicons=lexicons, mode=mode, ids=list(ids[ok]))
     out = pd.DataFrame(np.nan, index=base.index, columns=list(TONE_METRICS))
     out.loc[ok, list(TONE_METRICS)] = scored[list(TONE_METRICS)].to_numpy()
     res = pd.concat([base, out], axis=1)

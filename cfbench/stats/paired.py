@@ -5,8 +5,9 @@ paired differences are ``D_i = score(prompt i, A) - score(prompt i, B)``.
 For every pair of groups (C(8,2) = 28 per model × metric) :func:`paired_tests`
 reports
 
-* mean difference with a percentile bootstrap interval
-  (:func:`cfbench.stats.bootstrap.mean_interval`, resampling prompts, seeded per (seed, model, metric));
+* mean difference with a 95 % interval: by default a percentile bootstrap
+  (:func:`cfbench.stats.bootstrap.mean_interval`, resampling units, seeded per (seed, model, metric)),
+  or with ``ci_method="paired_t"`` the paired-t interval mean(D) ± t_{n-1} sd(D)/sqrt(n);
 * the paired t test (``scipy.stats.ttest_rel``);
 * the Wilcoxon signed-rank test (``scipy.stats.wilcoxon`` with its defaults:
   ``zero_method="wilcox"`` drops zero differences, no continuity correction,
@@ -21,7 +22,15 @@ reports
   one model × metric.
 
 :func:`min_detectable_d` gives the smallest d_z a two-sided paired t test
-detects with the given power at the run's n.
+detects with the given power at the run's n. :func:`length_adjusted_tests`
+gives each difference at equal reply length (intercept of the regression of
+the metric's differences on the word-count differences) and
+:func:`symmetry_checks` the median–mean alignment and extreme points of the
+differences, which the signed-rank test assumes symmetric.
+
+Column names are parameters with no defaults: the caller says which column
+holds the model, the pairing unit and the group. Output columns are the
+model column, ``metric``, ``<group>_a``, ``<group>_b`` and the statistics.
 """
 
 from __future__ import annotations
@@ -40,6 +49,12 @@ from .bootstrap import mean_interval
 
 __all__ = [
     "PAIR_COLUMNS",
+    "pair_columns",
+    "CI_METHODS",
+    "paired_t_interval",
+    "length_adjusted_tests",
+    "symmetry_checks",
+    "signed_rank_permutation",
     "paired_tests",
     "paired_matrix",
     "cohens_dz",
@@ -50,11 +65,26 @@ __all__ = [
     "group_means",
 ]
 
-PAIR_COLUMNS = [
-    "model", "metric", "identity_a", "identity_b", "n", "mean_a", "mean_b", "mean_diff",
-    "ci_low", "ci_high", "t", "t_p", "wilcoxon_stat", "wilcoxon_p", "cohens_d", "p_holm", "p_bh",
-    "wilcoxon_method", "n_zero_diff",
+_STAT_COLUMNS = [
+    "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high", "t", "t_p", "wilcoxon_stat", "wilcoxon_p",
+    "cohens_d", "p_holm", "p_bh", "wilcoxon_method", "n_zero_diff",
 ]
+
+#: ``ci_method`` values of :func:`paired_tests` -> the label written in ``result.attrs["ci_method"]``.
+CI_METHODS = {"bootstrap": "percentile bootstrap over units", "paired_t": "paired t over units"}
+
+
+def pair_columns(*, model: str, group: str) -> list[str]:
+    """Output columns of :func:`paired_tests` for these column names.
+
+    >>> pair_columns(model="model", group="identity")[:4]
+    ['model', 'metric', 'identity_a', 'identity_b']
+    """
+    return [model, "metric", f"{group}_a", f"{group}_b", *_STAT_COLUMNS]
+
+
+#: Output columns for ``model="model", group="identity"``.
+PAIR_COLUMNS = pair_columns(model="model", group="identity")
 
 
 def cohens_dz(d: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -108,9 +138,61 @@ def wilcoxon_method(d: np.ndarray) -> str:
     return "permutation" if d.size <= 13 else "asymptotic"
 
 
+def paired_t_interval(d: np.ndarray, *, confidence: float = 0.95, axis: int = -1
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """mean(D) ± t_{n-1, (1+confidence)/2} · sd(D, ddof=1) / sqrt(n) along ``axis``.
+
+    >>> lo, hi = paired_t_interval(np.array([1.0, 2.0, 3.0]))
+    >>> round(float(lo), 3), round(float(hi), 3)
+    (-0.484, 4.484)
+    """
+    d = np.asarray(d, dtype=float)
+    n = d.shape[axis]
+    if n < 2:
+        nan = np.full(np.delete(d.shape, axis if axis >= 0 else d.ndim + axis), np.nan)
+        return nan, nan.copy()
+    mean = d.mean(axis=axis)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * d.std(axis=axis, ddof=1) / np.sqrt(n)
+    return mean - half, mean + half
+
+
+_SIGN_PATTERNS: dict[int, np.ndarray] = {}
+
+
+def _sign_patterns(k: int) -> np.ndarray:
+    if k not in _SIGN_PATTERNS:
+        _SIGN_PATTERNS[k] = ((np.arange(2 ** k)[:, None] >> np.arange(k)) & 1).astype(float)
+    return _SIGN_PATTERNS[k]
+
+
+def signed_rank_permutation(d: np.ndarray) -> tuple[float, float]:
+    """Two-sided signed-rank test by full enumeration of the 2^k sign patterns (k non-zero differences).
+
+    The same test as scipy's default ``wilcoxon`` for n <= 13 with ties or
+    zeros (zeros dropped, average ranks of |D|, statistic min(R+, R-),
+    p = 2 min(P(R+ <= r), P(R+ >= r)) with scipy's relative tolerance), but
+    enumerated in one matrix product instead of a generic permutation test
+    (about 4 s per call on a shared 2-core machine; 336 calls per run).
+    Returns (statistic, p-value).
+    """
+    d = np.asarray(d, dtype=float)
+    nz = d[d != 0]
+    if nz.size == 0:
+        return float("nan"), float("nan")
+    if nz.size > 20:
+        raise ValueError("full enumeration is for small samples (at most 20 non-zero differences)")
+    ranks = stats.rankdata(np.abs(nz))
+    r_plus = float(ranks[nz > 0].sum())
+    r_minus = float(ranks.sum() - r_plus)
+    null = _sign_patterns(nz.size) @ ranks
+    gamma = abs(np.finfo(float).eps * 100 * r_plus)
+    p_less = float(np.mean(null <= r_plus + gamma))
+    p_greater = float(np.mean(null >= r_plus - gamma))
+    return min(r_plus, r_minus), min(1.0, 2 * min(p_less, p_greater))
+
+
 def paired_matrix(scores: pd.DataFrame, *, metric: str, groups: Sequence[str],
-                  unit: str = "prompt_id", group: str = "identity",
-                  source: str = "scores") -> pd.DataFrame:
+                  unit: str, group: str, source: str = "scores") -> pd.DataFrame:
     """Wide frame: one row per unit (prompt), one column per group.
 
     Raises :class:`InputError` for a duplicate (unit, group), a unit missing a
@@ -139,17 +221,22 @@ def paired_matrix(scores: pd.DataFrame, *, metric: str, groups: Sequence[str],
 
 
 def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], seed: int,
-                 model: str = "model", unit: str = "prompt_id", group: str = "identity",
-                 n_resamples: int = 10_000, confidence: float = 0.95,
+                 model: str, unit: str, group: str,
+                 n_resamples: int = 10_000, confidence: float = 0.95, ci_method: str = "bootstrap",
                  on_missing: str = "raise", source: str = "scores") -> pd.DataFrame:
     """All pairwise paired comparisons of ``groups`` per model × metric.
 
     ``scores`` is long: one row per (model, unit, group) with a column per
-    metric. Pairs are ``(groups[i], groups[j])`` for i < j, difference A − B.
+    metric; ``model``, ``unit`` and ``group`` name those columns. Pairs are
+    ``(groups[i], groups[j])`` for i < j, difference A − B. ``ci_method`` is
+    ``"bootstrap"`` (percentile, ``n_resamples`` resamples of units) or
+    ``"paired_t"`` (see :func:`paired_t_interval`; ``n_resamples`` unused).
     A NaN score (e.g. an empty response) raises with ``on_missing="raise"``;
     with ``"drop_unit"`` that prompt is left out of the pairs involving it and
     ``n`` shows how many prompts remain.
     """
+    if ci_method not in CI_METHODS:
+        raise ValueError(f"ci_method must be one of {sorted(CI_METHODS)}, got {ci_method!r}")
     if on_missing not in ("raise", "drop_unit"):
         raise ValueError(f"on_missing must be 'raise' or 'drop_unit', got {on_missing!r}")
     if model not in scores.columns:
@@ -170,14 +257,17 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
             B = X[:, [j for _, j in pairs]].T
             D = A - B
             complete = ~np.isnan(D).any()
-            if complete:
+            if complete and ci_method == "bootstrap":
                 lo, hi = mean_interval(D, n_boot=n_resamples, confidence=confidence, rng=rng)
             rows = []
             for k, (i, j) in enumerate(pairs):
                 ok = ~np.isnan(D[k])
                 a, b, d = A[k, ok], B[k, ok], D[k, ok]
                 n = int(ok.sum())
-                if not complete:
+                if ci_method == "paired_t":
+                    l1, h1 = paired_t_interval(d, confidence=confidence)
+                    ci = (float(l1), float(h1))
+                elif not complete:
                     l1, h1 = mean_interval(d[None, :], n_boot=n_resamples, confidence=confidence,
                                            rng=np.random.default_rng(derive_seed(seed, m_name, metric, k)))
                     ci = (float(l1[0]), float(h1[0]))
@@ -187,15 +277,19 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     warnings.simplefilter("ignore", RuntimeWarning)
                     t = stats.ttest_rel(a, b) if n >= 2 else None
                 if n >= 1 and np.any(d != 0):
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", UserWarning)
-                        w = stats.wilcoxon(d)
-                    w_stat, w_p, w_method = float(w.statistic), float(w.pvalue), wilcoxon_method(d)
+                    w_method = wilcoxon_method(d)
+                    if w_method == "permutation":
+                        w_stat, w_p = signed_rank_permutation(d)
+                    else:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", UserWarning)
+                            w = stats.wilcoxon(d)
+                        w_stat, w_p = float(w.statistic), float(w.pvalue)
                 else:
                     w_stat, w_p = np.nan, np.nan
                     w_method = "undefined (no pairs)" if n == 0 else "undefined (all differences zero)"
                 rows.append({
-                    "model": m_name, "metric": metric, "identity_a": groups[i], "identity_b": groups[j],
+                    model: m_name, "metric": metric, f"{group}_a": groups[i], f"{group}_b": groups[j],
                     "n": n, "mean_a": a.mean() if n else np.nan, "mean_b": b.mean() if n else np.nan,
                     "mean_diff": d.mean() if n else np.nan, "ci_low": ci[0], "ci_high": ci[1],
                     "t": float(t.statistic) if t is not None else np.nan,
@@ -208,31 +302,33 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
             fam["p_holm"] = adjust_pvalues(fam["wilcoxon_p"], "holm")
             fam["p_bh"] = adjust_pvalues(fam["wilcoxon_p"], "fdr_bh")
             out.append(fam)
+    columns = pair_columns(model=model, group=group)
     if not out:
-        return pd.DataFrame(columns=PAIR_COLUMNS)
-    result = pd.concat(out, ignore_index=True)[PAIR_COLUMNS]
-    result.attrs.update({"n_resamples": n_resamples, "confidence": confidence, "seed": seed,
-                         "ci_method": "percentile bootstrap over prompts",
+        return pd.DataFrame(columns=columns)
+    result = pd.concat(out, ignore_index=True)[columns]
+    result.attrs.update({"n_resamples": n_resamples if ci_method == "bootstrap" else 0,
+                         "confidence": confidence, "seed": seed, "ci_method": CI_METHODS[ci_method],
                          "adjusted": "wilcoxon_p; family = pairs within model x metric"})
     return result
 
 
-def largest_gaps(pairs: pd.DataFrame, *, k: int = 2, by: str = "abs_d",
+def largest_gaps(pairs: pd.DataFrame, *, model: str, k: int = 2, by: str = "abs_d",
                  metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Top-``k`` pairs per model × metric, by ``|cohens_d|`` (``"abs_d"``) or
-    ``|mean_diff|`` (``"abs_mean_diff"``); stable, so ties keep pair order."""
+    ``|mean_diff|`` (``"abs_mean_diff"``); stable, so ties keep pair order.
+    ``model`` names the model column of ``pairs``."""
     col = {"abs_d": "cohens_d", "abs_mean_diff": "mean_diff"}.get(by)
     if col is None:
         raise ValueError(f"by must be 'abs_d' or 'abs_mean_diff', got {by!r}")
     sel = pairs if metrics is None else pairs[pairs["metric"].isin(metrics)]
     key = sel[col].abs()
-    ordered = sel.assign(_key=key).sort_values(["model", "metric", "_key"],
+    ordered = sel.assign(_key=key).sort_values([model, "metric", "_key"],
                                                ascending=[True, True, False], kind="stable")
-    return ordered.groupby(["model", "metric"], sort=False).head(k).drop(columns="_key").reset_index(drop=True)
+    return ordered.groupby([model, "metric"], sort=False).head(k).drop(columns="_key").reset_index(drop=True)
 
 
 def group_means(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str],
-                model: str = "model", group: str = "identity") -> pd.DataFrame:
+                model: str, group: str) -> pd.DataFrame:
     """Mean of each metric per model × group (Table 2 layout), with ``n`` = rows
     with a non-missing value of the first metric; groups in the given order."""
     rows = []
@@ -243,3 +339,108 @@ def group_means(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequenc
             row.update({mt: float(part[mt].mean()) for mt in metrics})
             rows.append(row)
     return pd.DataFrame(rows, columns=[model, group, "n", *metrics])
+
+
+def _pair_differences(scores: pd.DataFrame, *, metric: str, groups: Sequence[str], unit: str, group: str,
+                      source: str) -> tuple[list[tuple[int, int]], np.ndarray, pd.Index]:
+    wide = paired_matrix(scores, metric=metric, groups=groups, unit=unit, group=group, source=source)
+    X = wide.to_numpy(dtype=float)
+    pairs = list(itertools.combinations(range(len(groups)), 2))
+    D = X[:, [i for i, _ in pairs]].T - X[:, [j for _, j in pairs]].T
+    return pairs, D, wide.index
+
+
+def length_adjusted_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str],
+                          length: str, model: str, unit: str, group: str, confidence: float = 0.95,
+                          source: str = "scores") -> pd.DataFrame:
+    """Each pair's mean difference at equal reply length.
+
+    For a pair and metric, ``D_i`` (metric) is regressed on ``L_i`` (the
+    difference of the ``length`` column, e.g. word counts) by ordinary least
+    squares over units: ``D_i = a + b L_i + e_i``. The intercept ``a`` is the
+    expected difference when both replies have the same length; it is
+    reported with its t interval and p-value (n − 2 degrees of freedom), next
+    to the unadjusted mean difference and the slope. Units with a missing
+    value in either column are left out (``n`` says how many remain). When
+    the length differences do not vary (all equal), ``adj_*`` are NaN.
+
+    Columns: model column, ``metric``, ``<group>_a``, ``<group>_b``, ``n``,
+    ``mean_diff``, ``mean_len_diff``, ``slope``, ``adj_diff``, ``adj_ci_low``,
+    ``adj_ci_high``, ``adj_p``.
+    """
+    if model not in scores.columns:
+        raise InputError("column missing", source=source, field=model)
+    rows = []
+    for m_name, sub in scores.groupby(model, sort=False):
+        pairs, L, _ = _pair_differences(sub, metric=length, groups=groups, unit=unit, group=group, source=source)
+        for metric in metrics:
+            _, D, _ = _pair_differences(sub, metric=metric, groups=groups, unit=unit, group=group, source=source)
+            for k, (i, j) in enumerate(pairs):
+                ok = ~(np.isnan(D[k]) | np.isnan(L[k]))
+                y, x = D[k, ok], L[k, ok]
+                row = {model: m_name, "metric": metric, f"{group}_a": groups[i], f"{group}_b": groups[j],
+                       "n": int(ok.sum()), "mean_diff": y.mean() if ok.any() else np.nan,
+                       "mean_len_diff": x.mean() if ok.any() else np.nan}
+                row.update(_intercept_fit(y, x, confidence))
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float) -> dict[str, float]:
+    nan = {"slope": np.nan, "adj_diff": np.nan, "adj_ci_low": np.nan, "adj_ci_high": np.nan, "adj_p": np.nan}
+    n = len(y)
+    sxx = float(((x - x.mean()) ** 2).sum()) if n else 0.0
+    if n < 3 or sxx == 0.0:
+        return nan
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
+    intercept = float(y.mean() - slope * x.mean())
+    resid = y - intercept - slope * x
+    s2 = float((resid ** 2).sum() / (n - 2))
+    se = float(np.sqrt(s2 * (1.0 / n + x.mean() ** 2 / sxx)))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 2)) * se
+    p = float(2 * stats.t.sf(abs(intercept) / se, n - 2)) if se > 0 else (0.0 if intercept else 1.0)
+    return {"slope": slope, "adj_diff": intercept, "adj_ci_low": intercept - half,
+            "adj_ci_high": intercept + half, "adj_p": p}
+
+
+def symmetry_checks(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], model: str,
+                    unit: str, group: str, max_gap_sd: float = 0.25, extreme_z: float = 3.0,
+                    source: str = "scores") -> pd.DataFrame:
+    """Is each pair's distribution of differences roughly symmetric?
+
+    The signed-rank test assumes differences symmetric about their centre.
+    Per pair: ``mean``, ``median``, ``gap_sd`` = |mean − median| / sd(D),
+    sample ``skewness`` (bias-corrected), ``n_extreme`` = differences more
+    than ``extreme_z`` SDs from the mean (leverage points), and
+    ``symmetric`` = ``gap_sd <= max_gap_sd`` and no extreme point. All-zero
+    differences are symmetric trivially (``gap_sd`` 0). Missing values are
+    left out.
+    """
+    if model not in scores.columns:
+        raise InputError("column missing", source=source, field=model)
+    rows = []
+    for m_name, sub in scores.groupby(model, sort=False):
+        for metric in metrics:
+            pairs, D, _ = _pair_differences(sub, metric=metric, groups=groups, unit=unit, group=group,
+                                            source=source)
+            for k, (i, j) in enumerate(pairs):
+                d = D[k][~np.isnan(D[k])]
+                rows.append({model: m_name, "metric": metric, f"{group}_a": groups[i], f"{group}_b": groups[j],
+                             **_symmetry(d, max_gap_sd=max_gap_sd, extreme_z=extreme_z)})
+    return pd.DataFrame(rows)
+
+
+def _symmetry(d: np.ndarray, *, max_gap_sd: float, extreme_z: float) -> dict[str, object]:
+    n = len(d)
+    if n < 3:
+        return {"n": n, "mean": np.nan, "median": np.nan, "gap_sd": np.nan, "skewness": np.nan,
+                "n_extreme": 0, "symmetric": False}
+    mean, median, sd = float(d.mean()), float(np.median(d)), float(d.std(ddof=1))
+    if sd == 0.0:
+        return {"n": n, "mean": mean, "median": median, "gap_sd": 0.0, "skewness": 0.0,
+                "n_extreme": 0, "symmetric": True}
+    gap = abs(mean - median) / sd
+    n_extreme = int((np.abs(d - mean) / sd > extreme_z).sum())
+    skew = float(stats.skew(d, bias=False))
+    return {"n": n, "mean": mean, "median": median, "gap_sd": gap, "skewness": skew,
+            "n_extreme": n_extreme, "symmetric": bool(gap <= max_gap_sd and n_extreme == 0)}

@@ -7,7 +7,7 @@ from cfbench.core.errors import InputError
 from cfbench.judges import PRESETS, run_requests
 from cfbench.metrics.refusal import classify_refusal
 from cfbench.perturb.stimuli import identity_variants
-from cfbench.studies.identity_tone import advice
+from cfbench.studies.identity_tone import prompts as advice
 
 
 def test_prompts_and_contract_are_shipped_and_versioned():
@@ -99,3 +99,15 @@ def test_judge_options_build_a_dedicated_judge_with_the_same_replies():
     opted, _ = advice.generate_advice(["scripted:identity-advice"], v, config=advice.advice_config(), cache=False,
                                       judge_options={"scripted:identity-advice": {"n_threads": 1}})
     assert opted.text.tolist() == plain.text.tolist()
+
+
+def test_contract_constrains_structure_and_length_only():
+    """Seed 002 §3.1: the system instruction is a task-agnostic output contract with no demographic,
+    stylistic, affective or behavioural guidance (issue 17: 1.0 told the model not to comment on the user)."""
+    version, text = advice.load_contract()
+    assert version == "cfbench-advice-contract-1.1"
+    low = text.lower()
+    for banned in ("who the user is", "identity", "comment", "polite", "friendly", "tone", "concrete", "specific"):
+        assert banned not in low, banned
+    for part in ("three actions", "two phrases", "one mistake", "plan"):
+        assert part in low

@@ -1,0 +1,341 @@
+"""The identity-tone study as one call: ``Params`` → ``run`` → ``IdentityToneResult``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from cfbench.core.params import params_from_mapping, params_to_mapping
+from cfbench.metrics.lexicon import TONE_METRICS
+from cfbench.perturb.stimuli import identity_ids, identity_label
+from cfbench.report import RunOutput, StudyResult
+
+from . import figures as F
+from . import prompts as P
+from .audit import Audit, run_fresh
+from .reproduction import Reproduction, reproduce_released
+
+__all__ = ["Params", "run", "IdentityToneResult", "describe_run"]
+
+
+@dataclass(frozen=True)
+class Params:
+    """The notebook's parameters (same names, types and defaults), minus ``output_dir``/``config_name``."""
+
+    amiri_path: str = ""  # released workbook (.numbers file or its dir); "" means the default lookup
+    reproduce_released: bool = True  # reproduce the released data when the workbook is available
+    seed: int = 0  # seed for bootstrap resampling, variant order and generation
+    n_resamples: int = 10000  # bootstrap resamples per pair
+    fresh_models: tuple = ("scripted:identity-advice",)  # judge specs of the assistants to audit
+    prompt_set: str = "cfbench"  # cfbench (own prompts + output contract) or released (the workbook's prompts)
+    n_prompts: int = 4  # prompts in the fresh audit (the first n of the chosen set)
+    completion_cap: int = 260  # max new tokens per reply (the seed used 300)
+    use_cache: bool = False  # cache replies in the cfbench response cache
+    local_threads: int = 0  # CPU threads for local judges; 0 means the backend default
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
+                    **overrides: Any) -> "Params":
+        """Build from a config mapping; unknown names and wrong types are ``InputError``."""
+        data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
+        return params_from_mapping(cls, data, source=source, **overrides)
+
+    def __post_init__(self) -> None:
+        from cfbench.core.errors import InputError
+
+        if self.prompt_set not in ("cfbench", "released"):
+            raise InputError("prompt_set must be 'cfbench' or 'released'", source="parameters", field="prompt_set")
+        for name in ("n_prompts", "completion_cap", "n_resamples"):
+            if getattr(self, name) < 1:
+                raise InputError("must be at least 1", source="parameters", field=name)
+        if not self.fresh_models:
+            raise InputError("at least one model spec is needed", source="parameters", field="fresh_models")
+
+
+@dataclass
+class IdentityToneResult(StudyResult):
+    """Frames: ``variants``, ``responses``, ``scores_described``, ``scores_as_run`` (and the released
+    replies' scores when reproduced). Tables and figures: see the notebook; summary: ``summary.json``."""
+
+    reproduced: bool = False
+
+    # ------------------------------------------------------------------ invariants
+    def invariants(self) -> dict[str, bool]:
+        p, t, s = self.params, self.tables, self.summary
+        resp = self.frames["responses"]
+        n_models = len(p.fresh_models)
+        n_prompts = int(s["fresh"]["n_prompts"])
+        n_expected = n_models * n_prompts * 8
+        checks = {
+            "one reply row per model x prompt x identity": len(resp) == n_expected,
+            "every prompt has all 8 identities": bool(
+                resp.groupby(["model", "prompt_id"]).identity.nunique().eq(8).all()),
+            "reply status is ok, empty or error": set(resp.status) <= {"ok", "empty", "error"},
+            "refusal table counts every reply": int(t["refusals"]["n"].sum()) == n_expected,
+        }
+        for mode in ("described", "as_run"):
+            pr = t[f"fresh_pairs_{mode}"]
+            ok = pr.dropna(subset=["ci_low", "ci_high", "mean_diff"])
+            checks[f"{mode}: 28 pairs per model x metric"] = len(pr) == n_models * len(TONE_METRICS) * 28
+            checks[f"{mode}: n never exceeds the prompts"] = bool((pr["n"] <= n_prompts).all())
+            checks[f"{mode}: intervals contain their estimates"] = bool(
+                ((ok.ci_low <= ok.mean_diff + 1e-12) & (ok.mean_diff <= ok.ci_high + 1e-12)).all())
+            checks[f"{mode}: Holm p >= raw p"] = bool(
+                (pr.p_holm.dropna() >= pr.wilcoxon_p[pr.p_holm.notna()] - 1e-15).all())
+        adj = t["fresh_length_adjusted_described"]
+        okadj = adj.dropna(subset=["adj_diff"])
+        checks["length-adjusted intervals contain their estimates"] = bool(
+            ((okadj.adj_ci_low <= okadj.adj_diff + 1e-12) & (okadj.adj_diff <= okadj.adj_ci_high + 1e-12)).all())
+        if self.reproduced:
+            rep = s["reproduction"]
+            checks["released: 480/480 per-response values"] = all(v == 480 for v in rep["per_response"].values())
+            checks["released: Table 2 16/16"] = all(v == 16 for v in rep["table2"].values())
+            checks["released: 336/336 paired rows"] = all(v == 336 for v in rep["pairs"].values())
+            checks["released: Tables 3/4 select the released pairs"] = bool(s["tables34_same_pairs_as_released"])
+            checks["released: rebuilt refusal table equals the released one"] = bool(
+                s["refusals_rebuilt"]["matches_released"])
+        return checks
+
+    # ------------------------------------------------------------------ findings
+    def findings(self) -> str:
+        """What this run shows, generated from its numbers (Markdown)."""
+        parts = []
+        if self.reproduced:
+            parts.append(_reproduction_findings(self.summary, self.tables))
+        else:
+            parts.append("**Released data**: not reproduced in this run (workbook not found or not asked for).")
+        parts.append(_fresh_findings(self.summary["fresh"], self.tables))
+        return "\n\n".join(parts)
+
+
+def _fmt_pair(row: pd.Series) -> str:
+    return f"{identity_label(row.identity_a, short=True)} vs {identity_label(row.identity_b, short=True)}"
+
+
+def _reproduction_findings(s: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
+    rep = s["reproduction"]
+    lines = [f"**Released data (as run)**: per-response values match {min(rep['per_response'].values())}/"
+             f"{rep['n_responses']}, Table 2 {min(rep['table2'].values())}/{rep['n_table2_rows']}, paired rows "
+             f"{min(rep['pairs'].values())}/{rep['n_pairs']} (Wilcoxon p within "
+             f"{rep['pairs_wilcoxon_p_max_abs_diff']:.3g}). The rebuilt refusal table "
+             f"{'equals' if s['refusals_rebuilt']['matches_released'] else 'differs from'} the released one."]
+    both = t["tables34_interval_methods"]
+    changed = both[both.reading_changes]
+    lines.append(f"**Tables 3/4 intervals**: the printed intervals are paired-t intervals (recomputed here); the "
+                 f"percentile bootstrap the paper describes gives the same reading (0 inside or outside) for "
+                 f"{len(both) - len(changed)} of {len(both)} rows.")
+    for _, r in changed.iterrows():
+        lines.append(f"- Reading changes for {r.model} {r.metric}, {_fmt_pair(r)}: paired t "
+                     f"[{r.ci_low_t:+.2f}, {r.ci_high_t:+.2f}] {'includes' if r.zero_in_t else 'excludes'} 0, "
+                     f"bootstrap [{r.ci_low_boot:+.3f}, {r.ci_high_boot:+.3f}] "
+                     f"{'includes' if r.zero_in_boot else 'excludes'} 0 (Wilcoxon p = {r.wilcoxon_p:.3f}).")
+    sym = s["released_symmetry"]
+    lines.append(f"**Symmetry** (the seed says it checked it): {sym['n_symmetric']} of {sym['n_rows']} released "
+                 f"pair × metric difference distributions pass (|mean − median| ≤ 0.25 SD, no point beyond 3 SD); "
+                 f"{sym['tables34_symmetric']} of the 8 Tables 3/4 rows do; in {sym['tables34_median_zero']} of them "
+                 f"the median difference is exactly 0 (count metrics: the mean gap rests on the minority of "
+                 f"prompts whose counts differ).")
+    d = s["described_vs_as_run"]
+    lines.append(f"**Described vs as run** on the same replies: {d['pairs_significant_as_run']} pairs with "
+                 f"Wilcoxon p < 0.05 as run, {d['pairs_significant_described']} as described, "
+                 f"{d['pairs_significant_both']} in both; group sentiment means shift by up to "
+                 f"{d['sentiment_abs_mean_shift_max']:.3f}.")
+    return "\n".join(lines)
+
+
+def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
+    pw = f["power"]
+    pairs = t["fresh_pairs_described"]
+    adj = t["fresh_length_adjusted_described"]
+    sym = t["fresh_symmetry_described"]
+    n_prompts = f["n_prompts"]
+    head = (f"**Fresh audit**: {n_prompts} prompts × 8 identities on {', '.join(f['models'])} "
+            f"({len(t['refusals'])} model × identity cells). Refusals: "
+            + "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for m, c in f["refusal_counts"].items())
+            + ".")
+    lines = [head]
+    if f.get("not_scored"):
+        lines.append(f"Not scored for tone (kept as rows, left out of the pairs they touch): "
+                     + ", ".join(f"{k} {v}" for k, v in f["not_scored"].items())
+                     + f"; {f['n_scored']} of {f['n_replies']} replies scored.")
+    if f.get("n_scored", 1) == 0 or not pairs["n"].gt(0).any():
+        lines.append("**No reply could be scored, so this run reports no tone difference, interval or test.**")
+        return "\n".join(lines)
+    sig_holm = pairs[pairs.p_holm < 0.05]
+    sig_raw = pairs[pairs.wilcoxon_p < 0.05]
+    if len(sig_holm):
+        lines.append(f"Distinguishable from noise after Holm (within model × metric): {len(sig_holm)} of "
+                     f"{len(pairs)} comparisons:")
+        for _, r in sig_holm.head(10).iterrows():
+            lines.append(f"- {r.model} {r.metric}, {_fmt_pair(r)}: Δ = {r.mean_diff:+.3f} "
+                         f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}], d = {r.cohens_d:+.2f}, p_holm = {r.p_holm:.3f}")
+    else:
+        n_tests = int(pairs.wilcoxon_p.notna().sum())
+        lines.append(f"No identity difference is distinguishable from noise after Holm correction "
+                     f"(0 of {len(pairs)} comparisons); {len(sig_raw)} have an uncorrected Wilcoxon p < 0.05"
+                     + (f", about {0.05 * n_tests:.0f} would be expected by chance alone." if n_prompts >= 6 else
+                        f"; with {n_prompts} prompts the signed-rank test cannot reach p < 0.05 at all "
+                        f"(smallest two-sided p = {2 / 2 ** n_prompts:.3f})."))
+    ok = pairs[F.supported(pairs) & np.isfinite(pairs.cohens_d)]
+    if len(ok):
+        top = ok.loc[ok.cohens_d.abs().idxmax()]
+        lines.append(f"Largest |d| among pairs with support (≥ 5 prompts, ≥ 3 non-zero differences): "
+                     f"{top.model} {top.metric}, {_fmt_pair(top)}: d = {top.cohens_d:+.2f}, "
+                     f"Δ = {top.mean_diff:+.3f} [{top.ci_low:+.3f}, {top.ci_high:+.3f}] (n = {int(top.n)}).")
+    else:
+        lines.append("No pair has the support for an effect size (≥ 5 prompts and ≥ 3 non-zero differences).")
+    lines.append(f"**Power**: with n = {pw['n_prompts_min']} prompts a two-sided paired test detects |d| ≥ "
+                 f"{pw['mde_d_alpha05_power80']:.2f} with 80 % power at α = 0.05 (≥ "
+                 f"{pw['mde_d_alpha05_over_28_power80']:.2f} at α = 0.05/28); the seed's n = 30 gives "
+                 f"{pw['mde_d_at_paper_n30']:.2f}. Effects of the size the seed reports (d ≈ 0.3–0.5) are below "
+                 f"this run's detection limit, so a null result here does not show their absence."
+                 if pw["mde_d_alpha05_power80"] > 0.5 else
+                 f"**Power**: with n = {pw['n_prompts_min']} prompts a two-sided paired test detects |d| ≥ "
+                 f"{pw['mde_d_alpha05_power80']:.2f} with 80 % power at α = 0.05.")
+    okadj = adj.dropna(subset=["adj_p"])
+    raw_sig = set(map(tuple, sig_raw[["model", "metric", "identity_a", "identity_b"]].to_numpy()))
+    adj_sig = set(map(tuple, okadj[okadj.adj_p < 0.05][["model", "metric", "identity_a", "identity_b"]].to_numpy()))
+    raw_sig_adj = {k for k in raw_sig if k[1] in set(adj.metric)}
+    lines.append(f"**Length control**: mean |word-count difference| between paired replies "
+                 f"{adj.mean_len_diff.abs().mean():.1f} words; of the {len(raw_sig_adj)} tone comparisons with "
+                 f"p < 0.05 before adjustment, {len(raw_sig_adj & adj_sig)} keep p < 0.05 at equal length "
+                 f"({len(adj_sig)} do after adjustment in total; {len(adj) - len(okadj)} could not be adjusted "
+                 f"because the length differences did not vary).")
+    ok_sym = sym.dropna(subset=["gap_sd"])
+    lines.append(f"**Symmetry of the differences** (the signed-rank test's assumption): "
+                 f"{int(ok_sym.symmetric.sum())} of {len(ok_sym)} pair × metric distributions pass "
+                 f"(|mean − median| ≤ 0.25 SD, no point beyond 3 SD).")
+    return "\n".join(lines)
+
+
+def _prompt_frame(params: Params, wb) -> tuple[pd.DataFrame, str | None, str, str]:
+    if params.prompt_set == "released":
+        if wb is None:
+            from cfbench.core.errors import InputError
+
+            raise InputError("prompt_set='released' needs the released workbook", source="parameters",
+                             field="prompt_set")
+        frame = P.released_prompts(wb.career)
+        if params.n_prompts > len(frame):
+            from cfbench.core.errors import InputError
+
+            raise InputError(f"n_prompts must be in 1..{len(frame)}", source="parameters", field="n_prompts")
+        return frame.head(params.n_prompts), "", "\n ", wb.source  # released prompts carry their format block
+    n_shipped = len(P.load_prompts())
+    if params.n_prompts > n_shipped:
+        from cfbench.core.errors import InputError
+
+        raise InputError(f"n_prompts must be in 1..{n_shipped} for the cfbench prompt set", source="parameters",
+                         field="n_prompts")
+    return P.load_prompts(params.n_prompts), None, " ", "cfbench/studies/identity_tone/data/prompts.yaml"
+
+
+def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None) -> IdentityToneResult:
+    """Run the study: reproduce the released data (when available), then a fresh audit.
+
+    Parameters
+    ----------
+    params : Params
+    out : RunOutput, directory or None
+        When given, tables (CSV), figures (PNG) and ``summary.json`` are written there.
+    """
+    from cfbench.io import amiri
+
+    wb = None
+    rep: Reproduction | None = None
+    skipped = None
+    if params.reproduce_released:
+        try:
+            wb = amiri.load_amiri(params.amiri_path or None)
+        except FileNotFoundError as exc:
+            skipped = str(exc)
+    if wb is not None:
+        rep = reproduce_released(wb, as_run_terms=P.load_as_run_terms(), described_lexicons=P.load_lexicons(),
+                                 seed=params.seed, n_resamples=params.n_resamples)
+    prompt_frame, system, joiner, source = _prompt_frame(params, wb)
+    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap)
+    judge_options = {m: {"n_threads": params.local_threads} for m in params.fresh_models
+                     if m.startswith("local:") and params.local_threads}
+    audit: Audit = run_fresh(models=list(params.fresh_models), prompt_frame=prompt_frame, source=source,
+                             system=system, joiner=joiner, config=config, seed=params.seed,
+                             n_resamples=params.n_resamples,
+                             lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()},
+                             cache=None if params.use_cache else False, judge_options=judge_options or None)
+    contract_version, contract_text = P.load_contract()
+    summary: dict[str, Any] = {
+        "params": params_to_mapping(params), "lexicon_version_described": P.load_lexicons().version,
+        "terms_version_as_run": P.load_as_run_terms().version, "released_data_available": wb is not None,
+    }
+    if skipped:
+        summary["released_skipped_reason"] = skipped
+    if rep is not None:
+        summary.update(rep.summary)
+    summary["fresh"] = {"models": list(params.fresh_models), "n_prompts": len(prompt_frame),
+                        "prompt_set": params.prompt_set, "n_identities": len(identity_ids()),
+                        "generation": config.as_dict(),
+                        "contract_version": contract_version if system is None else "released format block",
+                        "prompt_version": str(prompt_frame.prompt_version.iloc[0]), **audit.summary}
+    frames = {**audit.frames, **(rep.frames if rep else {})}
+    tables = {**(rep.tables if rep else {}), **audit.tables,
+              "fresh_responses": audit.frames["responses"], "fresh_variants": audit.frames["variants"]}
+    result = IdentityToneResult(params=params, frames=frames, tables=tables, summary=summary,
+                                reproduced=rep is not None)
+    result.figures = _figures(result)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _figures(result: IdentityToneResult) -> dict[str, Any]:
+    figs: dict[str, Any] = {}
+    ids = identity_ids()
+    if result.reproduced:
+        figs["figure2_sentiment_as_run"] = F.sentiment_boxplot(
+            result.frames["released_scores_as_run"], identities=ids,
+            title="Figure 2 (as run): VADER compound sentiment by identity; solid = GPT-4, dashed = LLaMA "
+                  "(n = 30 prompts per box)")
+        figs["figure2_sentiment_described"] = F.sentiment_boxplot(
+            result.frames["released_scores_described"], identities=ids,
+            title="Sentiment as described (vaderSentiment) by identity (n = 30 prompts per box)")
+    sc = result.frames["scores_described"]
+    figs["fresh_metric_strips_described"] = F.metric_strips(
+        sc, identities=ids, metrics=["sentiment", "hedging", "politeness", "words"], seed=result.params.seed,
+        title="Fresh audit: per-reply tone metrics by identity (described mode)")
+    for k, m in enumerate(result.params.fresh_models):
+        figs[f"fresh_effect_heatmap_described_{k}"] = F.effect_heatmap(
+            result.tables["fresh_pairs_described"], model=m, metrics=list(TONE_METRICS))
+    return figs
+
+
+#: Seconds per reply of the embedded model at a 160-token cap: at ~25 generated tokens/s (fast) and at the
+#: 9.5 tokens/s end to end of the committed default run (slow); see configs/identity_tone/default.yaml.
+_LOCAL_SECONDS_160 = (7.5, 16.5)
+
+
+def describe_run(params: Params, config_name: str = "") -> str:
+    """A Markdown header generated from the parameters: what this run does and roughly how long it takes."""
+    n_replies = params.n_prompts * 8
+    lines = [f"**This run{f' ({config_name})' if config_name else ''}**: "
+             + ("reproduces the released seed-002 data when the workbook is found, then " if params.reproduce_released
+                else "")
+             + f"audits {len(params.fresh_models)} model(s) on {params.n_prompts} "
+             f"{'cfbench' if params.prompt_set == 'cfbench' else 'released'} prompts × 8 identities "
+             f"= {n_replies} replies per model, at most {params.completion_cap} new tokens each "
+             f"(seed protocol: T = 0.2, top-p = 0.9, 300 tokens)."]
+    for m in params.fresh_models:
+        kind = m.split(":", 1)[0]
+        if kind == "scripted":
+            lines.append(f"- `{m}`: a scripted test double (seconds; never a source of reported numbers).")
+        elif kind == "local":
+            lo, hi = (s * n_replies * params.completion_cap / 160 / 60 for s in _LOCAL_SECONDS_160)
+            lines.append(f"- `{m}`: about {lo:.0f}–{hi:.0f} min of generation on an idle 2-core CPU "
+                         f"(cached replies replay in seconds).")
+        else:
+            lines.append(f"- `{m}`: {n_replies} API calls (time and cost depend on the provider).")
+    lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap intervals with {params.n_resamples:,} "
+                 f"resamples (seed {params.seed}).")
+    return "\n".join(lines)
