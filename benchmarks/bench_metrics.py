@@ -198,7 +198,8 @@ def bench_paired(n_resamples: int) -> None:
     print(f"paired statistics: 2 models x {len(metrics)} metrics x 28 pairs, 30 prompts, "
           f"{n_resamples:,} bootstrap resamples")
     t0 = time.perf_counter()
-    fast = paired_tests(scores, metrics=metrics, groups=groups, seed=0, n_resamples=n_resamples)
+    fast = paired_tests(scores, metrics=metrics, groups=groups, model="model", unit="prompt_id", group="identity",
+                        seed=0, n_resamples=n_resamples)
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
     ref = loop_paired(scores, metrics, groups, n_resamples)

@@ -14,6 +14,9 @@ from cfbench.metrics.groups import score_bands
 from cfbench.studies.shopflow import FairnessContract, audit_pairs, route_rows, threshold_sweep
 from cfbench.stats.paired import paired_tests
 
+#: the identity-tone frame's column names, given to the paired statistics explicitly
+TONE_COLUMNS = {"model": "model", "unit": "prompt_id", "group": "identity"}
+
 REPO = Path(__file__).resolve().parents[1]
 BAD_THRESHOLDS = [-0.01, 1.01, float("nan"), float("inf"), "high", None]
 
@@ -94,17 +97,17 @@ def _tone(nan_at=None, dup=False):
 
 
 def test_paired_tests_name_the_prompt_with_a_missing_score():
-    expect_input_error(lambda: paired_tests(_tone(nan_at=5), metrics=["sentiment"], groups=["A", "B"], seed=0,
+    expect_input_error(lambda: paired_tests(_tone(nan_at=5), metrics=["sentiment"], groups=["A", "B"], **TONE_COLUMNS, seed=0,
                                             n_resamples=50), field="sentiment", record="p2")
 
 
 def test_paired_tests_reject_a_duplicate_response():
-    expect_input_error(lambda: paired_tests(_tone(dup=True), metrics=["sentiment"], groups=["A", "B"], seed=0,
+    expect_input_error(lambda: paired_tests(_tone(dup=True), metrics=["sentiment"], groups=["A", "B"], **TONE_COLUMNS, seed=0,
                                             n_resamples=50), field="identity", record="p1")
 
 
 def test_paired_tests_reject_an_identity_not_in_the_design():
     frame = _tone()
     frame.loc[0, "identity"] = "Z"
-    expect_input_error(lambda: paired_tests(frame, metrics=["sentiment"], groups=["A", "B"], seed=0,
+    expect_input_error(lambda: paired_tests(frame, metrics=["sentiment"], groups=["A", "B"], **TONE_COLUMNS, seed=0,
                                             n_resamples=50), field="identity", record="p0")

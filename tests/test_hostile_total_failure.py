@@ -12,6 +12,9 @@ import pytest
 from cfbench.core.errors import InputError
 from cfbench.judges import GenerationConfig, Request, run_requests
 
+#: the identity-tone frame's column names, given to the paired statistics explicitly
+TONE_COLUMNS = {"model": "model", "unit": "prompt_id", "group": "identity"}
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -83,7 +86,7 @@ def test_identity_advice_marks_every_failed_reply_as_error():
     responses, stats = generate_advice(["scripted:fail"], variants, config=advice_config(max_tokens=20), cache=False)
     assert stats["scripted:fail"]["non_completion_rate"] == 1.0
     assert (responses["status"] == "error").all() and responses["text"].isna().all()
-    table = refusal_table(responses)
+    table = refusal_table(responses, by=("model", "identity"))
     assert (table["error_rate"] == 1.0).all()
     assert np.allclose(table[[c for c in table.columns if c.endswith("_rate") and c != "error_rate"]], 0.0)
 
@@ -93,7 +96,7 @@ def test_paired_statistics_with_no_responses_say_there_were_none():
 
     scores = pd.DataFrame([{"model": "m", "prompt_id": f"p{i}", "identity": g, "sentiment": np.nan}
                            for i in range(3) for g in ("A", "B")])
-    out = paired_tests(scores, metrics=["sentiment"], groups=["A", "B"], seed=0, n_resamples=50,
+    out = paired_tests(scores, metrics=["sentiment"], groups=["A", "B"], **TONE_COLUMNS, seed=0, n_resamples=50,
                        on_missing="drop_unit")
     assert out["n"].eq(0).all() and out["mean_diff"].isna().all()
     assert "zero" not in out["wilcoxon_method"].iloc[0]
