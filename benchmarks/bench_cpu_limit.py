@@ -24,10 +24,10 @@ Part 2 — the judge itself, through :class:`cfbench.judges.local.LocalJudge`,
 each configuration in a fresh child process, configurations interleaved round
 by round (A/B/A/B) so a busy machine depresses all of them alike:
 
-* prompt tok/s: three real QA prompts (``issue_resolution``, compact contract)
+* prompt tok/s: two real QA prompts (``issue_resolution``, compact contract)
   built from STAR dialogues, each judged from an empty KV cache, timed by
   llama.cpp's own prompt-evaluation counter;
-* generated tok/s: llama.cpp's own decode timer over a 24-token greedy answer;
+* generated tok/s: llama.cpp's own decode timer over a 16-token greedy answer;
 * verdicts: the greedy reply and P(Yes) of the first token on every STAR
   prompt, compared with the first configuration of the same model (a setting
   is only a candidate default if the replies match and |dP(Yes)| < 1e-6).
@@ -60,7 +60,7 @@ import numpy as np
 from _common import REPO, header
 
 STAR = Path(os.environ.get("CFBENCH_STAR_DIR", "/work/shared/data/star/dialogues"))
-STAR_IDS = ("60", "90", "10")  # an early disconnect, a disconnect, a complete dialogue (86-641 chars)
+STAR_IDS = ("60", "90")  # an early disconnect (86 chars) and a disconnect (399 chars): 208 and 320 prompt tokens
 
 
 def load() -> str:
@@ -269,7 +269,7 @@ def child(conf: dict) -> dict:
     cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0) / conf["n_threads"]
     gen_req = Request("gen", ({"role": "user", "content": "Write a 300-word story about a customer calling a "
                                                           "help desk about a broken router."},),
-                      GenerationConfig(temperature=0.0, max_tokens=24, seed=0))
+                      GenerationConfig(temperature=0.0, max_tokens=16, seed=0))
     llm.reset()
     llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
     cpu0, wall0 = time.process_time(), time.perf_counter()
