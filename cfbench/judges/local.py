@@ -192,8 +192,10 @@ class LocalJudge(Judge):
 
         self.model_path = _resolve_model_path(model)
         self._llama_cpp = llama_cpp
+        # one count for generation and prompt batches (llama-cpp-python would use every core for batches)
+        threads = n_threads or os.cpu_count() or 1
         self._llm = llama_cpp.Llama(
-            model_path=str(self.model_path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
+            model_path=str(self.model_path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
             n_batch=n_batch, n_ubatch=n_ubatch or n_batch, flash_attn=flash_attn, use_mlock=use_mlock,
             logits_all=False, verbose=False, seed=0,
         )
