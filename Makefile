@@ -15,7 +15,7 @@ CONFIG ?= default
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,api,lab,test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,local-small,api,lab,test]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name cfbench --display-name "Python (cfbench)"
 	$(BIN)/cfbench model install
 	touch $@
