@@ -22,7 +22,7 @@ def _write_jsonl(path, records):
 
 
 def test_jsonl_loads_all_fields(tmp_path):
-    p = _write_jsonl(tmp_path / "a.jsonl", [GOOD, {"id": 2, "turns": [{"speaker": "customer", "text": "x"}]}])
+    p = _write_jsonl(tmp_path / "a.jsonl", [GOOD, {"id": 2, "turns": [{"speaker": "agent", "text": "x"}]}])
     ts = load_transcripts(p)
     assert [t.id for t in ts] == ["t1", "2"]
     t = ts[0]

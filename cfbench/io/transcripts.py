@@ -41,6 +41,9 @@ from cfbench.core.render import approx_tokens
 __all__ = [
     "SPEAKERS",
     "LABEL_VALUES",
+    "MAX_TURNS",
+    "MAX_TURN_CHARS",
+    "MAX_TRANSCRIPT_CHARS",
     "Turn",
     "Transcript",
     "load_transcripts",
@@ -54,6 +57,13 @@ __all__ = [
 SPEAKERS = ("agent", "customer")
 #: The values a ground-truth label may take.
 LABEL_VALUES = ("Yes", "No")
+
+#: Size limits, far above the longest call of seed 000's corpus (918 turns, ~6,460 tokens): a file
+#: that breaks them is almost surely not a transcript (a pasted log, a base64 blob), and judging it
+#: would cost hours and fill the cache. They are module constants: set them before loading to change them.
+MAX_TURNS = 5_000
+MAX_TURN_CHARS = 20_000
+MAX_TRANSCRIPT_CHARS = 200_000
 
 _RECORD_KEYS = {"id", "domain", "agent_name", "turns", "labels", "meta"}
 _TURN_KEYS = {"speaker", "text"}
@@ -167,7 +177,19 @@ def _parse_record(obj: Any, *, source: str, position: str) -> Transcript:
         if "text" not in t or t["text"] is None:
             raise _err("is missing", source, rid, f"{where}.text")
         _check_str(t["text"], source=source, record=rid, fld=f"{where}.text")
+        if len(t["text"]) > MAX_TURN_CHARS:
+            raise _err(f"is {len(t['text']):,} characters long; a turn may have at most {MAX_TURN_CHARS:,} "
+                       "(cfbench.io.transcripts.MAX_TURN_CHARS)", source, rid, f"{where}.text")
         turns.append(Turn(speaker, t["text"]))
+    if len(turns) > MAX_TURNS:
+        raise _err(f"has {len(turns):,} turns; a transcript may have at most {MAX_TURNS:,} "
+                   "(cfbench.io.transcripts.MAX_TURNS)", source, rid, "turns")
+    total = sum(len(t.text) for t in turns)
+    if total > MAX_TRANSCRIPT_CHARS:
+        raise _err(f"has {total:,} characters of text; a transcript may have at most {MAX_TRANSCRIPT_CHARS:,} "
+                   "(cfbench.io.transcripts.MAX_TRANSCRIPT_CHARS)", source, rid, "turns")
+    if not any(t.speaker == "agent" for t in turns):
+        raise _err("has no agent turn: there is no agent to evaluate", source, rid, "turns")
 
     labels = obj.get("labels")
     labels = {} if labels is None else labels
