@@ -110,3 +110,8 @@ def from_spec(spec: str) -> Callable[[Sequence[Chat]], list[str | None]]:
         return [r["text"] if r["ok"] else None for _, r in res.iterrows()]
 
     return complete
+
+
+def validate_no_request(request: Any) -> str:
+    """``validate_no`` as a scripted judge (``scripted:perturb_doubles:validate_no_request``)."""
+    return validate_no(list(request.messages))

@@ -26,14 +26,15 @@ from .base import (PRESETS, GenerationConfig, Judge, JudgeError, Request, Respon
                    yes_probability)
 from .cache import ResponseCache, default_cache_dir, default_cache_path
 from .registry import UnknownJudgeError, backends, get_judge, parse_spec, register_backend
-from .runner import CacheMissError, RunResult, arun_requests, judge_for, plan_requests, run_requests
+from .runner import (CacheMissError, RunResult, arun_requests, chat_function, judge_for, plan_requests,
+                     run_requests)
 from .scripted import register_script
 
 __all__ = [
     "PRESETS", "GenerationConfig", "Judge", "JudgeError", "Request", "Response", "RetryableError",
     "yes_probability", "ResponseCache", "default_cache_dir", "default_cache_path", "UnknownJudgeError",
     "backends", "get_judge", "parse_spec", "register_backend", "CacheMissError", "RunResult",
-    "arun_requests", "judge_for", "plan_requests", "run_requests", "register_script", "usable_backends",
+    "arun_requests", "chat_function", "judge_for", "plan_requests", "run_requests", "register_script", "usable_backends",
 ]
 
 

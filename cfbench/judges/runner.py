@@ -39,19 +39,20 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from ..core.schema import JUDGMENT_COLUMNS
-from .base import Judge, JudgeError, Request, Response, RetryableError
+from .base import GenerationConfig, Judge, JudgeError, Request, Response, RetryableError
 from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
 from .registry import canonical_spec, get_judge
 
-__all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for"]
+__all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
+           "chat_function"]
 
 log = logging.getLogger("cfbench.judges")
 
@@ -510,3 +511,21 @@ def _frame(requests: list[Request], keys: list[str], spec: str, outcomes: dict[s
         "ok": [e is None for e in errors],
     }, columns=JUDGMENT_COLUMNS)
     return frame
+
+
+def chat_function(judge: Judge | str, config: GenerationConfig, *, name: str = "chat", **run_options: Any
+                  ) -> Callable[[Sequence[Sequence[Mapping[str, str]]]], list[str | None]]:
+    """A plain function ``chats -> replies`` over :func:`run_requests`, for code that must not import judges.
+
+    Each chat is a list of ``{"role", "content"}`` messages; the reply is the judge's text, or ``None``
+    where the call failed (the failure stays recorded in the cache). Replies are cached like any other.
+    The perturbers' LLM identify / rewrite / validate steps take such a function.
+    """
+    def complete(chats: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+        requests = [Request(f"{name}-{k}", tuple(dict(m) for m in chat), config) for k, chat in enumerate(chats)]
+        if not requests:
+            return []
+        judgments = run_requests(judge, requests, desc=name, **run_options).judgments
+        return [text if ok else None for text, ok in zip(judgments["text"], judgments["ok"])]
+
+    return complete

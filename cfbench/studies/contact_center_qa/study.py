@@ -60,6 +60,10 @@ class Params:
     coaching_dimensions: tuple = ()  # dimensions for coaching notes (empty: all)
     analysis_chars: int = 160  # max characters of a coaching analysis (JSON mode)
     gate_max_net_cfr: float = 0.1  # gate: largest acceptable CFR minus repeat noise (point and interval upper bound)
+    identify_judge: str = ""  # judge spec that identifies agent turns with an LLM ("" for the rules only)
+    rewrite_judge: str = ""  # judge spec that rewrites style turns ("" for the rule style transformer)
+    validate_judge: str = ""  # judge spec that checks each variant keeps the meaning ("" for the guards only)
+    decisions_path: str = ""  # review.html decisions CSV; rejected variants are not judged ("" for none)
     n_boot: int = 1000  # bootstrap resamples for intervals
     seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
 
@@ -207,6 +211,19 @@ def load_items(params: Params) -> list[Any]:
                                 balance_label=params.balance_label or None)
 
 
+def _perturb_judge(spec: str, task: str, seed: int):
+    """The LLM step ``task`` of the perturbers as a chat function of ``spec`` (None: rules only).
+
+    Deterministic decoding (T = 0, a fixed seed), so a rerun makes the same variants from the cache.
+    """
+    if not spec:
+        return None
+    from cfbench.judges import GenerationConfig, chat_function
+
+    config = GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=400, seed=seed, repeat_penalty=1.0)
+    return chat_function(spec, config, name=f"perturb-{task}")
+
+
 def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None
              ) -> tuple[pd.DataFrame, Any]:
     """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run."""
@@ -215,7 +232,12 @@ def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame
 
     dims = _dims(params)
     items = [t.id for t in transcripts]
-    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed)
+    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed,
+                             identify_judge=_perturb_judge(params.identify_judge, "identify", params.seed),
+                             rewrite_judge=_perturb_judge(params.rewrite_judge, "rewrite", params.seed),
+                             validate_judge=_perturb_judge(params.validate_judge, "validate", params.seed),
+                             llm_check_all=bool(params.validate_judge),  # the seed checks every Op-1/2 variant
+                             decisions=params.decisions_path or None)
     compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
     per_item = None
     if params.conditions_per_dimension:
