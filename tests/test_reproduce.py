@@ -66,3 +66,11 @@ def test_cli_errors_are_one_line_with_status_2(capsys):
 def test_debug_shows_the_traceback():
     with pytest.raises(InputError):
         main(["--debug", "reproduce", "--config", "smoke", "--study", "no_such_study"])
+
+
+def test_a_config_that_repeats_a_parameter_is_an_error(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("n_boot: 50\nseed: 1\nn_boot: 5000\n")
+    with pytest.raises(InputError) as err:
+        load_config_file(path, "shopflow")
+    assert err.value.field == "n_boot" and "lines 1 and 3" in str(err.value)

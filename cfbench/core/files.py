@@ -24,13 +24,40 @@ def read_text(path: str | Path) -> str:
                          record=f"line {line}", field="<encoding>") from None
 
 
+def _unique_key_loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """SafeLoader that raises on a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(loader, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise InputError(f"key given twice (lines {seen[key]} and {line}); keep one",
+                                 record=f"line {line}", field=str(key))
+            seen[key] = line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return UniqueKeyLoader
+
+
 def read_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; InputError (with the line) when it is not valid YAML."""
+    """Parse a YAML file; InputError (with the line) when it is not valid YAML or repeats a key.
+
+    PyYAML keeps the last value of a repeated key without a word; a config or contract whose
+    ``max_tpr_gap`` appears twice must not be read as either value.
+    """
     import yaml
 
     text = read_text(path)
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader subclass)
+    except InputError as exc:
+        raise InputError(exc.problem, source=str(path), record=exc.record, field=exc.field) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         record = f"line {mark.line + 1}" if mark is not None else None

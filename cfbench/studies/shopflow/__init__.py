@@ -25,14 +25,14 @@ threshold=0.7)`` audits them without calling any judge.
 from pathlib import Path
 
 from . import readiness  # noqa: F401  (registers the scripted test double)
-from .contract import FairnessContract, GapInterval, ReleaseRequirement, read_yaml_strict
+from .contract import FairnessContract, GapInterval, ReleaseRequirement
 from .gate import (PairAudit, ReleaseDecision, audit_pairs, compare_candidate, interval_checks,
                    intersection_table, metric_checks, paired_bootstrap, paired_mcnemar, release_decision,
                    support_check)
 from .policy import ROUTES, check_threshold, pair_flips, rates, route_rows, stage_attribution, threshold_sweep
 
 __all__ = ["Params", "run", "ShopflowResult", "shipped", "FairnessContract", "GapInterval", "ReleaseRequirement",
-           "read_yaml_strict", "PairAudit", "ReleaseDecision", "audit_pairs", "compare_candidate",
+           "PairAudit", "ReleaseDecision", "audit_pairs", "compare_candidate",
            "interval_checks", "intersection_table", "metric_checks", "paired_bootstrap", "paired_mcnemar",
            "release_decision", "support_check", "ROUTES", "check_threshold", "pair_flips", "rates", "route_rows",
            "stage_attribution", "threshold_sweep"]

@@ -26,51 +26,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cfbench.core.errors import InputError
-from cfbench.core.files import read_text
+from cfbench.core.files import read_yaml
 
-__all__ = ["read_yaml_strict", "ReleaseRequirement", "GapInterval", "FairnessContract"]
-
-
-def _unique_key_loader():
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        """SafeLoader that raises on a key given twice in one mapping."""
-
-    def construct_mapping(loader, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise InputError(f"key given twice (lines {seen[key]} and {line}); keep one",
-                                 record=f"line {line}", field=str(key))
-            seen[key] = line
-        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return UniqueKeyLoader
-
-
-def read_yaml_strict(path: str | Path) -> Any:
-    """Parse a YAML file like :func:`cfbench.core.files.read_yaml`, but a duplicated key is an error.
-
-    PyYAML keeps the last value of a repeated key without a word; a contract
-    whose ``max_tpr_gap`` appears twice must not be read as either value.
-    """
-    import yaml
-
-    text = read_text(path)
-    try:
-        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader subclass)
-    except InputError as exc:
-        raise InputError(exc.problem, source=str(path), record=exc.record, field=exc.field) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        record = f"line {mark.line + 1}" if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"is not valid YAML ({problem})", source=str(path), record=record,
-                         field="<yaml>") from None
+__all__ = ["ReleaseRequirement", "GapInterval", "FairnessContract"]
 
 
 @dataclass(frozen=True)
@@ -192,7 +150,7 @@ class FairnessContract:
     @classmethod
     def from_yaml(cls, path: str | Path) -> "FairnessContract":
         """Load a contract from YAML (duplicate keys are errors), e.g. the shipped ``data/contract.yaml``."""
-        return cls.from_mapping(read_yaml_strict(path), source=str(path))
+        return cls.from_mapping(read_yaml(path), source=str(path))
 
 
 def _requirements(data: Mapping[str, Any], source: str) -> tuple[ReleaseRequirement, ...]:
