@@ -269,7 +269,8 @@ class _Overall:
         elapsed = time.monotonic() - self.t0
         if not self.known or self.total <= 0:
             return f"[cfbench] overall: {elapsed / 60:.1f} min elapsed (no estimate for every study)"
-        meter = tqdm.format_meter(n_done, self.total, elapsed, ncols=70, unit="s", prefix="[cfbench] overall")
+        meter = tqdm.format_meter(round(n_done), round(self.total), elapsed, ncols=80, unit="s",
+                                  prefix="[cfbench] overall")
         eta = time.strftime("%H:%M", time.localtime(time.time() + max(self.total - n_done, 0)))
         return f"{meter} (estimate; ETA {eta})"
 
