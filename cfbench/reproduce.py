@@ -338,6 +338,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
         raise StudyFailed(run.study, failed / f"{run.study}.ipynb", _one_line(exc)) from exc
     _shutdown(km)
     wall = time.perf_counter() - t0
+    _portable_paths(staging / f"{run.study}.ipynb", run)
     leaks = find_secret_leaks(staging) + _cache_leaks()
     if leaks:
         shutil.rmtree(staging, ignore_errors=True)
@@ -375,6 +376,16 @@ def _shutdown(km: Any) -> None:
     if km.has_kernel:
         km.shutdown_kernel(now=False)
     shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
+
+
+def _portable_paths(notebook: Path, run: _Run) -> None:
+    """papermill records the absolute input and output paths in the executed notebook; keep the
+    project-relative ones instead, so a committed notebook holds no machine's paths."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    meta = nb.get("metadata", {}).get("papermill", {})
+    meta["input_path"] = f"notebooks/{run.study}.ipynb"
+    meta["output_path"] = f"results/{run.study}/{run.config}/{run.study}.ipynb"
+    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _cache_leaks() -> list[str]:

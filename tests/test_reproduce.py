@@ -45,6 +45,8 @@ def test_config_file_and_overrides_name_the_results_folder(tmp_path):
     injected = next(c.source for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert "n_boot = 50" in injected
     assert str(tmp_path) not in injected and 'output_dir = "."' in injected  # no machine path in parameters
+    assert str(tmp_path) not in (out / "shopflow.ipynb").read_text() and "/work/" not in (out / "shopflow.ipynb").read_text()
+    assert nb.metadata["papermill"]["input_path"] == "notebooks/shopflow.ipynb"
     assert not (tmp_path / "res" / "shopflow" / ".smoke.staging").exists()
 
 
