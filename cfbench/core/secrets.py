@@ -57,10 +57,6 @@ def _forms(value: str) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))
 
 
-def _credentials(extra_env: Iterable[str]) -> dict[str, str]:
-    return secret_values(tuple(extra_env))
-
-
 def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
     """Spans of ``text`` that are runs of >= FRAGMENT consecutive characters of ``value``."""
     if len(value) < FRAGMENT:
@@ -85,7 +81,7 @@ def scrub(text: str, extra_env: Iterable[str] = ()) -> str:
     """``text`` with every credential (any form, or any piece of 12+ characters) replaced by ``<NAME>``."""
     if not text:
         return text
-    for name, value in _credentials(extra_env).items():
+    for name, value in credentials(extra_env).items():
         for form in _forms(value):
             if form in text:
                 text = text.replace(form, f"<{name}>")
@@ -115,7 +111,7 @@ _HEX_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}")
 def credentials(extra_env: Iterable[str] = ()) -> dict[str, str]:
     """The credentials set in the environment now (name -> value); pass to :func:`echoed_credential`
     when checking many texts."""
-    return _credentials(extra_env)
+    return secret_values(tuple(extra_env))
 
 
 def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
@@ -123,7 +119,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
     """The name of the credential ``text`` holds (any form, or a 12+ character piece), else None."""
     if not text:
         return None
-    creds = _credentials(extra_env) if creds is None else creds
+    creds = credentials(extra_env) if creds is None else creds
     if not creds:
         return None
     for name, value in creds.items():
