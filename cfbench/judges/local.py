@@ -23,12 +23,20 @@ for bit), prompts are always evaluated in batches aligned to multiples of
 ``n_batch`` tokens, and only whole aligned batches of a shared prefix are
 reused: every batch then sees exactly the same inputs whatever the history.
 ``prompt_tokens_evaluated`` in each response counts the tokens computed.
+
+Long replies (at least ``batch_min_tokens`` new tokens allowed, no JSON
+grammar, no log-probabilities requested) are decoded ``parallel`` at a time by
+:class:`~cfbench.judges.local_batch.BatchEngine` in a second context on the
+same weights (``parallel=1`` turns that off); the runner then keeps
+``parallel`` requests in flight. Everything else runs one request at a time,
+in the runner's order, on the path described above.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import asyncio
 import json
 import math
 import os
@@ -174,15 +182,14 @@ def _resolve_model_path(model: str) -> Path:
 
 
 class LocalJudge(Judge):
-    """llama-cpp-python on a GGUF model, one call at a time."""
+    """llama-cpp-python on a GGUF model: short answers one at a time, long sampled replies ``parallel`` at once."""
 
-    max_concurrency = 1
     supports_logprobs = True
     supports_json_schema = True
 
     def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int = 4096, n_threads: int | None = None,
                  n_batch: int = 128, n_ubatch: int | None = None, flash_attn: bool = False,
-                 use_mlock: bool = False, **_: Any) -> None:
+                 use_mlock: bool = False, parallel: int = 4, slot_ctx: int = 1024, **_: Any) -> None:
         try:
             import llama_cpp
         except ImportError:
@@ -209,6 +216,53 @@ class LocalJudge(Judge):
         self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
+        if int(parallel) < 1:
+            raise JudgeError(f"parallel must be >= 1, got {parallel!r}")
+        self.parallel = int(parallel)
+        self.slot_ctx = int(slot_ctx)
+        self._threads = threads
+        self._n_batch = n_batch
+        self._batch_engine = None
+        self._alock: asyncio.Lock | None = None
+        self._alock_loop: Any = None
+
+    @property
+    def max_concurrency(self) -> int:  # type: ignore[override]
+        return self.parallel
+
+    #: replies allowed fewer new tokens than this stay on the sequential path, where their prompts
+    #: reuse the previous prompt's prefix (a short answer gains little from batching)
+    batch_min_tokens = 32
+
+    def _batchable(self, request: Request) -> bool:
+        cfg = request.config
+        return (self.parallel > 1 and cfg.json_schema is None and not cfg.top_logprobs
+                and cfg.max_tokens >= self.batch_min_tokens)
+
+    def _seed(self, request: Request) -> int:
+        cfg = request.config
+        return (cfg.seed if cfg.seed is not None else int(request.cache_key("local")[:8], 16)) + request.repeat
+
+    def _engine(self):
+        if self._batch_engine is None:
+            from .local_batch import BatchEngine
+
+            self._batch_engine = BatchEngine(self._llama_cpp, self._llm.model, slots=self.parallel,
+                                             slot_ctx=self.slot_ctx, n_batch=self._n_batch,
+                                             n_threads=self._threads, compute_lock=self._lock)
+        return self._batch_engine
+
+    async def acomplete(self, request: Request) -> Response:
+        """Plain generation goes to the batch engine; the rest runs one at a time, first come first served."""
+        if self._batchable(request):
+            tokens, stops = self._prompt_tokens(request)
+            if len(tokens) + request.config.max_tokens <= self.slot_ctx:
+                return await asyncio.wrap_future(self._engine().submit(request, tokens, stops, self._seed(request)))
+        loop = asyncio.get_running_loop()
+        if self._alock is None or self._alock_loop is not loop:
+            self._alock, self._alock_loop = asyncio.Lock(), loop
+        async with self._alock:  # FIFO: the runner's order (and so prefix reuse) is kept
+            return await asyncio.to_thread(self.complete, request)
 
     def _prompt_tokens(self, request: Request) -> tuple[list[int], list[str]]:
         formatted = self._formatter(messages=list(request.messages))
@@ -269,7 +323,7 @@ class LocalJudge(Judge):
                                  f"max_tokens={cfg.max_tokens} exceeds the context of {n_ctx} tokens")
             evaluated = self._eval_prompt(tokens)
             top = self._first_token_top(cfg.top_logprobs) if cfg.top_logprobs else None
-            seed = (cfg.seed if cfg.seed is not None else int(request.cache_key("local")[:8], 16)) + request.repeat
+            seed = self._seed(request)
             out = self._llm.create_completion(
                 prompt=tokens,
                 max_tokens=cfg.max_tokens,
@@ -294,6 +348,10 @@ class LocalJudge(Judge):
         )
 
     def close(self) -> None:
+        engine = getattr(self, "_batch_engine", None)
+        if engine is not None:
+            engine.close()
+            self._batch_engine = None
         llm = getattr(self, "_llm", None)
         if llm is not None:
             if hasattr(llm, "close"):

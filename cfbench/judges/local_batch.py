@@ -1,0 +1,239 @@
+"""Continuous batching for the embedded judge: several sampled replies decoded at once.
+
+On a CPU, generating one token of a 1.5B model reads every weight once; most
+of that time is spent moving weights, not multiplying. Decoding ``slots``
+sequences in one ``llama_decode`` call reads the weights once for all of them,
+so long sampled replies (the identity-tone advice) come out several times
+faster in total than one after another.
+
+:class:`BatchEngine` owns a second llama.cpp context on the judge's model with
+``slots`` independent sequences. A worker thread runs the loop a serving
+engine runs: every step it puts one token of each generating sequence and, if a
+slot is waiting, a chunk of that slot's prompt into one batch, decodes it, and
+samples the next token of every sequence that produced logits. A slot whose
+reply ends (end-of-generation token, a stop string, or ``max_tokens``) takes
+the next queued request.
+
+Only plain generation goes through the engine: no JSON grammar, no first-token
+log-probabilities (those requests keep the judge's sequential path, whose
+prefix reuse suits the short-answer protocols). Sampling is llama.cpp's own
+chain with the request's settings: repeat penalty, top-p, temperature and a
+per-request seed (``seed + repeat``, as on the sequential path); top-k and
+min-p are off. A reply depends on its request alone, not on which requests
+shared its batches, up to floating-point summation order.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .base import JudgeError, Request, Response
+
+__all__ = ["BatchEngine"]
+
+
+@dataclass
+class _Job:
+    request: Request
+    tokens: list[int]
+    stops: list[str]
+    seed: int
+    future: Future
+    fed: int = 0  # prompt tokens already decoded
+    out: list[int] = field(default_factory=list)
+    raw: bytes = b""
+    sampler: Any = None
+    pos: int = 0
+    next_token: int | None = None
+
+
+class BatchEngine:
+    """Decode up to ``slots`` plain-generation requests at once on ``model`` (a ``llama_model_p``).
+
+    ``submit(request, tokens, stops, seed)`` returns a :class:`~concurrent.futures.Future`
+    of the :class:`~cfbench.judges.Response`. ``compute_lock`` is held around each
+    decode step so the judge's sequential path never computes at the same time.
+    """
+
+    def __init__(self, llama_cpp: Any, model: Any, *, slots: int, slot_ctx: int, n_batch: int,
+                 n_threads: int, compute_lock: threading.Lock) -> None:
+        if slots < 2:
+            raise ValueError(f"slots must be >= 2, got {slots}")
+        self._L = llama_cpp
+        self.slots = slots
+        self.slot_ctx = slot_ctx
+        self.n_batch = n_batch
+        self._lock = compute_lock
+        L = llama_cpp
+        cp = L.llama_context_default_params()
+        cp.n_ctx = slot_ctx * slots
+        cp.n_batch = n_batch
+        cp.n_ubatch = n_batch
+        cp.n_seq_max = slots
+        cp.kv_unified = False  # one KV stream per slot: attention reads only its own sequence
+        cp.n_threads = n_threads
+        cp.n_threads_batch = n_threads
+        self._ctx = L.llama_init_from_model(model, cp)
+        if not self._ctx:
+            raise JudgeError(f"llama.cpp could not create a {slots}-slot context of {slot_ctx} tokens per slot")
+        self._vocab = L.llama_model_get_vocab(model)
+        self._mem = L.llama_get_memory(self._ctx)
+        self._batch = L.llama_batch_init(n_batch, 0, slots)
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="cfbench-local-batch", daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public
+    def submit(self, request: Request, tokens: list[int], stops: list[str], seed: int) -> Future:
+        if self._closed:
+            raise JudgeError("the local batch engine is closed")
+        fut: Future = Future()
+        self._queue.put(_Job(request, tokens, stops, seed, fut))
+        return fut
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join(timeout=60)
+        L = self._L
+        L.llama_batch_free(self._batch)
+        L.llama_free(self._ctx)
+
+    # ---------------------------------------------------------------- internals
+    def _sampler(self, job: _Job) -> Any:
+        L = self._L
+        cfg = job.request.config
+        chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
+        penalty = cfg.repeat_penalty if cfg.repeat_penalty is not None else 1.0
+        if penalty != 1.0:
+            L.llama_sampler_chain_add(chain, L.llama_sampler_init_penalties(64, penalty, 0.0, 0.0))
+        if cfg.temperature <= 0:
+            L.llama_sampler_chain_add(chain, L.llama_sampler_init_greedy())
+        else:
+            if cfg.top_p is not None and cfg.top_p < 1.0:
+                L.llama_sampler_chain_add(chain, L.llama_sampler_init_top_p(cfg.top_p, 1))
+            L.llama_sampler_chain_add(chain, L.llama_sampler_init_temp(cfg.temperature))
+            L.llama_sampler_chain_add(chain, L.llama_sampler_init_dist(job.seed & 0xFFFFFFFF))
+        return chain
+
+    def _piece(self, token: int) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = self._L.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._L.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        return buf.raw[:n]
+
+    def _add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        b = self._batch
+        i = b.n_tokens
+        b.token[i] = token
+        b.pos[i] = pos
+        b.n_seq_id[i] = 1
+        b.seq_id[i][0] = seq
+        b.logits[i] = logits
+        b.n_tokens = i + 1
+        return i
+
+    def _finish(self, slot: int, job: _Job, reason: str, text: str) -> None:
+        self._L.llama_sampler_free(job.sampler)
+        self._L.llama_memory_seq_rm(self._mem, slot, -1, -1)
+        job.future.set_result(Response(text=text, top_logprobs=None, prompt_tokens=len(job.tokens),
+                                       completion_tokens=len(job.out), prompt_tokens_evaluated=len(job.tokens),
+                                       finish_reason=reason))
+
+    def _fail(self, slot: int | None, job: _Job, exc: BaseException) -> None:
+        if job.sampler is not None:
+            self._L.llama_sampler_free(job.sampler)
+        if slot is not None:
+            self._L.llama_memory_seq_rm(self._mem, slot, -1, -1)
+        if not job.future.done():
+            job.future.set_exception(exc)
+
+    def _accept(self, slot: int, job: _Job, token: int) -> bool:
+        """Record a sampled token; True when the reply is finished (and resolved)."""
+        L = self._L
+        if L.llama_vocab_is_eog(self._vocab, token):
+            self._finish(slot, job, "stop", job.raw.decode("utf-8", errors="ignore"))
+            return True
+        job.out.append(token)
+        job.raw += self._piece(token)
+        text = job.raw.decode("utf-8", errors="ignore")
+        stops = job.stops + list(job.request.config.stop)
+        cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+        if cut >= 0:
+            self._finish(slot, job, "stop", text[:cut])
+            return True
+        if len(job.out) >= job.request.config.max_tokens:
+            self._finish(slot, job, "length", text)
+            return True
+        job.next_token = token
+        return False
+
+    def _loop(self) -> None:
+        L = self._L
+        active: dict[int, _Job] = {}
+        closing = False
+        while True:
+            # fill free slots (block only when nothing is running)
+            while not closing and len(active) < self.slots:
+                try:
+                    job = self._queue.get(block=not active)
+                except queue.Empty:
+                    break
+                if job is None:
+                    closing = True
+                    break
+                slot = next(s for s in range(self.slots) if s not in active)
+                try:
+                    job.sampler = self._sampler(job)
+                except BaseException as exc:  # noqa: BLE001 - reported to the caller
+                    self._fail(None, job, exc)
+                    continue
+                active[slot] = job
+            if not active:
+                if closing:
+                    return
+                continue
+            self._batch.n_tokens = 0
+            logit_index: dict[int, int] = {}
+            for slot, job in active.items():  # one token of every generating sequence
+                if job.fed == len(job.tokens):
+                    logit_index[slot] = self._add(job.next_token, job.pos, slot, True)
+                    job.pos += 1
+            room = self.n_batch - self._batch.n_tokens
+            for slot, job in active.items():  # then prompt chunks while the batch has room
+                if room <= 0:
+                    break
+                if job.fed < len(job.tokens):
+                    take = min(room, len(job.tokens) - job.fed)
+                    for j in range(job.fed, job.fed + take):
+                        idx = self._add(job.tokens[j], j, slot, j == len(job.tokens) - 1)
+                    if job.fed + take == len(job.tokens):
+                        logit_index[slot] = idx
+                        job.pos = len(job.tokens)
+                    job.fed += take
+                    room -= take
+            try:
+                with self._lock:
+                    rc = L.llama_decode(self._ctx, self._batch)
+                if rc != 0:
+                    raise JudgeError(f"llama_decode failed with code {rc}")
+            except BaseException as exc:  # noqa: BLE001 - every job in the batch learns of it
+                for slot, job in list(active.items()):
+                    self._fail(slot, job, exc)
+                active.clear()
+                continue
+            for slot, idx in logit_index.items():
+                job = active[slot]
+                token = L.llama_sampler_sample(job.sampler, self._ctx, idx)
+                if self._accept(slot, job, token):
+                    del active[slot]
