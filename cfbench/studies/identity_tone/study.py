@@ -311,9 +311,10 @@ def _figures(result: IdentityToneResult) -> dict[str, Any]:
     return figs
 
 
-#: Seconds per reply of the embedded model at a 160-token cap: at ~25 generated tokens/s (fast) and at the
-#: 9.5 tokens/s end to end of the committed default run (slow); see configs/identity_tone/default.yaml.
-_LOCAL_SECONDS_160 = (7.5, 16.5)
+#: Seconds per reply of the embedded model at a 160-token cap, replies decoded 4 at a time: fast on an
+#: idle Intel Xeon with AVX-512, slow on an idle 2-core AMD EPYC (one at a time it took 16.7 s there);
+#: see configs/identity_tone/default.yaml.
+_LOCAL_SECONDS_160 = (4.0, 9.0)
 
 
 def describe_run(params: Params, config_name: str = "") -> str:
