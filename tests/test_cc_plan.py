@@ -105,7 +105,15 @@ def test_run_plan_parses_and_never_turns_failures_into_no():
     assert rows["label"].notna().sum() > 0 and rows["category"].notna().any()
     T = study_tables(rows, n_boot=50)
     assert {"cfr", "masd", "robustness", "accuracy", "fairness_prompting_delta"} <= set(T)
-    assert set(T["masd"]["score"]) == {"confidence", "positives", "improvement", "customer"}  # JSON: no P(Yes)
+    masd = T["masd"]
+    # JSON contract in the baseline arm: its first token is "{", no P(Yes); the fairness arm's
+    # answer / rationale / evidence reply opens with the bare answer word, so it carries P(Yes)
+    assert set(masd.loc[masd["arm"] == "baseline", "score"]) == {"confidence", "positives", "improvement", "customer"}
+    assert set(masd.loc[masd["arm"] == "fairness", "score"]) == {"confidence", "p_yes", "positives", "improvement",
+                                                                 "customer"}
+    fair_qa = j[(j["task"] == "qa") & (j["arm"] == "fairness")]
+    assert fair_qa["evidence_status"].isin(["quoted", "none", "unparsed"]).all()
+    assert j.loc[(j["task"] == "qa") & (j["arm"] == "baseline"), "evidence_status"].isna().all()
     assert not math.isnan(T["accuracy"]["accuracy"].iloc[0])
 
 
