@@ -50,7 +50,8 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
 
     Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
     ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
-    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
+    ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence
+    shares per judge), ``evidence_checks``. All intervals are
     seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
     """
     r = rows.copy()
@@ -154,7 +155,8 @@ def evidence_checks(rows: pd.DataFrame) -> pd.DataFrame:
     if "evidence_status" not in rows.columns:
         return pd.DataFrame(columns=EVIDENCE_CHECK_COLUMNS)
     r = rows[(rows["task"] == "qa") & ~rows["dimension"].astype(str).str.startswith("robustness")]
-    r = r.drop_duplicates(["judge", "arm", "question_id", "variant_id"])
+    r = r.drop_duplicates(["judge", "request_id"] if "request_id" in r.columns else
+                          ["judge", "arm", "question_id", "variant_id"])
     out = []
     for (judge, arm), g in r[r["evidence_status"].notna()].groupby(["judge", "arm"], sort=True):
         ok = g[g["parse_ok"].astype(bool)]
