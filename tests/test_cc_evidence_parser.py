@@ -139,6 +139,34 @@ def test_evidence_prompt_starts_with_the_bare_answer_and_states_the_rule():
     assert req.config.top_logprobs and req.config.json_schema is None and req.config.max_tokens <= 200
 
 
+@pytest.mark.parametrize("mode", ["free", "json", "compact", "evidence"])
+def test_reasoning_model_settings_pass_through_every_qa_contract(mode):
+    """Seed 000 Table 8's GPT-5 settings (temperature 1, a reasoning effort) reach the QA requests: no
+    logprobs asked (those models refuse them) and no short output cap (it would be spent on reasoning)."""
+    from cfbench.judges.base import PRESETS
+    from cfbench.studies.contact_center_qa.qa import qa_config
+
+    base = PRESETS["seed000-reasoning-medium"]
+    cfg = qa_config(mode, base)
+    assert cfg.reasoning_effort == "medium" and cfg.temperature == 1.0
+    assert cfg.top_logprobs == 0 and cfg.max_tokens == base.max_tokens
+    assert (cfg.json_schema is not None) == (mode == "json")
+
+
+def test_plan_with_a_reasoning_config_builds_both_arms():
+    from cfbench.judges.base import PRESETS
+    from cfbench.studies.contact_center_qa.design import plan_evaluation
+
+    turns = [{"speaker": "agent", "text": "Hi, I'm Ana."}, {"speaker": "customer", "text": "My bill is wrong."}]
+    v = pd.DataFrame({"item_id": ["c1", "c1"], "dimension": ["original", "gender"],
+                      "condition": ["original", "male"], "variant_id": ["c1/o", "c1/m"], "turns": [turns, turns]})
+    p = plan_evaluation(v, judges=["openai:gpt-5"], questions=["issue_resolution"], qa_mode="free",
+                        config=PRESETS["seed000-reasoning-low"], repeats=0, fairness=True)
+    reqs = p.requests["openai:gpt-5"]
+    assert {r.config.reasoning_effort for r in reqs} == {"low"} and {r.config.top_logprobs for r in reqs} == {0}
+    assert p.settings["fairness_contract"] == "evidence"
+
+
 # ----------------------------------------------------------------------------- real STAR text
 
 def _star_call():

@@ -118,8 +118,15 @@ EVIDENCE_MAX_TOKENS = 200
 
 def qa_config(mode: str, base: GenerationConfig | None = None, *, evidence_chars: int = 0,
               top_logprobs: int = 5) -> GenerationConfig:
-    """Generation settings for a mode: JSON schema for ``json``, short budgets."""
+    """Generation settings for a mode: JSON schema for ``json``, short budgets.
+
+    A reasoning-model ``base`` (``reasoning_effort`` set) keeps its own output cap, which
+    covers the hidden reasoning as well, and asks for no logprobs (those models return none,
+    so P(Yes) stays NaN for them).
+    """
     base = base or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
+    if base.reasoning_effort is not None:
+        return base.replace(json_schema=qa_json_schema(evidence_chars)) if mode == "json" else base
     if mode == "json":
         return base.replace(json_schema=qa_json_schema(evidence_chars),
                             max_tokens=min(base.max_tokens, 24 + evidence_chars // 2),
