@@ -67,4 +67,6 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
     assert "3 transcripts x 2 questions x 15 dimensions" in executed  # header generated from the parameters
     assert "What this run shows" in executed
     assert "yes_evidence_verified" in executed  # the evidence checks are displayed
+    n_yes, n_ok = int(ev.loc["fairness", "n_yes"]), int(ev.loc["fairness", "n_yes_evidence_verified"])
+    assert f"Fairness arm, evidence: of {n_yes} Yes answers, {n_ok} (" in executed  # and stated in the findings
     assert str(REPO) not in json.dumps(summary)  # no machine-specific paths in the outputs
