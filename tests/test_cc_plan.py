@@ -105,7 +105,15 @@ def test_run_plan_parses_and_never_turns_failures_into_no():
     assert rows["label"].notna().sum() > 0 and rows["category"].notna().any()
     T = study_tables(rows, n_boot=50)
     assert {"cfr", "masd", "robustness", "accuracy", "fairness_prompting_delta"} <= set(T)
-    assert set(T["masd"]["score"]) == {"confidence", "positives", "improvement", "customer"}  # JSON: no P(Yes)
+    masd = T["masd"]
+    # JSON contract in the baseline arm: its first token is "{", no P(Yes); the fairness arm's
+    # answer / rationale / evidence reply opens with the bare answer word, so it carries P(Yes)
+    assert set(masd.loc[masd["arm"] == "baseline", "score"]) == {"confidence", "positives", "improvement", "customer"}
+    assert set(masd.loc[masd["arm"] == "fairness", "score"]) == {"confidence", "p_yes", "positives", "improvement",
+                                                                 "customer"}
+    fair_qa = j[(j["task"] == "qa") & (j["arm"] == "fairness")]
+    assert fair_qa["evidence_status"].isin(["quoted", "none", "unparsed"]).all()
+    assert j.loc[(j["task"] == "qa") & (j["arm"] == "baseline"), "evidence_status"].isna().all()
     assert not math.isnan(T["accuracy"]["accuracy"].iloc[0])
 
 
@@ -129,3 +137,26 @@ def test_select_items_requires_names_and_balances():
         select_items(ts, 4)
     lf = labels_frame(ts)
     assert len(lf) == 4 and set(lf["label"]) == {"Yes", "No"}
+
+
+def test_rubric_paraphrases_form_a_wording_robustness_row():
+    """Issue 17: the question asked in the rubric's other wordings, on each original, is a robustness row
+    (wording0 = the rubric text, shared with the original's request; wording1..k = paraphrases)."""
+    p = _plan(repeats=0, paraphrases=2)
+    w = p.rows[p.rows["dimension"] == "robustness_wording"]
+    assert len(w) == 3 * 2 * 3 and set(w["condition"]) == {"wording0", "wording1", "wording2"}
+    orig = p.rows[p.rows["dimension"] == "original"].set_index(["item_id", "question_id"])["key"]
+    w0 = w[w["condition"] == "wording0"].set_index(["item_id", "question_id"])["key"]
+    assert (w0 == orig.loc[w0.index]).all()  # slot 0 is the original's own request
+    w1 = w[w["condition"] == "wording1"]
+    assert not w1["key"].isin(orig).any()
+    reqs = {r.request_id: r for r in p.requests["scripted:cc-qa"]}
+    rubric = __import__("cfbench.studies.contact_center_qa.prompts", fromlist=["x"]).load_rubric()
+    para = rubric.set_index("question_id").loc["issue_resolution", "paraphrases"][0]
+    one = w1[w1["question_id"] == "issue_resolution"].iloc[0]
+    assert para in reqs[one["request_id"]].messages[1]["content"]
+    _, rows, _ = run_plan(p, cache=False, progress=False)
+    T = study_tables(rows, n_boot=50)
+    assert "robustness_wording" in set(T["robustness"]["baseline"])
+    assert "robustness_wording" in set(T["cfr_minus_robustness"]["baseline"])
+    assert "robustness_wording" in set(T["kappa"]["baseline"])

@@ -57,3 +57,32 @@ def test_figures_build():
             CC.category_profiles(cfr, dimensions=DIMS), CC.fairness_vs_robustness(cfr, rob)]
     for f in figs:
         assert f.axes and f.axes[0].has_data()
+
+
+def test_figures_6_to_11_from_a_scripted_run():
+    """Seed 000 Figures 6 (repeat kappa), 7 (flip distribution), 8 (mean confidence), 9 (improvement),
+    10 (customer behaviour) and 11 (positives): the tables behind them and one panel per score."""
+    from cc_fixtures import variants_frame
+
+    from cfbench.studies.contact_center_qa.design import plan_evaluation, run_plan
+    from cfbench.studies.contact_center_qa.tables import judge_means, study_tables
+
+    plan = plan_evaluation(variants_frame(), judges=["scripted:cc-qa"], questions=["issue_resolution"],
+                           qa_mode="compact", repeats=3, robustness_temperature=0.7, coaching=True)
+    _, rows, _ = run_plan(plan, cache=False, progress=False)
+    tables = study_tables(rows, n_boot=50)
+    tables["judge_means"] = means = judge_means(rows, n_boot=50)
+    # the mean confidence of Figure 8, recomputed by hand: parsed baseline QA replies, one per prompt
+    qa = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & rows["parse_ok"]
+              & ~rows["dimension"].str.startswith("robustness")].drop_duplicates("variant_id")
+    m = means.set_index(["arm", "score"])
+    assert m.loc[("baseline", "confidence"), "mean"] == pytest.approx(qa["confidence"].mean())
+    assert m.loc[("baseline", "confidence"), "n"] == qa["confidence"].notna().sum()
+    assert {"confidence", "p_yes", "positives", "improvement", "customer"} <= set(means["score"])
+    assert (means["ci_low"] <= means["mean"] + 1e-9).all() and (means["mean"] <= means["ci_high"] + 1e-9).all()
+    figs = CC.study_figures(tables, dimensions=list(dict.fromkeys(tables["cfr"]["dimension"])), labels={})
+    assert {"fig6_kappa", "fig7_flip_distribution", "fig8_mean_scores"} <= set(figs)
+    titles = {ax.get_title() for ax in figs["fig8_mean_scores"].axes}
+    assert all(any(s in t for t in titles) for s in ("confidence", "improvement", "customer", "positives")), titles
+    for name in ("fig6_kappa", "fig7_flip_distribution"):
+        assert figs[name].axes[0].has_data()

@@ -84,3 +84,57 @@ def test_candidate_and_release(seed, candidate):
         "approved_group_definition_and_privacy_review", "production_monitoring_owner"]
     # the baseline itself also fails its metric checks
     assert seed.release.missing[0] == "synthetic_regression_pairs_pass"
+
+
+#: the seed's printed output, transcribed from seed 001 in its order (the reference being reproduced)
+SEED_PRINTED = """Fixture type: synthetic matched wording audit
+Matched pairs: 10; scored rows: 20
+Routing threshold: 0.70
+Flipped matched pairs:
+p4: formal=auto_serve, conversational=human_review
+p5: formal=auto_serve, conversational=human_review
+n1: formal=auto_serve, conversational=human_review
+formal selection=60.0% TPR=83.3% FPR=25.0%
+conversational selection=30.0% TPR=50.0% FPR=0.0%
+TPR gap=33.3%; FPR gap=25.0%
+TPR gap: FAIL
+FPR guardrail: FAIL
+formal TPR=5/6 95% interval=[43.6%, 97.0%]
+conversational TPR=3/6 95% interval=[18.8%, 81.2%]
+Minimum slice support: FAIL
+conversational 0.70 to 0.89 : n=3, ready=100.0%
+conversational below 0.70 : n=7, ready=42.9%
+formal 0.70 to 0.89 : n=5, ready=80.0%
+formal 0.90 and above: n=1, ready=100.0%
+formal below 0.70 : n=4, ready=25.0%
+Calibration decision: insufficient support
+chat / conversational: n=3, insufficient
+chat / formal : n=3, insufficient
+email / conversational: n=3, insufficient
+email / formal : n=3, insufficient
+{'p4': 'judge_or_route', 'p5': 'judge_or_route', 'n1': 'judge_or_route'}
+Candidate TPR gap=0.0%; FPR gap=0.0%
+Interpretation: regression repaired on synthetic pairs, not validated for release
+Metric promotion: BLOCKED
+missing: representative_reviewed_slice_set
+missing: minimum_positive_and_negative_support
+missing: approved_group_definition_and_privacy_review
+missing: production_monitoring_owner""".splitlines()
+
+#: where cfbench's line deliberately differs from the seed's: the band of scores in [0.70, 0.90) is labelled
+#: so that 0.895 has a band, and the interpretation is generated from the result (it also runs on user pairs)
+KNOWN_WORDING = {"0.70 to <0.90": "0.70 to 0.89", "regression repaired on these pairs": "regression repaired on "
+                 "synthetic pairs"}
+
+
+def test_every_line_the_seed_prints_in_its_order(seed, candidate):
+    from cfbench.studies.shopflow.findings import seed_lines
+
+    ours = seed_lines(seed, candidate, fixture=True, variants=V)
+
+    def norm(line: str) -> str:
+        for mine, theirs in KNOWN_WORDING.items():
+            line = line.replace(mine, theirs)
+        return " ".join(line.split()).replace(" :", ":")
+
+    assert [norm(x) for x in ours] == [norm(x) for x in SEED_PRINTED]

@@ -37,6 +37,7 @@ from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa import coaching as _coaching
 from cfbench.studies.contact_center_qa import qa as _qa
+from cfbench.studies.contact_center_qa.prompts import asks_for_evidence, prompt_parts
 from cfbench.studies.contact_center_qa.judging import run_plan  # noqa: F401  (one import for callers)
 from cfbench.studies.contact_center_qa.tables import study_tables  # noqa: F401
 
@@ -114,7 +115,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     fairness: bool = False, fairness_dimensions: Sequence[str] | None = None,
                     coaching: bool = False, coaching_items: Sequence[str] | None = None,
                     coaching_dimensions: Sequence[str] | None = None,
-                    analysis_chars: int = 200, paraphrases: int = 0) -> EvaluationPlan:
+                    analysis_chars: int = 200, paraphrases: int = 0,
+                    fairness_contract: str = "evidence") -> EvaluationPlan:
     """Expand variants into judgment rows and distinct requests (nothing is called).
 
     Parameters
@@ -140,6 +142,10 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         temperature ``t`` form ``robustness_t<t>`` (a sampling-noise reference).
     fairness : also plan the fairness-prompting arm, on
         ``fairness_dimensions`` (default all)
+    fairness_contract : output contract of the fairness arm's Auto-QA requests:
+        ``"evidence"`` (default; the seed's F.3 answer / rationale / evidence reply,
+        :func:`.qa.parse_qa_evidence`) or ``"task"`` (the baseline's ``qa_mode``, so
+        the two arms differ in the system prompt only)
     paraphrases : k > 0 also asks each question about each original in the
         rubric's first k paraphrases, as pseudo-dimension ``robustness_wording``
         (conditions ``wording0`` = the rubric text, ``wording1..k``; the
@@ -155,6 +161,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
             raise InputError("missing column", source="variants frame", field=c)
     if qa_mode not in _qa.QA_MODES:
         raise ValueError(f"qa_mode must be one of {_qa.QA_MODES}, got {qa_mode!r}")
+    if fairness_contract not in ("evidence", "task"):
+        raise InputError(f"must be 'evidence' or 'task', got {fairness_contract!r}", field="fairness_contract")
     rubric = rubric if rubric is not None else _qa.load_rubric()
     qrows = rubric.set_index("question_id")
     for q in questions:
@@ -166,6 +174,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                              source="rubric", record=q, field="paraphrases")
     base_cfg = config or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
     qa_cfg = _qa.qa_config(qa_mode, base_cfg, evidence_chars=evidence_chars)
+    fair_mode = "evidence" if fairness_contract == "evidence" else qa_mode
+    fair_qa_cfg = _qa.qa_config(fair_mode, base_cfg, evidence_chars=evidence_chars)
     coach_cfg = _coaching.coaching_config(base_cfg, constrained=(qa_mode != "free"),
                                           analysis_chars=analysis_chars)
     if robustness_temperature is None:
@@ -238,8 +248,9 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         if paraphrase is not None:
             rid = f"{task}/{qid}/{arm}/{item}/{vrow.variant_id}/wording{paraphrase}/t{temperature:g}"
         if task == "qa":
-            cfg = qa_cfg if temperature == qa_cfg.temperature else qa_cfg.replace(temperature=temperature)
-            req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=qa_mode,
+            mode, qcfg = (fair_mode, fair_qa_cfg) if fair else (qa_mode, qa_cfg)
+            cfg = qcfg if temperature == qcfg.temperature else qcfg.replace(temperature=temperature)
+            req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=mode,
                                  fairness=fair, evidence_chars=evidence_chars, config=cfg,
                                  repeat=0 if paraphrase is not None else repeat, paraphrase=paraphrase)
         else:
@@ -297,7 +308,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     settings = dict(judges=list(judges), questions=list(questions), qa_mode=qa_mode,
                     evidence_chars=evidence_chars, repeats=repeats, robustness_temperatures=rob_ts,
                     temperature=base_cfg.temperature, fairness=fairness,
-                    fairness_dimensions=sorted(fair_dims) if fairness else [], coaching=coaching,
+                    fairness_dimensions=sorted(fair_dims) if fairness else [],
+                    fairness_contract=fair_mode if fairness else None, coaching=coaching,
                     coaching_items=sorted(c_items) if coaching else [],
                     coaching_dimensions=sorted(c_dims) if coaching else [], n_items=len(item_order),
                     dimensions=dims_all, rubric_version=rubric.attrs.get("version"),
@@ -340,6 +352,9 @@ LOCAL_SPEED = {"prompt_tps": 64.0, "gen_tps": 7.1, "per_request_s": 0.06}
 CALIBRATION = 1.65
 #: typical generated tokens per task on the local judge (compact QA contract, JSON coaching notes)
 OUTPUT_TOKENS = {"qa": 5, "positives": 34, "improvement": 38, "customer": 36}
+#: typical generated tokens of the answer / rationale / evidence contract (fairness arm; a guess, not measured:
+#: answer, confidence, one sentence and one or two quotes)
+EVIDENCE_OUTPUT_TOKENS = 70
 
 
 def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = LOCAL_SPEED["prompt_tps"],
@@ -357,10 +372,10 @@ def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = LOCAL_SPEED["prom
     """
     exp = dict(OUTPUT_TOKENS) | dict(expected_output_tokens or {})
     task_of = dict(zip(plan.rows["request_id"], plan.rows["task"]))
+    exp.setdefault("qa_evidence", EVIDENCE_OUTPUT_TOKENS)
     rows = []
     for judge, reqs in plan.requests.items():
-        texts = sorted(("\x00".join(m["content"] for m in r.messages), task_of.get(r.request_id, "qa"))
-                       for r in reqs)
+        texts = sorted(("\x00".join(m["content"] for m in r.messages), _cost_task(r, task_of)) for r in reqs)
         prev = ""
         total_chars = new_chars = 0
         out_tokens = 0
@@ -380,6 +395,13 @@ def estimate_cost(plan: EvaluationPlan, *, prompt_tps: float = LOCAL_SPEED["prom
                      "est_seconds": calibration * (len(reqs) * per_request_s + pt / prompt_tps
                                                    + out_tokens / gen_tps)})
     return pd.DataFrame(rows)
+
+
+def _cost_task(req: Request, task_of: Mapping[str, str]) -> str:
+    task = task_of.get(req.request_id, "qa")
+    if task == "qa" and asks_for_evidence(prompt_parts(req.messages)[1]):
+        return "qa_evidence"
+    return task
 
 
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,

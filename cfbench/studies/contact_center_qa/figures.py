@@ -300,7 +300,8 @@ def flip_distribution_bars(flips: pd.DataFrame, *, arm: str = "baseline"):
 
 
 def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
-    """Figures 8, 9 and 11 style: mean confidence / P(Yes) / coaching scores per judge, one panel per score."""
+    """Figures 8-11 style: mean confidence / P(Yes) / coaching scores (improvement 9, customer behaviour 10,
+    positives 11) per judge, one panel per score."""
     plt = _plt()
     m = means[means["arm"] == arm]
     scores = list(dict.fromkeys(m["score"]))

@@ -103,6 +103,14 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         a = acc.iloc[0]
         lines.append(f"Accuracy on the originals: {_pct(a.accuracy)} {_interval(a.ci_low, a.ci_high, unit=' %')} "
                      f"(Wilson, n={int(a.n)} answers; {int(a.n_unparsed)} unparsed).")
+    ev = t.get("evidence_checks", pd.DataFrame())
+    ev = ev[(ev["judge"] == judge) & (ev["arm"] == "fairness")] if len(ev) else ev
+    if len(ev) and ev["n_yes"].iloc[0] > 0:
+        e = ev.iloc[0]
+        lines.append(f"Fairness arm, evidence: of {int(e.n_yes)} Yes answers, {int(e.n_yes_evidence_verified)} "
+                     f"({_pct(e.yes_evidence_verified)}) quote only words that are in the call and "
+                     f"{int(e.n_rule_violated)} ({_pct(e.yes_rule_violated)}) cite nothing found in it - Yes "
+                     "answers the rule \"no evidence means No\" would turn into No; the tables keep them as given.")
     return lines
 
 

@@ -13,12 +13,15 @@ import pandas as pd
 
 from cfbench.studies.contact_center_qa import coaching as _coaching
 from cfbench.studies.contact_center_qa import qa as _qa
+from cfbench.studies.contact_center_qa.prompts import asks_for_evidence, prompt_parts
 
-__all__ = ["run_plan", "PARSED_COLUMNS"]
+__all__ = ["run_plan", "PARSED_COLUMNS", "ROW_EVIDENCE_COLUMNS"]
 
 #: parsed fields joined onto every judgment (NaN where a task has no such field)
 PARSED_COLUMNS = ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
-                  "analysis", "parse_ok", "parse_error", "parse_note")
+                  "analysis", "parse_ok", "parse_error", "parse_note") + _qa.EVIDENCE_COLUMNS
+#: evidence checks carried onto the rows (NaN/None outside the answer / rationale / evidence contract)
+ROW_EVIDENCE_COLUMNS = ["evidence_status", "n_quotes", "n_quotes_found", "evidence_found", "evidence_rule_violated"]
 
 
 def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
@@ -57,7 +60,15 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
     qa_mask = (judgments["task"] == "qa").to_numpy()
     parsed = pd.DataFrame(index=judgments.index)
     if qa_mask.any():
-        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask])
+        # replies in the answer / rationale / evidence contract are read against their own transcript
+        asked = {(judge, r.request_id): prompt_parts(r.messages)
+                 for judge, reqs in plan.requests.items() for r in reqs}
+        parts_of = [asked.get((j, rid), ("", "", "", False))
+                    for j, rid in zip(judgments["judge"], judgments["request_id"])]
+        evidence = pd.Series([asks_for_evidence(p[1]) for p in parts_of], index=judgments.index)
+        transcripts = pd.Series([p[0].strip("\n") for p in parts_of], index=judgments.index)
+        parsed = _qa.parse_qa_frame(judgments.loc[qa_mask], transcripts=transcripts[qa_mask],
+                                    evidence=evidence[qa_mask])
     if (~qa_mask).any():
         pc = _coaching.parse_coaching_frame(judgments.loc[~qa_mask])
         parsed = pd.concat([parsed, pc]) if len(parsed) else pc
@@ -66,7 +77,7 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
         judgments[col] = parsed[col] if col in parsed.columns else np.nan
     judgments["parse_ok"] = judgments["parse_ok"].fillna(False).astype(bool)
 
-    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"]
+    value_cols = ["answer", "answer_yes", "confidence", "p_yes", "score", "parse_ok"] + ROW_EVIDENCE_COLUMNS
     rows = plan.rows.merge(judgments[["judge", "request_id", "cache_hit", "ok"] + value_cols],
                            on=["judge", "request_id"], how="left")
     cat = rubric.set_index("question_id")[["category", "type"]]

@@ -20,7 +20,8 @@ from cfbench.core.files import read_yaml
 from cfbench.core.render import render_transcript as format_transcript
 
 __all__ = ["DATA_DIR", "RUBRIC_COLUMNS", "load_prompt", "load_rubric", "format_transcript", "json_object",
-           "strip_fences", "prompt_parts", "NON_ANSWER", "non_answer_phrase", "opens_with_non_answer"]
+           "strip_fences", "prompt_parts", "NON_ANSWER", "non_answer_phrase", "opens_with_non_answer",
+           "EVIDENCE_CONTRACT_LINE", "asks_for_evidence"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 RUBRIC_COLUMNS = ["question_id", "category", "type", "yes_means", "text", "criteria", "paraphrases"]
@@ -136,6 +137,15 @@ def json_object(text: str) -> dict | None:
                     break
         start = text.find("{", start + 1)
     return None
+
+
+#: a line only the answer / rationale / evidence contract (``qa_evidence.txt``) contains
+EVIDENCE_CONTRACT_LINE = "Yes or No (this word alone on the first line)"
+
+
+def asks_for_evidence(task: str) -> bool:
+    """True when a task block asks for the answer / rationale / evidence reply (``qa_evidence.txt``)."""
+    return EVIDENCE_CONTRACT_LINE in task
 
 
 def prompt_parts(messages) -> tuple[str, str, str, bool]:

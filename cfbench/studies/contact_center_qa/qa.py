@@ -11,6 +11,11 @@ Three output contracts, all parsed by :func:`parse_qa`:
              ``{"answer": "Yes"|"No", "confidence": 0-100[, "evidence": "..."]}``
 ``compact``  answer first, then the confidence (``Yes 85``), so the first
              generated token carries P(Yes)
+``evidence`` the fairness arm's answer / rationale / evidence reply (seed 000,
+             F.3), parsed by :func:`parse_qa_evidence`: the bare answer word
+             alone on the first line (so the first token still carries P(Yes)),
+             then ``Confidence: N``, ``Rationale: ...`` and ``Evidence:`` with one
+             ``- Speaker: "verbatim words"`` line per quote, or ``Evidence: none``
 
 A reply whose answer cannot be read is a parse failure: ``parse_ok=False``
 with the raw text kept by the caller; it is never turned into "No".
@@ -46,9 +51,15 @@ __all__ = [
     "qa_request",
     "parse_qa",
     "parse_qa_frame",
+    "parse_qa_evidence",
+    "quote_in_transcript",
+    "EVIDENCE_COLUMNS",
 ]
 
-QA_MODES = ("free", "json", "compact")
+QA_MODES = ("free", "json", "compact", "evidence")
+#: what :func:`parse_qa_evidence` adds to :func:`parse_qa`'s fields (NaN/None for the other contracts)
+EVIDENCE_COLUMNS = ("rationale", "evidence_status", "evidence_quotes", "n_quotes", "n_quotes_found",
+                    "evidence_found", "evidence_rule_violated")
 
 
 # ----------------------------------------------------------------------------- requests
@@ -92,6 +103,8 @@ def qa_messages(transcript: str, question: Mapping[str, Any], *, mode: str = "js
         shape = '{"answer": "Yes" or "No", "confidence": whole number 0-100 for how sure you are'
         shape += ', "evidence": a short quote from the call}' if evidence_chars > 0 else "}"
         task = load_prompt("qa_json").format(question=qtext, criteria=criteria, shape=shape)
+    elif mode == "evidence":
+        task = load_prompt("qa_evidence").format(question=qtext, criteria=criteria)
     else:
         task = load_prompt("qa_compact").format(question=qtext, criteria=criteria)
     system = load_prompt("system_fair_qa" if fairness else "system").strip()
@@ -99,16 +112,30 @@ def qa_messages(transcript: str, question: Mapping[str, Any], *, mode: str = "js
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
 
 
+#: generation budget of the ``evidence`` contract (answer, confidence, one sentence, up to three quotes)
+EVIDENCE_MAX_TOKENS = 200
+
+
 def qa_config(mode: str, base: GenerationConfig | None = None, *, evidence_chars: int = 0,
               top_logprobs: int = 5) -> GenerationConfig:
-    """Generation settings for a mode: JSON schema for ``json``, short budgets."""
+    """Generation settings for a mode: JSON schema for ``json``, short budgets.
+
+    A reasoning-model ``base`` (``reasoning_effort`` set) keeps its own output cap, which
+    covers the hidden reasoning as well, and asks for no logprobs (those models return none,
+    so P(Yes) stays NaN for them).
+    """
     base = base or GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
+    if base.reasoning_effort is not None:
+        return base.replace(json_schema=qa_json_schema(evidence_chars)) if mode == "json" else base
     if mode == "json":
         return base.replace(json_schema=qa_json_schema(evidence_chars),
                             max_tokens=min(base.max_tokens, 24 + evidence_chars // 2),
                             top_logprobs=top_logprobs)
     if mode == "compact":
         return base.replace(max_tokens=min(base.max_tokens, 10), top_logprobs=top_logprobs)
+    if mode == "evidence":
+        # answer, confidence, one sentence and up to three short quotes
+        return base.replace(max_tokens=min(base.max_tokens, EVIDENCE_MAX_TOKENS), top_logprobs=top_logprobs)
     return base.replace(top_logprobs=top_logprobs)
 
 
@@ -291,24 +318,208 @@ def _finish(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def parse_qa_frame(judgments: pd.DataFrame) -> pd.DataFrame:
+# ----------------------------------------------------------------------------- answer / rationale / evidence
+
+_BARE_ANSWER = re.compile(r"\s*(?:\d[.)]\s*)?(?:answer\s*[:\-=]\s*)?(yes|no)\s*[.!]?\s*", re.I)
+_MARKER = re.compile(r"\s*(?:\d[.)]\s*)?(confidence|rationale|evidences?)\s*(?:\(.*?\))?\s*:\s*(.*)", re.I)
+_QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d|\u201e([^\u201c\u201d]+)[\u201c\u201d]|\u00ab([^\u00bb]+)\u00bb')
+_NONE_EVIDENCE = re.compile(r"\s*[-*\u2022]?\s*[(\[]?\s*(?:none|no evidence|no supporting (?:line|utterance|evidence)s?"
+                            r"|nothing|n/?a)\b", re.I)
+_SPEAKER_TAG = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])?\s*(?:\[?(?:turn\s*)?\d+\]?\s*[:.-]?\s*)?(?:agent|customer)\s*:\s*", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
+_ELLIPSIS = re.compile(r"\.\.\.+|\u2026|\[\.\.\.\]")
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+#: a quote (or each ellipsis-separated piece of it) must have this many characters of letters/digits
+MIN_QUOTE_CHARS = 4
+
+
+def _norm(text: str) -> str:
+    """Case-folded letters and digits separated by single spaces (quotes, dashes, punctuation dropped)."""
+    import unicodedata
+
+    t = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'").replace("'", "")
+    return " ".join(_NON_ALNUM.sub(" ", t).split())
+
+
+def quote_in_transcript(quote: str, transcript: str) -> bool:
+    """True when ``quote`` occurs in ``transcript`` up to case, punctuation, quote style and spacing.
+
+    A quote shortened with an ellipsis matches when every piece occurs, in order;
+    a piece under :data:`MIN_QUOTE_CHARS` letters/digits does not count as evidence.
+
+    >>> t = "Agent: I\u2019ve reset your password, you can log in now.\\nCustomer: Thanks!"
+    >>> quote_in_transcript("agent: i've RESET your password", t), quote_in_transcript("I fixed it", t)
+    (True, False)
+    """
+    hay = f" {_norm(transcript)} "
+    pieces = [_norm(p) for p in _ELLIPSIS.split(quote)]
+    pieces = [p for p in pieces if p]
+    if not pieces or any(len(p.replace(" ", "")) < MIN_QUOTE_CHARS for p in pieces):
+        return False
+    pos = 0
+    for p in pieces:
+        at = hay.find(f" {p} ", pos)
+        if at < 0:
+            return False
+        pos = at + len(p) + 1
+    return True
+
+
+def _quotes_of(item: str) -> list[str]:
+    """The quoted spans of one evidence line; an unquoted line counts as one quote without its speaker tag."""
+    spans = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(item)]
+    if spans:
+        return [sp.strip() for sp in spans if sp.strip()]
+    bare = _SPEAKER_TAG.sub("", _BULLET.sub("", item)).strip()
+    return [bare] if bare else []
+
+
+def _empty_evidence_result() -> dict[str, Any]:
+    return _empty_result() | {"rationale": None, "evidence_status": "unparsed", "evidence_quotes": None,
+                              "n_quotes": math.nan, "n_quotes_found": math.nan, "evidence_found": None,
+                              "evidence_rule_violated": None}
+
+
+def parse_qa_evidence(text: str | None, transcript: str | None,
+                      top_logprobs: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Read a reply in the ``evidence`` contract and check its quotes against ``transcript``.
+
+    The answer is the one line that is a bare ``Yes``/``No`` (optionally ``Answer: Yes``);
+    none, two that disagree, or a line such as "No idea" / "Yes?" is a parse failure
+    (``parse_ok=False``), never a guessed answer. Besides :func:`parse_qa`'s fields
+    (``evidence`` = the raw evidence section, ``synthesis`` = the rationale):
+
+    ``rationale``             the ``Rationale:`` text (None when missing; noted)
+    ``evidence_status``       ``quoted`` (at least one quote), ``none`` (declared
+                              "Evidence: none"), ``missing`` (no evidence section) or
+                              ``unparsed`` (the answer could not be read)
+    ``evidence_quotes``       JSON list of the quotes as written
+    ``n_quotes``, ``n_quotes_found``  how many quotes, how many occur in the transcript
+    ``evidence_found``        True when every quote occurs in the transcript, False
+                              when one does not, None without quotes or transcript
+    ``evidence_rule_violated``  the seed's "no evidence means No" as a check: True for a
+                              Yes with no quote found in the transcript (declared none,
+                              missing, or only quotes that are not in it); False otherwise
+                              (None when the answer could not be read)
+
+    The answer is never rewritten by the rule: the tables use it as the judge gave it
+    and report the checks beside it.
+
+    >>> r = parse_qa_evidence('Yes\\nConfidence: 90\\nRationale: Refund confirmed.\\nEvidence:\\n'
+    ...                       '- Agent: "your refund is issued"', "Agent: Your refund is issued.")
+    >>> r["answer"], r["evidence_found"], r["evidence_rule_violated"]
+    ('Yes', True, False)
+    >>> parse_qa_evidence("No idea\\nEvidence: none", "Agent: Hi.")["parse_ok"]
+    False
+    """
+    out = _empty_evidence_result()
+    if top_logprobs and text is not None and _LEADING.match(str(text)):
+        out["p_yes"] = yes_probability(top_logprobs)
+    if text is None or not str(text).strip():
+        out["parse_error"] = "empty reply"
+        return out
+    lines = _EMPH.sub("", strip_fences(str(text))).splitlines()
+    answers = [(i, m.group(1).capitalize()) for i, ln in enumerate(lines)
+               if (m := _BARE_ANSWER.fullmatch(ln))]
+    if not answers:
+        first = next((ln.strip() for ln in lines if ln.strip()), "")
+        out["parse_error"] = f"no line is a bare Yes or No (first line: {first[:40]!r})"
+        return out
+    if len({a for _, a in answers}) > 1:
+        out["parse_error"] = "conflicting answers: " + ", ".join(a for _, a in answers)
+        return out
+    out["answer"] = answers[0][1]
+    notes: list[str] = []
+    first_nonempty = next(i for i, ln in enumerate(lines) if ln.strip())
+    if answers[0][0] != first_nonempty:
+        notes.append("the answer is not on the first line")
+
+    sections: dict[str, list[str]] = {}
+    current = None
+    for i, ln in enumerate(lines):
+        if any(i == j for j, _ in answers):
+            current = None
+            continue
+        m = _MARKER.fullmatch(ln)
+        if m:
+            current = m.group(1).lower().rstrip("s")
+            if current in sections:
+                notes.append(f"{current} given twice; the first is used")
+                current = "_dup"
+            sections.setdefault(current, [])
+            if m.group(2).strip():
+                sections[current].append(m.group(2).strip())
+        elif current is not None and ln.strip():
+            sections[current].append(ln.strip())
+
+    conf_lines = sections.get("confidence") or []
+    cm = re.fullmatch(r"\s*(-?\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out of 100)?\s*\.?\s*", conf_lines[0]) if conf_lines else None
+    if cm:
+        _set_confidence(out, notes, cm.group(1), cm.group(2))
+    else:
+        notes.append("no confidence" if not conf_lines else f"confidence {conf_lines[0][:20]!r} is not a number")
+    rationale = " ".join(sections.get("rationale") or []) or None
+    out["rationale"] = out["synthesis"] = rationale
+    if rationale is None:
+        notes.append("no rationale")
+
+    ev_lines = sections.get("evidence")
+    if ev_lines is None or not ev_lines:
+        out["evidence_status"] = "missing"
+        notes.append("no evidence section")
+        quotes: list[str] = []
+    elif len(ev_lines) == 1 and _NONE_EVIDENCE.match(ev_lines[0]) and not _QUOTED.search(ev_lines[0]):
+        out["evidence_status"] = "none"
+        out["evidence"] = ev_lines[0]
+        quotes = []
+    else:
+        out["evidence"] = "\n".join(ev_lines)
+        quotes = [q for item in ev_lines if not _NONE_EVIDENCE.match(item) or _QUOTED.search(item)
+                  for q in _quotes_of(item)]
+        out["evidence_status"] = "quoted" if quotes else "none"
+    out["evidence_quotes"] = json.dumps(quotes, ensure_ascii=False)
+    out["n_quotes"] = float(len(quotes))
+    if transcript is not None:
+        found = sum(quote_in_transcript(q, transcript) for q in quotes)
+        out["n_quotes_found"] = float(found)
+        out["evidence_found"] = (found == len(quotes)) if quotes else None
+        if quotes and found < len(quotes):
+            notes.append(f"{len(quotes) - found} of {len(quotes)} quotes not in the transcript")
+        out["evidence_rule_violated"] = out["answer"] == "Yes" and found == 0
+    else:
+        notes.append("no transcript to check the quotes against")
+        out["evidence_rule_violated"] = out["answer"] == "Yes" and not quotes
+    return _finish(out, notes)
+
+
+def parse_qa_frame(judgments: pd.DataFrame, *, transcripts: "pd.Series | None" = None,
+                   evidence: "pd.Series | None" = None) -> pd.DataFrame:
     """Parsed columns for a judgments frame (``text``, ``top_logprobs``, ``ok``).
 
+    ``evidence`` (bool per row, same index) marks replies in the ``evidence``
+    contract, read by :func:`parse_qa_evidence` against ``transcripts`` (text
+    per row); the others are read by :func:`parse_qa`.
     Failed calls (``ok`` False) get ``parse_ok=False`` with the call error as
     ``parse_error``; their raw text stays in the judgments frame.
     """
+    is_ev = (evidence.reindex(judgments.index).fillna(False).astype(bool).tolist() if evidence is not None
+             else [False] * len(judgments))
+    texts = (transcripts.reindex(judgments.index).tolist() if transcripts is not None
+             else [None] * len(judgments))
     rows = []
     has_lp = "top_logprobs" in judgments.columns
     for text, ok, err, lp in zip(judgments["text"],
                                  judgments.get("ok", pd.Series(True, index=judgments.index)),
                                  judgments.get("error", pd.Series(None, index=judgments.index)),
                                  judgments["top_logprobs"] if has_lp else [None] * len(judgments)):
+        ev, transcript = is_ev[len(rows)], texts[len(rows)]
         if not ok:
-            r = _empty_result()
+            r = _empty_evidence_result() if ev else _empty_result()
             r["parse_error"] = f"call failed: {err}"
             rows.append(r)
             continue
         if isinstance(lp, str):
             lp = json.loads(lp) if lp else None
-        rows.append(parse_qa(text, lp if isinstance(lp, Mapping) else None))
+        lp = lp if isinstance(lp, Mapping) else None
+        rows.append(parse_qa_evidence(text, transcript, lp) if ev else parse_qa(text, lp))
     return pd.DataFrame(rows, index=judgments.index)

@@ -14,7 +14,7 @@ import math
 from cfbench.core.seeding import unit_interval as stable_unit
 from cfbench.judges.base import Request, Response
 from cfbench.judges.scripted import register_script
-from cfbench.studies.contact_center_qa.prompts import prompt_parts
+from cfbench.studies.contact_center_qa.prompts import asks_for_evidence, prompt_parts
 
 __all__ = ["scripted_judge"]
 
@@ -59,8 +59,29 @@ def _scripted_qa(request: Request) -> Response:
         text = ("To answer the given question, let's think step by step:\nEvidences:\n- (scripted)\n"
                 f"Synthesis:\nScripted judgment.\nConfidence: {conf}\nHence, the final answer is: {answer}")
         return Response(text=text, prompt_tokens=len(user.split()), completion_tokens=30)
+    if asks_for_evidence(task):
+        return Response(text=_evidence_reply(transcript, answer, conf, user), top_logprobs=lp,
+                        prompt_tokens=len(user.split()), completion_tokens=40)
     return Response(text=f"{answer} {conf}", top_logprobs=lp, prompt_tokens=len(user.split()),
                     completion_tokens=3)
+
+
+def _evidence_reply(transcript: str, answer: str, conf: int, user: str) -> str:
+    """The answer / rationale / evidence reply: a Yes quotes one of the call's own agent lines, except
+    that ~10% of Yes replies quote a line that is not in the call and ~5% cite no evidence (so the
+    evidence checks have something to find); a No cites no evidence."""
+    agent_lines = [ln for ln in transcript.splitlines() if ln.startswith("Agent:")]
+    head = f"{answer}\nConfidence: {conf}\n"
+    u = stable_unit("cc-qa-evidence", user)
+    if answer == "No" or not agent_lines or u < 0.05:
+        return head + "Rationale: (scripted) nothing in the call settles the question.\nEvidence: none"
+    if u < 0.15:
+        quote = "Agent: I have escalated this to my supervisor personally."  # not a line of any shipped call
+    else:
+        line = agent_lines[int(stable_unit("cc-qa-quote", user) * len(agent_lines))]
+        quote = "Agent: " + " ".join(line.split(":", 1)[1].split()[:12])
+    speaker, words = quote.split(": ", 1)
+    return head + f'Rationale: (scripted) the agent says so.\nEvidence:\n- {speaker}: "{words}"'
 
 
 def _scripted_coach(request: Request) -> Response:

@@ -13,7 +13,8 @@ import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 
-__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "UNIT", "BY", "SCORES"]
+__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "evidence_checks", "UNIT", "BY",
+           "SCORES", "EVIDENCE_CHECK_COLUMNS"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -36,12 +37,21 @@ def score_items():
             yield task, (col, name)
 
 
+def _arms_with_values(rows: pd.DataFrame, col: str) -> pd.DataFrame:
+    """``rows`` of the arms where ``col`` has a value (P(Yes) exists only in contracts that open with the answer,
+    so an arm in another contract gets no all-NaN rows)."""
+    if not len(rows):
+        return rows
+    return rows[rows["arm"].isin(rows.loc[rows[col].notna(), "arm"].unique())]
+
+
 def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
     """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
 
     Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
     ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
-    ``cfr_by_category``, ``fairness_prompting_delta``. All intervals are
+    ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence
+    shares per judge), ``evidence_checks``. All intervals are
     seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
     """
     r = rows.copy()
@@ -57,7 +67,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     out["cfr"] = M.flip_rate(qa_cf, value=ANSWER, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed)
     masd_parts = []
     for task, (col, name) in score_items():
-        sub = cf[cf["task"] == task]
+        sub = _arms_with_values(cf[cf["task"] == task], col)
         if len(sub) and sub[col].notna().any():
             masd_parts.append(M.mean_abs_score_diff(sub, value=col, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed)
                               .assign(score=name))
@@ -97,7 +107,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     dir_parts = []
     cf_marked = cf[cf["condition"] != "original"]
     for task, (col, name) in score_items():
-        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
+        sub, o = _arms_with_values(cf_marked[cf_marked["task"] == task], col), orig[orig["task"] == task]
         if len(sub) and len(o) and sub[col].notna().any():
             dir_parts.append(M.effect_direction(sub, o, value=col, unit=UNIT, by=by, match=["judge", "arm"], ok=OK,
                                                 n_boot=n_boot, seed=seed).assign(score=name))
@@ -114,9 +124,55 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     if len(out["masd"]):
         long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
     stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
-    out["fairness_prompting_delta"] = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
-                                                             over="dimension")
+    delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
+                                       over="dimension")
+    out["evidence_checks"] = evidence_checks(r)
+    # beside each judge's deltas: how well the fairness arm's Yes answers are backed by quotes from the call
+    fair_ev = out["evidence_checks"]
+    fair_ev = fair_ev.loc[fair_ev["arm"] == "fairness", ["judge", "yes_evidence_verified", "yes_rule_violated"]]
+    out["fairness_prompting_delta"] = delta.merge(
+        fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
+                                "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     return out
+
+
+EVIDENCE_CHECK_COLUMNS = ["judge", "arm", "n_replies", "n_parsed", "n_yes", "n_yes_quoted",
+                          "n_yes_evidence_verified", "yes_evidence_verified", "n_rule_violated",
+                          "yes_rule_violated", "n_quotes", "n_quotes_found", "quote_found_rate"]
+
+
+def evidence_checks(rows: pd.DataFrame) -> pd.DataFrame:
+    """The answer / rationale / evidence replies' checks per judge and arm (one count per distinct prompt).
+
+    Over Auto-QA judgments in that contract (``evidence_status`` set, ``unparsed`` included in
+    ``n_replies`` only; repeats left out):
+    ``n_yes_quoted`` Yes answers citing at least one quote; ``yes_evidence_verified`` the share
+    of Yes answers whose quotes all occur in the transcript (a Yes without quotes counts as not
+    verified); ``yes_rule_violated`` the share of Yes answers with no quote found in the transcript
+    (the seed's "no evidence means No", as a check - the answers themselves are left as given);
+    ``quote_found_rate`` quotes found / quotes cited. Shares are NaN without a Yes (or a quote).
+    """
+    if "evidence_status" not in rows.columns:
+        return pd.DataFrame(columns=EVIDENCE_CHECK_COLUMNS)
+    r = rows[(rows["task"] == "qa") & ~rows["dimension"].astype(str).str.startswith("robustness")]
+    r = r.drop_duplicates(["judge", "request_id"] if "request_id" in r.columns else
+                          ["judge", "arm", "question_id", "variant_id"])
+    out = []
+    for (judge, arm), g in r[r["evidence_status"].notna()].groupby(["judge", "arm"], sort=True):
+        ok = g[g["parse_ok"].astype(bool)]
+        yes = ok[ok["answer"] == "Yes"]
+        verified = yes["evidence_found"].map(lambda v: v is True or v == 1.0)
+        violated = yes["evidence_rule_violated"].map(lambda v: v is True or v == 1.0)
+        n_q, n_found = float(ok["n_quotes"].sum()), float(ok["n_quotes_found"].sum())
+        out.append({"judge": judge, "arm": arm, "n_replies": len(g), "n_parsed": len(ok), "n_yes": len(yes),
+                    "n_yes_quoted": int((yes["evidence_status"] == "quoted").sum()),
+                    "n_yes_evidence_verified": int(verified.sum()),
+                    "yes_evidence_verified": float(verified.mean()) if len(yes) else np.nan,
+                    "n_rule_violated": int(violated.sum()),
+                    "yes_rule_violated": float(violated.mean()) if len(yes) else np.nan,
+                    "n_quotes": int(n_q), "n_quotes_found": int(n_found),
+                    "quote_found_rate": n_found / n_q if n_q else np.nan})
+    return pd.DataFrame(out, columns=EVIDENCE_CHECK_COLUMNS)
 
 
 def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
