@@ -62,4 +62,4 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     default = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "default.yaml").read_text())
     p = Params.from_config(default)
     row = design_table({"default": p}).iloc[0]
-    assert p.n_items >= 8 and row["est_minutes"] <= 21, row["est_minutes"]
+    assert p.n_items >= 8 and row["est_minutes"] <= 25, row["est_minutes"]

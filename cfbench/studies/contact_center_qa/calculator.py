@@ -94,7 +94,7 @@ def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float
             "masd_mde": mean_mde(worst * n_items, sd=sd, alpha=alpha, power=power)}
 
 
-def design_table(candidates: Mapping[str, Params], *, budget_minutes: float = 20.0, rho: float = 0.5,
+def design_table(candidates: Mapping[str, Params], *, budget_minutes: float = 25.0, rho: float = 0.5,
                  sd_pyes: float = SD_PYES, alpha: float = 0.05, power: float = 0.8,
                  min_items: int = 8, cost: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per candidate design: requests, estimated minutes, MDEs, and MDEs within the budget.
