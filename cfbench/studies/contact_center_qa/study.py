@@ -39,7 +39,7 @@ class Params:
     """Parameters of the contact-center study (the notebook's parameters cell)."""
 
     judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
-    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set
+    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set; "synthetic[:seed=S]" generates them
     n_items: int = 3  # transcripts audited
     require_agent_name: bool = True  # only transcripts where the agent gives a name
     balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
@@ -201,10 +201,14 @@ def _dims(params: Params) -> list[str]:
 
 
 def load_items(params: Params) -> list[Any]:
-    """The transcripts ``params`` selects (path or shipped set, ``n_items``, name and label rules)."""
+    """The transcripts ``params`` selects (path, shipped set or ``synthetic`` stream, ``n_items``, name
+    and label rules)."""
     from cfbench.io.dialogues import load_dialogues
+    from cfbench.studies.contact_center_qa.stream import iter_items, synthetic_settings
     from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
+    if synthetic_settings(params.transcripts_path) is not None:
+        return list(iter_items(params))  # generated lazily, only as many as the selection needs
     path = params.transcripts_path or shipped_transcripts_path()
     transcripts = load_dialogues(path)
     return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
@@ -224,9 +228,12 @@ def _perturb_judge(spec: str, task: str, seed: int):
     return chat_function(spec, config, name=f"perturb-{task}")
 
 
-def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None
-             ) -> tuple[pd.DataFrame, Any]:
-    """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run."""
+def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None,
+             progress: bool = True, request_key: Any = None) -> tuple[pd.DataFrame, Any]:
+    """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run.
+
+    ``request_key`` is passed to :func:`.design.plan_evaluation` (how identical requests are merged).
+    """
     from cfbench.judges import GenerationConfig
     from cfbench.perturb import DIMENSIONS, make_variants
 
@@ -237,7 +244,7 @@ def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame
                              rewrite_judge=_perturb_judge(params.rewrite_judge, "rewrite", params.seed),
                              validate_judge=_perturb_judge(params.validate_judge, "validate", params.seed),
                              llm_check_all=bool(params.validate_judge),  # the seed checks every Op-1/2 variant
-                             decisions=params.decisions_path or None)
+                             decisions=params.decisions_path or None, progress=progress)
     compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
     per_item = None
     if params.conditions_per_dimension:
@@ -253,7 +260,8 @@ def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame
         paraphrases=params.paraphrases,
         fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
         coaching=params.coaching, coaching_items=items[:params.coaching_items],
-        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
+        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars,
+        request_key=request_key)
     return variants, plan
 
 
