@@ -213,3 +213,49 @@ def test_cli_batch_plan_study_errors_are_one_line(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "n_itemz" in err and err.count("\n") == 1
+
+
+# -- plan only: a design too large to plan in memory is counted by streaming ---------------------------------
+
+def test_cc_plan_only_counts_a_large_design_by_streaming_and_previews_its_first_items(monkeypatch, tmp_path):
+    from cfbench.studies.contact_center_qa import iter_requests, run, study
+
+    monkeypatch.setattr(study, "PLAN_ONLY_MAX_REQUESTS", 100)  # the smoke design at 5 items counts as large
+    monkeypatch.setenv("CFBENCH_MODE", "plan")
+    params = _cc_params(n_items=5, transcripts_path="synthetic:seed=0")
+    result = run(params, out=tmp_path / "out", config_name="smoke", progress=False)
+    full = result.summary["plan_only"]
+    n = sum(1 for _ in iter_requests(params))
+    assert (full["n_items"], full["preview_items"]) == (5, study.PLAN_ONLY_PREVIEW_ITEMS)
+    assert full["n_requests_per_judge"] == n and full["n_requests"] == n * len(params.judges)
+    assert sum(full["by_task_arm"].values()) == n
+    assert len(result.summary["items"]) == study.PLAN_ONLY_PREVIEW_ITEMS < 5
+    assert result.params == params and result.summary["params"]["n_items"] == 5
+    assert not result.frames["judgments"]["ok"].any()  # nothing was called
+    assert f"{n:,} distinct requests per judge" in result.header() and "cfbench batch plan" in result.header()
+    result.check()
+    from cfbench.studies.contact_center_qa.calculator import design_table
+
+    row = design_table({"plan only": result}).iloc[0]
+    assert (row["n_items"], row["requests"]) == (5, n * len(params.judges))
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["plan_only"]["n_requests_per_judge"] == n
+
+
+def test_cc_plan_only_of_a_small_design_plans_it_whole(monkeypatch):
+    from cfbench.studies.contact_center_qa import run
+
+    monkeypatch.setenv("CFBENCH_MODE", "plan")
+    result = run(_cc_params(), progress=False)
+    assert "plan_only" not in result.summary and len(result.summary["items"]) == 3
+
+
+def test_cc_design_table_from_the_run_equals_planning_again():
+    from cfbench.studies.contact_center_qa import run
+    from cfbench.studies.contact_center_qa.calculator import design_table
+
+    params = _cc_params()
+    result = run(params, progress=False)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(design_table({"this run": result}), design_table({"this run": params}))

@@ -130,7 +130,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         by default every judged condition of the dimension is compared.
     compared_per_item : optional ``{(item, dimension): [conditions]}`` that
         narrows the compared set per item (a sampled design, see
-        :func:`cfbench.studies.contact_center_qa.study.sample_conditions`);
+        :func:`cfbench.studies.contact_center_qa.planning.sample_conditions`);
         an (item, dimension) absent from it is not judged on that dimension.
     repeats : k, repeats of each original for the robustness baseline
         (repeat index is part of the cache key; 0 disables the baseline)

@@ -2,7 +2,7 @@
 
 :func:`iter_requests` yields the distinct requests a run of ``params`` would send,
 transcript by transcript: the transcript's variants are made, its part of the plan is
-built (:func:`cfbench.studies.contact_center_qa.study.plan_for` on that transcript alone)
+built (:func:`cfbench.studies.contact_center_qa.planning.plan_for` on that transcript alone)
 and its requests are yielded and dropped before the next transcript is read. Requests of
 different transcripts never share a prompt (every prompt holds its transcript's text), so
 de-duplicating within a transcript gives exactly the run's request set, with memory flat
@@ -134,7 +134,7 @@ def iter_requests(params: Any, *, transcripts: Iterable[Any] | None = None) -> I
     replaces the selection from ``params.transcripts_path`` (all of them are used, as in ``run``).
     """
     from cfbench.studies.contact_center_qa.prompts import load_rubric
-    from cfbench.studies.contact_center_qa.study import plan_for
+    from cfbench.studies.contact_center_qa.planning import plan_for
 
     rubric = load_rubric()
     one = dataclasses.replace(params, judges=tuple(params.judges[:1]) or ("scripted:cc-qa",))
