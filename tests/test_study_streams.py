@@ -259,3 +259,17 @@ def test_cc_design_table_from_the_run_equals_planning_again():
     import pandas as pd
 
     pd.testing.assert_frame_equal(design_table({"this run": result}), design_table({"this run": params}))
+
+
+def test_shopflow_plan_only_records_both_prompts_and_says_what_to_do(monkeypatch, tmp_path):
+    from cfbench.judges import ResponseCache
+    from cfbench.studies.shopflow import Params, iter_requests, run
+
+    monkeypatch.setenv("CFBENCH_MODE", "plan")
+    params = Params.from_config(_config("shopflow", "smoke"))
+    n = sum(1 for _ in iter_requests(params))  # both prompts
+    with pytest.raises(InputError, match=rf"plan only: {n} requests recorded .* none answered.*--replay"):
+        run(params, out=tmp_path / "out", progress=False)
+    assert (tmp_path / "out" / "seed_rates.csv").exists()  # the seed part needs no judge and is written
+    pending = {key for key, _, _ in ResponseCache().pending(params.judge)}
+    assert pending == {r.cache_key(params.judge) for r in iter_requests(params)}  # ready for cache export

@@ -151,6 +151,8 @@ def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) 
 
     requests = R.build_requests(pairs, prompt=prompt)
     run_ = run_requests(params.judge, requests, desc=f"readiness {prompt}", progress=progress)
+    if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
+        _stop_plan_only(params, pairs, run_, progress=progress)
     parsed = R.parse_readiness(run_.judgments)
     if not parsed["parse_ok"].any():
         failed = int((~run_.judgments["ok"].astype(bool)).sum()) if "ok" in run_.judgments else 0
@@ -178,6 +180,22 @@ def iter_requests(params: Params) -> Iterator[Any]:
     for prompt in [params.prompt] + ([params.candidate_prompt] if params.candidate_prompt else []):
         for start in range(0, len(pairs), 1000):  # built a slice of pairs at a time
             yield from R.build_requests(pairs.iloc[start:start + 1000], prompt=prompt)
+
+
+def _stop_plan_only(params: Params, pairs: pd.DataFrame, run_: Any, *, progress: bool) -> None:
+    """Plan-only mode with no cached reply: record the candidate prompt's requests too, then stop the
+    judged part with what to do next (the seed part's files are already written)."""
+    from cfbench.judges import run_requests
+
+    n = int(run_.stats.get("n_unique", len(run_.judgments)))
+    if params.candidate_prompt:
+        cand = run_requests(params.judge, R.build_requests(pairs, prompt=params.candidate_prompt),
+                            desc=f"readiness {params.candidate_prompt}", progress=progress)
+        n += int(cand.stats.get("n_unique", len(cand.judgments)))
+    raise InputError(f"plan only: {n} requests recorded for {params.judge} and none answered, so the judged part "
+                     "(rates, gaps, release decision) cannot be computed. Send them with `cfbench cache export` "
+                     "or `cfbench batch plan --study shopflow -f CONFIG`, then rerun with --replay",
+                     source="shopflow judged audit", field="judge")
 
 
 def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
