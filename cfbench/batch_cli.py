@@ -8,6 +8,7 @@ Wire into the main parser with :func:`add_parser`::
 Commands::
 
     cfbench batch plan --requests REQS --judge SPEC --out DIR [--cache PATH]
+    cfbench batch plan --study S -f CONFIG [-p NAME VALUE ...] --judge SPEC --out DIR [--cache PATH]
     cfbench batch submit --dir DIR
     cfbench batch status --dir DIR
     cfbench batch collect --dir DIR [--cache PATH]
@@ -19,7 +20,8 @@ Commands::
 ``REQS`` is a JSONL file of requests (``{"request_id", "messages", "config", "repeat"}``
 per line) or ``package.module:function``, a function returning an iterable of
 :class:`cfbench.judges.Request` (a study's request generator); ``--study``/``-f``
-is wired by ``cli.py`` through the ``study_requests`` hook of :func:`add_parser`.
+is wired by ``cli.py`` through the ``study_requests`` hook of :func:`add_parser` and streams
+the study's ``iter_requests(params)`` (one transcript, prompt or pair at a time).
 Each handler returns the exit status; bad input raises :class:`InputError`, which
 the main CLI prints as one line.
 """
@@ -164,6 +166,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     if study_requests is not None:
         p.add_argument("--study", help="a study whose requests to plan (with -f CONFIG)")
         p.add_argument("-f", "--config-file", dest="config_file", help="the study's config file")
+        p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                       help="with --study: set one parameter of the config (VALUE read as YAML); repeatable")
     p.add_argument("--judge", required=True, help="openai:<model>[@base_url]")
     p.add_argument("--out", required=True, help="folder for the shards and manifest.json")
     p.add_argument("--cache", default=None, help="skip requests cached here (default: the default cache)")

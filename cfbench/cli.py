@@ -67,8 +67,17 @@ def _study_requests(args: argparse.Namespace):
                          source="--study", field=args.study)
     if not args.config_file:
         raise InputError("--study needs -f CONFIG", source="--study", field=args.study)
-    params = load_config_file(args.config_file, args.study)
-    return iter_requests(module.Params.from_config(params, source=args.config_file))
+    from .judges.registry import canonical_spec
+    from .reproduce import parse_override
+
+    overrides = dict(parse_override(n, v) for n, v in (getattr(args, "param", None) or []))
+    params = module.Params.from_config(load_config_file(args.config_file, args.study, overrides=overrides or None),
+                                       source=args.config_file)
+    configured = {canonical_spec(j) for j in getattr(params, "judges", ()) or ()}
+    if configured and canonical_spec(args.judge) not in configured:
+        print(f"cfbench: note: --judge {args.judge} is not one of the config's judges "
+              f"({', '.join(sorted(configured))}); planning the config's requests for it anyway", file=sys.stderr)
+    return iter_requests(params)
 
 
 def _cmd_model(args: argparse.Namespace) -> int:

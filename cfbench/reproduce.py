@@ -301,9 +301,17 @@ class _Overall:
 
 
 def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
-    """``*_path`` parameters given relative to where the user stands (the notebook runs elsewhere)."""
-    return {k: (str(Path(v).resolve()) if k.endswith("_path") and isinstance(v, str) and v else v)
+    """``*_path`` parameters given relative to where the user stands (the notebook runs elsewhere).
+
+    A ``name:...`` source that is not a file (``synthetic:seed=1``; a scheme of two or more
+    letters, so a Windows drive letter is still a path) is left as it is.
+    """
+    return {k: (str(Path(v).resolve()) if k.endswith("_path") and isinstance(v, str) and v
+                and not _SOURCE_SCHEME.match(v) else v)
             for k, v in params.items()}
+
+
+_SOURCE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_]+:(?![/\\])")
 
 
 def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) -> dict[str, Any]:

@@ -20,11 +20,14 @@ Modules: :mod:`.prompts` (rubric, prompt files, shared reply helpers), :mod:`.qa
 selection, request plan, cost and design calculator), :mod:`.judging` (run a plan),
 :mod:`.tables` (every analysis table), :mod:`.figures`, :mod:`.findings`,
 :mod:`.study` (``Params``, ``run``, ``audit``, ``ContactCenterResult``),
-:mod:`.scripted` (test doubles ``scripted:cc-qa`` / ``scripted:cc-coach``).
+:mod:`.scripted` (test doubles ``scripted:cc-qa`` / ``scripted:cc-coach``),
+:mod:`.stream` (``iter_requests``: the run's requests transcript by transcript, for
+``cfbench batch plan --study contact_center_qa -f CONFIG``).
 """
 
 from . import scripted  # noqa: F401  (registers the scripted test doubles)
 from .prompts import load_rubric
+from .stream import iter_requests
 from .study import ContactCenterResult, Params, audit, run
 
-__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric"]
+__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests"]

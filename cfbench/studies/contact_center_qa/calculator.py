@@ -94,7 +94,7 @@ def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float
             "masd_mde": mean_mde(worst * n_items, sd=sd, alpha=alpha, power=power)}
 
 
-def design_table(candidates: Mapping[str, Params], *, budget_minutes: float = 25.0, rho: float = 0.5,
+def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0, rho: float = 0.5,
                  sd_pyes: float = SD_PYES, alpha: float = 0.05, power: float = 0.8,
                  min_items: int = 8, cost: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per candidate design: requests, estimated minutes, MDEs, and MDEs within the budget.
@@ -105,20 +105,30 @@ def design_table(candidates: Mapping[str, Params], *, budget_minutes: float = 25
     ``cfr_mde_pp``, ``masd_mde``, ``items_in_budget``, ``cfr_mde_pp_in_budget``,
     ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``).
     The smallest ``cfr_mde_pp_in_budget`` among designs that meet ``min_items`` is the pick.
+    A candidate is :class:`Params` (planned here) or a run's result, whose own plan is used; a
+    plan-only preview's plan covers its first transcripts, and its minutes are scaled to the
+    whole design (whose requests were counted by streaming).
     """
     rows = []
     for name, params in candidates.items():
-        items = load_items(params)
-        _, plan = plan_for(params, items)
+        if getattr(params, "plan", None) is not None:  # a ContactCenterResult: nothing is planned again
+            full = params.summary.get("plan_only") or {}
+            n_items = int(full.get("n_items") or len(params.summary["items"]))
+            n_req = int(full.get("n_requests") or params.plan.n_requests)
+            params, plan = params.params, params.plan
+        else:
+            items = load_items(params)
+            _, plan = plan_for(params, items)
+            n_items, n_req = len(items), plan.n_requests
         est = _design.estimate_cost(plan, **dict(cost or {}))
-        minutes = float(est["est_seconds"].sum()) / 60
-        row = {"design": name, "n_items": len(items), "questions": len(params.questions),
+        minutes = float(est["est_seconds"].sum()) / 60 * n_items / max(int(plan.settings["n_items"]), 1)
+        row = {"design": name, "n_items": n_items, "questions": len(params.questions),
                "conditions": ("all compared" if not params.conditions_per_dimension else
                               "original + 1 sampled" if params.conditions_per_dimension == 1 else
                               f"{params.conditions_per_dimension} sampled"),
-               "requests": int(plan.n_requests), "est_minutes": minutes}
-        row |= _row_power(params, plan, n_items=len(items), rho=rho, sd=sd_pyes, alpha=alpha, power=power)
-        fit = int(math.floor(len(items) * budget_minutes / minutes)) if minutes > 0 else 0
+               "requests": int(n_req), "est_minutes": minutes}
+        row |= _row_power(params, plan, n_items=n_items, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
+        fit = int(math.floor(n_items * budget_minutes / minutes)) if minutes > 0 else 0
         scaled = _row_power(params, plan, n_items=fit, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
         row |= {"items_in_budget": fit, "cfr_mde_pp_in_budget": scaled["cfr_mde_pp"],
                 "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -116,7 +116,8 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                     coaching: bool = False, coaching_items: Sequence[str] | None = None,
                     coaching_dimensions: Sequence[str] | None = None,
                     analysis_chars: int = 200, paraphrases: int = 0,
-                    fairness_contract: str = "evidence") -> EvaluationPlan:
+                    fairness_contract: str = "evidence",
+                    request_key: Callable[[str, Request], Any] | None = None) -> EvaluationPlan:
     """Expand variants into judgment rows and distinct requests (nothing is called).
 
     Parameters
@@ -131,7 +132,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         by default every judged condition of the dimension is compared.
     compared_per_item : optional ``{(item, dimension): [conditions]}`` that
         narrows the compared set per item (a sampled design, see
-        :func:`cfbench.studies.contact_center_qa.study.sample_conditions`);
+        :func:`cfbench.studies.contact_center_qa.planning.sample_conditions`);
         an (item, dimension) absent from it is not judged on that dimension.
     repeats : k, repeats of each original for the robustness baseline
         (repeat index is part of the cache key; 0 disables the baseline)
@@ -153,6 +154,9 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         compare attribute sensitivity with
     coaching : also plan the coaching notes (``coaching.COACHING_KINDS``) on ``coaching_items``
         x ``coaching_dimensions`` (defaults: all)
+    request_key : ``(judge, request) -> hashable`` that merges identical requests (default: the
+        cache key, which the ``key`` column holds); a streamed plan that only needs the requests
+        passes a cheaper exact equivalent
     """
     from cfbench.core.schema import VARIANT_COLUMNS
 
@@ -238,7 +242,9 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         cf = cf.sort_values(["item_id"], kind="stable")
 
     rows: list[dict] = []
-    requests: dict[str, dict[str, Request]] = {j: {} for j in judges}
+    requests: dict[str, dict[Any, Request]] = {j: {} for j in judges}
+    keyer = request_key or _key
+    qdicts = {q: qrows.loc[q].to_dict() | {"question_id": q} for q in questions}  # one lookup per question
 
     def add(judge: str, arm: str, task: str, qid: str | None, item: str, dim: str, cond: str,
             vrow: Any, repeat: int, temperature: float, paraphrase: int | None = None) -> None:
@@ -250,13 +256,13 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
         if task == "qa":
             mode, qcfg = (fair_mode, fair_qa_cfg) if fair else (qa_mode, qa_cfg)
             cfg = qcfg if temperature == qcfg.temperature else qcfg.replace(temperature=temperature)
-            req = _qa.qa_request(rid, text, qrows.loc[qid].to_dict() | {"question_id": qid}, mode=mode,
+            req = _qa.qa_request(rid, text, qdicts[qid], mode=mode,
                                  fairness=fair, evidence_chars=evidence_chars, config=cfg,
                                  repeat=0 if paraphrase is not None else repeat, paraphrase=paraphrase)
         else:
             cfg = coach_cfg if temperature == coach_cfg.temperature else coach_cfg.replace(temperature=temperature)
             req = _coaching.coaching_request(rid, text, task, fairness=fair, config=cfg, repeat=repeat)
-        key = _key(judge, req)
+        key = keyer(judge, req)
         if key not in requests[judge]:
             requests[judge][key] = req
         rows.append({"judge": judge, "arm": arm, "task": task, "question_id": qid or task, "item_id": item,
@@ -271,15 +277,18 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
     if coaching:
         task_list += [(kind, None) for kind in _coaching.COACHING_KINDS]
 
+    # each item's original and compared variant rows, looked up once (not per judge, arm and task)
+    orig_views = {item: _RowView(item, pd.Series(originals.loc[item]).rename(None)) for item in item_order}
+    cf_rows: dict[Any, list] = {}
+    for vrow in cf.itertuples(index=False):
+        cf_rows.setdefault(vrow.item_id, []).append(vrow)
     for judge in judges:
         for arm in arms:
             for task, qid in task_list:
                 for item in item_order:
                     if task != "qa" and item not in c_items:
                         continue
-                    orow = originals.loc[item]
-                    orow = pd.Series(orow).rename(None)
-                    orow_t = _RowView(item, orow)
+                    orow_t = orig_views[item]
                     add(judge, arm, task, qid, item, "original", "original", orow_t, 0, base_cfg.temperature)
                     if arm == "baseline" and task == "qa" and paraphrases:
                         # wording robustness: the same question in the rubric's other phrasings, on the
@@ -295,8 +304,7 @@ def plan_evaluation(variants: pd.DataFrame, *, judges: Sequence[str], questions:
                                     else f"robustness_t{rob_t:g}")
                             for r in range(repeats):
                                 add(judge, arm, task, qid, item, rdim, f"repeat{r}", orow_t, r, rob_t)
-                    sub = cf[cf["item_id"] == item]
-                    for vrow in sub.itertuples(index=False):
+                    for vrow in cf_rows.get(item, ()):
                         if arm == "fairness" and vrow.dimension not in fair_dims:
                             continue
                         if task != "qa" and vrow.dimension not in c_dims:

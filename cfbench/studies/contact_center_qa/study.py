@@ -9,6 +9,7 @@ requests, computes every table and figure and, given ``out``, writes them.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +20,11 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.core.params import params_from_mapping, params_to_mapping
-from cfbench.core.seeding import rng_for
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import design as _design
 from cfbench.studies.contact_center_qa import figures as _figures
 from cfbench.studies.contact_center_qa.judging import run_plan
+from cfbench.studies.contact_center_qa.planning import _dims, plan_for, sample_conditions
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
@@ -39,7 +40,7 @@ class Params:
     """Parameters of the contact-center study (the notebook's parameters cell)."""
 
     judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
-    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set
+    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set; "synthetic[:seed=S]" generates them
     n_items: int = 3  # transcripts audited
     require_agent_name: bool = True  # only transcripts where the agent gives a name
     balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
@@ -78,43 +79,11 @@ class Params:
         return params_to_mapping(self)
 
 
-def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence[str]], k: int,
-                      seed: int) -> dict[tuple[str, str], list[str]]:
-    """For each (item, dimension): the conditions a sampled design compares, drawn per item.
-
-    ``k = 1``: the item's original transcript against one counterfactual condition
-    drawn from the dimension's compared set (its ``"original"`` excluded) - one
-    pair per unit, the original's request shared by every dimension.
-    ``k >= 2``: ``k`` conditions drawn from the compared set - ``k (k - 1) / 2`` pairs.
-    The draw for an item and dimension depends only on ``(seed, item, dimension)``
-    (:func:`cfbench.core.seeding.rng_for`), so adding items does not change the
-    others' conditions. Only usable conditions (applicable, not rejected) are drawn;
-    an (item, dimension) with nothing usable is left out (listed by the plan as not judged).
-    """
-    if k < 1:
-        raise InputError(f"must be 0 (all) or at least 1, got {k}", field="conditions_per_dimension")
-    usable = variants
-    if "applicable" in usable.columns:
-        usable = usable[usable["applicable"].fillna(True).astype(bool)]
-    if "valid" in usable.columns:
-        usable = usable[usable["valid"].map(lambda v: True if v is None or v != v else bool(v))]
-    out: dict[tuple[str, str], list[str]] = {}
-    for (item, dim), grp in usable.groupby(["item_id", "dimension"], sort=True):
-        if dim not in compared:
-            continue
-        made = set(grp["condition"])
-        pool = [c for c in compared[dim] if c in made and (k >= 2 or c != "original")]
-        if not pool:
-            continue
-        take = min(k, len(pool))
-        pick = sorted(rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=take, replace=False))
-        out[(item, dim)] = (["original"] if k == 1 else []) + [pool[i] for i in pick]
-    return out
-
-
 @dataclass
 class ContactCenterResult(StudyResult):
-    """Every step of a contact-center run (see :func:`run`)."""
+    """Every step of a contact-center run (see :func:`run`); ``plan`` is the run's request plan."""
+
+    plan: Any = None
 
     def save(self, out: "RunOutput | str | Path") -> RunOutput:
         """Write the tables (CSV), figures, summary and the judged frames (``judgments``/``rows`` parquet)."""
@@ -153,6 +122,14 @@ class ContactCenterResult(StudyResult):
     def header(self) -> str:
         """A Markdown line describing this run, generated from its parameters and plan."""
         s, p = self.summary, self.params
+        if s.get("plan_only"):
+            f = s["plan_only"]
+            return (f"**Plan only (no model called)**: {f['n_items']:,} transcripts x {len(s['questions'])} "
+                    f"questions x {len(s['dimensions'])} dimensions; {f['n_requests_per_judge']:,} distinct "
+                    f"requests per judge, {f['n_requests']:,} for the {len(s['judges'])} judges, counted by "
+                    f"streaming in {f['count_s']:.0f} s. Too many to plan in memory: the cells below show the "
+                    f"first {f['preview_items']} transcripts (every judgment missing). Send the whole design "
+                    f"with `{f['batch_command']}`.")
         n, nq = len(s["items"]), len(s["questions"])
         cost = self.frames["cost"]
         est = float(cost["est_seconds"].sum()) / 60 if len(cost) else float("nan")
@@ -189,72 +166,19 @@ class ContactCenterResult(StudyResult):
         return findings_markdown(self)
 
 
-def _dims(params: Params) -> list[str]:
-    from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS
-
-    dims = list(params.dimensions) or list(TABLE_DIMENSIONS)
-    unknown = [d for d in dims if d not in DIMENSIONS]
-    if unknown:
-        raise InputError(f"unknown dimension (valid: {', '.join(sorted(DIMENSIONS))})", source="parameters",
-                         record=unknown[0], field="dimensions")
-    return dims
-
-
 def load_items(params: Params) -> list[Any]:
-    """The transcripts ``params`` selects (path or shipped set, ``n_items``, name and label rules)."""
+    """The transcripts ``params`` selects (path, shipped set or ``synthetic`` stream, ``n_items``, name
+    and label rules)."""
     from cfbench.io.dialogues import load_dialogues
+    from cfbench.studies.contact_center_qa.stream import iter_items, synthetic_settings
     from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
+    if synthetic_settings(params.transcripts_path) is not None:
+        return list(iter_items(params))  # generated lazily, only as many as the selection needs
     path = params.transcripts_path or shipped_transcripts_path()
     transcripts = load_dialogues(path)
     return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
                                 balance_label=params.balance_label or None)
-
-
-def _perturb_judge(spec: str, task: str, seed: int):
-    """The LLM step ``task`` of the perturbers as a chat function of ``spec`` (None: rules only).
-
-    Deterministic decoding (T = 0, a fixed seed), so a rerun makes the same variants from the cache.
-    """
-    if not spec:
-        return None
-    from cfbench.judges import GenerationConfig, chat_function
-
-    config = GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=400, seed=seed, repeat_penalty=1.0)
-    return chat_function(spec, config, name=f"perturb-{task}")
-
-
-def plan_for(params: Params, transcripts: Sequence[Any], *, rubric: pd.DataFrame | None = None
-             ) -> tuple[pd.DataFrame, Any]:
-    """Variants and the request plan of ``params`` on ``transcripts`` (nothing is called): the dry run."""
-    from cfbench.judges import GenerationConfig
-    from cfbench.perturb import DIMENSIONS, make_variants
-
-    dims = _dims(params)
-    items = [t.id for t in transcripts]
-    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed,
-                             identify_judge=_perturb_judge(params.identify_judge, "identify", params.seed),
-                             rewrite_judge=_perturb_judge(params.rewrite_judge, "rewrite", params.seed),
-                             validate_judge=_perturb_judge(params.validate_judge, "validate", params.seed),
-                             llm_check_all=bool(params.validate_judge),  # the seed checks every Op-1/2 variant
-                             decisions=params.decisions_path or None)
-    compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
-    per_item = None
-    if params.conditions_per_dimension:
-        per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
-                                     seed=params.seed)
-    gen = GenerationConfig(temperature=params.temperature, top_p=1.0, max_tokens=params.max_tokens,
-                           seed=params.seed)
-    plan = _design.plan_evaluation(
-        variants, judges=list(params.judges), questions=list(params.questions),
-        rubric=rubric if rubric is not None else load_rubric(), qa_mode=params.qa_mode,
-        evidence_chars=params.evidence_chars, config=gen, compared=compared, compared_per_item=per_item,
-        repeats=params.repeats, robustness_temperature=list(params.robustness_temperatures),
-        paraphrases=params.paraphrases,
-        fairness=params.fairness, fairness_dimensions=list(params.fairness_dimensions) or None,
-        coaching=params.coaching, coaching_items=items[:params.coaching_items],
-        coaching_dimensions=list(params.coaching_dimensions) or None, analysis_chars=params.analysis_chars)
-    return variants, plan
 
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
@@ -269,6 +193,10 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     from cfbench.io.transcripts import transcripts_frame
     from cfbench.perturb import DIMENSIONS, rejection_table
 
+    if transcripts is None and os.environ.get("CFBENCH_MODE") == "plan":
+        preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
+        if preview is not None:
+            return preview
     t0 = time.time()
     dims = _dims(params)
     rubric = load_rubric()
@@ -291,9 +219,54 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
               "judgments": judgments, "rows": rows}
     summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
                                                  rubric, t0)
-    result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary)
+    result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
     _say_parse_failures(judgments)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+#: In plan-only mode (``CFBENCH_MODE=plan``, ``cfbench reproduce --plan-only``) a design of more distinct
+#: requests per judge than this is not planned in memory: its requests are counted by streaming
+#: (:func:`.stream.count_requests`) and the run's cells are computed on its first few transcripts.
+PLAN_ONLY_MAX_REQUESTS = 200_000
+PLAN_ONLY_PREVIEW_ITEMS = 3
+
+
+def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, config_name: str,
+                       progress: bool) -> "ContactCenterResult | None":
+    """The plan-only run of a design too large to plan in memory (None when it is small enough)."""
+    import dataclasses
+    import itertools
+
+    from cfbench.studies.contact_center_qa.stream import count_requests, iter_items, iter_requests
+
+    first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
+    if not first:
+        return None
+    per_item = sum(1 for _ in iter_requests(params, transcripts=first[:1]))
+    if per_item * params.n_items <= PLAN_ONLY_MAX_REQUESTS:
+        return None
+    t0 = time.time()
+    counts = count_requests(params)  # streams every selected transcript; raises if too few qualify
+    count_s = time.time() - t0
+    result = run(dataclasses.replace(params, n_items=len(first)), transcripts=first, config_name=config_name,
+                 progress=progress)
+    result.params = params
+    judges = list(params.judges)
+    result.summary["params"] = params.to_mapping()
+    result.summary["plan_only"] = {
+        "n_items": params.n_items, "preview_items": len(first), "count_s": round(count_s, 1),
+        "n_requests_per_judge": counts["n_requests_per_judge"], "n_requests": counts["n_requests"],
+        "prompt_chars_per_judge": counts["prompt_chars_per_judge"], "by_task_arm": counts["by_task_arm"],
+        "batch_command": (f"cfbench batch plan --study contact_center_qa -f configs/contact_center_qa/"
+                          f"{config_name or 'CONFIG'}.yaml --judge {judges[0]} --out batch/"
+                          f"{config_name or 'run'}"),
+    }
+    result.frames["plan_summary_full"] = pd.DataFrame(
+        [{"judge": j, "task": k.split("/")[0], "arm": k.split("/")[1], "n_requests": v}
+         for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
     return result

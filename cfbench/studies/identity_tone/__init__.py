@@ -24,6 +24,6 @@ The whole study (released-data reproduction + fresh audit; files written to ``ou
 
 from . import scripted  # noqa: F401  (registers the scripted test double)
 from .audit import fresh_audit
-from .study import IdentityToneResult, Params, run
+from .study import IdentityToneResult, Params, iter_requests, run
 
-__all__ = ["Params", "run", "IdentityToneResult", "fresh_audit"]
+__all__ = ["Params", "run", "IdentityToneResult", "fresh_audit", "iter_requests"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -16,10 +16,10 @@ from cfbench.report import RunOutput, StudyResult
 
 from . import figures as F
 from . import prompts as P
-from .audit import Audit, run_fresh
+from .audit import Audit, audit_design, run_fresh
 from .reproduction import Reproduction, reproduce_released
 
-__all__ = ["Params", "run", "IdentityToneResult", "describe_run"]
+__all__ = ["Params", "run", "IdentityToneResult", "describe_run", "iter_requests"]
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,20 @@ def _prompt_frame(params: Params, wb) -> tuple[pd.DataFrame, str | None, str, st
         raise InputError(f"n_prompts must be in 1..{n_shipped} for the cfbench prompt set", source="parameters",
                          field="n_prompts")
     return P.load_prompts(params.n_prompts), None, " ", "cfbench/studies/identity_tone/data/prompts.yaml"
+
+
+def iter_requests(params: Params) -> Iterator[Any]:
+    """The requests the fresh audit of ``params`` sends to each of ``fresh_models`` (nothing is called):
+    every prompt x stated identity, in the run's order. For ``cfbench batch plan``."""
+    wb = None
+    if params.prompt_set == "released":  # only the released prompt set needs the workbook
+        from cfbench.io import amiri
+
+        wb = amiri.load_amiri(params.amiri_path or None)
+    prompt_frame, system, joiner, source = _prompt_frame(params, wb)
+    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap)
+    variants = audit_design(prompt_frame, seed=params.seed, source=source, joiner=joiner)
+    yield from P.build_advice_requests(variants, config=config, system=system)
 
 
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None) -> IdentityToneResult:

@@ -31,7 +31,7 @@ from .gate import (PairAudit, ReleaseDecision, audit_pairs, compare_candidate, i
                    support_check)
 from .policy import ROUTES, check_threshold, pair_flips, rates, route_rows, stage_attribution, threshold_sweep
 
-__all__ = ["Params", "run", "ShopflowResult", "shipped", "FairnessContract", "GapInterval", "ReleaseRequirement",
+__all__ = ["Params", "run", "ShopflowResult", "iter_requests", "shipped", "FairnessContract", "GapInterval", "ReleaseRequirement",
            "PairAudit", "ReleaseDecision", "audit_pairs", "compare_candidate",
            "interval_checks", "intersection_table", "metric_checks", "paired_bootstrap", "paired_mcnemar",
            "release_decision", "support_check", "ROUTES", "check_threshold", "pair_flips", "rates", "route_rows",
@@ -43,8 +43,8 @@ def shipped(name: str) -> Path:
     return Path(__file__).resolve().parent / "data" / name
 
 
-def __getattr__(name: str):  # Params/run/ShopflowResult load the judge runner only when asked for
-    if name in ("Params", "run", "ShopflowResult"):
+def __getattr__(name: str):  # Params/run/ShopflowResult/iter_requests load the judge runner only when asked for
+    if name in ("Params", "run", "ShopflowResult", "iter_requests"):
         from . import study
 
         return getattr(study, name)

@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ from .contract import FairnessContract
 from .gate import PairAudit, audit_pairs, compare_candidate, paired_bootstrap, paired_mcnemar
 from .policy import check_threshold, threshold_sweep
 
-__all__ = ["Params", "ShopflowResult", "run"]
+__all__ = ["Params", "ShopflowResult", "run", "iter_requests"]
 
 _DATA = Path(__file__).resolve().parent / "data"
 
@@ -151,6 +151,8 @@ def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) 
 
     requests = R.build_requests(pairs, prompt=prompt)
     run_ = run_requests(params.judge, requests, desc=f"readiness {prompt}", progress=progress)
+    if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
+        _stop_plan_only(params, pairs, run_, progress=progress)
     parsed = R.parse_readiness(run_.judgments)
     if not parsed["parse_ok"].any():
         failed = int((~run_.judgments["ok"].astype(bool)).sum()) if "ok" in run_.judgments else 0
@@ -162,12 +164,43 @@ def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) 
     return run_, parsed, scored
 
 
-def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
-    vs = list(params.variants)
-    pairs = load_pairs(params.path("pairs_path"), score_column=None, variants=vs)
+def _judged_pairs(params: Params) -> pd.DataFrame:
+    """The matched pairs the judged part scores (``pairs_path``, the first ``max_pairs``)."""
+    pairs = load_pairs(params.path("pairs_path"), score_column=None, variants=list(params.variants))
     if params.max_pairs:
         keep = list(dict.fromkeys(pairs["pair_id"]))[: params.max_pairs]
         pairs = pairs[pairs["pair_id"].isin(keep)].reset_index(drop=True)
+    return pairs
+
+
+def iter_requests(params: Params) -> Iterator[Any]:
+    """The requests a run of ``params`` sends to ``params.judge`` (nothing is called): each pair x
+    variant under ``prompt``, then under ``candidate_prompt`` when set. For ``cfbench batch plan``."""
+    pairs = _judged_pairs(params)
+    for prompt in [params.prompt] + ([params.candidate_prompt] if params.candidate_prompt else []):
+        for start in range(0, len(pairs), 1000):  # built a slice of pairs at a time
+            yield from R.build_requests(pairs.iloc[start:start + 1000], prompt=prompt)
+
+
+def _stop_plan_only(params: Params, pairs: pd.DataFrame, run_: Any, *, progress: bool) -> None:
+    """Plan-only mode with no cached reply: record the candidate prompt's requests too, then stop the
+    judged part with what to do next (the seed part's files are already written)."""
+    from cfbench.judges import run_requests
+
+    n = int(run_.stats.get("n_unique", len(run_.judgments)))
+    if params.candidate_prompt:
+        cand = run_requests(params.judge, R.build_requests(pairs, prompt=params.candidate_prompt),
+                            desc=f"readiness {params.candidate_prompt}", progress=progress)
+        n += int(cand.stats.get("n_unique", len(cand.judgments)))
+    raise InputError(f"plan only: {n} requests recorded for {params.judge} and none answered, so the judged part "
+                     "(rates, gaps, release decision) cannot be computed. Send them with `cfbench cache export` "
+                     "or `cfbench batch plan --study shopflow -f CONFIG`, then rerun with --replay",
+                     source="shopflow judged audit", field="judge")
+
+
+def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
+    vs = list(params.variants)
+    pairs = _judged_pairs(params)
     result.frames["pairs"] = pairs
     run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
     kw = dict(threshold=params.judged_threshold, variants=vs, calibration_edges=params.judged_calibration_edges,

@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .domains import DOMAINS
-from .generator import OUTCOMES, generate_transcripts, transcript_stats, write_synthetic_set
+from .generator import OUTCOMES, generate_transcripts, iter_synthetic, transcript_stats, write_synthetic_set
 from .labels import LABEL_MEANINGS, LABEL_QUESTIONS
 from cfbench.perturb.style_plan import STYLE_DIMENSIONS, render_plan
 
-__all__ = ["generate_transcripts", "transcript_stats", "write_synthetic_set", "shipped_transcripts_path",
+__all__ = ["generate_transcripts", "iter_synthetic", "transcript_stats", "write_synthetic_set", "shipped_transcripts_path",
            "LABEL_QUESTIONS", "LABEL_MEANINGS", "DOMAINS", "OUTCOMES", "STYLE_DIMENSIONS", "render_plan"]
 
 

@@ -16,9 +16,10 @@ depends on how many transcripts are generated.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import yaml
@@ -31,7 +32,7 @@ from .domains import DEFLECT_EXTRA, DOMAINS, GENERIC_EXTRA, PII_FIELDS
 from .labels import GREETING_NAME, ISSUE_RESOLUTION, PII_DISCLOSURE, WORK_AVOIDANCE
 from cfbench.perturb.style_plan import render_plan, style_slots
 
-__all__ = ["generate_transcripts", "transcript_stats", "write_synthetic_set", "OUTCOMES",
+__all__ = ["generate_transcripts", "iter_synthetic", "transcript_stats", "write_synthetic_set", "OUTCOMES",
            "CUSTOMER_NAMES", "GENERATOR_VERSION"]
 
 GENERATOR_VERSION = 1
@@ -250,6 +251,7 @@ def generate_transcripts(n: int = 24, *, seed: int = 0, min_turns: int = 10, max
     every domain appears. ``min_turns``/``max_turns`` bound the number of turns
     (even numbers >= 10; the seed's set used 26-46). ``outcome_probs`` weighs
     resolved / failed (agent tried) / avoided (work avoidance).
+    The first ``n`` transcripts of :func:`iter_synthetic` with the same arguments.
 
     >>> ts = generate_transcripts(2, seed=3)
     >>> [t.labels["issue_resolution"] in ("Yes", "No") for t in ts]
@@ -257,19 +259,46 @@ def generate_transcripts(n: int = 24, *, seed: int = 0, min_turns: int = 10, max
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
+    return list(iter_synthetic(seed=seed, stop=n, min_turns=min_turns, max_turns=max_turns, domains=domains,
+                               id_prefix=id_prefix, p_named_greeting=p_named_greeting,
+                               p_pii_disclosure=p_pii_disclosure, outcome_probs=outcome_probs,
+                               p_honorific=p_honorific, p_third_person=p_third_person,
+                               p_distractor=p_distractor, p_disfluency=p_disfluency))
+
+
+def iter_synthetic(*, seed: int = 0, start: int = 0, stop: int | None = None, min_turns: int = 10,
+                   max_turns: int = 14, domains: Sequence[str] | None = None, id_prefix: str = "cc",
+                   p_named_greeting: float = 0.75, p_pii_disclosure: float = 0.3,
+                   outcome_probs: Sequence[float] = (0.45, 0.3, 0.25), p_honorific: float = 0.5,
+                   p_third_person: float = 0.4, p_distractor: float = 0.3,
+                   p_disfluency: float = 0.12) -> Iterator[Transcript]:
+    """Synthetic transcripts ``start, start + 1, ...`` (``stop`` excluded; ``None``: without end), one at a time.
+
+    Transcript ``i`` depends only on ``seed``, ``i`` and the generator settings, so the first
+    24 of ``iter_synthetic(seed=0)`` are the shipped set and a stream of any length holds no
+    more than one transcript in memory (the study's ``transcripts_path: synthetic``).
+
+    >>> [t.id for t in iter_synthetic(seed=0, start=998, stop=1001)]
+    ['cc998', 'cc999', 'cc1000']
+    """
     doms = list(domains) if domains is not None else list(DOMAINS)
     unknown = [x for x in doms if x not in DOMAINS]
     if unknown:
         raise ValueError(f"unknown domain(s) {unknown}; known: {sorted(DOMAINS)}")
+    if not doms:
+        raise ValueError("domains must not be empty")
     if len(outcome_probs) != 3 or min(outcome_probs) < 0 or sum(outcome_probs) <= 0:
         raise ValueError(f"outcome_probs must be three non-negative weights, got {outcome_probs!r}")
-    records = [_generate_one(i, seed=seed, domain=doms[i % len(doms)], min_turns=min_turns,
-                             max_turns=max_turns, id_prefix=id_prefix, p_named_greeting=p_named_greeting,
-                             p_pii_disclosure=p_pii_disclosure, outcome_probs=outcome_probs,
-                             p_honorific=p_honorific, p_third_person=p_third_person,
-                             p_distractor=p_distractor, p_disfluency=p_disfluency) for i in range(n)]
-    return transcripts_from_records(records, source="cfbench.studies.contact_center_qa.synth")
-
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}")
+    probs = tuple(float(x) for x in outcome_probs)
+    for i in (range(start, stop) if stop is not None else itertools.count(start)):
+        rec = _generate_one(i, seed=seed, domain=doms[i % len(doms)], min_turns=min_turns,
+                            max_turns=max_turns, id_prefix=id_prefix, p_named_greeting=p_named_greeting,
+                            p_pii_disclosure=p_pii_disclosure, outcome_probs=probs,
+                            p_honorific=p_honorific, p_third_person=p_third_person,
+                            p_distractor=p_distractor, p_disfluency=p_disfluency)
+        yield transcripts_from_records([rec], source="cfbench.studies.contact_center_qa.synth")[0]
 
 
 def transcript_stats(transcripts: Sequence[Transcript]) -> dict[str, Any]:
