@@ -345,6 +345,9 @@ class Request:
         return request_key(judge_spec, self.messages, self.config, self.repeat)
 
 
+_REPLY_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 @dataclass
 class Response:
     """What a backend returned for one request."""
@@ -357,10 +360,13 @@ class Response:
     finish_reason: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"text": self.text, "top_logprobs": self.top_logprobs, "prompt_tokens": self.prompt_tokens,
-                           "completion_tokens": self.completion_tokens,
-                           "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
-                           "finish_reason": self.finish_reason}, ensure_ascii=False)
+        """The reply as the cache stores it: ``json.dumps(..., ensure_ascii=False)`` of its fields in
+        declaration order (one shared encoder: ``json.dumps`` with options builds one per call)."""
+        return _REPLY_ENCODER.encode({"text": self.text, "top_logprobs": self.top_logprobs,
+                                      "prompt_tokens": self.prompt_tokens,
+                                      "completion_tokens": self.completion_tokens,
+                                      "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+                                      "finish_reason": self.finish_reason})
 
     @classmethod
     def from_json(cls, blob: str) -> "Response":
