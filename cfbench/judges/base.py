@@ -277,6 +277,7 @@ def request_keys(judge_spec: str, requests: Iterable["Request"]) -> list[str]:
     tail = f',"judge":{_json_str(judge)},"messages":'
     heads: dict[int, str] = {}  # id(config) -> '{"config":…,"judge":…,"messages":' (configs live in `requests`)
     enc, sha256, roles = _json_str, hashlib.sha256, _ROLES_JSON
+    firsts: dict[str, str] = {}  # JSON of recent first-message contents
     out = []
     append = out.append
     for r in requests:
@@ -292,7 +293,13 @@ def request_keys(judge_spec: str, requests: Iterable["Request"]) -> list[str]:
             if len(msgs) != 2 or len(msgs[0]) != 2 or len(msgs[1]) != 2:
                 raise KeyError
             m0, m1 = msgs
-            blob = (f'{head}[[{roles[m0["role"]]},{enc(m0["content"])}],'
+            first = m0["content"]  # usually one system prompt shared by every request
+            first_json = firsts.get(first)
+            if first_json is None:
+                if len(firsts) > 64:
+                    firsts.clear()
+                first_json = firsts[first] = enc(first)
+            blob = (f'{head}[[{roles[m0["role"]]},{first_json}],'
                     f'[{roles[m1["role"]]},{enc(m1["content"])}]],"repeat":{rep}}}')
         except KeyError:  # not a plain (role, content) pair of messages: the general encoding
             blob = f'{head}{_messages_key_json(msgs)},"repeat":{rep}}}'
