@@ -13,9 +13,17 @@ second of this process (``cpu``): that is what an idle machine would see.
 * shard sizes against the Batch API's limits (50,000 lines, 200 MB);
 * collect/import: Batch output lines stored into the cache per second (target >= 10,000/s);
 * replay: µs per request of ``run_requests(mode="replay")`` on a warm cache (target <= 20 µs),
-  everything included (keys, batched look-ups, the judgments frame).
+  everything included (keys, batched look-ups, the judgments frame);
+* analysis: seconds per million judgment rows of every contact-center table
+  (``study_tables``: CFR / MASD per dimension and arm, robustness, accuracy, kappa, flip
+  distribution, CFR minus robustness, direction, fairness-prompting delta, 1,000 item
+  resamples) on a seeded synthetic frame with the study's schema, at two sizes, each in a
+  fresh child process reading the frame from parquet; target <= 30 s per million rows (a
+  7.4 M-row paper-scale analysis in under 4 min) and peak RSS above the loaded frame at most
+  ``ANALYSIS_RSS_FACTOR`` times the frame's size.
 
-Usage: ``python benchmarks/bench_paper_scale.py [--small 50000] [--large 200000] [--replay 100000]``
+Usage: ``python benchmarks/bench_paper_scale.py [--small 50000] [--large 200000] [--replay 100000]
+[--analysis 250000 1000000]``
 """
 
 from __future__ import annotations
@@ -30,9 +38,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, header
+import pandas as pd
+from _common import REPO, contact_center_plan, header
 
 STAR = Path("/work/shared/data/star/dialogues")
+#: Analysis memory target: the tables may use at most this many times the rows frame's own size on
+#: top of it (the frame must fit; the analysis may not multiply it): 7.4 M rows ~ 3 GB of frame.
+ANALYSIS_RSS_FACTOR = 2.0
+
 QUESTIONS = [
     "Did the agent resolve the customer's issue? Answer Yes or No.",
     "Did the agent avoid work the customer asked for? Answer Yes or No.",
@@ -149,13 +162,79 @@ def bench_replay(n: int, star: Path) -> tuple[float, float]:
             res = run_requests(spec, reqs, cache=cache, mode="replay", progress=False)
             best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
         assert res.judgments.ok.all() and res.judgments.cache_hit.all()
+        from cfbench.judges.base import request_keys
+
         t0 = time.perf_counter()
-        for r in reqs:
-            r.cache_key(spec)
+        request_keys(spec, reqs)
         keys_us = (time.perf_counter() - t0) / n * 1e6
         print(f"   replay: {n:,} requests in {best:.3f} s wall, {best_cpu:.3f} s CPU (best of 3); "
               f"computing the keys alone {keys_us:.1f} µs/request wall")
         return best / n * 1e6, best_cpu / n * 1e6
+
+
+def analysis_rows(n_rows: int, seed: int = 0) -> pd.DataFrame:
+    """A contact-center ``rows`` frame of about ``n_rows`` rows, with the schema :func:`run_plan` returns.
+
+    The plan is the study's own (all shipped transcripts, every table dimension, fairness arm,
+    coaching tasks, 3 robustness repeats); no judge is called: the
+    parsed values are drawn from ``numpy.random.default_rng(seed)`` (a per-unit base answer
+    flipped in 12 % of rows, confidences and scores around a per-unit level, 2 % unparsed).
+    The plan's items are tiled with new item ids up to ``n_rows``.
+    """
+    import numpy as np
+
+    from cfbench.studies.contact_center_qa.qa import load_rubric
+
+    plan, _, _ = contact_center_plan("scripted:cc-qa")
+    tpl = plan.rows
+    copies = -(-n_rows // len(tpl))
+    rows = pd.concat([tpl] * copies, ignore_index=True)
+    copy = np.repeat(np.arange(copies), len(tpl))
+    rows["item_id"] = rows["item_id"].astype(str) + "~" + pd.Series(copy).map("{:03d}".format)
+    rng = np.random.default_rng(seed)
+    n = len(rows)
+    unit = pd.factorize(rows["item_id"] + "/" + rows["question_id"] + "/" + rows["judge"])[0]
+    base = rng.random(unit.max() + 1)[unit]
+    qa = (rows["task"] == "qa").to_numpy()
+    ok = rng.random(n) >= 0.02
+    answer = (base > 0.5) ^ (rng.random(n) < 0.12)
+    conf = np.clip(np.round(100 * base + rng.normal(0, 8, n)), 0, 100)
+    rows["cache_hit"] = True
+    rows["ok"] = True
+    rows["answer"] = np.where(qa & ok, np.where(answer, "Yes", "No"), None)
+    rows["answer_yes"] = np.where(qa & ok, answer.astype(float), np.nan)
+    rows["confidence"] = np.where(qa & ok, conf, np.nan)
+    rows["p_yes"] = np.where(qa & ok, np.clip(base + rng.normal(0, 0.1, n), 0, 1), np.nan)
+    rows["score"] = np.where(~qa & ok, np.clip(np.round(1 + 4 * base + rng.normal(0, 0.7, n)), 1, 5), np.nan)
+    rows["parse_ok"] = ok
+    rows = rows.join(load_rubric().set_index("question_id")[["category", "type"]], on="question_id")
+    rows["label"] = None
+    return rows
+
+
+def _child_analysis(n: int, frame_path: str) -> None:
+    """Run in a fresh process: read the rows, time the study tables, print seconds and RSS as JSON."""
+    from cfbench.studies.contact_center_qa.tables import study_tables
+
+    rows = pd.read_parquet(frame_path)
+    rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    frame_mb = rows.memory_usage(deep=True).sum() / 2**20
+    t0, c0 = time.perf_counter(), time.process_time()
+    tables = study_tables(rows, n_boot=1000, seed=0)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"n": len(rows), "seconds": dt, "cpu": cpu, "rss_loaded_mb": rss_loaded, "rss_mb": rss,
+                      "frame_mb": frame_mb, "cfr_rows": len(tables["cfr"]), "masd_rows": len(tables["masd"])}))
+
+
+def analysis_in_child(n: int, tmp: Path) -> dict:
+    path = tmp / f"rows_{n}.parquet"
+    analysis_rows(n).to_parquet(path)
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'benchmarks')!r}); import bench_paper_scale as b; "
+            f"b._child_analysis({n}, {str(path)!r})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))})
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -164,9 +243,11 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=200_000)
     ap.add_argument("--import-n", type=int, default=100_000)
     ap.add_argument("--replay", type=int, default=100_000)
+    ap.add_argument("--analysis", type=int, nargs=2, default=[250_000, 1_000_000], metavar=("SMALL", "LARGE"),
+                    help="rows of the two synthetic contact-center frames analysed (0 0 skips)")
     ap.add_argument("--star", type=Path, default=STAR)
     args = ap.parse_args()
-    header("paper scale: batch plan, shards, collect/import, replay")
+    header("paper scale: batch plan, shards, collect/import, replay, analysis")
 
     small, large = plan_in_child(args.small, args.star), plan_in_child(args.large, args.star)
     for name, r in (("small", small), ("large", large)):
@@ -189,6 +270,24 @@ def main() -> None:
     us, cpu_us = bench_replay(args.replay, args.star)
     print(f"replay: {us:.1f} µs per request wall, {cpu_us:.1f} µs CPU  RATIO target/actual (20 µs) = "
           f"{20 / us:.2f} wall, {20 / cpu_us:.2f} cpu (>= 1 meets it)")
+
+    if min(args.analysis) > 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = [analysis_in_child(n, Path(tmp)) for n in args.analysis]
+        for r in runs:
+            per_m, cpu_per_m = r["seconds"] / r["n"] * 1e6, r["cpu"] / r["n"] * 1e6
+            extra = r["rss_mb"] - r["rss_loaded_mb"]
+            print(f"analysis ({r['n']:,} rows, every contact-center table, 1,000 item resamples): {r['seconds']:.1f} s "
+                  f"wall, {r['cpu']:.1f} s CPU = {per_m:.1f} s per million rows wall, {cpu_per_m:.1f} CPU  RATIO "
+                  f"target/actual (30 s per million rows) = {30 / per_m:.2f} wall, {30 / cpu_per_m:.2f} cpu; "
+                  f"frame {r['frame_mb']:.0f} MB in memory, peak RSS {r['rss_mb']:.0f} MB, {extra:.0f} MB above the "
+                  f"loaded frame = {extra / r['frame_mb']:.2f}x the frame (target <= {ANALYSIS_RSS_FACTOR:g}x)")
+        small, large = runs
+        growth = (large["rss_mb"] - small["rss_mb"]) / (large["n"] - small["n"]) * 1e6
+        print(f"analysis memory: peak RSS {small['rss_mb']:.0f} -> {large['rss_mb']:.0f} MB for "
+              f"{large['n'] / small['n']:.1f}x the rows = {growth:.0f} MB per extra million rows (linear, bounded by "
+              f"the frame: RATIO peak-above-frame / frame = {(large['rss_mb'] - large['rss_loaded_mb']) / large['frame_mb']:.2f} "
+              f"vs target {ANALYSIS_RSS_FACTOR:g})")
 
 
 if __name__ == "__main__":

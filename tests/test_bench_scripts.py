@@ -65,3 +65,16 @@ def test_bench_local_judge_replay_without_the_model():
     sent = int(re.search(r"prompt tokens sent: +([\d,]+)", out).group(1).replace(",", ""))
     ev = int(re.search(r"evaluated, runner order \(prefix-sorted\): +([\d,]+)", out).group(1).replace(",", ""))
     assert 0 < ev < sent
+
+
+def test_bench_paper_scale_prints_every_figure_with_its_ratio():
+    star = Path("/work/shared/data/star/dialogues")
+    if not star.is_dir():
+        pytest.skip("STAR dialogues not available")
+    out = _run("bench_paper_scale.py", "--small", "300", "--large", "600", "--import-n", "500", "--replay", "400",
+               "--analysis", "10000", "20000", "--star", str(star))
+    for figure in ("batch plan (small)", "batch plan (large)", "shards (large)", "collect/import", "replay:",
+                   "analysis (13,910 rows", "analysis (27,820 rows", "analysis memory"):
+        assert figure in out, figure
+    assert len(re.findall(r"RATIO", out)) >= 6
+    assert "import: 500 lines" in out and "replay: 400 requests" in out

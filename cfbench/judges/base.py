@@ -13,7 +13,7 @@ import math
 from functools import lru_cache
 from json.encoder import encode_basestring as _json_str
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
     "GenerationConfig",
@@ -26,6 +26,7 @@ __all__ = [
     "yes_probability",
     "REASONING_EFFORTS",
     "request_key",
+    "request_keys",
     "canonical_base_url",
 ]
 
@@ -250,6 +251,62 @@ def key_from_parts(judge: str, settings_json: str, messages_key_json: str, repea
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_ROLES_JSON = {role: _json_str(role) for role in ("system", "user", "assistant")}
+
+
+def _messages_key_json(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The messages as the key hashes them (the first half of :func:`encode_messages`, alone)."""
+    parts = []
+    for m in messages:
+        if len(m) == 2:
+            parts.append(f"[{_json_str(m['role'])},{_json_str(m['content'])}]")
+        else:
+            parts.append(json.dumps(_message_key(m), sort_keys=True, **_COMPACT))
+    return "[" + ",".join(parts) + "]"
+
+
+def request_keys(judge_spec: str, requests: Iterable["Request"]) -> list[str]:
+    """:meth:`Request.cache_key` of many requests at once (the same values, a few µs less each).
+
+    The judge, the settings JSON of each distinct config and the JSON head of the key are
+    worked out once per call instead of once per request, and the common two-message chat is
+    encoded in a single f-string. The bytes hashed are exactly those of :func:`request_key`.
+    """
+    judge = canonical_judge(judge_spec)
+    backend = judge.partition(":")[0]
+    tail = f',"judge":{_json_str(judge)},"messages":'
+    heads: dict[int, str] = {}  # id(config) -> '{"config":…,"judge":…,"messages":' (configs live in `requests`)
+    enc, sha256, roles = _json_str, hashlib.sha256, _ROLES_JSON
+    firsts: dict[str, str] = {}  # JSON of recent first-message contents
+    out = []
+    append = out.append
+    for r in requests:
+        cfg = r.config
+        head = heads.get(id(cfg))
+        if head is None:
+            head = heads[id(cfg)] = '{"config":' + _settings_json(backend, cfg)[0] + tail
+        msgs = r.messages
+        rep = r.repeat
+        if type(rep) is not int:
+            rep = int(rep)
+        try:
+            if len(msgs) != 2 or len(msgs[0]) != 2 or len(msgs[1]) != 2:
+                raise KeyError
+            m0, m1 = msgs
+            first = m0["content"]  # usually one system prompt shared by every request
+            first_json = firsts.get(first)
+            if first_json is None:
+                if len(firsts) > 64:
+                    firsts.clear()
+                first_json = firsts[first] = enc(first)
+            blob = (f'{head}[[{roles[m0["role"]]},{first_json}],'
+                    f'[{roles[m1["role"]]},{enc(m1["content"])}]],"repeat":{rep}}}')
+        except KeyError:  # not a plain (role, content) pair of messages: the general encoding
+            blob = f'{head}{_messages_key_json(msgs)},"repeat":{rep}}}'
+        append(sha256(blob.encode("utf-8")).hexdigest())
+    return out
+
+
 def request_key(judge_spec: str, messages: Sequence[Mapping[str, Any]], config: GenerationConfig,
                 repeat: int = 0) -> str:
     """The cache key: SHA-256 of the canonical form of everything sent.
@@ -261,7 +318,7 @@ def request_key(judge_spec: str, messages: Sequence[Mapping[str, Any]], config: 
     """
     judge = canonical_judge(judge_spec)
     settings_json, _ = _settings_json(judge.partition(":")[0], config)
-    return key_from_parts(judge, settings_json, encode_messages(messages)[0], repeat)
+    return key_from_parts(judge, settings_json, _messages_key_json(messages), repeat)
 
 
 @dataclass(frozen=True)
@@ -295,6 +352,9 @@ class Request:
         return request_key(judge_spec, self.messages, self.config, self.repeat)
 
 
+_REPLY_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 @dataclass
 class Response:
     """What a backend returned for one request."""
@@ -307,10 +367,13 @@ class Response:
     finish_reason: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"text": self.text, "top_logprobs": self.top_logprobs, "prompt_tokens": self.prompt_tokens,
-                           "completion_tokens": self.completion_tokens,
-                           "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
-                           "finish_reason": self.finish_reason}, ensure_ascii=False)
+        """The reply as the cache stores it: ``json.dumps(..., ensure_ascii=False)`` of its fields in
+        declaration order (one shared encoder: ``json.dumps`` with options builds one per call)."""
+        return _REPLY_ENCODER.encode({"text": self.text, "top_logprobs": self.top_logprobs,
+                                      "prompt_tokens": self.prompt_tokens,
+                                      "completion_tokens": self.completion_tokens,
+                                      "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+                                      "finish_reason": self.finish_reason})
 
     @classmethod
     def from_json(cls, blob: str) -> "Response":

@@ -461,31 +461,68 @@ def _import_lines(cache: ResponseCache, judge: str, path: Path, *, limits: dict[
             cache.record_failures(judge, failed)
             failed.clear()
 
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                key = item["custom_id"]
-                response, reason = _line_outcome(item)
-            except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-                raise InputError(f"not a Batch-API output line ({type(exc).__name__}: {exc})",
-                                 source=str(path), record=f"line {lineno}") from None
-            if answered is not None:
-                answered.add(key)
-            if response is not None:
-                reason = reply_problem(response, (limits or {}).get(key) or 1_000_000, creds=creds)
-            if reason is None:
-                good.append((key, judge, response.to_json(), None))
-                ok += 1
-            else:
-                failed.append((key, scrub(reason)))
-                bad += 1
-            if len(good) + len(failed) >= flush_every:
-                flush()
+    limits = limits or {}
+    for lineno, item in _output_items(path):
+        try:
+            key = item["custom_id"]
+            response, reason = _line_outcome(item)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            raise InputError(f"not a Batch-API output line ({type(exc).__name__}: {exc})",
+                             source=str(path), record=f"line {lineno}") from None
+        if answered is not None:
+            answered.add(key)
+        if response is not None:
+            reason = reply_problem(response, limits.get(key) or 1_000_000, creds=creds)
+        if reason is None:
+            good.append((key, judge, response.to_json(), None))
+            ok += 1
+        else:
+            failed.append((key, scrub(reason)))
+            bad += 1
+        if len(good) + len(failed) >= flush_every:
+            flush()
     flush()
     return ok, bad
+
+
+def _output_items(path: Path, block: int = 2_000) -> Iterator[tuple[int, Any]]:
+    """``(line number, decoded JSON)`` of each non-blank line of a Batch output file.
+
+    Lines are decoded ``block`` at a time in one ``json.loads``: the lines joined by a ``0``
+    sentinel into one JSON array, accepted only when it decodes to object, 0, object, 0, ...,
+    one object per line. Any other block (a damaged line, a line that is not one object) is
+    decoded line by line, so the error names its line.
+    """
+    with open(path, encoding="utf-8") as fh:
+        numbers: list[int] = []
+        lines: list[str] = []
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                numbers.append(lineno)
+                lines.append(line)
+                if len(lines) == block:
+                    yield from _decode_block(path, numbers, lines)
+                    numbers, lines = [], []
+        if lines:
+            yield from _decode_block(path, numbers, lines)
+
+
+def _decode_block(path: Path, numbers: list[int], lines: list[str]) -> Iterable[tuple[int, Any]]:
+    try:
+        decoded = json.loads("[" + ",0,".join(lines) + "]")
+    except ValueError:
+        decoded = []
+    items = decoded[::2]
+    if (len(decoded) != 2 * len(lines) - 1 or not all(type(x) is dict for x in items)
+            or not all(type(z) is int and z == 0 for z in decoded[1::2])):
+        items = []
+        for lineno, line in zip(numbers, lines):
+            try:
+                items.append(json.loads(line))
+            except ValueError as exc:
+                raise InputError(f"not a Batch-API output line ({type(exc).__name__}: {exc})",
+                                 source=str(path), record=f"line {lineno}") from None
+    return zip(numbers, items)
 
 
 def import_batch(cache: ResponseCache, judge: str, path: str | os.PathLike[str]) -> tuple[int, int]:

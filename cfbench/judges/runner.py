@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import gc
 import json
 import logging
 import math
@@ -39,14 +41,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from ..core.schema import JUDGMENT_COLUMNS
-from .base import GenerationConfig, Judge, JudgeError, Request, Response, RetryableError
+from .base import GenerationConfig, Judge, JudgeError, Request, Response, RetryableError, request_keys
 from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
 from .registry import canonical_spec, get_judge
@@ -113,7 +115,7 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
     spec = _spec_of(judge)
     requests = list(requests)
     store = _resolve_cache(cache)
-    keys = {r.cache_key(spec): r for r in requests}
+    keys = dict(zip(request_keys(spec, requests), requests))
     cached = store.has_many(list(keys)) if store is not None else set()
     if store is not None and remember:
         new = [k for k in keys if k not in cached]
@@ -286,23 +288,15 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     spec = _spec_of(judge)
     requests = list(requests)
-    keys = [r.cache_key(spec) for r in requests]
-    unique: dict[str, Request] = {}
-    for k, r in zip(keys, requests):
-        unique.setdefault(k, r)
-    if len(unique) < len(requests) or len({r.request_id for r in requests}) != len(requests):
-        seen: set[str] = set()
-        for r in requests:
-            if r.request_id in seen:
-                raise ValueError(f"request_id {r.request_id!r} appears more than once in one run")
-            seen.add(r.request_id)
+    with _gc_paused():
+        keys, unique = _keys_and_unique(spec, requests)
     t_start = time.perf_counter()
     store = _resolve_cache(cache)
-    hits = store.get_raw_many(unique) if store is not None else {}
+    with _gc_paused():
+        # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error)
+        outcomes: dict[str, tuple] = _hit_outcomes(store.get_rows(unique)) if store is not None else {}
+    hits = set(outcomes)  # get_rows returns only the keys asked for
     todo = [k for k in unique if k not in hits]
-
-    # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error)
-    outcomes: dict[str, tuple] = {k: _hit_outcome(blob, lat) for k, (blob, lat) in hits.items()}
     if mode == "replay" and todo:
         recorded = store.failures_many(todo) if store is not None else {}
         missing = [k for k in todo if k not in recorded]
@@ -432,7 +426,8 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
             _quietly(lambda: store.record_failures(spec, failed_keys), "record failures")
         n_called = len(todo)
 
-    frame = _frame(requests, keys, spec, outcomes, hits)
+    with _gc_paused():
+        frame = _frame(requests, keys, spec, outcomes, hits)
     n_failed = sum(1 for o in outcomes.values() if o[6] is not None)
     ptok = sum((r.prompt_tokens or 0) for r in fresh)
     ctok = sum((r.completion_tokens or 0) for r in fresh)
@@ -465,6 +460,39 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     return RunResult(frame, stats)
 
 
+def _keys_and_unique(spec: str, requests: list[Request]) -> tuple[list[str], dict[str, Request]]:
+    """Keys of ``requests`` and the first request of each distinct key, in first-seen order.
+    Raises on a ``request_id`` used twice."""
+    keys = request_keys(spec, requests)
+    unique: dict[str, Request] = dict(zip(keys, requests))
+    if len(unique) < len(requests):  # merged requests: each key keeps its first request
+        unique = {}
+        for k, r in zip(keys, requests):
+            unique.setdefault(k, r)
+    if len(unique) < len(requests) or len({r.request_id for r in requests}) != len(requests):
+        seen: set[str] = set()
+        for r in requests:
+            if r.request_id in seen:
+                raise ValueError(f"request_id {r.request_id!r} appears more than once in one run")
+            seen.add(r.request_id)
+    return keys, unique
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: the batched key / look-up / frame steps allocate
+    hundreds of thousands of acyclic objects, and each collection they trigger walks every live
+    object (about a sixth of replay's time at 100k requests). Never held across an ``await``."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _quietly(fn, what: str) -> None:  # noqa: ANN001
     """Bookkeeping writes (pending requests, failure reasons) must not sink a run on a locked cache."""
     try:
@@ -489,8 +517,66 @@ def _hit_outcome(blob: str, latency: float | None) -> tuple:
             d.get("prompt_tokens_evaluated"), latency, None)
 
 
+_TOP_FIELD = '"top_logprobs": '
+_AFTER_TOP = ', "prompt_tokens": '
+_NO_SLICE = object()  # a stored reply not in Response.to_json's layout
+
+
+def _hit_outcomes(rows: Sequence[tuple[str, str, float | None]]) -> dict[str, tuple]:
+    """:func:`_hit_outcome` of every cached ``(key, reply JSON, latency)`` row: the same tuples,
+    with all replies decoded in one ``json.loads``.
+
+    The top-logprobs JSON is sliced out of the stored reply, and left out of the decoding,
+    instead of being decoded and re-encoded: the reply was written by :meth:`Response.to_json`
+    (same separators and key order as ``json.dumps``, floats by ``repr`` both ways), so the
+    slice is what ``json.dumps`` would write whenever it is ASCII (``to_json`` keeps non-ASCII
+    characters, ``json.dumps`` escapes them). A quote inside a JSON string is always escaped,
+    so the two field markers cannot occur inside the text or a token. A slice that is not
+    ASCII is re-encoded; a row without the markers is decoded whole.
+    """
+    if not rows:
+        return {}
+    tops: list[str | None] = []
+    slim: list[str] = []
+    for _, blob, _ in rows:
+        i = blob.find(_TOP_FIELD)
+        j = blob.find(_AFTER_TOP, i) if i >= 0 else -1
+        if j > i:
+            tops.append(blob[i + len(_TOP_FIELD):j])
+            slim.append(blob[:i] + blob[j + 2:])  # '{"text": …, "prompt_tokens": …}'
+        else:
+            tops.append(_NO_SLICE)
+            slim.append(blob)
+    try:
+        decoded = json.loads("[" + ",".join(slim) + "]")
+        if len(decoded) != len(rows):
+            raise ValueError("a row holds more than one JSON value")
+        out = {}
+        for (key, _, lat), d, top in zip(rows, decoded, tops):
+            if top is _NO_SLICE:
+                top = d.get("top_logprobs")
+                top = json.dumps(top) if top else None
+            elif top == "null" or top == "{}":
+                top = None
+            elif not top.isascii():
+                top = json.dumps(json.loads(top))
+            out[key] = (d["text"], top, d.get("prompt_tokens"), d.get("completion_tokens"),
+                        d.get("prompt_tokens_evaluated"), lat, None)
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    out = {}  # a damaged row: decode one by one, so the error names it
+    for key, blob, lat in rows:
+        try:
+            out[key] = _hit_outcome(blob, lat)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"cache row {key}: field 'response' is not a stored reply "
+                             f"({type(exc).__name__}: {exc})") from None
+    return out
+
+
 def _frame(requests: list[Request], keys: list[str], spec: str, outcomes: dict[str, tuple],
-           hits: Mapping[str, Any]) -> pd.DataFrame:
+           hits: AbstractSet[str]) -> pd.DataFrame:
     """The judgments frame, built column by column (one row per request, in order)."""
     rows = [outcomes[k] for k in keys]
     cols = list(zip(*rows)) if rows else [()] * 7

@@ -718,13 +718,30 @@ def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str
     rng = np.random.default_rng(seed)
     rows = []
     cols = by + [condition]
-    for key, grp in merged.groupby(cols, sort=True, dropna=False):
+    # One grouping for all groups (the per-group loop used to copy each group's rows and group
+    # them again): the rows of group g, in their frame order, are diff[order[start[g]:start[g+1]]];
+    # the per-item sums of every group come from one groupby over cols + item (the same cython
+    # sums per item as a groupby inside the group, so the same numbers).
+    grouped = merged.groupby(cols, sort=True, dropna=False)
+    gid = grouped.ngroup().to_numpy()
+    keys = grouped.size().index
+    order = np.argsort(gid, kind="stable")
+    start = np.concatenate([[0], np.cumsum(np.bincount(gid, minlength=len(keys)))])
+    diff = merged["_diff"].to_numpy(float)
+    per_item = merged.groupby(cols + [item], sort=True, dropna=False)["_diff"].agg(["sum", "count"])
+    item_missing = per_item.index.get_level_values(item).isna()
+    per_item = per_item[~item_missing]  # a groupby by item within a group drops a missing item
+    item_gid = grouped.ngroup().groupby([merged[c] for c in cols + [item]], sort=True, dropna=False).first()
+    item_gid = item_gid[~item_missing].to_numpy()  # the group of each (group, item) row, in key order
+    item_start = np.concatenate([[0], np.cumsum(np.bincount(item_gid, minlength=len(keys)))])
+    sums, counts = per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float)
+    for g, key in enumerate(keys):
         key = key if isinstance(key, tuple) else (key,)
-        per_item = grp.groupby(item)["_diff"].agg(["sum", "count"])
-        lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
-                                   n_boot=n_boot, rng=rng, confidence=level)
-        rows.append(dict(zip(cols, key)) | {"mean_diff": float(grp["_diff"].mean()),
-                                             "n_units": int(len(grp)), "n_items": int(len(per_item)),
+        a, b = item_start[g], item_start[g + 1]
+        lo, hi, _ = ratio_interval(sums[a:b], counts[a:b], n_boot=n_boot, rng=rng, confidence=level)
+        values = diff[order[start[g]:start[g + 1]]]
+        rows.append(dict(zip(cols, key)) | {"mean_diff": float(pd.Series(values).mean()),
+                                             "n_units": int(values.size), "n_items": int(b - a),
                                              "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high"])
 

@@ -61,6 +61,20 @@ def mean_interval(x: np.ndarray, *, n_boot: int, rng: np.random.Generator, confi
     return low, high
 
 
+#: A resample sums ``m`` draws; with whole numbers and ``m * max|x|`` below this bound every partial
+#: sum is an exactly held integer (float64 holds all integers up to 2**53), so the order is immaterial.
+_EXACT_SUM = 2.0 ** 52
+
+
+def _whole(x: np.ndarray) -> bool:
+    """All values whole numbers, small enough that any sum of ``x.size`` draws of them is exact."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iub":
+        return True
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.floor(x) == x)) and float(np.abs(x).max(initial=0.0)) * x.size < _EXACT_SUM
+
+
 def ratio_interval(num: np.ndarray, den: np.ndarray, *, n_boot: int, rng: np.random.Generator,
                    confidence: float = 0.95) -> tuple[float, float, str]:
     """Interval of ``sum(num) / sum(den)`` with units resampled: ``(low, high, method)``.
@@ -81,10 +95,19 @@ def ratio_interval(num: np.ndarray, den: np.ndarray, *, n_boot: int, rng: np.ran
         se = np.sqrt((z ** 2).sum() / (m * (m - 1)))
         q = norm.ppf(1 - a)
         return float(r - q * se), float(r + q * se), "delta"
-    w = resample_counts(m, n_boot, rng)
-    d = w @ den
+    if _whole(num) and _whole(den):
+        # whole numbers (counts, sums of 0/1 answers or of integer scores): the resample sums
+        # are exact in any order, so summing the drawn units directly gives the very numbers
+        # the count-matrix products give, without the n_boot x m float matrix
+        idx = resample_indices(m, n_boot, rng)
+        d = den[idx].sum(axis=1)
+        n = num[idx].sum(axis=1)
+    else:
+        w = resample_counts(m, n_boot, rng)
+        d = w @ den
+        n = w @ num
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = (w @ num) / d
+        r = n / d
     r = r[d > 0]
     if r.size == 0:
         return np.nan, np.nan, "none"
