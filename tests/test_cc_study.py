@@ -162,3 +162,17 @@ def test_net_cfr_gate_by_point_and_by_interval_upper_bound():
 def test_findings_state_the_gate(small_result):
     text = small_result.findings()
     assert "Gate on CFR net of repeat noise (at most 10 pp)" in text
+
+
+def test_findings_set_each_dimension_against_the_wording_row():
+    from cfbench.studies.contact_center_qa.findings import _wording_scale
+
+    masd = pd.DataFrame({"dimension": ["a", "b", "c"], "ci_low": [0.0, 1.0, 9.0], "ci_high": [2.0, 3.0, 12.0]})
+    rob = pd.DataFrame({"judge": ["j", "j"], "baseline": ["robustness_wording", "robustness"],
+                        "metric": ["masd_p_yes", "masd_p_yes"], "value": [5.0, 0.0], "ci_low": [4.0, 0.0],
+                        "ci_high": [6.0, 0.0]})
+    (line,) = _wording_scale("j", masd, rob)
+    assert "moves P(Yes) by 5.00 [4.0, 6.0]" in line
+    assert "2 of 3 dimensions move it by more than zero" in line
+    assert "1 move it clearly more than rewording does (c) and 2 clearly less" in line
+    assert _wording_scale("other judge", masd, rob) == [] and _wording_scale("j", masd, rob.iloc[1:]) == []

@@ -97,6 +97,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
             f"{r.dimension} {r.masd:.2f} {_interval(r.ci_low, r.ci_high, scale=1.0)}" for r in top.itertuples())
             + (f"; the median interval is {width:.2f} points wide, so differences between dimensions smaller "
                "than that are not resolved." if not math.isnan(width) else "."))
+        lines += _wording_scale(judge, m, t.get("robustness", pd.DataFrame()))
     acc = t["accuracy"]
     acc = acc[acc["judge"] == judge]
     if len(acc) and acc["n"].iloc[0] > 0:
@@ -112,6 +113,27 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
                      f"{int(e.n_rule_violated)} ({_pct(e.yes_rule_violated)}) cite nothing found in it - Yes "
                      "answers the rule \"no evidence means No\" would turn into No; the tables keep them as given.")
     return lines
+
+
+def _wording_scale(judge: str, masd: pd.DataFrame, robustness: pd.DataFrame) -> list[str]:
+    """The MASD of P(Yes) of each dimension set against the same question asked in other words."""
+    if not len(robustness) or "baseline" not in robustness.columns:
+        return []
+    w = robustness[(robustness["judge"] == judge) & (robustness["baseline"] == "robustness_wording")
+                   & (robustness["metric"] == "masd_p_yes")]
+    if not len(w) or pd.isna(w["value"].iloc[0]):
+        return []
+    w = w.iloc[0]
+    lo, hi = masd["ci_low"], masd["ci_high"]
+    nonzero = int((lo > 0).sum())
+    above = masd.loc[lo > w.ci_high, "dimension"].tolist()
+    below = int((hi < w.ci_low).sum())
+    return [f"For scale, asking the same question in other words moves P(Yes) by {w.value:.2f} "
+            f"{_interval(w.ci_low, w.ci_high, scale=1.0)} points on the originals. {nonzero} of {len(masd)} "
+            f"dimensions move it by more than zero (interval above 0); {len(above)} move it clearly more than "
+            f"rewording does" + (f" ({', '.join(above)})" if above else "") + f" and {below} clearly less "
+            "(intervals apart)." + (f" Those {below} shifts may be real, but they are smaller than what the "
+                                   "phrasing of the question alone does to this judge." if below else "")]
 
 
 def findings_markdown(result: Any) -> str:

@@ -139,7 +139,7 @@ def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResul
         "decision": cand.release.decision, "missing": list(cand.release.missing),
         "requirements": cand.release.requirements,
         "mcnemar": vars(mcnemar), "bootstrap_tpr_diff": vars(boot),
-        "source": str(path), "shipped_fixture": not params.seed_observations_path,
+        "source": _shown_path(path), "shipped_fixture": not params.seed_observations_path,
     })
     result.summary["seed"] = summary
     result.seed_lines = F.seed_lines(base, cand, fixture=not params.seed_observations_path, variants=vs)
@@ -306,3 +306,12 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if writer is not None:
         result.save(writer)
     return result
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the project when it lies inside it (so results hold no machine's paths)."""
+    root = Path(__file__).resolve().parents[3]
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
