@@ -232,23 +232,25 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
     nb = 1 + len(bases)
     w = 0.8 / nb
     offs = (np.arange(nb) - (nb - 1) / 2) * w
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.8 * len(judges) + 1), 3.8))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(judges) + 2), 4.8))
     series = [("mean CFR (counterfactual)", mean.reindex(judges).to_numpy(float))]
     for b in bases:
         rb = _pick_baseline(robustness, b) if len(robustness) else robustness
         rob = (rb[rb["metric"] == "cfr"].set_index("judge")["value"] * 100) if len(rb) else pd.Series(dtype=float)
         temp = rb["temperature"].iloc[0] if len(rb) and "temperature" in rb.columns else np.nan
-        series.append((f"repeats of originals ({b}, T={temp:g})", rob.reindex(judges).to_numpy(float)))
+        what = "question reworded" if b == "robustness_wording" else "repeats of originals"
+        series.append((f"{what} ({b}, T={temp:g})", rob.reindex(judges).to_numpy(float)))
     for k, (label, vals) in enumerate(series):
         bars = ax.bar(x + offs[k], np.nan_to_num(vals), width=w, label=label)
         for rect, v in zip(bars, vals):
             ax.annotate("n/a" if np.isnan(v) else f"{v:.1f}", (rect.get_x() + rect.get_width() / 2, rect.get_height()),
                         ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, judges, rotation=20, ha="right")
+    ax.set_xticks(x, judges, rotation=20 if len(judges) > 2 else 0, ha="right" if len(judges) > 2 else "center")
     ax.set_ylabel("flip rate (%)")
     n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
     ax.set_title(f"Counterfactual flips vs the judge's own repeat noise ({n_items} transcripts)", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14 if len(judges) <= 2 else -0.3),
+              ncol=2, frameon=False)  # below the axes: never over a bar
     fig.tight_layout()
     return fig
 
