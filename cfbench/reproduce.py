@@ -225,7 +225,7 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
 
 def _estimate_seconds(root: Path, results_dir: Path, run: _Run, cached: bool) -> float | None:
     """Expected wall time of one study: the study's own dry-run estimate (``estimate_seconds(params)``),
-    else the last run of the same study and config, else unknown."""
+    else the last live run of the same study and config (``run_info.json``), else unknown."""
     if cached:
         return 30.0
     from .studies import load
@@ -238,7 +238,10 @@ def _estimate_seconds(root: Path, results_dir: Path, run: _Run, cached: bool) ->
             pass
     info = results_dir.resolve() / run.study / run.config / "run_info.json"
     if info.is_file():
-        return float(json.loads(info.read_text(encoding="utf-8")).get("wall_s") or 0) or None
+        last = json.loads(info.read_text(encoding="utf-8"))
+        if last.get("replay") or "live_run" in last:  # a replay's seconds say nothing of a live run
+            last = last.get("live_run") or {}
+        return float(last.get("wall_s") or 0) or None
     return None
 
 
