@@ -27,8 +27,9 @@ they are listed in ``plan.skipped`` with their reason, never dropped silently.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -412,6 +413,49 @@ def _cost_task(req: Request, task_of: Mapping[str, str]) -> str:
     return task
 
 
+def iter_selected(transcripts: Iterable[Any], n: int, *, require_agent_name: bool = True,
+                  balance_label: str | None = None) -> Iterator[Any]:
+    """The transcripts :func:`select_items` picks, in its order, read lazily from ``transcripts``.
+
+    Alternating Yes and No items on ``balance_label`` only buffers the surplus of one class
+    (never more than ``n``). Raises :class:`InputError` when fewer than ``n`` qualify (after
+    the items before the shortfall were yielded).
+    """
+    pool = (t for t in transcripts if not require_agent_name or getattr(t, "agent_name", None))
+    emitted = 0
+    if not balance_label:
+        for t in pool:
+            if emitted == n:
+                return
+            yield t
+            emitted += 1
+    else:
+        # yes[0], no[0], yes[1], no[1], ... then the rest of the longer class
+        yes: deque = deque()
+        no: deque = deque()
+        seen = {True: 0, False: 0}
+        for t in pool:
+            if emitted >= n:
+                return
+            is_yes = dict(getattr(t, "labels", {}) or {}).get(balance_label) == "Yes"
+            seen[is_yes] += 1
+            if seen[is_yes] <= n:  # the (n+1)-th of a class and later ones are never selected
+                (yes if is_yes else no).append(t)
+            while yes and no and emitted < n:
+                yield yes.popleft()
+                emitted += 1
+                if emitted < n:
+                    yield no.popleft()
+                    emitted += 1
+        for rest in (yes, no):
+            while rest and emitted < n:
+                yield rest.popleft()
+                emitted += 1
+    if emitted < n:
+        raise InputError(f"only {emitted} transcripts qualify, {n} requested", source="transcripts",
+                         field="agent_name" if require_agent_name else "id")
+
+
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,
                  balance_label: str | None = None) -> list[Any]:
     """The first ``n`` transcripts (in file order) that suit the study.
@@ -423,18 +467,7 @@ def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool
     computed on one class only. Raises :class:`InputError` when fewer than
     ``n`` transcripts qualify.
     """
-    pool = [t for t in transcripts if not require_agent_name or getattr(t, "agent_name", None)]
-    if balance_label:
-        yes = [t for t in pool if dict(getattr(t, "labels", {}) or {}).get(balance_label) == "Yes"]
-        no = [t for t in pool if dict(getattr(t, "labels", {}) or {}).get(balance_label) != "Yes"]
-        mixed = []
-        for i in range(max(len(yes), len(no))):
-            mixed += ([yes[i]] if i < len(yes) else []) + ([no[i]] if i < len(no) else [])
-        pool = mixed
-    if len(pool) < n:
-        raise InputError(f"only {len(pool)} transcripts qualify, {n} requested", source="transcripts",
-                         field="agent_name" if require_agent_name else "id")
-    return list(pool[:n])
+    return list(iter_selected(transcripts, n, require_agent_name=require_agent_name, balance_label=balance_label))
 
 
 def labels_frame(transcripts: Sequence[Any]) -> pd.DataFrame:

@@ -20,11 +20,12 @@ import dataclasses
 import functools
 import itertools
 import json
-from collections import Counter, deque
+from collections import Counter
 from typing import Any, Iterable, Iterator
 
 from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request, key_settings
+from cfbench.studies.contact_center_qa import design as _design
 
 __all__ = ["SYNTHETIC", "synthetic_settings", "iter_transcripts", "iter_items", "iter_requests",
            "count_requests"]
@@ -78,52 +79,14 @@ def iter_transcripts(params: Any) -> Iterable[Any]:
 
 
 def iter_items(params: Any, transcripts: Iterable[Any] | None = None) -> Iterator[Any]:
-    """The transcripts ``params`` selects, in the order of
-    :func:`cfbench.studies.contact_center_qa.design.select_items`, produced lazily.
-
-    Alternating Yes and No items on ``balance_label`` only buffers the surplus of one class
-    (never more than ``n_items``). Raises :class:`InputError` when fewer than ``n_items``
-    qualify (after the items before the shortfall were yielded).
-    """
+    """The transcripts ``params`` selects, produced lazily (:func:`.design.iter_selected` over its source)."""
     n = params.n_items
     source = iter_transcripts(params) if transcripts is None else transcripts
     synth = transcripts is None and synthetic_settings(params.transcripts_path) is not None
     if synth:  # the synthetic stream has no end: a filter that nothing passes must not loop forever
         source = itertools.islice(source, _MAX_DRAWS_PER_ITEM * max(n, 1))
-    pool = (t for t in source if not params.require_agent_name or getattr(t, "agent_name", None))
-    label = params.balance_label or None
-    emitted = 0
-    if not label:
-        for t in pool:
-            if emitted == n:
-                return
-            yield t
-            emitted += 1
-    else:
-        # select_items lists yes[0], no[0], yes[1], no[1], ... then the rest of the longer class
-        yes: deque = deque()
-        no: deque = deque()
-        seen = {True: 0, False: 0}
-        for t in pool:
-            if emitted >= n:
-                return
-            is_yes = dict(getattr(t, "labels", {}) or {}).get(label) == "Yes"
-            seen[is_yes] += 1
-            if seen[is_yes] <= n:  # the (n+1)-th of a class and later ones are never selected
-                (yes if is_yes else no).append(t)
-            while yes and no and emitted < n:
-                yield yes.popleft()
-                emitted += 1
-                if emitted < n:
-                    yield no.popleft()
-                    emitted += 1
-        for rest in (yes, no):
-            while rest and emitted < n:
-                yield rest.popleft()
-                emitted += 1
-    if emitted < n:
-        raise InputError(f"only {emitted} transcripts qualify, {n} requested", source="transcripts",
-                         field="agent_name" if params.require_agent_name else "id")
+    yield from _design.iter_selected(source, n, require_agent_name=params.require_agent_name,
+                                     balance_label=params.balance_label or None)
 
 
 def iter_requests(params: Any, *, transcripts: Iterable[Any] | None = None) -> Iterator[Request]:
