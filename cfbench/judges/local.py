@@ -220,8 +220,6 @@ class LocalJudge(Judge):
             raise JudgeError(f"parallel must be >= 1, got {parallel!r}")
         self.parallel = int(parallel)
         self.slot_ctx = int(slot_ctx)
-        self._threads = threads
-        self._n_batch = n_batch
         self._batch_engine = None
         self._alock: asyncio.Lock | None = None
         self._alock_loop: Any = None
@@ -248,8 +246,8 @@ class LocalJudge(Judge):
             from .local_batch import BatchEngine
 
             self._batch_engine = BatchEngine(self._llama_cpp, self._llm.model, slots=self.parallel,
-                                             slot_ctx=self.slot_ctx, n_batch=self._n_batch,
-                                             n_threads=self._threads, compute_lock=self._lock)
+                                             slot_ctx=self.slot_ctx, n_batch=self._llm.n_batch,
+                                             n_threads=self._llm.n_threads, compute_lock=self._lock)
         return self._batch_engine
 
     async def acomplete(self, request: Request) -> Response:

@@ -41,7 +41,7 @@ __all__ = ["BatchEngine"]
 class _Job:
     request: Request
     tokens: list[int]
-    stops: list[str]
+    stops: list[str]  # the chat template's and the request's, non-empty
     seed: int
     future: Future
     fed: int = 0  # prompt tokens already decoded
@@ -94,7 +94,7 @@ class BatchEngine:
         if self._closed:
             raise JudgeError("the local batch engine is closed")
         fut: Future = Future()
-        self._queue.put(_Job(request, tokens, stops, seed, fut))
+        self._queue.put(_Job(request, tokens, [s for s in [*stops, *request.config.stop] if s], seed, fut))
         return fut
 
     def close(self) -> None:
@@ -167,8 +167,7 @@ class BatchEngine:
         job.out.append(token)
         job.raw += self._piece(token)
         text = job.raw.decode("utf-8", errors="ignore")
-        stops = job.stops + list(job.request.config.stop)
-        cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+        cut = min((i for i in (text.find(s) for s in job.stops) if i >= 0), default=-1)
         if cut >= 0:
             self._finish(slot, job, "stop", text[:cut])
             return True
