@@ -164,12 +164,15 @@ def test_signed_gap_lies_in_its_own_interval_and_the_sign_is_stated(tmp_path):
     assert t.at["all pairs", "mcnemar_p"] == 1.0  # 7 vs 6: the pooled test hides both strata
 
 
-def test_newcombe_paired_interval_rule(tmp_path):
-    c = _contract(tmp_path, "gap_interval:\n  method: newcombe_paired\n  confidence: 0.9\n")
+def test_contract_confidence_reaches_the_interval(tmp_path):
+    c = _contract(tmp_path, "gap_interval:\n  method: tango\n  confidence: 0.9\n")
     a = audit_pairs(load_pairs(shipped("seed_observations.csv")), c, threshold=0.7)
-    row = a.interval_checks.set_index("check").loc["tpr_gap"]
-    assert row["method"] == "newcombe_paired" and row["ci_low"] <= row["value"] <= row["ci_high"]
+    a95 = audit_pairs(load_pairs(shipped("seed_observations.csv")), FairnessContract.from_yaml(shipped("contract.yaml")),
+                      threshold=0.7)
+    row, row95 = a.interval_checks.set_index("check").loc["tpr_gap"], a95.interval_checks.set_index("check").loc["tpr_gap"]
+    assert row["method"] == "tango" and row["confidence"] == 0.9 and row["ci_low"] <= row["value"] <= row["ci_high"]
     assert row["value"] == pytest.approx(1 / 3)
+    assert row95["ci_low"] < row["ci_low"] and row["ci_high"] < row95["ci_high"]  # 90 % is narrower than 95 %
     assert row["gap_upper"] == max(abs(row["ci_low"]), abs(row["ci_high"]))
 
 

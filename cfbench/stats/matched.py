@@ -17,6 +17,9 @@ Two intervals are offered, both vectorised over arrays of counts:
   ``[-z²/(n+z²), +z²/(n+z²)]``, never [0, 0].
 - :func:`newcombe_paired_interval` — Newcombe's (1998) method 10: two Wilson
   intervals combined with the (continuity-corrected) correlation of the pair.
+  Kept for comparison: at 4–44 pairs its coverage falls to 84–90 % and a gate
+  on it passes a true gap at the limit up to 9 % of the time
+  (``benchmarks/bench_gate_shopflow.py``), so no cfbench gate uses it.
 
 :func:`matched_counts_pmf` gives the exact distribution of ``(n10, n01)`` so
 coverage and false-pass rates of anything that depends only on those counts
