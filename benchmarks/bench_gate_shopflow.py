@@ -17,10 +17,12 @@ n ∈ {10, 20, 44, 100, 200}:
 3. the gate's false-pass rate when the true gap equals the limit (|Δ| = 0.10),
    the worst case over the discordance grid, exact for Tango; and, beside it,
    the pass rate when the true gap is 0 (how often a fair judge can pass);
-4. an end-to-end Monte-Carlo check through ``interval_checks`` on routed
+4. how many pairs a stratum needs for an 80 % chance of passing a fair judge
+   (true gap 0), by the share of discordant pairs;
+5. an end-to-end Monte-Carlo check through ``interval_checks`` on routed
    frames at n = 44, which must agree with the exact value.
 
-Run: ``python benchmarks/bench_gate_shopflow.py`` (about 2.5 minutes on 2 cores).
+Run: ``python benchmarks/bench_gate_shopflow.py`` (about 3 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -140,11 +142,26 @@ def main() -> None:
         where = f"{at:.2f}" if worst > 0 else "-"
         print(f"{n:>4} {dec:>10} {worst:>17.4f} {where:>10} {nc:>21.4f} {fair:>31.3f} {fair_i:>21.3f}")
 
+    print("\n4. Planning: pairs per stratum for an 80 % chance to pass when the true gap is 0, by the share of "
+          "discordant pairs (seeded Monte Carlo, 2000 audits per n)")
+    for disc in (0.0, 0.05, 0.10, 0.20, 0.30):
+        def power(n: int) -> float:
+            cells = draw_matched_counts(n, (1 - disc) / 2, disc / 2, disc / 2, 2000, seed=SEED + n)
+            lo, hi = tango_interval(cells[:, 1], cells[:, 2], n)
+            return float(((lo >= -LIMIT) & (hi <= LIMIT)).mean())
+        lo_n, hi_n = need_t - 1, need_t
+        while power(hi_n) < 0.8:
+            lo_n, hi_n = hi_n, hi_n * 2
+        while hi_n - lo_n > 1:
+            mid = (lo_n + hi_n) // 2
+            lo_n, hi_n = (lo_n, mid) if power(mid) >= 0.8 else (mid, hi_n)
+        print(f"   discordant share {disc:.2f}: {hi_n} pairs")
+
     reps_e = 1000
     for n, p01 in ((44, 0.02), (100, 0.05)):
         mc = end_to_end(n, p01, reps_e, SEED + n)
         exact = tango_exact(n, LIMIT, p01)[3]
-        print(f"\n4. interval_checks end to end, n={n}, true TPR gap +{LIMIT}, p01={p01}: false pass {mc:.3f} "
+        print(f"\n5. interval_checks end to end, n={n}, true TPR gap +{LIMIT}, p01={p01}: false pass {mc:.3f} "
               f"in {reps_e} audits (exact {exact:.4f}, MC SE {np.sqrt(max(exact, 0.01) * 0.99 / reps_e):.3f})")
     print(f"\n[{time.perf_counter() - t0:.0f} s]")
 
