@@ -9,6 +9,6 @@ This package reads results *files*; it imports no study (it sits beside
 :mod:`cfbench.report` in the layering).
 """
 
-from .page import ViewPage, build_payload, load_pairs_any, view_html, write_view
+from .page import INPUT_FRAMES, ViewPage, build_payload, load_pairs_any, view_html, write_inputs, write_view
 
-__all__ = ["ViewPage", "build_payload", "load_pairs_any", "view_html", "write_view"]
+__all__ = ["INPUT_FRAMES", "ViewPage", "write_inputs", "build_payload", "load_pairs_any", "view_html", "write_view"]

@@ -50,6 +50,7 @@ from cfbench.core.paths import package_text
 from cfbench.core.secrets import credentials, echoed_credential, scrub_secrets
 
 __all__ = ["ViewPage", "build_payload", "load_pairs_any", "view_html", "write_view", "diff_segments",
+           "write_inputs", "INPUT_FRAMES",
            "MAX_TABLE_ROWS", "PAGE_VERSION"]
 
 PAGE_VERSION = 1
@@ -669,6 +670,45 @@ def write_view(directory: str | os.PathLike[str], out: str | os.PathLike[str] | 
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target
+
+
+#: frames of a run the page reads when the study wrote no file for them: frame name -> (file, needed columns)
+INPUT_FRAMES = {
+    "variants": ("variants.parquet", ("variant_id", "item_id", "dimension", "condition", "turns")),
+    "scores_described": ("fresh_scores_described.csv", ("model", "prompt_id", "identity")),
+    "pairs": ("judged_pairs.csv", ("pair_id", "variant", "request")),
+}
+
+
+def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFrame]) -> list[Path]:
+    """Write the input frames the page needs (:data:`INPUT_FRAMES`) that ``directory`` lacks; returns them.
+
+    Only a frame with the needed columns is written, and never over an existing file.
+    """
+    d = Path(directory)
+    written = []
+    for name, (fname, cols) in INPUT_FRAMES.items():
+        frame = frames.get(name)
+        target = d / fname
+        if frame is None or target.exists() or not isinstance(frame, pd.DataFrame):
+            continue
+        if not set(cols) <= set(frame.columns):
+            continue
+        if fname.endswith(".parquet"):
+            keep = [c for c in ("variant_id", "item_id", "dimension", "condition", "turns", "header")
+                    if c in frame.columns]
+            f = frame[keep].copy()
+            if "header" in f:
+                f["header"] = [("\n".join(f"{k}: {v}" for k, v in h.items()) if isinstance(h, dict)
+                                else (h if isinstance(h, str) else None)) for h in f["header"]]
+            f["turns"] = [[{"speaker": str(t.get("speaker")), "text": str(t.get("text"))} for t in list(ts)]
+                          if ts is not None and not isinstance(ts, float) else None for ts in f["turns"]]
+            f.to_parquet(target, index=False)
+        else:
+            text = frame.to_csv(index=False)
+            target.write_text(scrub_secrets(text) if credentials() else text, encoding="utf-8")
+        written.append(target)
+    return written
 
 
 class ViewPage:
