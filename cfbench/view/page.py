@@ -220,14 +220,14 @@ def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, keep_default_na=True)
     except Exception as exc:  # pandas' parser errors name no record; say the file
-        raise InputError(f"cannot read as CSV: {' '.join(str(exc).split())[:200]}", source=str(path)) from exc
+        raise InputError(f"cannot read as CSV: {' '.join(str(exc).split())[:200]}", source=str(path)) from None
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
     try:
         return pd.read_parquet(path)
     except Exception as exc:
-        raise InputError(f"cannot read as parquet: {' '.join(str(exc).split())[:200]}", source=str(path)) from exc
+        raise InputError(f"cannot read as parquet: {' '.join(str(exc).split())[:200]}", source=str(path)) from None
 
 
 def _need(frame: pd.DataFrame, cols: Sequence[str], source: Path) -> None:
@@ -364,13 +364,44 @@ def _shopflow_texts(d: Path, jr: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]
             try:
                 src = pd.read_json(p, lines=True, dtype=False)
             except ValueError as exc:
-                raise InputError(f"cannot read as JSONL: {exc}", source=str(p)) from exc
+                raise InputError(f"cannot read as JSONL: {' '.join(str(exc).split())[:200]}", source=str(p)) from None
         _need(src, ["pair_id", "variant", "request"], p)
-        keep = [c for c in ("pair_id", "variant", "request", "reply") if c in src.columns]
-        src = src[keep].astype({"pair_id": str, "variant": str})
-        return jr.merge(src, on=["pair_id", "variant"], how="left"), []
+        keep = [c for c in ("pair_id", "variant", "request", "reply", "channel", "expected_ready") if c in src.columns]
+        src = src[keep].astype({"pair_id": str, "variant": str}).drop_duplicates(["pair_id", "variant"])
+        src = src.rename(columns={"channel": "_channel", "expected_ready": "_expected_ready"})
+        out = jr.merge(src, on=["pair_id", "variant"], how="left")
+        for col in ("channel", "expected_ready"):  # rows of excluded pairs take them from the pairs file
+            if f"_{col}" in out:
+                out[col] = out[col].astype(object).where(out[col].notna(), out[f"_{col}"]) if col in out else out[f"_{col}"]
+                out = out.drop(columns=[f"_{col}"])
+        return out, []
     return jr, ["Inputs: judged_rows.csv holds no request text and no judged_pairs file is beside it, so the "
                 "page shows routes, scores and the judge's reply without the wording diff."]
+
+
+def _with_excluded(d: Path, jr: pd.DataFrame, variants: tuple[str, str]) -> pd.DataFrame:
+    """Pairs the study excluded (an unparseable reply; ``judged_excluded.csv``) as parse-failure rows."""
+    p = d / "judged_excluded.csv"
+    if not p.exists():
+        return jr
+    ex = _read_csv(p)
+    if ex.empty:
+        return jr
+    _need(ex, ["pair_id", "variant", "reason"], p)
+    ex = ex.astype({"pair_id": str, "variant": str})
+    have = set(jr["pair_id"])
+    add = []
+    for pid, g in ex.groupby("pair_id", sort=False):
+        if pid in have:
+            continue
+        why = dict(zip(g["variant"], g["reason"].astype(str)))
+        for v in variants:
+            add.append({"pair_id": pid, "variant": v, "route": None,
+                        "score_source": "parse_failure" if v in why else None,
+                        "excluded": why.get(v, "excluded with its pair (the other wording's reply is unparseable)")})
+    if not add:
+        return jr
+    return pd.concat([jr.assign(excluded=None), pd.DataFrame(add)], ignore_index=True)
 
 
 def _shopflow_pairs(d: Path, summary: dict[str, Any]) -> PairFrame:
@@ -378,11 +409,12 @@ def _shopflow_pairs(d: Path, summary: dict[str, Any]) -> PairFrame:
     jr = _read_csv(p)
     _need(jr, ["pair_id", "variant", "route"], p)
     jr = jr.astype({"pair_id": str, "variant": str})
-    jr, notes = _shopflow_texts(d, jr)
     variants = list(dict.fromkeys(jr["variant"]))
     if len(variants) != 2:
         raise InputError(f"expected two wordings per pair, found {variants}", source=str(p), field="variant")
     va, vb = variants
+    jr = _with_excluded(d, jr, (va, vb))
+    jr, notes = _shopflow_texts(d, jr)
     a = jr[jr["variant"] == va].drop_duplicates("pair_id").set_index("pair_id")
     b = jr[jr["variant"] == vb].drop_duplicates("pair_id").set_index("pair_id")
     ids = [i for i in dict.fromkeys(jr["pair_id"]) if i in a.index and i in b.index]
@@ -402,8 +434,8 @@ def _shopflow_pairs(d: Path, summary: dict[str, Any]) -> PairFrame:
     fa, fb = failed(a), failed(b)
     flipped = (a["route"].astype(str).to_numpy() != b["route"].astype(str).to_numpy()) & ~fa & ~fb
     metrics: list[tuple[str, str, list[Any], list[Any]]] = [("route", "str", a["route"].tolist(), b["route"].tolist())]
-    for col, kind in (("score", "num"), ("yes_no_mass", "num"), ("score_source", "str")):
-        if col in a:
+    for col, kind in (("score", "num"), ("yes_no_mass", "num"), ("score_source", "str"), ("excluded", "str")):
+        if col in a and (col != "excluded" or a[col].notna().any()):
             metrics.append((col, kind, a[col].tolist(), b[col].tolist()))
     facets: dict[str, list[Any]] = {"judge": [judge] * len(ids)}
     for col in ("channel", "expected_ready"):
@@ -552,7 +584,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", source=str(path)) from exc
+        raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
     return data if isinstance(data, dict) else {"value": data}
 
 
@@ -562,7 +594,7 @@ def _tables(d: Path) -> list[dict[str, Any]]:
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text: {exc}", source=str(p)) from exc
+            raise InputError(f"not UTF-8 text: {exc}", source=str(p)) from None
         reader = csv.reader(io.StringIO(text))
         header = next(reader, [])
         rows, n = [], 0
