@@ -64,16 +64,70 @@ _NUM_DIGITS = 6
 _TAG = re.compile(r"(<del>.*?</del>|<ins>.*?</ins>)", re.S)
 
 
+class _Segs:
+    """Alternating segments under construction: even positions unchanged, odd positions changed."""
+
+    def __init__(self) -> None:
+        self.items = [""]
+
+    def same(self, text: str) -> None:
+        if not text:
+            return
+        if len(self.items) % 2 == 1:
+            self.items[-1] += text
+        else:
+            self.items.append(text)
+
+    def changed(self, text: str) -> None:
+        if not text:
+            return
+        if len(self.items) % 2 == 0:
+            self.items[-1] += text
+        else:
+            self.items.append(text)
+
+    def extend(self, segs: Sequence[str]) -> None:
+        for k, t in enumerate(segs):
+            (self.same if k % 2 == 0 else self.changed)(t)
+
+
 def diff_segments(before: str, after: str) -> tuple[list[str], list[str]]:
     """Word-level diff of two texts as alternating segments: ``[same, changed, same, changed, ...]``.
 
-    Computed by :func:`cfbench.perturb.review.diff_html` (the review page's diff) and read back
-    into plain text: even positions are unchanged text, odd positions removed (left) or added
-    (right) words. ``"".join(left) == before`` and ``"".join(right) == after``.
+    Lines are matched first (a transcript's unchanged turns cost nothing); each replaced line is
+    then diffed word by word with :func:`cfbench.perturb.review.diff_html` (the review page's
+    diff), read back into plain text. Even positions are unchanged text, odd positions removed
+    (left) or added (right) words; ``"".join(left) == before`` and ``"".join(right) == after``.
 
     >>> diff_segments("May I have your name?", "What is your name?")
-    (['', 'May I have', ' your name?'], ['', 'What is', ' your name?'])
+    (['', 'May', ' ', 'I have', ' your name?'], ['', 'What', ' ', 'is', ' your name?'])
     """
+    import difflib
+
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    if len(a) <= 1 and len(b) <= 1:
+        return _word_segments(before, after)
+    left, right = _Segs(), _Segs()
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            left.same("".join(a[i1:i2]))
+            right.same("".join(b[j1:j2]))
+        elif op == "replace" and i2 - i1 == j2 - j1:
+            for x, y in zip(a[i1:i2], b[j1:j2]):
+                sl, sr = _word_segments(x, y)
+                left.extend(sl)
+                right.extend(sr)
+        elif op == "replace":
+            sl, sr = _word_segments("".join(a[i1:i2]), "".join(b[j1:j2]))
+            left.extend(sl)
+            right.extend(sr)
+        else:
+            left.changed("".join(a[i1:i2]))
+            right.changed("".join(b[j1:j2]))
+    return left.items, right.items
+
+
+def _word_segments(before: str, after: str) -> tuple[list[str], list[str]]:
     from cfbench.perturb.review import diff_html
 
     left, right = diff_html(before, after)
