@@ -240,3 +240,17 @@ def test_hostile_results_folder_runs_no_script(browser, tmp_path):
                  " document.body.appendChild(s); })()")
     assert browser.eval("window.__csp_probe === undefined")
     assert any("Content Security Policy" in m for m in browser.messages())
+
+
+def test_bench_view_runs_and_checks_what_it_times():
+    import re
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_view.py"), "--rows", "400", "1200",
+                          "--repeats", "1", "--reply-words", "5"], cwd=repo, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert len(re.findall(r"^RATIO rows .*open [\d.]+ s / 5 s = \d\.\d{3}", out.stdout, re.M)) == 2
+    assert re.search(r"growth .* exponent \d\.\d\d", out.stdout)

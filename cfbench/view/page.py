@@ -800,6 +800,9 @@ def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFra
 class ViewPage:
     """A built page: ``save(path)``, and shown inline in a notebook (a sandboxed ``srcdoc`` iframe)."""
 
+    #: pages larger than this are not copied into the notebook (a link to the file is shown instead)
+    INLINE_MAX_BYTES = 4_000_000
+
     def __init__(self, html_text: str, *, path: Path | None = None, height: int = 720) -> None:
         self.html = html_text
         self.path = path
@@ -812,6 +815,11 @@ class ViewPage:
         return p
 
     def _repr_html_(self) -> str:
+        size = len(self.html.encode("utf-8"))
+        if size > self.INLINE_MAX_BYTES:
+            where = html.escape(str(self.path)) if self.path else "a file (call .save(path))"
+            return (f"<p>The run explorer page is {size / 1e6:.1f} MB, too large to copy into the notebook; "
+                    f"open {where} in a browser.</p>")
         # sandbox without allow-same-origin: the page runs in an opaque origin, its own CSP applies
         return (f'<iframe sandbox="allow-scripts" style="width:100%;height:{self.height}px;border:1px solid #ccc" '
                 f'srcdoc="{html.escape(self.html, quote=True)}"></iframe>')
