@@ -254,3 +254,52 @@ def test_bench_view_runs_and_checks_what_it_times():
     assert out.returncode == 0, out.stderr[-3000:]
     assert len(re.findall(r"^RATIO rows .*open [\d.]+ s / 5 s = \d\.\d{3}", out.stdout, re.M)) == 2
     assert re.search(r"growth .* exponent \d\.\d\d", out.stdout)
+
+
+def test_real_star_dialogues_diff_and_replies_read_back(browser, tmp_path):
+    """Real STAR text (never committed: read from ../shared) through the page: each dialogue's agent turns
+    reworded, the diff and both transcripts read back exactly from the DOM."""
+    import warnings
+
+    from cfbench.core.render import render_transcript
+    from cfbench.io.star import load_star
+    from star_util import STAR_DIR
+
+    star = next((p for p in (STAR_DIR, Path(__file__).resolve().parents[3] / "shared" / "data" / "star" / "dialogues")
+                 if p.is_dir()), None)
+    if star is None:
+        pytest.skip("STAR dialogues not found beside the repo (the project does not commit them)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ts = list(load_star(star, limit=4, skip_empty=True))
+    assert ts
+    variants, rows, judg = [], [], []
+    for t in ts:
+        base = [{"speaker": x.speaker, "text": x.text} for x in t.turns]
+        edited = [dict(x, text=("Certainly. " + x["text"]) if x["speaker"] == "agent" and k < 4 else x["text"])
+                  for k, x in enumerate(base)]
+        variants += [{"variant_id": f"{t.id}::original", "item_id": t.id, "dimension": "original",
+                      "condition": "original", "turns": base, "header": None},
+                     {"variant_id": f"{t.id}::politeness::polite", "item_id": t.id, "dimension": "politeness",
+                      "condition": "polite", "turns": edited, "header": None}]
+        for cond, vid in (("original", f"{t.id}::original"), ("polite", f"{t.id}::politeness::polite")):
+            key = f"{t.id}/{cond}"
+            rows.append(dict(judge="local:x", arm="baseline", task="qa", question_id="issue_resolution", item_id=t.id,
+                             dimension="politeness", condition=cond, variant_id=vid, key=key, answer="Yes",
+                             p_yes=0.7, parse_ok=True))
+            judg.append(dict(judge="local:x", key=key, text=f"Yes ({t.id}, {cond}): " + t.turns[-1].text))
+    d = tmp_path / "star"
+    d.mkdir()
+    pd.DataFrame(variants).to_parquet(d / "variants.parquet", index=False)
+    pd.DataFrame(rows).to_parquet(d / "rows.parquet", index=False)
+    pd.DataFrame(judg).to_parquet(d / "judgments.parquet", index=False)
+    page = write_view(d, tmp_path / "star.html")
+    for t, k in zip(ts, range(0, len(variants), 2)):
+        pid = f"local:x|baseline|qa|issue_resolution|{t.id}|politeness|original~polite"
+        browser.open(_url(page, pid))
+        got = _detail_texts(browser)
+        assert got["a"]["text"] == render_transcript(variants[k]["turns"])
+        assert got["b"]["text"] == render_transcript(variants[k + 1]["turns"])
+        added = "".join(got["b"]["changed"])
+        assert "Certainly." in added and not got["a"]["changed"]
+        assert got["reply_b"] == [f"Yes ({t.id}, polite): " + t.turns[-1].text]

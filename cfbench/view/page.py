@@ -218,6 +218,7 @@ class PairFrame:
     blocks: list[tuple[str, list[Any], list[Any]]]
     notes: list[str]
     input_label: str = "input"
+    same_input_note: str = "the two inputs are identical"
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -263,7 +264,7 @@ def _pairs_payload(p: PairFrame, strings: _Strings) -> dict[str, Any]:
     return {"n": n, "ids": list(p.ids), "facets": facets,
             "side_a": strings.many(p.side_labels[0]), "side_b": strings.many(p.side_labels[1]),
             "metrics": metrics, "flags": flags, "diff": diff_index, "diffs": diffs,
-            "input_label": p.input_label, "blocks": blocks}
+            "input_label": p.input_label, "same_input_note": p.same_input_note, "blocks": blocks}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,7 +401,9 @@ def _cc_pairs(d: Path) -> PairFrame:
         b["condition"])])
     return PairFrame(ids=ids, facets=facets, side_labels=(a["condition"].tolist(), b["condition"].tolist()),
                      metrics=metrics, flags=flags, inputs=inputs,
-                     blocks=[("judge's reply", reply_a, reply_b)], notes=notes, input_label="transcript")
+                     blocks=[("judge's reply", reply_a, reply_b)], notes=notes, input_label="transcript",
+                     same_input_note="the two transcripts are identical: what differs is the request itself (a "
+                                     "repeat, the temperature or the rubric's wording for the robustness rows)")
 
 
 def _shopflow_texts(d: Path, jr: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -215,7 +215,7 @@
         const pa = add(l, el("pre", "text diff-a")), pb = add(r, el("pre", "text diff-b"));
         segments(pa, d.slice(0, cut), "del");
         segments(pb, d.slice(cut + 1), "ins");
-        if (!pa.querySelector("del") && !pb.querySelector("ins")) add(detail, el("div", "meta", "the two inputs are identical"));
+        if (!pa.querySelector("del") && !pb.querySelector("ins")) add(detail, el("div", "meta same-input", P.same_input_note || "the two inputs are identical"));
       } else {
         add(detail, el("div", "meta", "no input text recorded for this pair (see the note above)"));
       }
