@@ -303,3 +303,24 @@ def test_real_star_dialogues_diff_and_replies_read_back(browser, tmp_path):
         added = "".join(got["b"]["changed"])
         assert "Certainly." in added and not got["a"]["changed"]
         assert got["reply_b"] == [f"Yes ({t.id}, polite): " + t.turns[-1].text]
+
+
+def test_a_facet_with_many_values_filters_by_text(browser, tmp_path):
+    d = tmp_path / "many"
+    d.mkdir()
+    items = [f"it{k:04d}" for k in range(260)]
+    rows = [dict(judge="local:x", arm="baseline", task="qa", question_id="q", item_id=i, dimension="gender",
+                 condition=c, variant_id=f"{i}::{c}", key=f"{i}/{c}", answer=("Yes" if c == "female" or k % 7 else "No"),
+                 p_yes=0.5, parse_ok=True) for k, i in enumerate(items) for c in ("female", "male")]
+    pd.DataFrame(rows).to_parquet(d / "rows.parquet", index=False)
+    page = write_view(d, tmp_path / "many.html")
+    browser.open(_url(page))
+    assert browser.eval("document.getElementById('f-item').tagName") == "INPUT"
+    browser.eval("(() => { const i = document.getElementById('f-item'); i.value = 'it001';"
+                 " i.dispatchEvent(new Event('change')); })()")
+    shown = {r["id"].split("|")[4] for r in _rows(browser)}
+    assert shown == {i for i in items if "it001" in i}
+    _choose(browser, "f-flipped", "flipped")
+    assert {r["id"].split("|")[4] for r in _rows(browser)} == {i for k, i in enumerate(items) if "it001" in i and not k % 7}
+    # no replies file: said on the page, the pairs still listed
+    assert "judgments.parquet is missing" in browser.eval("document.body.textContent")

@@ -351,8 +351,10 @@ def _cc_pairs(d: Path) -> PairFrame:
         reply_a, reply_b = look(a, "text"), look(b, "text")
         err_a = look(a, extra[0]) if extra else [None] * len(a)
         err_b = look(b, extra[0]) if extra else [None] * len(b)
+        call_a = look(a, "error") if "error" in jt.columns else [None] * len(a)
+        call_b = look(b, "error") if "error" in jt.columns else [None] * len(b)
     else:
-        reply_a = reply_b = err_a = err_b = [None] * len(a)
+        reply_a = reply_b = err_a = err_b = call_a = call_b = [None] * len(a)
     texts, more = _cc_inputs(d, rows)
     notes += more
     inputs = None
@@ -388,8 +390,9 @@ def _cc_pairs(d: Path) -> PairFrame:
             metrics.append((col, kind, a[col].tolist(), b[col].tolist()))
     metrics.append(("parsed", "str", ["yes" if x else "PARSE FAILURE" for x in ok_a],
                     ["yes" if x else "PARSE FAILURE" for x in ok_b]))
-    if any(e is not None and not (isinstance(e, float) and math.isnan(e)) for e in err_a + err_b):
-        metrics.append(("parse_error", "str", err_a, err_b))
+    for name, ea, eb in (("parse_error", err_a, err_b), ("call_error", call_a, call_b)):
+        if any(e is not None and not (isinstance(e, float) and math.isnan(e)) for e in list(ea) + list(eb)):
+            metrics.append((name, "str", ea, eb))
     facets: dict[str, list[Any]] = {"judge": b["judge"].tolist()}
     for col, name in (("arm", "arm"), ("task", "task")):
         if b[col].nunique(dropna=False) > 1:

@@ -76,8 +76,17 @@
         s.addEventListener("change", () => { pageNo = 0; recompute(); });
         return s;
       }
+      const searches = [];
       for (const f of P.facets) {
         if (f.values.length < 2) continue;
+        if (f.values.length > 200) {  // too many for a list: a text box matching values that contain it
+          const l = add(controls, el("label", "", f.name + " "));
+          const inp = add(l, el("input"));
+          inp.type = "search"; inp.id = "f-" + f.name; inp.placeholder = "contains...";
+          inp.addEventListener("change", () => { pageNo = 0; recompute(); });
+          searches.push([f, inp]);
+          continue;
+        }
         const opts = [["", "all"]].concat(f.values.map((v, k) => [String(k), v]));
         filters.push([f, select(f.name, "f-" + f.name, opts)]);
       }
@@ -111,9 +120,15 @@
       function recompute() {
         const fsel = filters.map(([f, s]) => [f.codes, s.value === "" ? -1 : Number(s.value)]).filter(x => x[1] >= 0);
         const gsel = flagSel.map(([k, s]) => [P.flags[k], s.value === "" ? -1 : Number(s.value)]).filter(x => x[1] >= 0);
+        const ssel = searches.filter(([f, inp]) => inp.value !== "").map(([f, inp]) => {
+          const ok = new Uint8Array(f.values.length);
+          f.values.forEach((v, k) => { ok[k] = v.includes(inp.value) ? 1 : 0; });
+          return [f.codes, ok];
+        });
         const keep = [];
         outer: for (let i = 0; i < P.n; i++) {
           for (const [codes, v] of fsel) if (codes[i] !== v) continue outer;
+          for (const [codes, ok] of ssel) if (!ok[codes[i]]) continue outer;
           for (const [arr, v] of gsel) if (arr[i] !== v) continue outer;
           keep.push(i);
         }
