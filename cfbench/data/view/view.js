@@ -111,7 +111,7 @@
       add(pairsTab, detail);
       const list = add(pairsTab, el("table", "list"));
       list.id = "pairs";
-      const shownMetrics = P.metrics.slice(0, 4);
+      const shownMetrics = P.metrics.filter(m => !/error$|^parsed$|^excluded$/.test(m.name)).slice(0, 4);
 
       function delta(m, i) {
         const a = m.a[i], b = m.b[i];
