@@ -8,6 +8,7 @@
   cfbench variants FILE --out DIR [--dimensions ...] [--decisions reviewed.csv]
                                variants.parquet + a review.html to accept/reject them by hand
   cfbench model install        assemble and verify the embedded judge's GGUF
+  cfbench view RESULTS_DIR [--out FILE]   one self-contained HTML page to browse a run's pairs
 
 Bad input is reported in one line (exit status 2); --debug shows the traceback.
 """
@@ -88,6 +89,14 @@ def _cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .view import write_view
+
+    path = write_view(args.results_dir, args.out)
+    print(f"{path} ({path.stat().st_size:,} bytes); open it in a browser (no server needed)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cfbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("model", help="the embedded judge's model file")
     p.add_argument("action", choices=["install"])
     p.set_defaults(func=_cmd_model)
+
+    p = sub.add_parser("view", help="write a self-contained HTML page to browse a results folder's pairs")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="a study's results folder, e.g. results/shopflow/default")
+    p.add_argument("--out", metavar="FILE", help="where to write the page (default: RESULTS_DIR/view.html)")
+    p.set_defaults(func=_cmd_view)
 
     args = parser.parse_args(argv)
     if args.debug:

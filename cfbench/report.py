@@ -129,6 +129,28 @@ class StudyResult:
         """What this run shows, in words generated from its numbers (Markdown)."""
         return ""
 
+    def view(self, directory: "str | os.PathLike[str] | None" = None, *, height: int = 720) -> Any:
+        """The run explorer page (:mod:`cfbench.view`), shown inline when it is a cell's last line.
+
+        ``directory``: the results folder this result was saved to (``view.html`` is written
+        there, with the input frames the page reads that the study did not write, see
+        :data:`cfbench.view.INPUT_FRAMES`); without it the result is saved to a temporary folder
+        first and the page only lives in memory (``.save(path)`` writes it).
+        """
+        import tempfile
+
+        from cfbench.view import ViewPage, write_inputs, write_view
+
+        if directory is not None:
+            write_inputs(directory, self.frames)
+            path = write_view(directory)
+            return ViewPage(path.read_text(encoding="utf-8"), path=path, height=height)
+        with tempfile.TemporaryDirectory(prefix="cfbench-view-") as tmp:
+            self.save(tmp)
+            write_inputs(tmp, self.frames)
+            path = write_view(tmp, Path(tmp) / "view.html", title=f"{type(self).__name__} (unsaved run)")
+            return ViewPage(path.read_text(encoding="utf-8"), height=height)
+
     def save(self, out: "RunOutput | str | os.PathLike[str]") -> "RunOutput":
         """Write tables (CSV; frames named in ``parquet_tables`` as parquet), figures and the summary."""
         out = out if isinstance(out, RunOutput) else RunOutput(out)

@@ -61,13 +61,15 @@ EDGES = {m: {r for t in targets if (r := _resolve(t)) and r != m} for m, targets
 
 #: layer -> layers it must never import
 FORBIDDEN = {
-    "core": {"io", "perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli"},
-    "io": {"perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli"},
-    "perturb": {"judges", "metrics", "stats", "studies", "report", "reproduce", "cli"},
-    "judges": {"perturb", "metrics", "stats", "studies", "report", "reproduce", "cli", "io"},
-    "stats": {"io", "perturb", "judges", "metrics", "studies", "report", "reproduce", "cli"},
-    "metrics": {"perturb", "judges", "studies", "report", "reproduce", "cli"},
+    "core": {"io", "perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
+    "io": {"perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
+    "perturb": {"judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
+    "judges": {"perturb", "metrics", "stats", "studies", "report", "reproduce", "cli", "io", "view"},
+    "stats": {"io", "perturb", "judges", "metrics", "studies", "report", "reproduce", "cli", "view"},
+    "metrics": {"perturb", "judges", "studies", "report", "reproduce", "cli", "view"},
     "report": {"perturb", "judges", "studies", "reproduce", "cli"},
+    # the run explorer reads results files; it may reuse the review page's diff (perturb.review), never a study
+    "view": {"judges", "studies", "reproduce", "cli", "report", "metrics", "stats"},
 }
 
 
