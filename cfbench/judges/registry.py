@@ -24,7 +24,7 @@ from typing import Any, Callable
 from .base import Judge
 
 __all__ = ["get_judge", "canonical_spec", "register_backend", "backends", "backend_targets", "parse_spec",
-           "UnknownJudgeError", "load_plugins", "listing"]
+           "UnknownJudgeError", "load_plugins", "listing", "supports_logprobs"]
 
 
 class UnknownJudgeError(ValueError):
@@ -145,3 +145,11 @@ def listing(status: "dict[str, str] | None" = None) -> list[str]:
     for name, does in script_descriptions().items():
         lines.append(f"  {'scripted:' + name:28s} {does}")
     return lines
+
+
+def supports_logprobs(spec: str) -> "bool | None":
+    """Whether the backend ``spec`` names returns first-token log-probs (None when its factory does not say);
+    builds no judge."""
+    backend, _ = parse_spec(spec)
+    value = getattr(_factory(backend), "supports_logprobs", None)
+    return value if isinstance(value, bool) else None

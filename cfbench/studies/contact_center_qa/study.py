@@ -28,7 +28,8 @@ from cfbench.studies.contact_center_qa.planning import _dims, plan_for, sample_c
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
-__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items"]
+__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items",
+           "drop_warnings", "WARNING_COLUMNS"]
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -159,6 +160,12 @@ class ContactCenterResult(StudyResult):
                                               conditions=conds)))
         return out
 
+    @property
+    def warnings(self) -> list[str]:
+        """One line per requested dimension or metric that yields nothing, with the reason."""
+        w = self.tables.get("warnings")
+        return [] if w is None else [str(m) for m in w["message"]]
+
     # -- findings -----------------------------------------------------------------------------------
     def findings(self) -> str:
         from cfbench.studies.contact_center_qa.findings import findings_markdown
@@ -214,6 +221,8 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables["parse_rates"] = _parse_rates(judgments)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()
+    tables = _in_judge_order(tables, list(params.judges))
+    tables["warnings"] = drop_warnings(params, dims, variants, rows, tables)
     frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
               "plan_summary": plan.summary(), "cost": _design.estimate_cost(plan), "skipped": plan.skipped,
               "judgments": judgments, "rows": rows}
@@ -222,6 +231,8 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
     _say_parse_failures(judgments)
+    for line in tables["warnings"]["message"]:
+        print(f"warning: {line}")
     if out is not None:
         result.save(out)
     return result
@@ -272,6 +283,78 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
     return result
 
 
+#: Columns of the ``warnings`` table: what was asked for and yields nothing, and why.
+WARNING_COLUMNS = ["kind", "judge", "dimension", "reason", "message"]
+
+
+def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, rows: pd.DataFrame,
+                  tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per requested thing that yields no number, with the reason (nothing disappears silently).
+
+    ``kind`` "dimension": a requested dimension with no judged pair in the baseline CFR table (reason:
+    the perturber's most frequent not-applicable reason, else the guards' rejection reason, else no
+    pair of readable replies). ``kind`` "p_yes": a judge whose Auto-QA replies carry no first-token
+    P(Yes) under the compact contract, so its P(Yes) MASD rows are empty.
+    """
+    out = []
+    cfr = tables["cfr"]
+    base = cfr[cfr["arm"] == "baseline"] if "arm" in cfr.columns else cfr
+    v = variants[variants["dimension"] != "original"] if len(variants) else variants
+    for dim in dims:
+        judged = base[(base["dimension"] == dim) & (base["n_pairs"] > 0)]
+        if len(judged):
+            continue
+        g = v[v["dimension"] == dim] if len(v) else v
+        made = g[g["applicable"].astype(bool)] if len(g) else g
+        if not len(g):
+            reason = "the perturber made no variant"
+        elif not len(made):
+            reason = f"not applicable to any of the {g['item_id'].nunique()} transcripts: " + \
+                g["reason"].astype(str).value_counts().index[0]
+        elif not made["valid"].astype(bool).any():
+            reason = f"every one of its {len(made)} variants was rejected: " + \
+                made["rejection_reason"].astype(str).value_counts().index[0]
+        else:
+            reason = "no pair of readable replies (parse failures) among its variants"
+        out.append({"kind": "dimension", "judge": "", "dimension": dim, "reason": reason,
+                    "message": f"dimension {dim} was requested but yields no judged variant: {reason}"})
+    if params.qa_mode == "compact" and len(rows):
+        qa = rows[(rows["task"] == "qa") & rows["parse_ok"].astype(bool)]
+        for judge in params.judges:
+            sub = qa[qa["judge"] == judge]
+            if len(sub) and sub["p_yes"].isna().all():
+                reason = ("its backend gives no log-probs" if _supports_logprobs(judge) is False else
+                          "no first-token Yes/No log-probs came back")
+                out.append({"kind": "p_yes", "judge": judge, "dimension": "", "reason": reason,
+                            "message": f"judge {judge} has no P(Yes): {reason}; its P(Yes) MASD rows are "
+                                       "empty (NaN in Table 2), its confidence rows stand"})
+    return pd.DataFrame(out, columns=WARNING_COLUMNS)
+
+
+def _supports_logprobs(spec: str) -> "bool | None":
+    from cfbench.judges.registry import supports_logprobs
+
+    try:
+        return supports_logprobs(spec)
+    except Exception:  # an unknown spec was caught long before; never fail a finished run on this
+        return None
+
+
+def _in_judge_order(tables: dict[str, pd.DataFrame], judges: list[str]) -> dict[str, pd.DataFrame]:
+    """Judge columns (Table 2) and judge rows in the order the judges were given, not alphabetical."""
+    rank = {j: k for k, j in enumerate(judges)}
+    for name, tab in list(tables.items()):
+        if not isinstance(tab, pd.DataFrame):
+            continue
+        if name == "table2":
+            first = [c for c in tab.columns if c not in rank]
+            tables[name] = tab[first + [j for j in judges if j in tab.columns]]
+        elif "judge" in tab.columns and len(tab):
+            key = tab["judge"].map(lambda j: rank.get(j, len(rank)))
+            tables[name] = tab.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+    return tables
+
+
 def _order_columns(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     cfr, masd = tables["cfr"], tables["masd"]
     tables["cfr"] = cfr[_CFR_FIRST + [c for c in cfr.columns if c not in _CFR_FIRST]]
@@ -314,18 +397,21 @@ def _summary(params: Params, plan: Any, judgments: pd.DataFrame, tables: dict[st
         "fairness_prompting_delta": tables["fairness_prompting_delta"],
         "plan": plan.settings, "rubric_version": rubric.attrs.get("version"),
         "params": params.to_mapping(),
+        "warnings": [str(m) for m in tables["warnings"]["message"]] if "warnings" in tables else [],
     }
 
 
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
           dimensions: Sequence[str] = (), conditions_per_dimension: int = 0, repeats: int = 3,
-          qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0,
+          qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0, n_items: int | None = None,
           out: "RunOutput | str | Path | None" = None, progress: bool = True) -> ContactCenterResult:
     """CFR and MASD with item-bootstrap intervals for your transcripts and any judge specs.
 
     ``transcripts`` is a path (JSONL/CSV, see :func:`cfbench.io.transcripts.load_transcripts`)
-    or loaded transcripts; every one is audited (no selection, no coaching, no
-    fairness arm). Originals are a condition only where a dimension's compared
+    or loaded transcripts; every one is audited, or the first ``n_items`` (no other
+    selection, no coaching, no fairness arm). Table 2's judge columns keep the order of
+    ``judges``. A requested dimension that yields no judged variant, or a judge without
+    P(Yes), prints one ``warning:`` line and is a row of ``result.tables["warnings"]``. Originals are a condition only where a dimension's compared
     set says so; the robustness repeats are their own rows, never part of CFR.
 
     >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
@@ -337,6 +423,14 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     loaded = load_dialogues(transcripts) if isinstance(transcripts, (str, Path)) else list(transcripts)
     if not loaded:
         raise InputError("no transcripts to audit", source=str(transcripts), field="transcripts")
+    if n_items is not None:
+        if isinstance(n_items, bool) or not isinstance(n_items, int) or n_items < 1:
+            raise InputError(f"must be a positive whole number, got {n_items!r}", source="audit()", field="n_items")
+        if n_items > len(loaded):
+            raise InputError(f"asks for the first {n_items} transcripts but there are {len(loaded)}",
+                             source=str(transcripts) if isinstance(transcripts, (str, Path)) else "audit()",
+                             field="n_items")
+        loaded = loaded[:n_items]
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
                     dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
