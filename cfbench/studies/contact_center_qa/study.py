@@ -29,7 +29,7 @@ from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
 __all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items",
-           "drop_warnings", "WARNING_COLUMNS"]
+           "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -68,6 +68,8 @@ class Params:
     decisions_path: str = ""  # review.html decisions CSV; rejected variants are not judged ("" for none)
     n_boot: int = 1000  # bootstrap resamples for intervals
     seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
+    real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
+    real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
@@ -141,7 +143,11 @@ class ContactCenterResult(StudyResult):
         return (f"**This run**: {n} transcript{'s' if n != 1 else ''} x {nq} question{'s' if nq != 1 else ''} "
                 f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(s['judges'])}; "
                 f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
-                f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s).")
+                f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s)."
+                + (f" Tables rest on **{s['source']}** transcripts" if s.get("source") else "")
+                + (f"; the real-dialogue arm (`star_*` tables) on {len(s['star']['items'])} STAR dialogues, "
+                   f"half resolved and half not by the customers' own answers, {s['star']['n_requests']} more "
+                   f"requests." if s.get("star") else "."))
 
     def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
         """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side)."""
@@ -189,8 +195,8 @@ def load_items(params: Params) -> list[Any]:
 
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
-        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True
-        ) -> ContactCenterResult:
+        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
+        say_warnings: bool = True) -> ContactCenterResult:
     """Run the study: variants -> plan -> judgments -> tables -> figures (-> files when ``out`` is given).
 
     ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects)
@@ -223,16 +229,38 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
                                        dimensions=dims, labels=labels).reset_index()
     tables = _in_judge_order(tables, list(params.judges))
     tables["warnings"] = drop_warnings(params, dims, variants, rows, tables)
+    source = source_of(params, chosen, given=transcripts is not None)
+    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
+    if isinstance(real, str):  # the arm was asked for but its dialogues are absent: say so, once
+        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
+            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
+            ignore_index=True)
+    tables = _with_source(tables, source)
+    if real is not None and not isinstance(real, str):
+        for name in REAL_TABLES:
+            tables[f"star_{name}"] = real.tables[name]
+        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
+            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    if real is not None and not isinstance(real, str):
+        for name in ("transcripts", "variants", "judgments", "rows"):
+            real.frames[name] = real.frames[name].assign(source="star")
     frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
               "plan_summary": plan.summary(), "cost": _design.estimate_cost(plan), "skipped": plan.skipped,
               "judgments": judgments, "rows": rows}
     summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
                                                  rubric, t0)
+    summary["source"] = source
+    if real is not None and not isinstance(real, str):
+        frames["star_transcripts"] = real.frames["transcripts"]
+        frames["star_judgments"] = real.frames["judgments"]
+        summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
+                                                        "accuracy_pct", "mean_cfr_pct", "label_source")}
     result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
     _say_parse_failures(judgments)
-    for line in tables["warnings"]["message"]:
-        print(f"warning: {line}")
+    if say_warnings:
+        for line in tables["warnings"]["message"]:
+            print(f"warning: {line}")
     if out is not None:
         result.save(out)
     return result
@@ -280,6 +308,80 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
          for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
+    return result
+
+
+#: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.
+REAL_TABLES = ("accuracy", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
+
+
+def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:
+    """What the run's numbers rest on: ``synthetic`` (the shipped or generated calls), ``star`` (STAR
+    dialogues, labels from the customers' questionnaire) or ``file`` (a researcher's own transcripts)."""
+    from cfbench.studies.contact_center_qa.stream import synthetic_settings
+
+    metas = [dict(getattr(t, "meta", {}) or {}).get("source") for t in chosen]
+    if metas and all(m == "star" for m in metas):
+        return "star"
+    if not given and (not params.transcripts_path or synthetic_settings(params.transcripts_path) is not None):
+        return "synthetic"
+    return "file"
+
+
+def _with_source(tables: dict[str, Any], source: str) -> dict[str, Any]:
+    """A ``source`` column on every table (first in Table 2, whose other columns are judges; last elsewhere)."""
+    for name, tab in list(tables.items()):
+        if not isinstance(tab, pd.DataFrame):
+            continue
+        tab = tab.copy()
+        if name == "table2":
+            tab.insert(0, "source", source)
+        else:
+            tab["source"] = source
+        tables[name] = tab
+    return tables
+
+
+def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution") -> list[Any]:
+    """The first ``n`` STAR dialogues with the customer's task-success answer, alternating resolved and
+    not resolved (by that answer) as far as the corpus allows; raises InputError when fewer qualify."""
+    import warnings as _warnings
+
+    from cfbench.io.dialogues import load_dialogues
+
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", UserWarning)  # dialogues without a turn are left out
+        ts = [t for t in load_dialogues(path) if dict(t.labels).get(label) in ("Yes", "No")]
+    return _design.select_items(ts, n, require_agent_name=False, balance_label=label)
+
+
+def _resolve_real_path(path: str) -> Path | None:
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p if p.exists() else None
+    here = Path(__file__).resolve()
+    for base in (Path.cwd(), *here.parents):  # the repo root and the folders above (a worktree sits deeper)
+        if (base / p).exists():
+            return base / p
+    return None
+
+
+def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
+    """The real-dialogue arm: the same judges and design on ``real_items`` balanced STAR dialogues, on the
+    dimensions that apply to them (the others are warning rows), accuracy against the customers' labels.
+    Returns a one-line reason instead when the dialogues are absent."""
+    import dataclasses
+
+    path = _resolve_real_path(params.real_path)
+    if path is None:
+        return (f"real-dialogue arm skipped: no STAR dialogues at {params.real_path} (the project does not ship "
+                "them); the tables rest on synthetic calls only")
+    chosen = real_dialogues(path, params.real_items)
+    sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
+                              require_agent_name=False, fairness=False, coaching=False, paraphrases=0)
+    result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
+    result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
+                                      "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")
     return result
 
 
