@@ -25,6 +25,9 @@ age_cue = "mini_cfplugin.dims:AGE_CUE"
 [project.entry-points."cfbench.judges"]
 kw = "mini_cfplugin.judge:KeywordJudge"
 
+[project.entry-points."cfbench.studies"]
+mini_quiz = "mini_cfplugin.quiz"
+
 [tool.setuptools]
 packages = ["mini_cfplugin"]
 """
@@ -84,6 +87,27 @@ class KeywordJudge(Judge):
         return Response(text=answer + " 70")
 '''
 
+QUIZ = '''
+"""A two-question study: asks each judge Yes/No questions and tabulates the replies."""
+from dataclasses import dataclass
+
+import pandas as pd
+
+from cfbench.judges import GenerationConfig, Request, run_requests
+from cfbench.report import StudyResult
+
+
+@dataclass(frozen=True)
+class Params:
+    judges: tuple = ("scripted:yes",)
+
+
+def run(params, out=None):
+    reqs = [Request("q0", ({"role": "user", "content": "Customer: thank you"},), GenerationConfig(max_tokens=4))]
+    rows = [run_requests(j, reqs, cache=False, progress=False).judgments[["judge", "text"]] for j in params.judges]
+    return StudyResult(params=params, tables={"answers": pd.concat(rows, ignore_index=True)})
+'''
+
 
 def write_plugin(root: Path) -> Path:
     """Write the package source under ``root``; returns its folder."""
@@ -91,6 +115,6 @@ def write_plugin(root: Path) -> Path:
     (pkg / "mini_cfplugin").mkdir(parents=True)
     (pkg / "pyproject.toml").write_text(PYPROJECT)
     (pkg / "mini_cfplugin" / "__init__.py").write_text("")
-    for name, body in (("dims", DIMS), ("extra", EXTRA), ("judge", JUDGE)):
+    for name, body in (("dims", DIMS), ("extra", EXTRA), ("judge", JUDGE), ("quiz", QUIZ)):
         (pkg / "mini_cfplugin" / f"{name}.py").write_text(textwrap.dedent(body))
     return pkg

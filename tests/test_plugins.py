@@ -189,3 +189,21 @@ def test_reproduce_notebook_uses_entry_points_and_the_plugins_key(plugin_env):
     w = pd.read_csv(run / "warnings.csv")
     assert list(w["kind"]) == ["p_yes"] and list(w["judge"]) == ["kw:thank"]
     assert "plugins" not in json.loads((run / "summary.json").read_text())["params"]
+
+
+STUDY = """
+from cfbench.studies import available, load
+assert "mini_quiz" in available() and "contact_center_qa" in available()
+quiz = load("mini_quiz")
+r = quiz.run(quiz.Params(judges=("kw:thank", "scripted:yes")))
+print(r.tables["answers"].values.tolist())
+"""
+
+
+def test_a_plugin_study_is_found_and_runs_with_the_plugin_judge(plugin_env):
+    _, env = plugin_env
+    r = _run(env, "-c", STUDY)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[['kw:thank', 'Yes 70'], ['scripted:yes', 'Yes']]"
+    listing = _run(env, "-m", "cfbench.plugins")
+    assert "cfbench.studies" in listing.stdout and "mini_cfplugin.quiz" in listing.stdout
