@@ -423,7 +423,7 @@ def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, r
     if params.qa_mode == "compact" and len(rows):
         qa = rows[(rows["task"] == "qa") & rows["parse_ok"].astype(bool)]
         for judge in params.judges:
-            sub = qa[qa["judge"] == judge]
+            sub = qa[qa["judge"].isin(_names_of(judge))]
             if len(sub) and sub["p_yes"].isna().all():
                 reason = ("its backend gives no log-probs" if _supports_logprobs(judge) is False else
                           "no first-token Yes/No log-probs came back")
@@ -442,9 +442,20 @@ def _supports_logprobs(spec: str) -> "bool | None":
         return None
 
 
+def _names_of(spec: str) -> set[str]:
+    """A judge spec as given and as results record it (its canonical spec)."""
+    from cfbench.judges.registry import canonical_spec
+
+    try:
+        return {spec, canonical_spec(spec)}
+    except Exception:  # an unknown spec was refused long before
+        return {spec}
+
+
 def _in_judge_order(tables: dict[str, pd.DataFrame], judges: list[str]) -> dict[str, pd.DataFrame]:
     """Judge columns (Table 2) and judge rows in the order the judges were given, not alphabetical."""
-    rank = {j: k for k, j in enumerate(judges)}
+    rank = {name: k for k, j in enumerate(judges) for name in sorted(_names_of(j))}
+    judges = sorted(rank, key=rank.get)
     for name, tab in list(tables.items()):
         if not isinstance(tab, pd.DataFrame):
             continue
