@@ -124,3 +124,16 @@ def test_reproduce_runs_the_arm_through_the_notebook(tmp_path):
     (cell,) = [c for c in nb["cells"] if c["cell_type"] == "code" and "star_accuracy" in "".join(c["source"])]
     shown = json.dumps(cell["outputs"])
     assert "`star_accuracy`" in shown and "`star_cfr`" in shown  # the display cell ran and showed the tables
+
+
+@pytest.mark.parametrize("n, match", [(0, "positive whole number"), (True, "positive whole number"),
+                                      (2.5, "positive whole number"), (9, "first 9 transcripts but there are 2")])
+def test_audit_n_items_is_checked(n, match):
+    from cfbench.core.errors import InputError
+    from cfbench.studies.contact_center_qa import audit
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
+
+    with pytest.raises(InputError, match=match) as e:
+        audit(generate_transcripts(2, seed=0), judges=["scripted:cc-qa"], questions=["issue_resolution"],
+              n_items=n, progress=False)
+    assert e.value.field == "n_items"
