@@ -43,8 +43,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 def _cmd_judges(args: argparse.Namespace) -> int:
     from .judges import GenerationConfig, Request, run_requests, usable_backends
 
-    for name, status in usable_backends().items():
-        print(f"{name:9s} {status}")
+    from .judges.registry import listing
+    from .studies import available, load
+
+    for study in available():  # a study registers its scripted judges when imported
+        load(study)
+    for line in listing(usable_backends()):
+        print(line)
     if args.check:
         req = Request("check", ({"role": "user", "content": "Is the sky blue on a clear day? Answer Yes or No."},),
                       GenerationConfig(max_tokens=3, top_logprobs=5))
@@ -101,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cfbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    parser.add_argument("--plugin", action="append", metavar="MODULE",
+                        help="import a plugin module first (repeatable, anywhere on the line; docs/extending.md)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("reproduce", help="run the study notebooks into results/<study>/<config>/")
@@ -138,7 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", metavar="FILE", help="where to write the page (default: RESULTS_DIR/view.html)")
     p.set_defaults(func=_cmd_view)
 
+    from . import plugins
+
+    modules, argv = plugins.split_plugin_args(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if modules:
+        try:
+            plugins.use(modules)
+        except InputError as exc:
+            print(f"cfbench: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
     if args.debug:
         return args.func(args)
     try:

@@ -87,6 +87,11 @@ def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | N
         raise InputError(f"must be a mapping of parameter names to values, got {type(params).__name__}",
                          source=str(path))
     params = {**params, **(overrides or {})}
+    if "plugins" in params:  # modules to import first (cfbench.plugins); not a notebook parameter
+        from .plugins import use
+
+        value = params.pop("plugins")
+        use([value] if isinstance(value, str) else list(value or ()), source=str(path))
     for name in params:
         if not isinstance(name, str):
             raise InputError("parameter names must be strings", source=str(path), field=str(name))

@@ -62,4 +62,6 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     default = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "default.yaml").read_text())
     p = Params.from_config(default)
     row = design_table({"default": p}).iloc[0]
-    assert p.n_items >= 8 and row["est_minutes"] <= 25, row["est_minutes"]
+    # with the real-dialogue arm (real_items STAR dialogues, tests/test_star_arm.py sizes both parts) the
+    # synthetic part was halved to stay in budget (configs/contact_center_qa/default.yaml says what was traded)
+    assert p.n_items >= (4 if p.real_items else 8) and row["est_minutes"] <= 25, row["est_minutes"]

@@ -118,10 +118,10 @@ def test_each_perturber_has_a_frozen_description_recorded_on_its_rows():
         with pytest.raises(dataclasses.FrozenInstanceError):
             d.version = 99  # type: ignore[misc]
         assert d.to_dict()["parameters"] == dict(d.parameters)
-    assert perturbers()["religion_cues"].description.to_dict()["parameters"]["cues_version"] == 2
+    assert perturbers()["religion_cues"].description.to_dict()["parameters"]["cues_version"] == 3
     from cfbench.studies.contact_center_qa.synth import generate_transcripts
 
     v = make_variants(generate_transcripts(2, seed=0), dimensions=["politeness", "religion_cues"], progress=False)
     tags = v.groupby("dimension")["perturber"].unique().to_dict()
     assert list(tags["original"]) == ["original"]
-    assert list(tags["politeness"]) == ["politeness@2"] and list(tags["religion_cues"]) == ["religion_cues@2"]
+    assert list(tags["politeness"]) == ["politeness@2"] and list(tags["religion_cues"]) == ["religion_cues@3"]

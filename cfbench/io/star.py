@@ -8,6 +8,16 @@ message the wizard actually sent); everything else (``request_suggestions``
 drafts, ``query``, knowledge-base returns, user-guide instructions,
 ``complete``) is skipped and counted in ``meta["star_skipped"]``.
 
+Labels: the customer's own answer to the questionnaire's task-success question
+(``UserQuestionnaire``, e.g. "Did the assistant book your flight?") becomes the
+``issue_resolution`` label (True -> "Yes", False -> "No"); ``meta["label_question"]``
+records the question it came from and ``meta["user_questionnaire"]`` keeps every
+answer. The task-success question is the first one that is not about the
+assistant's manner ("stay calm and helpful") or the worker's enjoyment ("Did you
+enjoy this task?"); weather dialogues add "say something about rain?" after it,
+which is kept in ``user_questionnaire`` but never used as the label. About a third
+of STAR dialogues have such a question; the others get no label.
+
 Nothing is coerced: a file that is not a STAR dialogue, an event without
 ``Agent``/``Action``, or a turn event without text raises
 :class:`cfbench.core.errors.InputError` naming the file, the event and the field.
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -27,12 +38,40 @@ from cfbench.core.files import read_text
 
 from .transcripts import Transcript, Turn
 
-__all__ = ["load_star", "star_dialogue", "TURN_ACTIONS", "SPEAKER_OF"]
+__all__ = ["load_star", "star_dialogue", "TURN_ACTIONS", "SPEAKER_OF", "LABEL", "task_success"]
 
 #: Event actions that become turns.
 TURN_ACTIONS = ("utter", "pick_suggestion")
 #: STAR agent -> our speaker.
 SPEAKER_OF = {"Wizard": "agent", "User": "customer"}
+#: The label the customer's task-success answer fills.
+LABEL = "issue_resolution"
+#: Questionnaire questions that are not about the task's success.
+_NOT_TASK = re.compile(r"calm and helpful|enjoy this task", re.IGNORECASE)
+
+
+def task_success(obj: dict, *, source: str, record: str) -> tuple[list[dict], dict | None]:
+    """``(answers, task)``: every ``UserQuestionnaire`` answer, checked, and the task-success one
+    (None when the dialogue has no questionnaire or no task question)."""
+    uq = obj.get("UserQuestionnaire")
+    if uq is None:
+        return [], None
+    if not isinstance(uq, list):
+        raise InputError(f"must be a list of questions, got {type(uq).__name__}", source=source, record=record,
+                         field="UserQuestionnaire")
+    answers = []
+    for k, q in enumerate(uq):
+        where = f"UserQuestionnaire[{k}]"
+        if not isinstance(q, dict):
+            raise InputError("must be an object", source=source, record=record, field=where)
+        if not isinstance(q.get("Question"), str) or not q["Question"].strip():
+            raise InputError("is missing or not a string", source=source, record=record, field=f"{where}.Question")
+        if not isinstance(q.get("Answer"), bool):
+            raise InputError(f"must be true or false, got {q.get('Answer')!r}", source=source, record=record,
+                             field=f"{where}.Answer")
+        answers.append({"question": q["Question"].strip(), "answer": q["Answer"]})
+    task = next((a for a in answers if not _NOT_TASK.search(a["question"])), None)
+    return answers, task
 
 
 def star_dialogue(obj: Any, *, source: str) -> Transcript:
@@ -73,10 +112,19 @@ def star_dialogue(obj: Any, *, source: str) -> Transcript:
                          "dialogues out)", source=source, record=rid, field="Events")
     scenario = obj.get("Scenario") if isinstance(obj.get("Scenario"), dict) else {}
     domains = scenario.get("Domains") or []
+    answers, task = task_success(obj, source=source, record=rid)
     meta = {"source": "star", "dialogue_id": did, "completion": obj.get("CompletionLevel"),
             "domains": list(domains), "wizard_task": scenario.get("WizardTask"),
             "star_skipped": dict(sorted(skipped.items()))}
-    return Transcript(id=rid, turns=tuple(turns), domain=str(domains[0]) if domains else "", meta=meta)
+    labels = {}
+    if answers:
+        meta["user_questionnaire"] = answers
+    if task is not None:
+        labels[LABEL] = "Yes" if task["answer"] else "No"
+        meta["label_question"] = {LABEL: task["question"]}
+        meta["label_source"] = "customer questionnaire (STAR UserQuestionnaire)"
+    return Transcript(id=rid, turns=tuple(turns), domain=str(domains[0]) if domains else "", labels=labels,
+                      meta=meta)
 
 
 def _files(path: Path) -> list[Path]:

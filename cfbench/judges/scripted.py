@@ -24,20 +24,34 @@ from typing import Callable
 
 from .base import Judge, JudgeError, Request, Response
 
-__all__ = ["ScriptedJudge", "register_script", "scripts"]
+__all__ = ["ScriptedJudge", "register_script", "scripts", "script_descriptions"]
 
 Script = Callable[[Request], "Response | str"]
 _SCRIPTS: dict[str, Script] = {}
+_DOES: dict[str, str] = {}
 
 
-def register_script(name: str, fn: Script) -> Script:
-    """Register ``fn(request) -> Response | str`` as ``scripted:<name>``."""
+def register_script(name: str, fn: Script, *, does: str = "") -> Script:
+    """Register ``fn(request) -> Response | str`` as ``scripted:<name>``.
+
+    ``does`` is the one line ``cfbench judges`` shows (default: the first line of ``fn``'s docstring).
+    """
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ValueError(f"script name must be non-empty without spaces, got {name!r}")
     _SCRIPTS[name] = fn
+    doc = " ".join((getattr(fn, "__doc__", None) or "").strip().split("\n\n")[0].split())
+    first = doc.split(". ")[0].rstrip(".") + "." if doc and getattr(fn, "__name__", "") != "<lambda>" else ""
+    _DOES[name] = " ".join(does.split()) or first
     return fn
 
 
 def scripts() -> list[str]:
     return sorted(_SCRIPTS)
+
+
+def script_descriptions() -> dict[str, str]:
+    """Script name -> the one line ``cfbench judges`` prints for it, sorted by name."""
+    return {n: _DOES.get(n) or "(no description)" for n in sorted(_SCRIPTS)}
 
 
 def _last_user(request: Request) -> str:
@@ -58,11 +72,11 @@ def _fail(request: Request) -> Response:
     raise JudgeError(f"scripted failure for request {request.request_id!r}")
 
 
-register_script("echo", lambda r: _last_user(r))
-register_script("yes", _bare("Yes"))
-register_script("no", _bare("No"))
-register_script("garbage", lambda r: "\u2591\u2592 lorem ipsum \u2593")
-register_script("fail", _fail)
+register_script("echo", lambda r: _last_user(r), does="replies with the last user message, verbatim")
+register_script("yes", _bare("Yes"), does='a bare "Yes" with first-token log-probs (P(Yes) 0.9)')
+register_script("no", _bare("No"), does='a bare "No" with first-token log-probs (P(Yes) 0.1)')
+register_script("garbage", lambda r: "\u2591\u2592 lorem ipsum \u2593", does="text no task parser accepts")
+register_script("fail", _fail, does="raises a non-retryable error on every request")
 
 
 def _resolve(model: str) -> Script:

@@ -13,6 +13,7 @@ variant regardless of what else is in the batch.
 from __future__ import annotations
 
 import functools
+from types import ModuleType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -23,7 +24,7 @@ from cfbench.core.paths import package_text
 from cfbench.core.seeding import rng_for
 
 __all__ = ["Dimension", "Description", "Variant", "Perturber", "register", "DIMENSIONS", "TABLE_DIMENSIONS",
-           "get_perturber", "perturbers", "dimension", "item_rng", "load_data", "OPERATIONS"]
+           "get_perturber", "perturbers", "load_plugins", "dimension_ids", "count_sentence", "dimension", "item_rng", "load_data", "OPERATIONS"]
 
 #: Operation ids (the seed's three operations, plus "none" for an untouched condition).
 OPERATIONS = ("turn_transformation", "context_injection", "metadata_header", "none")
@@ -135,9 +136,19 @@ TABLE_DIMENSIONS: tuple[str, ...] = (
 )
 
 
-def register(perturber: Perturber) -> Perturber:
-    """Add a perturber (and its dimension) to the registry."""
+def register(perturber: "Perturber | type[Perturber]") -> Perturber:
+    """Add a perturber (and its dimension) to the registry; a class is instantiated.
+
+    A plugin package calls this when imported, or names the perturber under the
+    ``cfbench.perturbers`` entry-point group (see :mod:`cfbench.plugins`).
+    """
+    if isinstance(perturber, type) and issubclass(perturber, Perturber):
+        perturber = perturber()
+    if not isinstance(perturber, Perturber) or not isinstance(getattr(perturber, "dimension", None), Dimension):
+        raise TypeError(f"register() takes a Perturber with a Dimension, got {perturber!r}")
     dim = perturber.dimension
+    if dim.operation not in OPERATIONS:
+        raise ValueError(f"dimension {dim.id!r}: operation {dim.operation!r} is not one of {OPERATIONS}")
     if not set(dim.compared) <= set(dim.conditions):
         raise ValueError(f"dimension {dim.id!r}: compared {dim.compared} not within conditions {dim.conditions}")
     _REGISTRY[dim.id] = perturber
@@ -145,15 +156,62 @@ def register(perturber: Perturber) -> Perturber:
     return perturber
 
 
+_PLUGINS_LOADED = False
+
+
+def load_plugins() -> None:
+    """Register the dimensions of installed plugins (entry-point group ``cfbench.perturbers``) and
+    import the modules ``CFBENCH_PLUGINS`` names; once per process, on first use of the registry.
+
+    An entry point may name a :class:`Perturber` (instance or class), a list of them, or a module
+    that registers its perturbers when imported.
+    """
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    from cfbench import plugins
+    from cfbench.core.errors import InputError
+
+    plugins.load_env_plugins()
+    for ep in plugins.entry_points_of("cfbench.perturbers"):
+        obj = plugins.load_entry_point(ep)
+        items = obj if isinstance(obj, (list, tuple)) else [obj]
+        for item in items:
+            if isinstance(item, Perturber) or (isinstance(item, type) and issubclass(item, Perturber)):
+                register(item)
+            elif not isinstance(item, ModuleType):
+                raise InputError(f"{ep.value!r} is a {type(item).__name__}, not a Perturber or a module",
+                                 source="plugin entry point", record=ep.group, field=ep.name)
+
+
 def get_perturber(dimension_id: str) -> Perturber:
+    load_plugins()
     if dimension_id not in _REGISTRY:
         raise KeyError(f"unknown dimension {dimension_id!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[dimension_id]
 
 
 def perturbers() -> dict[str, Perturber]:
-    """Dimension id -> registered perturber (a copy)."""
+    """Dimension id -> registered perturber (a copy), plugins included."""
+    load_plugins()
     return dict(_REGISTRY)
+
+
+def dimension_ids(*, table_only: bool = False) -> list[str]:
+    """Registered dimension ids (plugins included): the table rows first in table order, then the rest
+    in registration order; ``table_only`` gives the table rows alone."""
+    load_plugins()
+    rows = [d for d in TABLE_DIMENSIONS if d in _REGISTRY]
+    return rows if table_only else rows + [d for d in _REGISTRY if d not in TABLE_DIMENSIONS]
+
+
+def count_sentence() -> str:
+    """How README and the docs say how many dimensions there are, from the registry: e.g.
+    "13 dimensions (15 rows)" - identity dimensions with a name and a cue variant share a dimension."""
+    rows = dimension_ids(table_only=True)
+    families = {r.removesuffix("_name").removesuffix("_cues") for r in rows}
+    return f"{len(families)} dimensions ({len(rows)} rows)"
 
 
 def dimension(dimension_id: str) -> Dimension:

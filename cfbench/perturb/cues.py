@@ -28,7 +28,7 @@ from .base import Dimension, Perturber, Variant, item_rng, load_data, pick, regi
 from .identify import TurnIdentification
 from .turns import _agent_gender_for, apply_turn_edits, choose_name, name_and_gender_edits, scope_for
 
-__all__ = ["CuePerturber", "cue_places", "fit_cue", "place_cue"]
+__all__ = ["CuePerturber", "cue_places", "fit_cue", "place_cue", "stands_for", "unexplained_cues"]
 
 _GREETING = re.compile(r"(?i)^\W*(hello|hi|hey|good (morning|afternoon|evening|day)|welcome|greetings)\b")
 _CLOSING = re.compile(r"(?i)\b(good ?bye|bye|have a (nice|good|great|lovely) (day|one|evening|night|trip)|"
@@ -67,6 +67,24 @@ def fit_cue(text: str, cue: str) -> str:
     return cue
 
 
+def stands_for(kind: str, group: str, cue: str) -> str:
+    """What ``cue`` of ``group`` signals, as recorded in cues.yaml (``stands_for``)."""
+    return load_data("cues.yaml")["stands_for"][kind][group][cue]
+
+
+def unexplained_cues(kind: str) -> list[str]:
+    """Cues of ``kind`` with no ``stands_for`` entry, and entries naming no cue (both should be empty)."""
+    data = load_data("cues.yaml")
+    notes = data.get("stands_for", {}).get(kind, {})
+    out = []
+    for group, kinds in data[kind].items():
+        cues = {c for lst in kinds.values() for c in lst}
+        recorded = set(notes.get(group, {}))
+        out += [f"{group}: {c}" for c in sorted(cues - recorded)]
+        out += [f"{group}: {c} (no such cue)" for c in sorted(recorded - cues)]
+    return out
+
+
 def place_cue(text: str, cue: str, kind: str) -> str:
     """``text`` with ``cue`` added as its own sentence: before it for a greeting or a small-talk
     answer, after it for a closing.
@@ -81,7 +99,7 @@ def place_cue(text: str, cue: str, kind: str) -> str:
 class CuePerturber(Perturber):
     """Ethnicity or religion with cues: name swap (if any) plus culture cues where small talk fits."""
 
-    version = 2
+    version = 3  # cues.yaml v3: the reviewed lexicon (slang dropped, what each cue stands for recorded)
 
     def __init__(self, kind: str, kinds: tuple[str, ...] = ("greeting", "closing", "smalltalk"),
                  max_cues: int = 2):
@@ -91,6 +109,9 @@ class CuePerturber(Perturber):
         groups = tuple(load_data("names.yaml")[kind])
         if set(groups) != set(load_data("cues.yaml")[kind]):
             raise ValueError(f"names.yaml and cues.yaml disagree on the {kind} groups")
+        missing = unexplained_cues(kind)
+        if missing:
+            raise ValueError(f"cues.yaml: {kind} cue(s) without a stands_for entry: {missing}")
         label = "Agent Ethnicity (with-cues)" if kind == "ethnicity" else "Agent Religion (with-cues)"
         self.dimension = Dimension(f"{kind}_cues", label, "identity", "context_injection", groups, groups,
                                    f"{kind}-coded name (if the agent gives one) plus one culture's cues at the "

@@ -430,14 +430,21 @@ def iter_selected(transcripts: Iterable[Any], n: int, *, require_agent_name: boo
             yield t
             emitted += 1
     else:
-        # yes[0], no[0], yes[1], no[1], ... then the rest of the longer class
+        # yes[0], no[0], yes[1], no[1], ... then the rest of the longer class, then unlabelled items
+        # (an item without the label is neither class: it never stands in for a No)
         yes: deque = deque()
         no: deque = deque()
+        unlabelled: deque = deque()
         seen = {True: 0, False: 0}
         for t in pool:
             if emitted >= n:
                 return
-            is_yes = dict(getattr(t, "labels", {}) or {}).get(balance_label) == "Yes"
+            label = dict(getattr(t, "labels", {}) or {}).get(balance_label)
+            if label not in ("Yes", "No"):
+                if len(unlabelled) < n:
+                    unlabelled.append(t)
+                continue
+            is_yes = label == "Yes"
             seen[is_yes] += 1
             if seen[is_yes] <= n:  # the (n+1)-th of a class and later ones are never selected
                 (yes if is_yes else no).append(t)
@@ -447,7 +454,7 @@ def iter_selected(transcripts: Iterable[Any], n: int, *, require_agent_name: boo
                 if emitted < n:
                     yield no.popleft()
                     emitted += 1
-        for rest in (yes, no):
+        for rest in (yes, no, unlabelled):
             while rest and emitted < n:
                 yield rest.popleft()
                 emitted += 1

@@ -20,7 +20,9 @@ __all__ = ["plan_for", "sample_conditions"]
 
 def _dims(params: Any) -> list[str]:
     from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS
+    from cfbench.perturb.base import load_plugins
 
+    load_plugins()  # dimensions of plugin packages (entry points, CFBENCH_PLUGINS)
     dims = list(params.dimensions) or list(TABLE_DIMENSIONS)
     unknown = [d for d in dims if d not in DIMENSIONS]
     if unknown:

@@ -28,7 +28,8 @@ from cfbench.studies.contact_center_qa.planning import _dims, plan_for, sample_c
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
-__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items"]
+__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items",
+           "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -67,6 +68,8 @@ class Params:
     decisions_path: str = ""  # review.html decisions CSV; rejected variants are not judged ("" for none)
     n_boot: int = 1000  # bootstrap resamples for intervals
     seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
+    real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
+    real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
@@ -140,7 +143,11 @@ class ContactCenterResult(StudyResult):
         return (f"**This run**: {n} transcript{'s' if n != 1 else ''} x {nq} question{'s' if nq != 1 else ''} "
                 f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(s['judges'])}; "
                 f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
-                f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s).")
+                f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s)."
+                + (f" Tables rest on **{s['source']}** transcripts" if s.get("source") else "")
+                + (f"; the real-dialogue arm (`star_*` tables) on {len(s['star']['items'])} STAR dialogues, "
+                   f"half resolved and half not by the customers' own answers, {s['star']['n_requests']} more "
+                   f"requests." if s.get("star") else "."))
 
     def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
         """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side)."""
@@ -158,6 +165,12 @@ class ContactCenterResult(StudyResult):
             out.append((answers, side_by_side(self.frames["variants"], f.item_id, dimensions=[f.dimension],
                                               conditions=conds)))
         return out
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per requested dimension or metric that yields nothing, with the reason."""
+        w = self.tables.get("warnings")
+        return [] if w is None else [str(m) for m in w["message"]]
 
     # -- findings -----------------------------------------------------------------------------------
     def findings(self) -> str:
@@ -182,8 +195,8 @@ def load_items(params: Params) -> list[Any]:
 
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
-        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True
-        ) -> ContactCenterResult:
+        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
+        say_warnings: bool = True) -> ContactCenterResult:
     """Run the study: variants -> plan -> judgments -> tables -> figures (-> files when ``out`` is given).
 
     ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects)
@@ -214,14 +227,40 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables["parse_rates"] = _parse_rates(judgments)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()
+    tables = _in_judge_order(tables, list(params.judges))
+    tables["warnings"] = drop_warnings(params, dims, variants, rows, tables)
+    source = source_of(params, chosen, given=transcripts is not None)
+    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
+    if isinstance(real, str):  # the arm was asked for but its dialogues are absent: say so, once
+        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
+            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
+            ignore_index=True)
+    tables = _with_source(tables, source)
+    if real is not None and not isinstance(real, str):
+        for name in REAL_TABLES:
+            tables[f"star_{name}"] = real.tables[name]
+        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
+            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    if real is not None and not isinstance(real, str):
+        for name in ("transcripts", "variants", "judgments", "rows"):
+            real.frames[name] = real.frames[name].assign(source="star")
     frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
               "plan_summary": plan.summary(), "cost": _design.estimate_cost(plan), "skipped": plan.skipped,
               "judgments": judgments, "rows": rows}
     summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
                                                  rubric, t0)
+    summary["source"] = source
+    if real is not None and not isinstance(real, str):
+        frames["star_transcripts"] = real.frames["transcripts"]
+        frames["star_judgments"] = real.frames["judgments"]
+        summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
+                                                        "accuracy_pct", "mean_cfr_pct", "label_source")}
     result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
     _say_parse_failures(judgments)
+    if say_warnings:
+        for line in tables["warnings"]["message"]:
+            print(f"warning: {line}")
     if out is not None:
         result.save(out)
     return result
@@ -272,6 +311,163 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
     return result
 
 
+#: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.
+REAL_TABLES = ("accuracy", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
+
+
+def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:
+    """What the run's numbers rest on: ``synthetic`` (the shipped or generated calls), ``star`` (STAR
+    dialogues, labels from the customers' questionnaire) or ``file`` (a researcher's own transcripts)."""
+    from cfbench.studies.contact_center_qa.stream import synthetic_settings
+
+    metas = [dict(getattr(t, "meta", {}) or {}).get("source") for t in chosen]
+    if metas and all(m == "star" for m in metas):
+        return "star"
+    if not given and (not params.transcripts_path or synthetic_settings(params.transcripts_path) is not None):
+        return "synthetic"
+    return "file"
+
+
+def _with_source(tables: dict[str, Any], source: str) -> dict[str, Any]:
+    """A ``source`` column on every table (first in Table 2, whose other columns are judges; last elsewhere)."""
+    for name, tab in list(tables.items()):
+        if not isinstance(tab, pd.DataFrame):
+            continue
+        tab = tab.copy()
+        if name == "table2":
+            tab.insert(0, "source", source)
+        else:
+            tab["source"] = source
+        tables[name] = tab
+    return tables
+
+
+def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution") -> list[Any]:
+    """The first ``n`` STAR dialogues with the customer's task-success answer, alternating resolved and
+    not resolved (by that answer) as far as the corpus allows; raises InputError when fewer qualify."""
+    import warnings as _warnings
+
+    from cfbench.io.dialogues import load_dialogues
+
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", UserWarning)  # dialogues without a turn are left out
+        ts = [t for t in load_dialogues(path) if dict(t.labels).get(label) in ("Yes", "No")]
+    return _design.select_items(ts, n, require_agent_name=False, balance_label=label)
+
+
+def _resolve_real_path(path: str) -> Path | None:
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p if p.exists() else None
+    here = Path(__file__).resolve()
+    for base in (Path.cwd(), *here.parents):  # the repo root and the folders above (a worktree sits deeper)
+        if (base / p).exists():
+            return base / p
+    return None
+
+
+def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
+    """The real-dialogue arm: the same judges and design on ``real_items`` balanced STAR dialogues, on the
+    dimensions that apply to them (the others are warning rows), accuracy against the customers' labels.
+    Returns a one-line reason instead when the dialogues are absent."""
+    import dataclasses
+
+    path = _resolve_real_path(params.real_path)
+    if path is None:
+        return (f"real-dialogue arm skipped: no STAR dialogues at {params.real_path} (the project does not ship "
+                "them); the tables rest on synthetic calls only")
+    chosen = real_dialogues(path, params.real_items)
+    sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
+                              require_agent_name=False, fairness=False, coaching=False, paraphrases=0)
+    result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
+    result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
+                                      "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")
+    return result
+
+
+#: Columns of the ``warnings`` table: what was asked for and yields nothing, and why.
+WARNING_COLUMNS = ["kind", "judge", "dimension", "reason", "message"]
+
+
+def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, rows: pd.DataFrame,
+                  tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per requested thing that yields no number, with the reason (nothing disappears silently).
+
+    ``kind`` "dimension": a requested dimension with no judged pair in the baseline CFR table (reason:
+    the perturber's most frequent not-applicable reason, else the guards' rejection reason, else no
+    pair of readable replies). ``kind`` "p_yes": a judge whose Auto-QA replies carry no first-token
+    P(Yes) under the compact contract, so its P(Yes) MASD rows are empty.
+    """
+    out = []
+    cfr = tables["cfr"]
+    base = cfr[cfr["arm"] == "baseline"] if "arm" in cfr.columns else cfr
+    v = variants[variants["dimension"] != "original"] if len(variants) else variants
+    for dim in dims:
+        judged = base[(base["dimension"] == dim) & (base["n_pairs"] > 0)]
+        if len(judged):
+            continue
+        g = v[v["dimension"] == dim] if len(v) else v
+        made = g[g["applicable"].astype(bool)] if len(g) else g
+        if not len(g):
+            reason = "the perturber made no variant"
+        elif not len(made):
+            reason = f"not applicable to any of the {g['item_id'].nunique()} transcripts: " + \
+                g["reason"].astype(str).value_counts().index[0]
+        elif not made["valid"].astype(bool).any():
+            reason = f"every one of its {len(made)} variants was rejected: " + \
+                made["rejection_reason"].astype(str).value_counts().index[0]
+        else:
+            reason = "no pair of readable replies (parse failures) among its variants"
+        out.append({"kind": "dimension", "judge": "", "dimension": dim, "reason": reason,
+                    "message": f"dimension {dim} was requested but yields no judged variant: {reason}"})
+    if params.qa_mode == "compact" and len(rows):
+        qa = rows[(rows["task"] == "qa") & rows["parse_ok"].astype(bool)]
+        for judge in params.judges:
+            sub = qa[qa["judge"].isin(_names_of(judge))]
+            if len(sub) and sub["p_yes"].isna().all():
+                reason = ("its backend gives no log-probs" if _supports_logprobs(judge) is False else
+                          "no first-token Yes/No log-probs came back")
+                out.append({"kind": "p_yes", "judge": judge, "dimension": "", "reason": reason,
+                            "message": f"judge {judge} has no P(Yes): {reason}; its P(Yes) MASD rows are "
+                                       "empty (NaN in Table 2), its confidence rows stand"})
+    return pd.DataFrame(out, columns=WARNING_COLUMNS)
+
+
+def _supports_logprobs(spec: str) -> "bool | None":
+    from cfbench.judges.registry import supports_logprobs
+
+    try:
+        return supports_logprobs(spec)
+    except Exception:  # an unknown spec was caught long before; never fail a finished run on this
+        return None
+
+
+def _names_of(spec: str) -> set[str]:
+    """A judge spec as given and as results record it (its canonical spec)."""
+    from cfbench.judges.registry import canonical_spec
+
+    try:
+        return {spec, canonical_spec(spec)}
+    except Exception:  # an unknown spec was refused long before
+        return {spec}
+
+
+def _in_judge_order(tables: dict[str, pd.DataFrame], judges: list[str]) -> dict[str, pd.DataFrame]:
+    """Judge columns (Table 2) and judge rows in the order the judges were given, not alphabetical."""
+    rank = {name: k for k, j in enumerate(judges) for name in sorted(_names_of(j))}
+    judges = sorted(rank, key=rank.get)
+    for name, tab in list(tables.items()):
+        if not isinstance(tab, pd.DataFrame):
+            continue
+        if name == "table2":
+            first = [c for c in tab.columns if c not in rank]
+            tables[name] = tab[first + [j for j in judges if j in tab.columns]]
+        elif "judge" in tab.columns and len(tab):
+            key = tab["judge"].map(lambda j: rank.get(j, len(rank)))
+            tables[name] = tab.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+    return tables
+
+
 def _order_columns(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     cfr, masd = tables["cfr"], tables["masd"]
     tables["cfr"] = cfr[_CFR_FIRST + [c for c in cfr.columns if c not in _CFR_FIRST]]
@@ -314,18 +510,21 @@ def _summary(params: Params, plan: Any, judgments: pd.DataFrame, tables: dict[st
         "fairness_prompting_delta": tables["fairness_prompting_delta"],
         "plan": plan.settings, "rubric_version": rubric.attrs.get("version"),
         "params": params.to_mapping(),
+        "warnings": [str(m) for m in tables["warnings"]["message"]] if "warnings" in tables else [],
     }
 
 
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
           dimensions: Sequence[str] = (), conditions_per_dimension: int = 0, repeats: int = 3,
-          qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0,
+          qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0, n_items: int | None = None,
           out: "RunOutput | str | Path | None" = None, progress: bool = True) -> ContactCenterResult:
     """CFR and MASD with item-bootstrap intervals for your transcripts and any judge specs.
 
     ``transcripts`` is a path (JSONL/CSV, see :func:`cfbench.io.transcripts.load_transcripts`)
-    or loaded transcripts; every one is audited (no selection, no coaching, no
-    fairness arm). Originals are a condition only where a dimension's compared
+    or loaded transcripts; every one is audited, or the first ``n_items`` (no other
+    selection, no coaching, no fairness arm). Table 2's judge columns keep the order of
+    ``judges``. A requested dimension that yields no judged variant, or a judge without
+    P(Yes), prints one ``warning:`` line and is a row of ``result.tables["warnings"]``. Originals are a condition only where a dimension's compared
     set says so; the robustness repeats are their own rows, never part of CFR.
 
     >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
@@ -337,6 +536,14 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     loaded = load_dialogues(transcripts) if isinstance(transcripts, (str, Path)) else list(transcripts)
     if not loaded:
         raise InputError("no transcripts to audit", source=str(transcripts), field="transcripts")
+    if n_items is not None:
+        if isinstance(n_items, bool) or not isinstance(n_items, int) or n_items < 1:
+            raise InputError(f"must be a positive whole number, got {n_items!r}", source="audit()", field="n_items")
+        if n_items > len(loaded):
+            raise InputError(f"asks for the first {n_items} transcripts but there are {len(loaded)}",
+                             source=str(transcripts) if isinstance(transcripts, (str, Path)) else "audit()",
+                             field="n_items")
+        loaded = loaded[:n_items]
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
                     dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,

@@ -1,0 +1,139 @@
+"""The real-dialogue arm: balanced STAR dialogues judged against the customers' own answers, every table
+saying which source it rests on, and the default config inside its time budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from cfbench.io.transcripts import Transcript, Turn
+from cfbench.studies.contact_center_qa import Params, run
+from cfbench.studies.contact_center_qa import design as D
+from cfbench.studies.contact_center_qa.study import REAL_TABLES, load_items, plan_for, real_dialogues
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _star_dir() -> Path:
+    for up in Path(__file__).resolve().parents:
+        d = up / "shared" / "data" / "star" / "dialogues"
+        if d.is_dir():
+            return d
+    pytest.skip("STAR dialogues not found in shared/data/star beside the checkout")
+
+
+SMALL = Params(n_items=2, dimensions=("gender", "priming", "politeness"), conditions_per_dimension=1,
+               questions=("issue_resolution",), qa_mode="compact", repeats=2, paraphrases=0, fairness=False,
+               coaching=False, n_boot=100)
+
+
+def test_unlabelled_items_never_stand_in_for_no():
+    def t(i, lab):
+        return Transcript(f"t{i}", (Turn("customer", "hi"), Turn("agent", "hello")),
+                          labels={"issue_resolution": lab} if lab else {})
+    items = [t(0, "Yes"), t(1, None), t(2, "Yes"), t(3, None), t(4, "No")]
+    got = [x.id for x in D.select_items(items, 4, require_agent_name=False, balance_label="issue_resolution")]
+    assert got == ["t0", "t4", "t2", "t1"]  # Yes, No, the surplus Yes, then an unlabelled one
+
+
+def test_real_dialogues_are_balanced_on_the_customers_answers():
+    ts = real_dialogues(_star_dir(), 6)
+    assert [t.labels["issue_resolution"] for t in ts] == ["Yes", "No"] * 3
+    assert all(t.meta["label_question"]["issue_resolution"].endswith("?") for t in ts)
+
+
+def test_the_arm_runs_on_star_with_its_own_labelled_tables():
+    star = _star_dir()
+    r = run(dataclasses.replace(SMALL, real_items=4, real_path=str(star)), progress=False)
+    t = r.tables
+    for name in REAL_TABLES:
+        assert (t[f"star_{name}"]["source"] == "star").all(), name
+    for name in ("cfr", "masd", "accuracy", "warnings", "table2"):
+        assert (t[name]["source"] == "synthetic").all() or name == "warnings"
+    assert list(t["table2"].columns)[:3] == ["source", "block", "row"]
+    acc = t["star_accuracy"].iloc[0]
+    assert acc["n"] == 4 and 0 <= acc["ci_low"] <= acc["accuracy"] <= acc["ci_high"] <= 1
+    items = r.summary["star"]["items"]
+    labels = r.frames["star_transcripts"].set_index("item_id")["label_issue_resolution"]
+    assert sorted(labels.loc[items]) == ["No", "No", "Yes", "Yes"]
+    # STAR agents give no name: gender is a warning line of the arm, never a silent gap
+    assert "gender" not in set(t["star_cfr"]["dimension"])
+    star_w = t["warnings"][t["warnings"]["source"] == "star"]
+    assert list(star_w["dimension"]) == ["gender"] and star_w["message"].iloc[0].startswith("STAR arm: dimension gender")
+    assert {"priming", "politeness"} <= set(t["star_cfr"]["dimension"])
+    assert (t["star_cfr"]["n_pairs"] > 0).all()
+    assert "STAR dialogues" in r.header() and "synthetic" in r.header()
+    r.check()
+
+
+def test_absent_dialogues_skip_the_arm_with_one_warning(tmp_path, capsys):
+    r = run(dataclasses.replace(SMALL, real_items=4, real_path=str(tmp_path / "nowhere")), progress=False)
+    assert not any(k.startswith("star_") for k in r.tables)
+    w = r.tables["warnings"]
+    assert list(w["kind"]) == ["real_arm"] and "no STAR dialogues" in w["message"].iloc[0]
+    assert capsys.readouterr().out.count("warning: real-dialogue arm skipped") == 1
+
+
+def test_a_researchers_own_file_is_source_file(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
+    from cfbench.io.transcripts import save_transcripts
+
+    save_transcripts(generate_transcripts(2, seed=1), path)
+    r = run(dataclasses.replace(SMALL, transcripts_path=str(path), require_agent_name=False), progress=False)
+    assert set(r.tables["cfr"]["source"]) == {"file"}
+
+
+def test_the_default_config_fits_its_budget_with_the_arm():
+    cfg = yaml.safe_load((ROOT / "configs" / "contact_center_qa" / "default.yaml").read_text())
+    p = Params.from_config(cfg)
+    assert p.real_items >= 6 and p.real_items % 2 == 0
+    _, plan = plan_for(p, load_items(p))
+    synthetic = float(D.estimate_cost(plan)["est_seconds"].sum()) / 60
+    items = real_dialogues(_star_dir(), p.real_items)
+    sub = dataclasses.replace(p, real_items=0, n_items=len(items), require_agent_name=False, paraphrases=0,
+                              transcripts_path="star")
+    _, rplan = plan_for(sub, items)
+    real = float(D.estimate_cost(rplan)["est_seconds"].sum()) / 60
+    assert real > 3 and synthetic + real <= 25, (synthetic, real)
+
+
+def test_reproduce_runs_the_arm_through_the_notebook(tmp_path):
+    _star_dir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CFBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "cfbench.cli", "reproduce", "--config", "smoke", "--study",
+                        "contact_center_qa", "-p", "real_items", "2", "-p", "fairness", "false", "-p", "coaching",
+                        "false", "-p", "n_boot", "50", "--results", str(tmp_path / "results")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = tmp_path / "results" / "contact_center_qa" / "smoke"
+    acc = pd.read_csv(run_dir / "star_accuracy.csv")
+    assert list(acc["source"]) == ["star"] and list(acc["n"]) == [2]
+    assert set(pd.read_csv(run_dir / "cfr.csv")["source"]) == {"synthetic"}
+    import json
+
+    nb = json.loads((run_dir / "contact_center_qa.ipynb").read_text())
+    (cell,) = [c for c in nb["cells"] if c["cell_type"] == "code" and "star_accuracy" in "".join(c["source"])]
+    shown = json.dumps(cell["outputs"])
+    assert "`star_accuracy`" in shown and "`star_cfr`" in shown  # the display cell ran and showed the tables
+
+
+@pytest.mark.parametrize("n, match", [(0, "positive whole number"), (True, "positive whole number"),
+                                      (2.5, "positive whole number"), (9, "first 9 transcripts but there are 2")])
+def test_audit_n_items_is_checked(n, match):
+    from cfbench.core.errors import InputError
+    from cfbench.studies.contact_center_qa import audit
+    from cfbench.studies.contact_center_qa.synth import generate_transcripts
+
+    with pytest.raises(InputError, match=match) as e:
+        audit(generate_transcripts(2, seed=0), judges=["scripted:cc-qa"], questions=["issue_resolution"],
+              n_items=n, progress=False)
+    assert e.value.field == "n_items"
