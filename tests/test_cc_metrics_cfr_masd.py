@@ -116,7 +116,7 @@ def test_bootstrap_interval_is_seeded_and_contains_estimate():
     assert a["ci_method"].iloc[0] == "clopper-pearson, cluster-adjusted n_eff"
     m = mean_abs_score_diff(f, n_boot=300, seed=5)
     assert m["ci_low"].iloc[0] <= m["masd"].iloc[0] <= m["ci_high"].iloc[0]
-    assert m["ci_method"].iloc[0] == "bootstrap-t over items"
+    assert m["ci_method"].iloc[0] == "bootstrap-t and t over items (union)"
 
 
 def test_pair_table_counts():
@@ -317,7 +317,8 @@ def _reference_intervals(f: pd.DataFrame, n_boot: int, seed: int) -> tuple[list,
             seb = np.sqrt(((sb - rb * mb) ** 2).sum() * K / (K - 1)) / mb.sum()
             t.append((rb - r) / seb)
         lo_t, hi_t = np.quantile(t, [0.025, 0.975])
-        masd_rows.append((r - hi_t * se, r - lo_t * se))
+        q = st.t.ppf(0.975, K - 1)
+        masd_rows.append((min(r - hi_t * se, r - q * se), max(r - lo_t * se, r + q * se)))
     return cfr_rows, masd_rows
 
 
@@ -339,7 +340,7 @@ def test_intervals_match_an_independent_reference():
     np.testing.assert_allclose(cfr[["ci_low", "ci_high"]].to_numpy(float), want_cfr, rtol=1e-9)
     np.testing.assert_allclose(masd[["ci_low", "ci_high"]].to_numpy(float), want_masd, rtol=1e-9)
     assert (cfr["ci_method"] == "clopper-pearson, cluster-adjusted n_eff").all()
-    assert (masd["ci_method"] == "bootstrap-t over items").all()
+    assert (masd["ci_method"] == "bootstrap-t and t over items (union)").all()
 
 
 def test_empty_frame():

@@ -306,7 +306,7 @@ def test_paired_tests_use_the_enumeration_for_small_tied_samples():
 def test_default_bootstrap_t_against_a_plain_loop():
     sc = _scores(n=9, seed=2)
     res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=4000, **KEYS)
-    assert res.attrs["ci_method"] == "bootstrap-t over units"
+    assert res.attrs["ci_method"] == "bootstrap-t and paired t over units (union)"
     wide = sc.pivot(index="prompt_id", columns="identity", values="x")
     rng = np.random.default_rng(99)
     for _, r in res.iterrows():
@@ -318,6 +318,8 @@ def test_default_bootstrap_t_against_a_plain_loop():
             s_ = x.std(ddof=1) / math.sqrt(n)
             t.append(0.0 if s_ == 0 else (x.mean() - m) / s_)
         lo, hi = m - np.quantile(t, 0.975) * se, m - np.quantile(t, 0.025) * se
+        q = stats.t.ppf(0.975, n - 1)
+        lo, hi = min(lo, m - q * se), max(hi, m + q * se)
         assert r.ci_low == pytest.approx(lo, abs=0.08 * (hi - lo))
         assert r.ci_high == pytest.approx(hi, abs=0.08 * (hi - lo))
 
