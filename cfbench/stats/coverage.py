@@ -19,7 +19,7 @@ import numpy as np
 from .bootstrap import resample_counts
 from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_difference, worst_case_bound)
 
-__all__ = ["rate_coverage", "mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
+__all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
            "MEAN_SHAPES", "mean_truth"]
 
 
@@ -176,3 +176,15 @@ def judge_delta_coverage(*, n_items: int, delta: float, kind: str = "rate", base
     den = np.full(x1.shape, float(m))
     lo, hi = _paired_rows(x1, den, x2, den, kind=kind, confidence=confidence, **kw)
     return _summary(lo, hi, delta)
+
+
+def paired_mean_coverage(*, n_units: int, effect: float, reps: int = 2000, n_boot: int = 1000, seed: int = 0,
+                         confidence: float = 0.95) -> dict[str, float]:
+    """Coverage of the paired tone-difference interval (:func:`cfbench.stats.paired.bootstrap_t_interval`,
+    the default of ``paired_tests``) for differences with mean ``effect`` (shape ``signed``)."""
+    from .paired import bootstrap_t_interval
+
+    rng = np.random.default_rng(seed)
+    d = _mean_draws(rng, "signed", effect, reps, n_units, 1)
+    lo, hi = bootstrap_t_interval(d, n_boot=n_boot, rng=rng, confidence=confidence)
+    return _summary(lo, hi, effect)
