@@ -135,6 +135,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
     delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
                                        over="dimension")
+    delta = _fairness_intervals(delta, cf, n_boot=n_boot, seed=seed)
     out["judge_differences"] = judge_differences(rows, n_boot=n_boot, seed=seed)
     out["evidence_checks"] = evidence_checks(r)
     # beside each judge's deltas: how well the fairness arm's Yes answers are backed by quotes from the call
@@ -144,6 +145,41 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
         fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
                                 "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     return out
+
+
+def _fairness_intervals(delta: pd.DataFrame, cf: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Beside each judge x metric delta: the pooled change (fairness minus baseline) over the dimensions
+    both arms ran, on the same transcripts, with its paired MOVER interval (``delta_pooled``,
+    ``ci_low``, ``ci_high``, ``ci_method``; CFR in pp, MASD in points). Pooled = all pairs of those
+    dimensions together, which equals the mean over dimensions when every dimension has the same pairs."""
+    extra = ["delta_pooled", "ci_low", "ci_high", "ci_method"]
+    if not len(delta):
+        return delta.reindex(columns=list(delta.columns) + extra)
+    unit = UNIT + ["dimension"]
+    both_arms = cf.groupby(["judge", "dimension"])["arm"].transform(
+        lambda a: {"baseline", "fairness"} <= set(a))
+    sub = cf[both_arms & cf["arm"].isin(["baseline", "fairness"])]
+    parts = []
+    qa = sub[sub["task"] == "qa"]
+    if len(qa):
+        parts.append(M.judge_differences(qa, value=ANSWER, kind="binary", unit=unit, by=["judge"], judge="arm",
+                                         judges=["fairness", "baseline"], ok=OK, metric="cfr_pp",
+                                         n_boot=n_boot, seed=seed))
+    for task, (col, name) in score_items():
+        if col not in sub.columns:
+            continue
+        t = sub[(sub["task"] == task) & sub[col].notna()]
+        if len(t):
+            parts.append(M.judge_differences(t, value=col, kind="score", unit=unit, by=["judge"], judge="arm",
+                                             judges=["fairness", "baseline"], ok=OK, metric=f"masd_{name}",
+                                             n_boot=n_boot, seed=seed, score_range=SCORE_RANGE))
+    parts = [x for x in parts if len(x)]
+    if not parts:
+        return delta.reindex(columns=list(delta.columns) + extra)
+    d = pd.concat(parts, ignore_index=True)
+    scale = np.where(d["metric"] == "cfr_pp", 100.0, 1.0)
+    d = d.assign(delta_pooled=d["delta"] * scale, ci_low=d["ci_low"] * scale, ci_high=d["ci_high"] * scale)
+    return delta.merge(d[["judge", "metric"] + extra], on=["judge", "metric"], how="left")
 
 
 EVIDENCE_CHECK_COLUMNS = ["judge", "arm", "n_replies", "n_parsed", "n_yes", "n_yes_quoted",
