@@ -20,6 +20,26 @@ import time
 from _common import REPO, header
 
 from cfbench.stats import coverage as C
+from cfbench.stats.coverage import _summary
+
+
+def matched_rate_diff_coverage(*, n_units: int, pa: float, pb: float, reps: int, seed: int) -> dict:
+    """Coverage of ``cfbench.metrics.groups.paired_rate_diff_interval`` (matched slices, e.g. one
+    case under two variants): the two outcomes of a unit share a latent draw half of the time."""
+    import numpy as np
+    import pandas as pd
+
+    from cfbench.metrics.groups import paired_rate_diff_interval
+
+    rng = np.random.default_rng(seed)
+    lo, hi = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        u = rng.random(n_units)
+        a = u < pa
+        b = np.where(rng.random(n_units) < 0.5, u < pb, rng.random(n_units) < pb)
+        d = paired_rate_diff_interval(pd.DataFrame({"a": a, "b": b, "positive": True}), among=True)
+        lo[i], hi[i] = d["ci_low"], d["ci_high"]
+    return _summary(lo, hi, pa - pb)
 
 NS = (5, 8, 12, 20, 60, 200)
 START, END = "<!-- bench_coverage:start -->", "<!-- bench_coverage:end -->"
@@ -46,10 +66,13 @@ def main() -> None:
     R = max(200, a.reps // 4) if a.quick else a.reps
     R2 = R // 2  # loops (MOVER, bootstrap per audit)
     t0 = time.time()
-    lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}`: "
-             f"{R} simulated audits per cell for rates and means, {R2} for differences and the gate; "
-             "binomial SE of a coverage near 95 % at R audits is sqrt(0.0475 / R) "
-             f"({100 * (0.0475 / R) ** 0.5:.1f} / {100 * (0.0475 / R2) ** 0.5:.1f} points).", ""]
+    lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
+             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates, {R // 2} for "
+             f"means and paired tone differences, {R2} for net CFR, matched-slice differences and the gate, "
+             f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
+             f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
+             f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
+             ""]
 
     rows = []
     for m in (1, 3):
@@ -62,9 +85,7 @@ def main() -> None:
     rows = []
     for m in (1, 3):
         for shape in C.MEAN_SHAPES:
-            for eff in ((0.0, 2.0) if shape != "signed" else (0.0, 2.0)):
-                if eff == 0.0 and shape not in ("halfnormal", "signed"):
-                    continue
+            for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
                 rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
                                                  reps=R // 2, n_boot=1000, seed=n + m) for n in NS}))
@@ -82,11 +103,15 @@ def main() -> None:
             rows.append((f"judge A-B {'CFR/accuracy' if kind == 'rate' else 'MASD'} delta={d:g}",
                          {n: C.judge_delta_coverage(n_items=n, delta=d, base=base, kind=kind, reps=R2 // 2,
                                                     n_boot=500, seed=n) for n in NS}))
+    for pa, pb in ((0.0, 0.0), (0.3, 0.1)):
+        rows.append((f"matched slices rate a-b, {pa:g} vs {pb:g}",
+                     {n: matched_rate_diff_coverage(n_units=n, pa=pa, pb=pb, reps=R2, seed=n) for n in NS}))
     for eff in (0.0,):  # a location family: coverage is the same at every shift
         rows.append((f"paired tone difference effect={eff:g}",
                      {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
     part = _table("Differences on the same items: MOVER (net CFR: 1 counterfactual pair + 3 repeat pairs per "
-                  "item; judges: 1 pair per item); paired tone differences: bootstrap-t and paired t (union)", rows)
+                  "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
+                  "differences: bootstrap-t and paired t (union)", rows)
     lines += part
     print("\n".join(part), flush=True)
 

@@ -188,3 +188,4 @@ def paired_mean_coverage(*, n_units: int, effect: float, reps: int = 2000, n_boo
     d = _mean_draws(rng, "signed", effect, reps, n_units, 1)
     lo, hi = bootstrap_t_interval(d, n_boot=n_boot, rng=rng, confidence=confidence)
     return _summary(lo, hi, effect)
+
