@@ -246,9 +246,10 @@ def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
     two cluster-adjusted Clopper-Pearson intervals, see
     :func:`cfbench.metrics.counterfactual.cfr_minus_robustness`) lies strictly
     *below* ``max_net``. A judge whose true net CFR equals the maximum passes
-    this in at most 2.5 % of audits by construction and at most 5 % as
-    simulated at every n (``docs/statistics.md``); a row without an interval
-    fails it.
+    this in at most 2.5 % of audits if the interval holds its one-sided level;
+    simulated, at most 2.4 % at every n from 5 to 200 transcripts
+    (``docs/statistics.md``, ``tests/test_coverage_intervals.py``). A row
+    without an interval fails it.
     ``items_needed``: the fewest items at which 0 flips (and 0 repeat flips)
     would give an upper bound below ``max_net``
     (:func:`cfbench.stats.intervals.items_needed_zero_events`); computed, not set.
