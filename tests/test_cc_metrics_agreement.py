@@ -62,12 +62,24 @@ def test_accuracy_counts_unparsed_separately():
     a = accuracy(f).iloc[0]
     assert (a["n"], a["n_correct"], a["n_unparsed"]) == (3, 2, 1)
     assert a["accuracy"] == pytest.approx(2 / 3)
-    # Wilson interval for 2/3 (independent formula)
-    z = 1.959963984540054
-    p, n = 2 / 3, 3
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    assert a["ci_low"] == pytest.approx(centre - half) and a["ci_high"] == pytest.approx(centre + half)
+    # every answer its own unit (no item column): the exact Clopper-Pearson interval for 2 of 3,
+    # from the published closed form with beta quantiles (scipy), not from cfbench
+    from scipy.stats import beta
+    assert a["ci_low"] == pytest.approx(beta.ppf(0.025, 2, 2)) and a["ci_high"] == pytest.approx(beta.ppf(0.975, 3, 1))
+    assert a["ci_method"] == "clopper-pearson, cluster-adjusted n_eff"
+
+
+def test_accuracy_clusters_by_item():
+    # two questions per transcript, both right or both wrong: 4 items, not 8 independent answers
+    f = pd.DataFrame({"judge": "j", "item_id": np.repeat(["a", "b", "c", "d"], 2), "answer_yes": 1.0,
+                      "label": ["Yes", "Yes", "No", "No", "Yes", "Yes", "Yes", "Yes"], "parse_ok": True})
+    a = accuracy(f, item="item_id").iloc[0]
+    b = accuracy(f).iloc[0]
+    assert a["accuracy"] == b["accuracy"] == 0.75 and a["n_items"] == 4
+    # perfectly clustered: the design effect is the 2 answers per item, so the interval is that of 3 of 4
+    from scipy.stats import beta
+    assert a["ci_low"] == pytest.approx(beta.ppf(0.025, 3, 2)) and a["ci_high"] == pytest.approx(beta.ppf(0.975, 4, 1))
+    assert a["ci_high"] - a["ci_low"] > b["ci_high"] - b["ci_low"]
 
 
 def test_accuracy_rejects_bad_labels():
@@ -88,10 +100,21 @@ def test_cfr_minus_robustness_hand_computed():
     cf = pd.DataFrame({"judge": "j", "dimension": "g", "item_id": ["a", "a", "b", "b"], "question_id": "q",
                        "condition": ["m", "f"] * 2, "answer_yes": [1, 0, 1, 0], "parse_ok": True})
     t = cfr_minus_robustness(cf, _repeats(), n_boot=200, seed=0).iloc[0]
+    # both terms on the items they share (a and b): repeats of c are not compared with anything
     assert t["counterfactual"] == pytest.approx(1.0)
-    assert t["robustness"] == pytest.approx(2 / 9)
-    assert t["estimate"] == pytest.approx(1 - 2 / 9)
+    assert t["robustness"] == pytest.approx(2 / 6)
+    assert t["estimate"] == pytest.approx(1 - 2 / 6)
+    assert t["n_items"] == 2 and t["n_pairs"] == 2 and t["n_repeat_pairs"] == 6
     assert t["ci_low"] <= t["estimate"] <= t["ci_high"]
+    assert t["ci_method"].startswith("MOVER")
+
+
+def test_cfr_minus_robustness_on_one_item_has_no_interval():
+    cf = pd.DataFrame({"judge": "j", "dimension": "g", "item_id": ["a", "a"], "question_id": "q",
+                       "condition": ["m", "f"], "answer_yes": [1, 0], "parse_ok": True})
+    t = cfr_minus_robustness(cf, _repeats(), n_boot=200, seed=0).iloc[0]
+    assert t["estimate"] == pytest.approx(1.0) and t["n_items"] == 1
+    assert np.isnan(t["ci_low"]) and np.isnan(t["ci_high"]) and t["ci_method"].startswith("none: one item")
 
 
 def test_effect_direction_signed_difference():

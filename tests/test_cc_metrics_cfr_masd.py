@@ -113,9 +113,10 @@ def test_bootstrap_interval_is_seeded_and_contains_estimate():
     b = flip_rate(f, n_boot=300, seed=5)
     pd.testing.assert_frame_equal(a, b)
     assert a["ci_low"].iloc[0] <= a["cfr"].iloc[0] <= a["ci_high"].iloc[0]
-    assert a["ci_method"].iloc[0] == "bootstrap"
+    assert a["ci_method"].iloc[0] == "clopper-pearson, cluster-adjusted n_eff"
     m = mean_abs_score_diff(f, n_boot=300, seed=5)
     assert m["ci_low"].iloc[0] <= m["masd"].iloc[0] <= m["ci_high"].iloc[0]
+    assert m["ci_method"].iloc[0] == "bootstrap-t and t over items (union)"
 
 
 def test_pair_table_counts():
@@ -275,9 +276,53 @@ def test_duplicate_names_the_first_offending_row(keys):
         {k: _na(f.iloc[3][k]) for k in _KEYS + ["condition"]}
 
 
-def test_intervals_unchanged_for_the_same_seed():
-    # reference values from the groupby implementation this replaced: the bootstrap consumes the
-    # generator group by group (sorted), items sorted within a group; missing items are left out
+def _reference_intervals(f: pd.DataFrame, n_boot: int, seed: int) -> tuple[list, list]:
+    """Straightforward per-group code: valid rows only, pairs per unit, sums per item; CFR by
+    statsmodels' Clopper-Pearson ("beta") on the effective counts, MASD by a bootstrap-t written with
+    index resamples and explicit per-resample loops (the same draws as the library's count matrix)."""
+    from statsmodels.stats.proportion import proportion_confint
+    from scipy import stats as st
+
+    v = f[f["parse_ok"] & f["item_id"].notna()]
+    cfr_rows, masd_rows = [], []
+    rng = np.random.default_rng(seed)
+    for _, g in v.groupby(["judge", "dimension"], sort=True):
+        per = []
+        for it, gi in g.groupby("item_id", sort=True):
+            flips = pairs = absd = 0.0
+            for _, u in gi.groupby("question_id"):
+                y, x = u["answer_yes"].to_numpy(), u["confidence"].to_numpy()
+                for i in range(len(u)):
+                    for j in range(i + 1, len(u)):
+                        flips += y[i] != y[j]
+                        absd += abs(x[i] - x[j])
+                        pairs += 1
+            if pairs:
+                per.append((flips, absd, pairs))
+        e, s_, m = (np.array(c) for c in zip(*per))
+        K, X, M = len(m), e.sum(), m.sum()
+        p = X / M
+        if 0 < X < M:
+            deff = min(max((K / (K - 1) * ((e - p * m) ** 2).sum() / M ** 2) / (p * (1 - p) / M), 1.0), M / K)
+        else:
+            deff = M / K
+        cfr_rows.append(proportion_confint(p * M / deff, M / deff, alpha=0.05, method="beta"))
+        r = s_.sum() / M
+        se = np.sqrt(((s_ - r * m) ** 2).sum() / (M / K) ** 2 / (K * (K - 1)))
+        idx = rng.integers(0, K, size=(n_boot, K))
+        t = []
+        for b in range(n_boot):
+            sb, mb = s_[idx[b]], m[idx[b]]
+            rb = sb.sum() / mb.sum()
+            seb = np.sqrt(((sb - rb * mb) ** 2).sum() * K / (K - 1)) / mb.sum()
+            t.append((rb - r) / seb)
+        lo_t, hi_t = np.quantile(t, [0.025, 0.975])
+        q = st.t.ppf(0.975, K - 1)
+        masd_rows.append((min(r - hi_t * se, r - q * se), max(r - lo_t * se, r + q * se)))
+    return cfr_rows, masd_rows
+
+
+def test_intervals_match_an_independent_reference():
     rng = np.random.default_rng(11)
     rows = []
     for j in ("j1", "j2"):
@@ -288,18 +333,14 @@ def test_intervals_unchanged_for_the_same_seed():
                         ok = bool(rng.random() > 0.1)
                         rows.append((j, d, None if it == 11 else f"i{it:02d}", q, c, float(rng.integers(0, 2)),
                                      float(rng.integers(0, 101)), ok))
-    cfr, masd = cfr_masd(_frame(rows).iloc[::-1], n_boot=200, seed=3)
-    cols = ["n_items", "n_units", "n_pairs_excluded", "ci_low", "ci_high"]
-    np.testing.assert_allclose(cfr[["cfr"] + cols].to_numpy(float), [
-        [0.4528301886792453, 11, 20, 27, 0.3220019187719859, 0.6388888888888888],
-        [0.5652173913043478, 11, 22, 11, 0.4633677298311445, 0.6491447368421053],
-        [0.5483870967741935, 11, 23, 18, 0.42286585365853663, 0.6400714285714286],
-        [0.5737704918032787, 11, 24, 19, 0.48465909090909093, 0.6563210227272728]], rtol=1e-12)
-    np.testing.assert_allclose(masd[["masd"] + cols].to_numpy(float), [
-        [33.283018867924525, 11, 20, 27, 24.030637254901965, 39.55045485175202],
-        [36.15942028985507, 11, 22, 11, 27.694356060606058, 41.44302061495458],
-        [35.274193548387096, 11, 23, 18, 30.483841463414638, 41.448076923076925],
-        [31.098360655737704, 11, 24, 19, 23.249479166666667, 37.24142857142858]], rtol=1e-12)
+    f = _frame(rows)
+    cfr, masd = cfr_masd(f.iloc[::-1], n_boot=200, seed=3)
+    want_cfr, want_masd = _reference_intervals(f, 200, 3)
+    assert cfr["n_items"].tolist() == [11] * 4
+    np.testing.assert_allclose(cfr[["ci_low", "ci_high"]].to_numpy(float), want_cfr, rtol=1e-9)
+    np.testing.assert_allclose(masd[["ci_low", "ci_high"]].to_numpy(float), want_masd, rtol=1e-9)
+    assert (cfr["ci_method"] == "clopper-pearson, cluster-adjusted n_eff").all()
+    assert (masd["ci_method"] == "bootstrap-t and t over items (union)").all()
 
 
 def test_empty_frame():

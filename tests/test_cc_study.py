@@ -157,11 +157,23 @@ def test_net_cfr_gate_by_point_and_by_interval_upper_bound():
     assert len(g) == 4 and set(g["baseline"]) == {"robustness"}
     assert g["point_pass"].tolist() == [True, True, False, True]
     assert g["interval_pass"].tolist() == [True, False, False, False]  # no interval, no pass
+    # 0 flips in K items give the Clopper-Pearson bound 1 - 0.025^(1/K): below 0.1 from K = 36 on
+    assert (g["items_needed"] == 36).all()
+    assert g["verdict"].tolist() == ["pass", "not decidable at this n (needs >= 36 items)",
+                                     "not decidable at this n (needs >= 36 items)",
+                                     "no interval (none)"]
+    # an upper bound equal to the maximum does not pass
+    eq = net_cfr_gate(cmr.assign(ci_high=0.1, n_items=40), max_net=0.1)
+    assert not eq["interval_pass"].any() and (eq["verdict"].iloc[:3] == "fail").all()
 
 
 def test_findings_state_the_gate(small_result):
     text = small_result.findings()
-    assert "Gate on CFR net of repeat noise (at most 10 pp)" in text
+    assert "Gate on CFR net of repeat noise (at most 10 pp; passes only when the upper bound" in text
+    gate = small_result.tables["net_cfr_gate"]
+    # 2 transcripts cannot support the decision: no row may read as shown to stay under the maximum
+    assert not gate["interval_pass"].any() and "shown to stay under 10 pp (" not in text
+    assert "none is shown to stay under 10 pp" in text
 
 
 def test_findings_set_each_dimension_against_the_wording_row():

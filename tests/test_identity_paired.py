@@ -103,7 +103,7 @@ def test_all_zero_differences_are_undefined_not_dropped():
 
 def test_bootstrap_ci_against_a_plain_numpy_bootstrap():
     sc = _scores(n=25, seed=1)
-    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=10_000, **KEYS)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=10_000, ci_method="bootstrap", **KEYS)
     wide = sc.pivot(index="prompt_id", columns="identity", values="x")
     rng = np.random.default_rng(123)
     for _, r in res.iterrows():
@@ -301,3 +301,30 @@ def test_paired_tests_use_the_enumeration_for_small_tied_samples():
     assert res.wilcoxon_method.iloc[0] == "permutation"
     assert res.wilcoxon_p.iloc[0] == pytest.approx(ref.pvalue, abs=1e-12)
     assert res.wilcoxon_stat.iloc[0] == pytest.approx(ref.statistic)
+
+
+def test_default_bootstrap_t_against_a_plain_loop():
+    sc = _scores(n=9, seed=2)
+    res = paired_tests(sc, metrics=["x"], groups=GROUPS, seed=7, n_resamples=4000, **KEYS)
+    assert res.attrs["ci_method"] == "bootstrap-t and paired t over units (union)"
+    wide = sc.pivot(index="prompt_id", columns="identity", values="x")
+    rng = np.random.default_rng(99)
+    for _, r in res.iterrows():
+        d = (wide[r.identity_a] - wide[r.identity_b]).to_numpy()
+        n, m, se = len(d), d.mean(), d.std(ddof=1) / math.sqrt(len(d))
+        t = []
+        for _ in range(8000):
+            x = d[rng.integers(0, n, n)]
+            s_ = x.std(ddof=1) / math.sqrt(n)
+            t.append(0.0 if s_ == 0 else (x.mean() - m) / s_)
+        lo, hi = m - np.quantile(t, 0.975) * se, m - np.quantile(t, 0.025) * se
+        q = stats.t.ppf(0.975, n - 1)
+        lo, hi = min(lo, m - q * se), max(hi, m + q * se)
+        assert r.ci_low == pytest.approx(lo, abs=0.08 * (hi - lo))
+        assert r.ci_high == pytest.approx(hi, abs=0.08 * (hi - lo))
+
+
+def test_all_equal_differences_get_no_point_interval():
+    rows = [{"model": "m", "prompt_id": i, "identity": g, "x": 1.0} for i in range(8) for g in ("g1", "g2")]
+    res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=200, **KEYS).iloc[0]
+    assert res.mean_diff == 0 and math.isnan(res.ci_low) and math.isnan(res.ci_high)

@@ -9,6 +9,7 @@ import pytest
 
 from cfbench.metrics.counterfactual import effect_direction
 from cfbench.stats.bootstrap import percentile_interval, ratio_interval, resample_counts
+from cfbench.stats.intervals import mean_interval_t
 
 
 def _reference_ratio_interval(num, den, *, n_boot, rng, confidence=0.95):
@@ -47,11 +48,11 @@ def _reference_direction(frame, originals, *, value, unit, by, match, item="item
     cols = by + ["condition"]
     for key, grp in merged.groupby(cols, sort=True, dropna=False):
         per_item = grp.groupby(item)["_diff"].agg(["sum", "count"])
-        lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
-                                   n_boot=n_boot, rng=rng)
+        lo, hi, how = mean_interval_t(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
+                                      n_boot=n_boot, rng=rng)
         rows.append(dict(zip(cols, key)) | {"mean_diff": float(grp["_diff"].mean()), "n_units": len(grp),
-                                             "n_items": len(per_item), "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high"])
+                                             "n_items": len(per_item), "ci_low": lo, "ci_high": hi, "ci_method": how})
+    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high", "ci_method"])
 
 
 def _frames(value_kind: str):
@@ -93,4 +94,4 @@ def test_effect_direction_of_nothing_is_an_empty_table():
     got = effect_direction(frame.iloc[:0], originals, value="v", unit=["item_id", "question_id"],
                            by=["judge", "arm", "dimension"], match=["judge", "arm"])
     assert got.empty and list(got.columns) == ["judge", "arm", "dimension", "condition", "mean_diff", "n_units", "n_items",
-                                               "ci_low", "ci_high"]
+                                               "ci_low", "ci_high", "ci_method"]

@@ -26,8 +26,13 @@ values are laid out by unit size so that per-unit sums are sums of
 contiguous slices. :func:`cfr_masd` shares that grouping between both
 metrics.
 
-Intervals are percentile bootstraps over items (all units and pairs of an
-item resampled together), seeded with ``numpy.random.default_rng(seed)``.
+Intervals are over items (all units and pairs of an item together): rates
+(CFR, accuracy) get Clopper-Pearson on cluster-adjusted effective counts,
+means (MASD, direction) a bootstrap-t over items seeded with
+``numpy.random.default_rng(seed)``, differences on the same items (net CFR,
+judge A - judge B) the MOVER combination of the two; fewer than two items
+give NaN bounds and a ``ci_method`` that says why
+(:mod:`cfbench.stats.intervals`, ``docs/statistics.md``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError
-from ..stats.bootstrap import percentile_interval, ratio_interval, resample_counts
+from ..stats.intervals import (clustered_rate_intervals, mean_interval_t, paired_difference,
+                               worst_case_bound)
 
 __all__ = [
     "pair_table",
@@ -53,6 +59,9 @@ __all__ = [
     "cfr_minus_robustness",
     "effect_direction",
     "fairness_prompting_delta",
+    "judge_differences",
+    "accuracy_differences",
+    "DIFFERENCE_COLUMNS",
 ]
 
 # Column names that say what a study measures (the value, the unit, the grouping) have
@@ -396,24 +405,37 @@ def _grouped(frame: pd.DataFrame, by: list[str], unit: Sequence[str], condition:
 
 
 def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str, ok: str | None,
-            name: str, n_boot: int, seed: int, level: float) -> pd.DataFrame:
-    """Per ``by`` group: summed pair statistic over summed valid pairs, and its interval.
+            name: str, n_boot: int, seed: int, level: float,
+            value_range: tuple[float, float] | None = None) -> pd.DataFrame:
+    """Per ``by`` group: summed pair statistic over summed valid pairs, and its interval over items.
 
-    The bootstrap resamples a group's items (cells with pairs and an item), in
-    key order, groups in key order, so it draws from ``rng`` in the same order
-    as a groupby loop over groups and items would.
+    A binary answer (a rate) gets the cluster-adjusted Clopper-Pearson interval
+    (:func:`cfbench.stats.intervals.clustered_rate_intervals`, all groups at
+    once); a score (a mean) the bootstrap-t over items
+    (:func:`cfbench.stats.intervals.mean_interval_t`), resampling a group's
+    items in key order, groups in key order, from one ``rng``.
     """
     n, _, stat = _unit_stats(c.units, frame, value, kind, ok)
     n_pairs = n * (n - 1) / 2
     cs, cp, cu = (np.bincount(c.cell, weights=w, minlength=c.has_item.size)
                   for w in (stat, n_pairs, n_pairs > 0))
     item = c.has_item & (cp > 0)
-    rng = np.random.default_rng(seed)
+    nb = len(c.keys)
+    if kind == "binary":
+        cell_group = np.repeat(np.arange(nb), np.diff(c.bounds))
+        _, lo_all, hi_all, methods = clustered_rate_intervals(cs[item], cp[item], cell_group[item],
+                                                              n_groups=nb, confidence=level)
+    else:
+        rng = np.random.default_rng(seed)
     rows = []
     for b, key in enumerate(c.keys):
         sl = slice(c.bounds[b], c.bounds[b + 1])
         total = float(cp[sl].sum())
-        lo, hi, method = ratio_interval(cs[sl][item[sl]], cp[sl][item[sl]], n_boot=n_boot, rng=rng, confidence=level)
+        if kind == "binary":
+            lo, hi, method = float(lo_all[b]), float(hi_all[b]), methods[b]
+        else:
+            lo, hi, method = mean_interval_t(cs[sl][item[sl]], cp[sl][item[sl]], n_boot=n_boot, rng=rng,
+                                             confidence=level, value_range=value_range)
         rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
             name: float(cs[sl].sum()) / total if total > 0 else np.nan,
             "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
@@ -424,6 +446,17 @@ def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str
                                             "ci_low", "ci_high", "ci_method"])
 
 
+def _abs_range(score_range: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The range of ``|x - y|`` for scores in ``score_range``."""
+    if score_range is None:
+        return None
+    lo, hi = map(float, score_range)
+    if not hi > lo:
+        raise InputError(f"score_range must be (low, high) with high > low, got {score_range!r}",
+                         field="score_range")
+    return 0.0, hi - lo
+
+
 def flip_rate(frame: pd.DataFrame, *, value: str, condition: str = "condition",
               unit: Sequence[str], by: Sequence[str], item: str = "item_id",
               ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
@@ -432,8 +465,9 @@ def flip_rate(frame: pd.DataFrame, *, value: str, condition: str = "condition",
 
     Columns: ``by``, ``cfr``, ``n_items``, ``n_units``, ``n_pairs``,
     ``n_pairs_excluded`` and an interval over items (``ci_low``/``ci_high``,
-    ``ci_method``: percentile bootstrap, or the delta method above
-    ``MAX_BOOTSTRAP_ITEMS`` items; NaN with ``n_boot=0`` or fewer than 2 items).
+    ``ci_method``): Clopper-Pearson on cluster-adjusted effective counts
+    (:func:`cfbench.stats.intervals.clustered_rate_intervals`; analytic, so
+    ``n_boot`` is unused), NaN with a ``none:`` method below 2 items.
 
     >>> df = pd.DataFrame({"judge": "j", "dimension": "gender", "item_id": ["a", "a", "b", "b"],
     ...                    "question_id": "q", "condition": ["m", "f"] * 2,
@@ -452,20 +486,26 @@ def mean_abs_score_diff(frame: pd.DataFrame, *, value: str,
                         condition: str = "condition", unit: Sequence[str],
                         by: Sequence[str], item: str = "item_id",
                         ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
-                        level: float = 0.95) -> pd.DataFrame:
+                        level: float = 0.95, score_range: tuple[float, float] | None = None) -> pd.DataFrame:
     """Mean absolute score difference (Eq. 4) per ``by`` group, in score units.
 
-    Same columns as :func:`flip_rate` with ``masd`` instead of ``cfr``.
+    Same columns as :func:`flip_rate` with ``masd`` instead of ``cfr``. The
+    interval is the bootstrap-t over items
+    (:func:`cfbench.stats.intervals.mean_interval_t`); ``score_range`` (the
+    scores' possible range, e.g. ``(0, 100)``) bounds it and gives the
+    worst-case interval when every item shows the same MASD (e.g. all 0);
+    without it such a row has a NaN interval that says why.
     """
     by = _as_list(by)
     c = _grouped(frame, by, unit, condition, item, [value])
-    return _metric(c, frame, by, value, "score", ok, "masd", n_boot, seed, level)
+    return _metric(c, frame, by, value, "score", ok, "masd", n_boot, seed, level, _abs_range(score_range))
 
 
 def cfr_masd(frame: pd.DataFrame, *, answer: str, score: str,
              condition: str = "condition", unit: Sequence[str], by: Sequence[str],
              item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000, seed: int = 0,
-             level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+             level: float = 0.95, score_range: tuple[float, float] | None = None
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`flip_rate` of ``answer`` and :func:`mean_abs_score_diff` of ``score``, grouping the rows once.
 
     Returns the same two tables as the separate calls (each interval seeded
@@ -474,20 +514,21 @@ def cfr_masd(frame: pd.DataFrame, *, answer: str, score: str,
     by = _as_list(by)
     c = _grouped(frame, by, unit, condition, item, [answer, score])
     return (_metric(c, frame, by, answer, "binary", ok, "cfr", n_boot, seed, level),
-            _metric(c, frame, by, score, "score", ok, "masd", n_boot, seed, level))
+            _metric(c, frame, by, score, "score", ok, "masd", n_boot, seed, level, _abs_range(score_range)))
 
 
 def robustness_baseline(frame: pd.DataFrame, *, answer: str,
                         scores: Sequence[str], repeat: str = "repeat",
                         unit: Sequence[str], by: Sequence[str],
                         item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000,
-                        seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                        seed: int = 0, level: float = 0.95,
+                        score_range: tuple[float, float] | None = None) -> pd.DataFrame:
     """CFR and MASD among k repeats of the same prompt (the seed's robustness row).
 
     ``frame`` holds only the repeated originals; the repeat index plays the
     role of the condition. Long output: ``by``, ``metric`` (``cfr`` or
     ``masd_<score>``), ``value``, ``n_items``, ``n_units``, ``n_pairs``,
-    ``n_pairs_excluded``, ``ci_low``, ``ci_high``. Scores missing from the
+    ``n_pairs_excluded``, ``ci_low``, ``ci_high``, ``ci_method``. Scores missing from the
     frame, or all-NaN, are skipped.
     """
     by = _as_list(by)
@@ -499,7 +540,7 @@ def robustness_baseline(frame: pd.DataFrame, *, answer: str,
     for s in scores:
         if s in frame.columns and frame[s].notna().any():
             t = mean_abs_score_diff(frame, value=s, condition=repeat, unit=unit, by=by, item=item,
-                                    ok=ok, n_boot=n_boot, seed=seed, level=level)
+                                    ok=ok, n_boot=n_boot, seed=seed, level=level, score_range=score_range)
             parts.append(t.rename(columns={"masd": "value"}).assign(metric=f"masd_{s}"))
     cols = by + ["metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded",
                  "ci_low", "ci_high", "ci_method"]
@@ -510,19 +551,21 @@ def robustness_baseline(frame: pd.DataFrame, *, answer: str,
 
 def accuracy(frame: pd.DataFrame, *, answer: str, label: str,
              by: Sequence[str], ok: str | None = "parse_ok",
-             level: float = 0.95) -> pd.DataFrame:
-    """Answer accuracy against ground-truth labels with a Wilson interval.
+             level: float = 0.95, item: str | None = None) -> pd.DataFrame:
+    """Answer accuracy against ground-truth labels, with an interval clustered by item.
 
     Rows without a label are not scored; rows with a label but no parsed
     answer are reported as ``n_unparsed`` and left out of the accuracy (a
-    parse failure is not a wrong "No").
+    parse failure is not a wrong "No"). The interval is the cluster-adjusted
+    Clopper-Pearson interval over ``item`` (several questions of one
+    transcript are not independent); without ``item`` every answer is its
+    own unit. Fewer than two units: NaN bounds, ``ci_method`` says why.
     Columns: ``by``, ``accuracy``, ``n``, ``n_correct``, ``n_unparsed``,
-    ``ci_low``, ``ci_high``.
+    ``n_items``, ``ci_low``, ``ci_high``, ``ci_method``.
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     by = _as_list(by)
-    _require(frame, by + [answer, label], "accuracy")
+    _require(frame, by + [answer, label] + ([item] if item else []), "accuracy")
+    cols = by + ["accuracy", "n", "n_correct", "n_unparsed", "n_items", "ci_low", "ci_high", "ci_method"]
     lab = frame[label]
     has_label = lab.notna().to_numpy()
     f = frame.loc[has_label].copy()
@@ -530,17 +573,30 @@ def accuracy(frame: pd.DataFrame, *, answer: str, label: str,
     valid = _valid_mask(f, answer, ok)
     f["_correct"] = (pd.to_numeric(f[answer], errors="coerce").to_numpy() == labv.to_numpy()).astype(float)
     f["_valid"] = valid
+    f["_unit"] = f[item].to_numpy() if item else np.arange(len(f))
+    if not len(f):
+        return pd.DataFrame(columns=cols)
+    gid = f.groupby(by, sort=True, dropna=False).ngroup().to_numpy() if by else np.zeros(len(f), np.int64)
+    f["_g"] = gid
+    keys = (f.groupby(by, sort=True, dropna=False).size().index.tolist() if by else [()])
+    v = f[f["_valid"]]
+    per = v.groupby(["_g", "_unit"], sort=True)["_correct"].agg(["sum", "count"]).reset_index()
+    est, lo, hi, methods = clustered_rate_intervals(per["sum"].to_numpy(float), per["count"].to_numpy(float),
+                                                    per["_g"].to_numpy(np.int64), n_groups=len(keys),
+                                                    confidence=level)
+    n_items = np.bincount(per["_g"].to_numpy(np.int64), minlength=len(keys))
     rows = []
-    groups = f.groupby(by, sort=True, dropna=False) if by else [((), f)]
-    for key, grp in groups:
+    for g, key in enumerate(keys):
         key = key if isinstance(key, tuple) else (key,)
-        v = grp["_valid"].to_numpy()
-        n = int(v.sum())
-        c = int(grp["_correct"].to_numpy()[v].sum())
-        lo, hi = proportion_confint(c, n, alpha=1 - level, method="wilson") if n else (np.nan, np.nan)
+        grp = f[f["_g"] == g]
+        vv = grp["_valid"].to_numpy()
+        n = int(vv.sum())
+        c = int(grp["_correct"].to_numpy()[vv].sum())
         rows.append(dict(zip(by, key)) | {"accuracy": c / n if n else np.nan, "n": n, "n_correct": c,
-                                          "n_unparsed": int((~v).sum()), "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(rows, columns=by + ["accuracy", "n", "n_correct", "n_unparsed", "ci_low", "ci_high"])
+                                          "n_unparsed": int((~vv).sum()), "n_items": int(n_items[g]),
+                                          "ci_low": float(lo[g]), "ci_high": float(hi[g]),
+                                          "ci_method": methods[g]})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _label_to_float(v: object) -> float:
@@ -642,25 +698,35 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
                          condition: str = "condition", repeat: str = "repeat",
                          unit: Sequence[str], by: Sequence[str],
                          judge: str = "judge", item: str = "item_id", ok: str | None = "parse_ok",
-                         n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Counterfactual rate minus the robustness baseline, with a joint item bootstrap.
+                         n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                         score_range: tuple[float, float] | None = None) -> pd.DataFrame:
+    """Counterfactual rate minus the robustness baseline, on the same items, with a paired interval.
 
     For each ``by`` group (judge x dimension) the estimate is
     ``CFR_d - CFR_repeats`` (or the MASD analogue with ``kind="score"``),
-    where the baseline pools all repeated originals of that judge. Both terms
-    are recomputed on the same resampled items, so the interval reflects
-    their correlation. An interval above 0 says the counterfactual signal
-    exceeds the judge's own repeat noise on these items.
+    where the baseline pools all repeated originals of that judge, both over
+    the items that have pairs in both (``n_items``). The interval is
+    :func:`cfbench.stats.intervals.paired_difference`: MOVER from the two
+    cluster-adjusted Clopper-Pearson intervals (bootstrap-t for scores), with
+    the correlation of the two terms' item contributions. Fewer than two
+    shared items: NaN bounds and a ``ci_method`` saying so. An interval above
+    0 says the counterfactual signal exceeds the judge's own repeat noise on
+    these items.
     Columns: ``by``, ``estimate``, ``counterfactual``, ``robustness``,
-    ``n_items``, ``ci_low``, ``ci_high``.
+    ``n_items``, ``n_pairs``, ``n_repeat_pairs``, ``ci_low``, ``ci_high``, ``ci_method``.
     """
     by = _as_list(by)
     if judge not in by:
         raise ValueError(f"`by` must contain the judge column {judge!r}")
+    cols = by + ["estimate", "counterfactual", "robustness", "n_items", "n_pairs", "n_repeat_pairs",
+                 "ci_low", "ci_high", "ci_method"]
     cf = pair_table(counterfactual, value=value, kind=kind, condition=condition, unit=unit, by=by, ok=ok)
     rb = pair_table(repeats, value=value, kind=kind, condition=repeat, unit=unit, by=[judge], ok=ok)
+    if not len(cf):
+        return pd.DataFrame(columns=cols)
     rb_item = rb.groupby([judge, item])[["stat", "n_pairs"]].sum()
     rng = np.random.default_rng(seed)
+    vr = _abs_range(score_range) if kind == "score" else None
     rows = []
     for key, grp in cf.groupby(by, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -671,39 +737,38 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
         items = ci.index.union(ri.index)
         ci = ci.reindex(items, fill_value=0.0)
         ri = ri.reindex(items, fill_value=0.0)
-        cf_est = ci["stat"].sum() / ci["n_pairs"].sum() if ci["n_pairs"].sum() else np.nan
-        rb_est = ri["stat"].sum() / ri["n_pairs"].sum() if ri["n_pairs"].sum() else np.nan
-        lo = hi = np.nan
-        m = len(items)
-        if n_boot > 0 and m >= 2 and not (np.isnan(cf_est) or np.isnan(rb_est)):
-            w = resample_counts(m, n_boot, rng)
-            dc, dr = w @ ci["n_pairs"].to_numpy(float), w @ ri["n_pairs"].to_numpy(float)
-            ok_rows = (dc > 0) & (dr > 0)
-            diff = (w @ ci["stat"].to_numpy(float))[ok_rows] / dc[ok_rows] - \
-                (w @ ri["stat"].to_numpy(float))[ok_rows] / dr[ok_rows]
-            if diff.size:
-                lo, hi = map(float, percentile_interval(diff, level))
-        rows.append(kv | {"estimate": cf_est - rb_est, "counterfactual": cf_est, "robustness": rb_est,
-                          "n_items": int((ci["n_pairs"] > 0).sum()), "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(rows, columns=by + ["estimate", "counterfactual", "robustness", "n_items",
-                                            "ci_low", "ci_high"])
+        both = (ci["n_pairs"] > 0) & (ri["n_pairs"] > 0)
+        d = paired_difference(ci["stat"].to_numpy(float), ci["n_pairs"].to_numpy(float),
+                              ri["stat"].to_numpy(float), ri["n_pairs"].to_numpy(float),
+                              kind="rate" if kind == "binary" else "mean", n_boot=n_boot, rng=rng,
+                              confidence=level, value_range=vr)
+        rows.append(kv | {"estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
+                          "n_items": d["n_items"], "n_pairs": int(ci.loc[both, "n_pairs"].sum()),
+                          "n_repeat_pairs": int(ri.loc[both, "n_pairs"].sum()),
+                          "ci_low": d["ci_low"], "ci_high": d["ci_high"], "ci_method": d["ci_method"]})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str,
                      condition: str = "condition", unit: Sequence[str],
                      by: Sequence[str], match: Sequence[str],
                      item: str = "item_id", ok: str | None = "parse_ok", n_boot: int = 1000,
-                     seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+                     seed: int = 0, level: float = 0.95,
+                     value_range: tuple[float, float] | None = None) -> pd.DataFrame:
     """Signed mean difference of each condition vs the original (who is favoured).
 
     ``frame`` holds the counterfactual rows, ``originals`` one row per
     ``match`` x ``unit`` with the original's value. For every ``by`` x
     condition the estimate is the mean over units of ``value(c) -
     value(original)`` (for a 0/1 answer: the change in yes-rate), with a
-    bootstrap interval over items. Rows whose variant or original did not
+    bootstrap-t interval over items (:func:`cfbench.stats.intervals.mean_interval_t`).
+    ``value_range`` is the range of ``value`` (e.g. ``(0, 1)`` for a yes/no
+    answer); the differences then lie in ``[lo - hi, hi - lo]``, which bounds
+    the interval and gives the worst-case interval when every item shows the
+    same difference (e.g. all 0). Rows whose variant or original did not
     parse are excluded (``n_units`` counts what is left).
     Columns: ``by``, ``condition``, ``mean_diff``, ``n_units``, ``n_items``,
-    ``ci_low``, ``ci_high``.
+    ``ci_low``, ``ci_high``, ``ci_method``.
     """
     by, unit, match = _as_list(by), _as_list(unit), _as_list(match)
     _require(frame, by + unit + [condition, value], "effect direction")
@@ -715,6 +780,8 @@ def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str
     f = frame.loc[_valid_mask(frame, value, ok), list(dict.fromkeys(by + unit + [condition, value]))]
     merged = f.merge(orig.rename(columns={value: "_orig"}), on=match + unit, how="inner")
     merged["_diff"] = pd.to_numeric(merged[value]) - pd.to_numeric(merged["_orig"])
+    w = _abs_range(value_range)
+    diff_range = None if w is None else (-w[1], w[1])
     rng = np.random.default_rng(seed)
     rows = []
     cols = by + [condition]
@@ -738,12 +805,14 @@ def effect_direction(frame: pd.DataFrame, originals: pd.DataFrame, *, value: str
     for g, key in enumerate(keys):
         key = key if isinstance(key, tuple) else (key,)
         a, b = item_start[g], item_start[g + 1]
-        lo, hi, _ = ratio_interval(sums[a:b], counts[a:b], n_boot=n_boot, rng=rng, confidence=level)
+        lo, hi, method = mean_interval_t(sums[a:b], counts[a:b], n_boot=n_boot, rng=rng, confidence=level,
+                                         value_range=diff_range)
         values = diff[order[start[g]:start[g + 1]]]
         rows.append(dict(zip(cols, key)) | {"mean_diff": float(pd.Series(values).mean()),
                                              "n_units": int(values.size), "n_items": int(b - a),
-                                             "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high"])
+                                             "ci_low": lo, "ci_high": hi, "ci_method": method})
+    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high",
+                                              "ci_method"])
 
 
 def fairness_prompting_delta(table: pd.DataFrame, *, metric: str = "metric", value: str = "value",
@@ -771,3 +840,91 @@ def fairness_prompting_delta(table: pd.DataFrame, *, metric: str = "metric", val
         baseline=(baseline, "mean"), treated=(treated, "mean"), n_dimensions=(baseline, "size"))
     agg["delta"] = agg["treated"] - agg["baseline"]
     return agg.reset_index()[by + [metric, "baseline", "treated", "delta", "n_dimensions"]]
+
+
+#: Columns of :func:`judge_differences` and :func:`accuracy_differences` (after the ``by`` columns).
+DIFFERENCE_COLUMNS = ["judge_a", "judge_b", "metric", "value_a", "value_b", "delta", "ci_low", "ci_high",
+                      "n_items", "ci_method"]
+
+
+def _judge_pairs(present: Sequence, judges: Sequence | None) -> list[tuple]:
+    order = list(judges) if judges is not None else list(dict.fromkeys(present))
+    order = [j for j in order if j in set(present)]
+    return [(order[i], order[j]) for i in range(len(order)) for j in range(i + 1, len(order))]
+
+
+def _item_sums(t: pd.DataFrame, keys: list[str], item: str, num: str, den: str) -> pd.DataFrame:
+    return t.groupby(keys + [item], sort=True, dropna=False)[[num, den]].sum()
+
+
+def _differences(per: pd.DataFrame, *, by: list[str], judge: str, item: str, judges: Sequence | None,
+                 kind: str, metric: str, n_boot: int, seed: int, level: float,
+                 value_range: tuple[float, float] | None, num: str, den: str) -> list[dict]:
+    rows = []
+    rng = np.random.default_rng(seed)
+    groups = per.groupby(level=by, sort=True, dropna=False) if by else [((), per)]
+    for key, grp in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        g = grp.droplevel(by) if by else grp
+        for a, b in _judge_pairs(g.index.get_level_values(judge).unique(), judges):
+            A, B = g.xs(a, level=judge), g.xs(b, level=judge)
+            items = A.index.union(B.index)
+            A, B = A.reindex(items, fill_value=0.0), B.reindex(items, fill_value=0.0)
+            d = paired_difference(A[num].to_numpy(float), A[den].to_numpy(float), B[num].to_numpy(float),
+                                  B[den].to_numpy(float), kind=kind, n_boot=n_boot, rng=rng, confidence=level,
+                                  value_range=value_range)
+            rows.append(dict(zip(by, key)) | {"judge_a": a, "judge_b": b, "metric": metric,
+                                              "value_a": d["est_1"], "value_b": d["est_2"],
+                                              "delta": d["estimate"], "ci_low": d["ci_low"],
+                                              "ci_high": d["ci_high"], "n_items": d["n_items"],
+                                              "ci_method": d["ci_method"]})
+    return rows
+
+
+def judge_differences(frame: pd.DataFrame, *, value: str, kind: str, condition: str = "condition",
+                      unit: Sequence[str], by: Sequence[str], judge: str = "judge",
+                      judges: Sequence | None = None, item: str = "item_id", ok: str | None = "parse_ok",
+                      metric: str | None = None, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                      score_range: tuple[float, float] | None = None) -> pd.DataFrame:
+    """CFR (``kind="binary"``) or MASD (``kind="score"``) of judge A minus judge B on the same items.
+
+    For every ``by`` group and every pair of judges (``judges`` order, else
+    first appearance; A before B), both metrics are computed on the items
+    that have pairs for both judges, and the difference gets the paired
+    MOVER interval of :func:`cfbench.stats.intervals.paired_difference`
+    (Clopper-Pearson sides for CFR, bootstrap-t sides for MASD, with the
+    correlation of the two judges' item contributions).
+    Columns: ``by`` (without the judge), then :data:`DIFFERENCE_COLUMNS`.
+    """
+    by = [c for c in _as_list(by) if c != judge]
+    pt = pair_table(frame, value=value, kind=kind, condition=condition, unit=unit, by=by + [judge], ok=ok)
+    if not len(pt):
+        return pd.DataFrame(columns=by + DIFFERENCE_COLUMNS)
+    per = _item_sums(pt, by + [judge], item, "stat", "n_pairs")
+    vr = _abs_range(score_range) if kind == "score" else None
+    name = metric or ("cfr" if kind == "binary" else f"masd_{value}")
+    rows = _differences(per, by=by, judge=judge, item=item, judges=judges,
+                        kind="rate" if kind == "binary" else "mean", metric=name, n_boot=n_boot, seed=seed,
+                        level=level, value_range=vr, num="stat", den="n_pairs")
+    return pd.DataFrame(rows, columns=by + DIFFERENCE_COLUMNS)
+
+
+def accuracy_differences(frame: pd.DataFrame, *, answer: str, label: str, by: Sequence[str] = (),
+                         judge: str = "judge", judges: Sequence | None = None, item: str = "item_id",
+                         ok: str | None = "parse_ok", level: float = 0.95) -> pd.DataFrame:
+    """Accuracy of judge A minus judge B on the same items, with the paired MOVER interval (items clustered).
+
+    Only labelled rows whose answer parsed count. Columns as :func:`judge_differences`.
+    """
+    by = [c for c in _as_list(by) if c != judge]
+    _require(frame, by + [judge, item, answer, label], "accuracy differences")
+    f = frame.loc[frame[label].notna()].copy()
+    labv = pd.to_numeric(f[label].map(_label_to_float), errors="coerce").to_numpy()
+    f = f.assign(_correct=(pd.to_numeric(f[answer], errors="coerce").to_numpy() == labv).astype(float), _n=1.0)
+    f = f.loc[_valid_mask(f, answer, ok)]
+    if not len(f):
+        return pd.DataFrame(columns=by + DIFFERENCE_COLUMNS)
+    per = _item_sums(f, by + [judge], item, "_correct", "_n")
+    rows = _differences(per, by=by, judge=judge, item=item, judges=judges, kind="rate", metric="accuracy",
+                        n_boot=0, seed=0, level=level, value_range=None, num="_correct", den="_n")
+    return pd.DataFrame(rows, columns=by + DIFFERENCE_COLUMNS)

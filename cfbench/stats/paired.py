@@ -5,9 +5,14 @@ paired differences are ``D_i = score(prompt i, A) - score(prompt i, B)``.
 For every pair of groups (C(8,2) = 28 per model × metric) :func:`paired_tests`
 reports
 
-* mean difference with a 95 % interval: by default a percentile bootstrap
-  (:func:`cfbench.stats.bootstrap.mean_interval`, resampling units, seeded per (seed, model, metric)),
-  or with ``ci_method="paired_t"`` the paired-t interval mean(D) ± t_{n-1} sd(D)/sqrt(n);
+* mean difference with a 95 % interval: by default a bootstrap-t over units
+  (:func:`bootstrap_t_interval`, seeded per (seed, model, metric); it held its level from 5 units
+  on in the simulations of ``docs/statistics.md``, where the percentile bootstrap did not),
+  with ``ci_method="paired_t"`` the paired-t interval mean(D) ± t_{n-1} sd(D)/sqrt(n), or with
+  ``"bootstrap"`` the percentile bootstrap (:func:`cfbench.stats.bootstrap.mean_interval`; kept
+  for reproductions, it undercovers at small n). Differences that are all equal (e.g. all 0)
+  have no spread to resample and no known range here, so the bootstrap-t gives NaN bounds for
+  them rather than a point;
 * the paired t test (``scipy.stats.ttest_rel``);
 * the Wilcoxon signed-rank test (``scipy.stats.wilcoxon`` with its defaults:
   ``zero_method="wilcox"`` drops zero differences, no continuity correction,
@@ -52,6 +57,7 @@ __all__ = [
     "pair_columns",
     "CI_METHODS",
     "paired_t_interval",
+    "bootstrap_t_interval",
     "length_adjusted_tests",
     "symmetry_checks",
     "signed_rank_permutation",
@@ -71,7 +77,43 @@ _STAT_COLUMNS = [
 ]
 
 #: ``ci_method`` values of :func:`paired_tests` -> the label written in ``result.attrs["ci_method"]``.
-CI_METHODS = {"bootstrap": "percentile bootstrap over units", "paired_t": "paired t over units"}
+CI_METHODS = {"bootstrap_t": "bootstrap-t and paired t over units (union)", "bootstrap": "percentile bootstrap over units",
+              "paired_t": "paired t over units"}
+
+
+def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator, confidence: float = 0.95
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap-t interval of the mean along the last axis; the rows of a 2-D ``D`` share resamples.
+
+    Each resample b (units drawn with replacement) gives ``t_b = (mean_b - mean) / (sd_b / sqrt(n))``;
+    the bounds are ``mean - t_(1-a) se`` and ``mean - t_(a) se``, widened to include the paired t
+    interval. Fewer than 2 units, or a row without spread, give NaN bounds.
+    """
+    from .bootstrap import resample_counts
+
+    D = np.atleast_2d(np.asarray(D, dtype=float))
+    n = D.shape[-1]
+    nan = np.full(D.shape[0], np.nan)
+    if n < 2:
+        return nan, nan.copy()
+    a = (1 - confidence) / 2
+    mean = D.mean(axis=1)
+    se = D.std(axis=1, ddof=1) / np.sqrt(n)
+    W = resample_counts(n, n_boot, rng)  # (n_boot, n)
+    mb = D @ W.T / n
+    ssb = (D * D) @ W.T
+    sdb = np.sqrt(np.maximum(ssb - n * mb * mb, 0.0) / (n - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = (mb - mean[:, None]) / (sdb / np.sqrt(n))
+    tb = np.clip(np.where(np.isnan(tb), 0.0, tb), -1e12, 1e12)
+    q_lo, q_hi = np.quantile(tb, a, axis=1), np.quantile(tb, 1 - a, axis=1)
+    q = stats.t.ppf(1 - a, n - 1)
+    # widened to include the paired t interval: the bootstrap-t alone undercovers symmetric
+    # heavy-tailed differences at small n, the t alone skewed ones (docs/statistics.md)
+    lo, hi = np.minimum(mean - q_hi * se, mean - q * se), np.maximum(mean - q_lo * se, mean + q * se)
+    flat = ~(se > 0)
+    lo[flat] = hi[flat] = np.nan
+    return lo, hi
 
 
 def pair_columns(*, model: str, group: str) -> list[str]:
@@ -222,15 +264,15 @@ def paired_matrix(scores: pd.DataFrame, *, metric: str, groups: Sequence[str],
 
 def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], seed: int,
                  model: str, unit: str, group: str,
-                 n_resamples: int = 10_000, confidence: float = 0.95, ci_method: str = "bootstrap",
+                 n_resamples: int = 10_000, confidence: float = 0.95, ci_method: str = "bootstrap_t",
                  on_missing: str = "raise", source: str = "scores") -> pd.DataFrame:
     """All pairwise paired comparisons of ``groups`` per model × metric.
 
     ``scores`` is long: one row per (model, unit, group) with a column per
     metric; ``model``, ``unit`` and ``group`` name those columns. Pairs are
     ``(groups[i], groups[j])`` for i < j, difference A − B. ``ci_method`` is
-    ``"bootstrap"`` (percentile, ``n_resamples`` resamples of units) or
-    ``"paired_t"`` (see :func:`paired_t_interval`; ``n_resamples`` unused).
+    ``"bootstrap_t"`` (:func:`bootstrap_t_interval`, ``n_resamples`` resamples of units),
+    ``"bootstrap"`` (percentile) or ``"paired_t"`` (see :func:`paired_t_interval`; ``n_resamples`` unused).
     A NaN score (e.g. an empty response) raises with ``on_missing="raise"``;
     with ``"drop_unit"`` that prompt is left out of the pairs involving it and
     ``n`` shows how many prompts remain.
@@ -259,6 +301,8 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
             complete = ~np.isnan(D).any()
             if complete and ci_method == "bootstrap":
                 lo, hi = mean_interval(D, n_boot=n_resamples, confidence=confidence, rng=rng)
+            elif complete and ci_method == "bootstrap_t":
+                lo, hi = bootstrap_t_interval(D, n_boot=n_resamples, confidence=confidence, rng=rng)
             rows = []
             for k, (i, j) in enumerate(pairs):
                 ok = ~np.isnan(D[k])
@@ -268,8 +312,9 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     l1, h1 = paired_t_interval(d, confidence=confidence)
                     ci = (float(l1), float(h1))
                 elif not complete:
-                    l1, h1 = mean_interval(d[None, :], n_boot=n_resamples, confidence=confidence,
-                                           rng=np.random.default_rng(derive_seed(seed, m_name, metric, k)))
+                    one = mean_interval if ci_method == "bootstrap" else bootstrap_t_interval
+                    l1, h1 = one(d[None, :], n_boot=n_resamples, confidence=confidence,
+                                 rng=np.random.default_rng(derive_seed(seed, m_name, metric, k)))
                     ci = (float(l1[0]), float(h1[0]))
                 else:
                     ci = (float(lo[k]), float(hi[k]))
@@ -306,7 +351,7 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
     if not out:
         return pd.DataFrame(columns=columns)
     result = pd.concat(out, ignore_index=True)[columns]
-    result.attrs.update({"n_resamples": n_resamples if ci_method == "bootstrap" else 0,
+    result.attrs.update({"n_resamples": n_resamples if ci_method != "paired_t" else 0,
                          "confidence": confidence, "seed": seed, "ci_method": CI_METHODS[ci_method],
                          "adjusted": "wilcoxon_p; family = pairs within model x metric"})
     return result

@@ -3,7 +3,7 @@
 >>> tuple(round(x, 3) for x in wilson_interval(5, 6))
 (0.436, 0.97)
 >>> tuple(round(x, 3) for x in newcombe_interval(24, 27, 20, 27))
-(-0.064, 0.357)
+(-0.064, 0.349)
 """
 
 from __future__ import annotations

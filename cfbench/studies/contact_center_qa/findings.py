@@ -54,21 +54,24 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     lines.append(f"CFR rows: {len(cfr)} dimensions, {int(n_items.min()) if len(n_items) else 0}-"
                  f"{int(n_items.max()) if len(n_items) else 0} transcripts per row, "
                  f"{int(cfr['n_pairs'].sum())} compared pairs in all.")
-    above = cmr[cmr["ci_low"] > 0] if len(cmr) else cmr
+    has_ci = cmr["ci_low"].notna() & cmr["ci_high"].notna() if len(cmr) else pd.Series(dtype=bool)
+    above = cmr[has_ci & (cmr["ci_low"] > 0)] if len(cmr) else cmr
+    no_ci = cmr[~has_ci] if len(cmr) else cmr
     if len(above):
         lines.append("Flips beyond the judge's own repeat noise (interval of CFR minus robustness above 0): "
                      + "; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp {_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                  for r in above.itertuples()) + ".")
-    else:
+    elif len(cmr) > len(no_ci):
         lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
-                     "CFR minus robustness includes 0 (or there is too little to form one).")
+                     "CFR minus robustness includes 0.")
+    if len(no_ci):
+        lines.append(f"{len(no_ci)} dimension(s) have no interval for CFR minus robustness "
+                     f"({', '.join(map(str, no_ci['dimension']))}: fewer than 2 transcripts with both kinds of "
+                     "pairs), so nothing is said about them either way.")
     gate = t.get("net_cfr_gate", pd.DataFrame())
     gate = gate[gate["judge"] == judge] if len(gate) else gate
     if len(gate):
-        mx = 100 * float(gate["max_net"].iloc[0])
-        lines.append(f"Gate on CFR net of repeat noise (at most {mx:.0f} pp): {int(gate['point_pass'].sum())} of "
-                     f"{len(gate)} dimensions pass on the point estimate, {int(gate['interval_pass'].sum())} on the "
-                     "upper bound of its interval (the stricter reading: only those are shown to stay under it).")
+        lines.append(_gate_line(gate))
     for base in sorted(set(cmr_all["baseline"]) - {"robustness"}) if len(cmr_all) else []:
         sub = cmr_all[cmr_all["baseline"] == base]
         ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
@@ -77,17 +80,17 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         lines.append(f"Against {what} (flip rate {_pct(ref)}): {len(hits)} of {len(sub)} dimensions flip more, "
                      "interval above 0" + (": " + ", ".join(hits["dimension"]) if len(hits) else "") + ".")
     flipped = cfr[cfr["cfr"] > 0]
-    zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0)]
+    zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0) & cfr["ci_high"].notna()]
     if len(flipped):
         top = flipped.sort_values("cfr", ascending=False).head(3)
         lines.append("Largest observed CFR: " + "; ".join(
             f"{r.dimension} {_pct(r.cfr)} {_interval(r.ci_low, r.ci_high, unit=' %')} (n={r.n_items})"
             for r in top.itertuples()) + ".")
     if len(zero):
-        worst = zero["n_pairs"].min()
-        lines.append(f"{len(zero)} dimensions show no flip at all; with {int(worst)} pairs in the smallest of them, "
-                     f"a true CFR up to {_pct(zero_flip_upper_bound(int(worst)))} would still have gone unseen "
-                     "(95% one-sided).")
+        w = zero.sort_values(["ci_high", "n_pairs"], ascending=[False, True]).iloc[0]
+        lines.append(f"{len(zero)} dimension(s) show no flip: no flips observed in {int(w.n_pairs)} pairs "
+                     f"({int(w.n_items)} transcripts) in the least covered of them; a CFR up to {_pct(w.ci_high)} "
+                     "cannot be ruled out (upper bound of its 95% interval).")
     m = t["masd"]
     m = m[(m["judge"] == judge) & (m["arm"] == "baseline") & (m["score"] == "p_yes")] if len(m) else m
     if len(m) and m["masd"].notna().any():
@@ -103,7 +106,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     if len(acc) and acc["n"].iloc[0] > 0:
         a = acc.iloc[0]
         lines.append(f"Accuracy on the originals: {_pct(a.accuracy)} {_interval(a.ci_low, a.ci_high, unit=' %')} "
-                     f"(Wilson, n={int(a.n)} answers; {int(a.n_unparsed)} unparsed).")
+                     f"(Clopper-Pearson clustered by transcript, n={int(a.n)} answers; {int(a.n_unparsed)} unparsed).")
     ev = t.get("evidence_checks", pd.DataFrame())
     ev = ev[(ev["judge"] == judge) & (ev["arm"] == "fairness")] if len(ev) else ev
     if len(ev) and ev["n_yes"].iloc[0] > 0:
@@ -113,6 +116,51 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
                      f"{int(e.n_rule_violated)} ({_pct(e.yes_rule_violated)}) cite nothing found in it - Yes "
                      "answers the rule \"no evidence means No\" would turn into No; the tables keep them as given.")
     return lines
+
+
+def _gate_line(gate: pd.DataFrame) -> str:
+    """The gate's verdicts, worded so that only a passed interval gate claims the rate stays under the maximum."""
+    mx = 100 * float(gate["max_net"].iloc[0])
+    verdict = gate["verdict"].astype(str)
+    n_pass = int((verdict == "pass").sum())
+    undecided = gate[verdict.str.startswith("not decidable")]
+    no_ci = int(verdict.str.startswith("no interval").sum())
+    n_fail = int((verdict == "fail").sum())
+    parts = [f"Gate on CFR net of repeat noise (at most {mx:.0f} pp; passes only when the upper bound of the "
+             f"95% interval lies below it): {int(gate['point_pass'].sum())} of {len(gate)} dimensions are at or "
+             "under it on the point estimate alone, which rules nothing out"]
+    if n_pass:
+        names = ", ".join(map(str, gate.loc[verdict == "pass", "dimension"]))
+        parts.append(f"{n_pass} shown to stay under {mx:.0f} pp ({names})")
+    else:
+        parts.append(f"none is shown to stay under {mx:.0f} pp")
+    if len(undecided):
+        need = int(undecided["items_needed"].iloc[0])
+        parts.append(f"{len(undecided)} not decidable at this n: with {int(undecided['n_items'].max())} transcripts "
+                     f"even 0 flips could not pass; that takes at least {need} transcripts")
+    if n_fail:
+        parts.append(f"{n_fail} fail (the interval reaches the maximum)")
+    if no_ci:
+        parts.append(f"{no_ci} without an interval (fewer than 2 transcripts), which fail")
+    return "; ".join(parts) + "."
+
+
+def _differences_lines(t: dict[str, pd.DataFrame]) -> list[str]:
+    """Judge A minus judge B, stated only where the paired interval excludes 0."""
+    d = t.get("judge_differences", pd.DataFrame())
+    if not len(d):
+        return []
+    out = []
+    for (a, b), g in d.groupby(["judge_a", "judge_b"], sort=False):
+        sure = g[g["ci_low"].notna() & ((g["ci_low"] > 0) | (g["ci_high"] < 0))]
+        scale = {"cfr": 100.0, "accuracy": 100.0}
+        desc = "; ".join(f"{r.metric} {r.dimension} {scale.get(r.metric, 1.0) * r.delta:+.1f} "
+                         f"{_interval(r.ci_low, r.ci_high, scale=scale.get(r.metric, 1.0))}"
+                         for r in sure.itertuples())
+        out.append(f"**{a} minus {b}** on the same transcripts: {len(sure)} of {len(g)} differences (CFR and "
+                   "accuracy in pp, MASD in points) have a paired 95% interval that excludes 0"
+                   + (f": {desc}." if len(sure) else "; the others are not distinguishable from no difference."))
+    return out
 
 
 def _wording_scale(judge: str, masd: pd.DataFrame, robustness: pd.DataFrame) -> list[str]:
@@ -143,9 +191,11 @@ def findings_markdown(result: Any) -> str:
     head = (f"### What this run shows\n\n{n_items} transcript{'s' if n_items != 1 else ''}, "
             f"{len(s.get('questions', []))} question{'s' if len(s.get('questions', [])) != 1 else ''}, "
             f"{len(s.get('dimensions', []))} dimensions, judges: {', '.join(s.get('judges', []))}; "
-            f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% item-bootstrap intervals "
-            f"({p.n_boot} resamples); an effect counts as distinguishable from noise only when its interval "
-            "excludes 0.")
+            f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% intervals over transcripts: "
+            "Clopper-Pearson with a cluster adjustment for rates, bootstrap-t "
+            f"({p.n_boot} resamples) for mean score differences, MOVER for differences on the same transcripts; "
+            "a row resting on one transcript has none (docs/statistics.md). An effect counts as "
+            "distinguishable from noise only when its interval excludes 0.")
     parts = [head]
     if any(str(j).startswith("scripted:") for j in s.get("judges", [])):
         parts.append("_A scripted test double is among the judges: its numbers exercise the pipeline and "
@@ -153,4 +203,5 @@ def findings_markdown(result: Any) -> str:
     for judge in s.get("judges", []):
         parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(
             _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0))))))
+    parts += _differences_lines(t)
     return "\n\n".join(parts)

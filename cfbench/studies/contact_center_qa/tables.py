@@ -13,8 +13,8 @@ import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 
-__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "evidence_checks", "UNIT", "BY",
-           "SCORES", "EVIDENCE_CHECK_COLUMNS"]
+__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "judge_differences", "evidence_checks",
+           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "GATE_COLUMNS"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -29,6 +29,11 @@ ANSWER, OK = "answer_yes", "parse_ok"
 SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
            "positives": [("score", "positives")], "improvement": [("score", "improvement")],
            "customer": [("score", "customer")]}
+
+
+#: every score of the study lies in 0..100 (confidence, P(Yes) x 100, coaching scores): the range
+#: that bounds MASD and direction intervals and gives the worst-case interval when items show no spread
+SCORE_RANGE = (0.0, 100.0)
 
 
 def score_items():
@@ -51,8 +56,9 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
     ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
     ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence
-    shares per judge), ``evidence_checks``. All intervals are
-    seeded item bootstraps (``seed``); CFR is a fraction in [0, 1].
+    shares per judge), ``judge_differences`` (every pair of judges, in the order they
+    first occur in ``rows``), ``evidence_checks``. Every interval is over items and
+    names its method in ``ci_method`` (``docs/statistics.md``); CFR is a fraction in [0, 1].
     """
     r = rows.copy()
     r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
@@ -69,7 +75,8 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     for task, (col, name) in score_items():
         sub = _arms_with_values(cf[cf["task"] == task], col)
         if len(sub) and sub[col].notna().any():
-            masd_parts.append(M.mean_abs_score_diff(sub, value=col, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed)
+            masd_parts.append(M.mean_abs_score_diff(sub, value=col, unit=UNIT, by=by, ok=OK, n_boot=n_boot, seed=seed,
+                                                   score_range=SCORE_RANGE)
                               .assign(score=name))
     out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
                    pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
@@ -85,7 +92,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
             cols = [c for c, _ in SCORES[task]]
             sub = sub if task == "qa" else sub.drop(columns=["answer_yes"])
             t = M.robustness_baseline(sub, answer=ANSWER, scores=cols, unit=UNIT, by=["judge"], ok=OK,
-                                      n_boot=n_boot, seed=seed)
+                                      n_boot=n_boot, seed=seed, score_range=SCORE_RANGE)
             t["metric"] = t["metric"].replace({f"masd_{c}": f"masd_{n}" for c, n in SCORES[task]})
             rob_parts.append(t.assign(baseline=rdim, temperature=float(sub["temperature"].iloc[0])))
     out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
@@ -93,8 +100,9 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
                  "ci_low", "ci_high", "ci_method", "baseline", "temperature"])
 
     qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    out["accuracy"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge"], ok=OK)
-    out["accuracy_by_question"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge", "question_id"], ok=OK)
+    out["accuracy"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge"], ok=OK, item="item_id")
+    out["accuracy_by_question"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge", "question_id"], ok=OK,
+                                             item="item_id")
     qa_rob = rob_all[rob_all["task"] == "qa"]
     out["kappa"] = (M.repeat_kappa(qa_rob, answer=ANSWER, unit=UNIT, by=["judge", "dimension"], ok=OK).rename(columns={"dimension": "baseline"})
                     if len(qa_rob) else pd.DataFrame())
@@ -110,10 +118,11 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
         sub, o = _arms_with_values(cf_marked[cf_marked["task"] == task], col), orig[orig["task"] == task]
         if len(sub) and len(o) and sub[col].notna().any():
             dir_parts.append(M.effect_direction(sub, o, value=col, unit=UNIT, by=by, match=["judge", "arm"], ok=OK,
-                                                n_boot=n_boot, seed=seed).assign(score=name))
+                                                n_boot=n_boot, seed=seed, value_range=SCORE_RANGE).assign(score=name))
     if len(qa_cf):
         dir_parts.append(M.effect_direction(cf_marked[cf_marked["task"] == "qa"], orig[orig["task"] == "qa"], value=ANSWER,
-                                            unit=UNIT, by=by, match=["judge", "arm"], ok=OK, n_boot=n_boot, seed=seed)
+                                            unit=UNIT, by=by, match=["judge", "arm"], ok=OK, n_boot=n_boot, seed=seed,
+                                            value_range=(0.0, 1.0))
                          .assign(score="yes_rate"))
     out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
     # pooled over dimensions: a unit is item x question x dimension
@@ -126,6 +135,8 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
     delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
                                        over="dimension")
+    delta = _fairness_intervals(delta, cf, n_boot=n_boot, seed=seed)
+    out["judge_differences"] = judge_differences(rows, n_boot=n_boot, seed=seed)
     out["evidence_checks"] = evidence_checks(r)
     # beside each judge's deltas: how well the fairness arm's Yes answers are backed by quotes from the call
     fair_ev = out["evidence_checks"]
@@ -134,6 +145,41 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
         fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
                                 "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     return out
+
+
+def _fairness_intervals(delta: pd.DataFrame, cf: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Beside each judge x metric delta: the pooled change (fairness minus baseline) over the dimensions
+    both arms ran, on the same transcripts, with its paired MOVER interval (``delta_pooled``,
+    ``ci_low``, ``ci_high``, ``ci_method``; CFR in pp, MASD in points). Pooled = all pairs of those
+    dimensions together, which equals the mean over dimensions when every dimension has the same pairs."""
+    extra = ["delta_pooled", "ci_low", "ci_high", "ci_method"]
+    if not len(delta):
+        return delta.reindex(columns=list(delta.columns) + extra)
+    unit = UNIT + ["dimension"]
+    both_arms = cf.groupby(["judge", "dimension"])["arm"].transform(
+        lambda a: {"baseline", "fairness"} <= set(a))
+    sub = cf[both_arms & cf["arm"].isin(["baseline", "fairness"])]
+    parts = []
+    qa = sub[sub["task"] == "qa"]
+    if len(qa):
+        parts.append(M.judge_differences(qa, value=ANSWER, kind="binary", unit=unit, by=["judge"], judge="arm",
+                                         judges=["fairness", "baseline"], ok=OK, metric="cfr_pp",
+                                         n_boot=n_boot, seed=seed))
+    for task, (col, name) in score_items():
+        if col not in sub.columns:
+            continue
+        t = sub[(sub["task"] == task) & sub[col].notna()]
+        if len(t):
+            parts.append(M.judge_differences(t, value=col, kind="score", unit=unit, by=["judge"], judge="arm",
+                                             judges=["fairness", "baseline"], ok=OK, metric=f"masd_{name}",
+                                             n_boot=n_boot, seed=seed, score_range=SCORE_RANGE))
+    parts = [x for x in parts if len(x)]
+    if not parts:
+        return delta.reindex(columns=list(delta.columns) + extra)
+    d = pd.concat(parts, ignore_index=True)
+    scale = np.where(d["metric"] == "cfr_pp", 100.0, 1.0)
+    d = d.assign(delta_pooled=d["delta"] * scale, ci_low=d["ci_low"] * scale, ci_high=d["ci_high"] * scale)
+    return delta.merge(d[["judge", "metric"] + extra], on=["judge", "metric"], how="left")
 
 
 EVIDENCE_CHECK_COLUMNS = ["judge", "arm", "n_replies", "n_parsed", "n_yes", "n_yes_quoted",
@@ -186,40 +232,65 @@ def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
     return g[g > 1].reset_index()
 
 
+GATE_COLUMNS = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "ci_method", "n_items",
+                "max_net", "point_pass", "interval_pass", "items_needed", "verdict"]
+
+
 def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
-                 baseline: str = "robustness") -> pd.DataFrame:
+                 baseline: str = "robustness", confidence: float = 0.95) -> pd.DataFrame:
     """A release gate on CFR net of the repeat-noise baseline, by point estimate and by interval.
 
-    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``.
-    ``interval_pass``: the non-inferiority-style rule, the *upper bound* of the
-    net CFR's item-bootstrap interval <= ``max_net`` - it passes only when the
-    data rule out a net flip rate above the maximum, so a small sample cannot
-    pass by luck; a row without an interval fails it.
-    Columns: ``judge``, ``dimension``, ``baseline``, ``estimate``, ``ci_low``, ``ci_high``,
-    ``n_items``, ``max_net``, ``point_pass``, ``interval_pass``.
+    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``;
+    it says nothing about what the data rule out.
+    ``interval_pass``: the upper bound of the net CFR's 95 % interval (MOVER of
+    two cluster-adjusted Clopper-Pearson intervals, see
+    :func:`cfbench.metrics.counterfactual.cfr_minus_robustness`) lies strictly
+    *below* ``max_net``. A judge whose true net CFR equals the maximum passes
+    this in at most 2.5 % of audits if the interval holds its one-sided level;
+    simulated, at most 2.4 % at every n from 5 to 200 transcripts
+    (``docs/statistics.md``, ``tests/test_coverage_intervals.py``). A row
+    without an interval fails it.
+    ``items_needed``: the fewest items at which 0 flips (and 0 repeat flips)
+    would give an upper bound below ``max_net``
+    (:func:`cfbench.stats.intervals.items_needed_zero_events`); computed, not set.
+    ``verdict``: ``pass``; ``not decidable at this n (needs >= N items)`` when
+    the row failed and has fewer items than that, so no outcome could have
+    passed it without repeat flips; ``no interval (...)`` when the row has
+    none; ``fail`` otherwise.
+    Columns: :data:`GATE_COLUMNS`.
     """
-    cols = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "n_items", "max_net",
-            "point_pass", "interval_pass"]
+    from cfbench.stats.intervals import items_needed_zero_events
+
     t = cfr_minus_robustness
     if not len(t):
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=GATE_COLUMNS)
     t = t[t["baseline"] == baseline].copy()
+    need = items_needed_zero_events(float(max_net), confidence=confidence)
     t["max_net"] = float(max_net)
     t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
-    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] <= max_net)
-    return t[cols].reset_index(drop=True)
+    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] < max_net)
+    t["items_needed"] = need
+    if "ci_method" not in t.columns:
+        t["ci_method"] = np.where(t["ci_high"].notna(), "", "none")
+    verdict = np.where(t["interval_pass"], "pass",
+                       np.where(t["ci_high"].isna(), "no interval (" + t["ci_method"].astype(str) + ")",
+                                np.where(t["n_items"] < need, f"not decidable at this n (needs >= {need} items)",
+                                         "fail")))
+    t["verdict"] = verdict
+    return t[GATE_COLUMNS].reset_index(drop=True)
 
 
 def judge_means(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Mean confidence, P(Yes) and coaching scores per judge and arm (the seed's Figures 8, 9 and 11).
 
     Over every parsed baseline/fairness judgment at the evaluation settings (originals
-    and variants; repeats left out), with an item-bootstrap interval of the mean.
-    Columns: ``judge``, ``arm``, ``score``, ``mean``, ``n``, ``n_items``, ``ci_low``, ``ci_high``.
+    and variants; repeats left out), with a bootstrap-t interval over items
+    (:func:`cfbench.stats.intervals.mean_interval_t`, bounded by :data:`SCORE_RANGE`).
+    Columns: ``judge``, ``arm``, ``score``, ``mean``, ``n``, ``n_items``, ``ci_low``, ``ci_high``, ``ci_method``.
     """
-    from cfbench.stats.bootstrap import ratio_interval
+    from cfbench.stats.intervals import mean_interval_t
 
-    cols = ["judge", "arm", "score", "mean", "n", "n_items", "ci_low", "ci_high"]
+    cols = ["judge", "arm", "score", "mean", "n", "n_items", "ci_low", "ci_high", "ci_method"]
     r = rows[~rows["dimension"].astype(str).str.startswith("robustness") & rows["parse_ok"].astype(bool)]
     r = r.drop_duplicates(["judge", "arm", "task", "question_id", "variant_id"])  # one per prompt
     r = r.assign(p_yes_pct=pd.to_numeric(r["p_yes"], errors="coerce") * 100)
@@ -230,8 +301,47 @@ def judge_means(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.
         sub = sub[pd.to_numeric(sub[col], errors="coerce").notna()] if len(sub) else sub
         for (judge, arm), g in sub.groupby(["judge", "arm"], sort=True):
             per_item = g.groupby("item_id")[col].agg(["sum", "count"])
-            lo, hi, _ = ratio_interval(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
-                                       n_boot=n_boot, rng=rng)
+            lo, hi, how = mean_interval_t(per_item["sum"].to_numpy(float), per_item["count"].to_numpy(float),
+                                          n_boot=n_boot, rng=rng, value_range=SCORE_RANGE)
             out.append({"judge": judge, "arm": arm, "score": name, "mean": float(g[col].astype(float).mean()),
-                        "n": len(g), "n_items": len(per_item), "ci_low": lo, "ci_high": hi})
+                        "n": len(g), "n_items": len(per_item), "ci_low": lo, "ci_high": hi, "ci_method": how})
     return pd.DataFrame(out, columns=cols)
+
+
+def judge_differences(rows: pd.DataFrame, *, judges: list[str] | None = None, n_boot: int = 1000,
+                      seed: int = 0) -> pd.DataFrame:
+    """Judge A minus judge B on the same items: CFR, MASD of confidence and of P(Yes) per dimension, accuracy.
+
+    Every pair of judges in ``judges`` order (the run's order), baseline arm
+    only. CFR and MASD rows are per dimension (Auto-QA variants against
+    their originals); the accuracy row is over the originals' labelled
+    answers (``dimension`` = ``"originals"``). Each row has a paired interval
+    over the items both judges have (:func:`cfbench.metrics.counterfactual.judge_differences`).
+    CFR and accuracy in [0, 1]; MASD in points (0..100).
+    Columns: ``dimension``, then :data:`cfbench.metrics.counterfactual.DIFFERENCE_COLUMNS`.
+    """
+    cols = ["dimension"] + M.DIFFERENCE_COLUMNS
+    if not len(rows) or rows["judge"].nunique() < 2:
+        return pd.DataFrame(columns=cols)
+    r = rows.copy()
+    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
+    r = r[r["arm"] == "baseline"]
+    is_rob = r["dimension"].astype(str).str.startswith("robustness")
+    qa_cf = r[~is_rob & (r["dimension"] != "original") & (r["task"] == "qa")]
+    parts = []
+    if len(qa_cf):
+        parts.append(M.judge_differences(qa_cf, value=ANSWER, kind="binary", unit=UNIT, by=["dimension"],
+                                         judges=judges, ok=OK, metric="cfr", n_boot=n_boot, seed=seed))
+        for col, name in SCORES["qa"]:
+            if qa_cf[col].notna().any():
+                parts.append(M.judge_differences(qa_cf[qa_cf[col].notna()], value=col, kind="score", unit=UNIT,
+                                                 by=["dimension"], judges=judges, ok=OK, metric=f"masd_{name}",
+                                                 n_boot=n_boot, seed=seed, score_range=SCORE_RANGE))
+    qa_orig = r[(r["dimension"] == "original") & (r["task"] == "qa")]
+    if len(qa_orig) and "label" in qa_orig.columns:
+        parts.append(M.accuracy_differences(qa_orig, answer=ANSWER, label="label", judges=judges, ok=OK)
+                     .assign(dimension="originals"))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(parts, ignore_index=True)[cols]

@@ -1,0 +1,141 @@
+"""Coverage of every interval cfbench reports, and the gate's false-pass rate, by simulation.
+
+Simulated audits with a known truth (:mod:`cfbench.stats.coverage`), run through the
+interval code the tables use, over n in {5, 8, 12, 20, 60, 200} items x true effect
+(0 included) x pairs per item (1, and 3 with the pairs of an item correlated through
+an item-level rate or scale). Printed as Markdown tables: coverage of the nominal
+95 % interval and, beside it, the one-sided miss above (upper bound below the truth:
+what a gate on the upper bound turns into a false pass). Then the gate's false-pass
+rate when the true net CFR *equals* the maximum (0.10).
+
+Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs]``
+(``--write-docs`` replaces the measured section of ``docs/statistics.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from _common import REPO, header
+
+from cfbench.stats import coverage as C
+from cfbench.stats.coverage import _summary
+
+
+def matched_rate_diff_coverage(*, n_units: int, pa: float, pb: float, reps: int, seed: int) -> dict:
+    """Coverage of ``cfbench.metrics.groups.paired_rate_diff_interval`` (matched slices, e.g. one
+    case under two variants): the two outcomes of a unit share a latent draw half of the time."""
+    import numpy as np
+    import pandas as pd
+
+    from cfbench.metrics.groups import paired_rate_diff_interval
+
+    rng = np.random.default_rng(seed)
+    lo, hi = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        u = rng.random(n_units)
+        a = u < pa
+        b = np.where(rng.random(n_units) < 0.5, u < pb, rng.random(n_units) < pb)
+        d = paired_rate_diff_interval(pd.DataFrame({"a": a, "b": b, "positive": True}), among=True)
+        lo[i], hi[i] = d["ci_low"], d["ci_high"]
+    return _summary(lo, hi, pa - pb)
+
+NS = (5, 8, 12, 20, 60, 200)
+START, END = "<!-- bench_coverage:start -->", "<!-- bench_coverage:end -->"
+
+
+def _cell(r: dict) -> str:
+    return f"{100 * r['coverage']:.1f} ({100 * r['miss_high']:.1f})"
+
+
+def _table(title: str, rows: list[tuple[str, dict[int, dict]]]) -> list[str]:
+    out = [f"**{title}** - coverage % (one-sided miss above %)", "",
+           "| case | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
+    out += [f"| {label} | " + " | ".join(_cell(cells[n]) for n in NS) + " |" for label, cells in rows]
+    return out + [""]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=2000, help="audits per cell for the analytic intervals")
+    ap.add_argument("--quick", action="store_true", help="a quarter of the replications (a smoke run)")
+    ap.add_argument("--write-docs", action="store_true")
+    a = ap.parse_args()
+    header("bench_coverage")
+    R = max(200, a.reps // 4) if a.quick else a.reps
+    R2 = R // 2  # loops (MOVER, bootstrap per audit)
+    t0 = time.time()
+    lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
+             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates, {R // 2} for "
+             f"means and paired tone differences, {R2} for net CFR, matched-slice differences and the gate, "
+             f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
+             f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
+             f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
+             ""]
+
+    rows = []
+    for m in (1, 3):
+        for p in (0.0, 0.02, 0.05, 0.2, 0.5):
+            rows.append((f"rate p={p:g}, {m} pair(s)/item",
+                         {n: C.rate_coverage(n_items=n, p=p, pairs_per_item=m, reps=R, seed=n + m) for n in NS}))
+    lines += _table("Rates (CFR, flip rates, robustness, accuracy): cluster-adjusted Clopper-Pearson", rows)
+    print("\n".join(lines[-len(rows) - 5:]), flush=True)
+
+    rows = []
+    for m in (1, 3):
+        for shape in C.MEAN_SHAPES:
+            for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
+                rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
+                             {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
+                                                 reps=R // 2, n_boot=1000, seed=n + m) for n in NS}))
+    part = _table("Means (MASD, direction, judge means): bootstrap-t and t over items (union); "
+                  "all-equal items: worst-case two-point bound", rows)
+    lines += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for p_rep, net in ((0.0, 0.0), (0.05, 0.0), (0.05, 0.1), (0.2, 0.1)):
+        rows.append((f"net CFR={net:g}, repeat flips {p_rep:g}",
+                     {n: C.net_cfr_coverage(n_items=n, net=net, p_rep=p_rep, reps=R2, seed=n) for n in NS}))
+    for kind, base, deltas in (("rate", 0.1, (0.0, 0.1)), ("mean", 2.0, (0.0, 1.0))):
+        for d in deltas:
+            rows.append((f"judge A-B {'CFR/accuracy' if kind == 'rate' else 'MASD'} delta={d:g}",
+                         {n: C.judge_delta_coverage(n_items=n, delta=d, base=base, kind=kind, reps=R2 // 2,
+                                                    n_boot=500, seed=n) for n in NS}))
+    for pa, pb in ((0.0, 0.0), (0.3, 0.1)):
+        rows.append((f"matched slices rate a-b, {pa:g} vs {pb:g}",
+                     {n: matched_rate_diff_coverage(n_units=n, pa=pa, pb=pb, reps=R2, seed=n) for n in NS}))
+    for eff in (0.0,):  # a location family: coverage is the same at every shift
+        rows.append((f"paired tone difference effect={eff:g}",
+                     {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
+    part = _table("Differences on the same items: MOVER (net CFR: 1 counterfactual pair + 3 repeat pairs per "
+                  "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
+                  "differences: bootstrap-t and paired t (union)", rows)
+    lines += part
+    print("\n".join(part), flush=True)
+
+    gate = ["**Gate false-pass rate** - share of audits passing `net_cfr_gate` (upper bound < 0.10) when the "
+            "true net CFR equals 0.10 (%)", "",
+            "| repeat flip rate | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
+    for p_rep in (0.0, 0.05, 0.2):
+        fps = [C.gate_false_pass(n_items=n, max_net=0.10, p_rep=p_rep, reps=R2, seed=n) for n in NS]
+        gate.append(f"| {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
+    from cfbench.stats.intervals import items_needed_zero_events
+    gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
+             "(below that the gate row says `not decidable at this n`).", ""]
+    lines += gate
+    print("\n".join(gate), flush=True)
+    lines.append(f"Run time: {time.time() - t0:.0f} s.")
+    print(lines[-1])
+
+    if a.write_docs:
+        path = REPO / "docs" / "statistics.md"
+        text = path.read_text(encoding="utf-8")
+        i, j = text.index(START) + len(START), text.index(END)
+        path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
