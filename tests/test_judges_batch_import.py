@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.judges import Response, ResponseCache
+from cfbench.judges import Request, Response, ResponseCache
 from cfbench.judges.batch import _line_outcome, _output_items, import_batch
 
 
@@ -57,6 +57,8 @@ def test_import_stores_what_the_line_says(tmp_path):
     lines = [_line(i) for i in range(5)] + [_line(5, content=None)]
     path = _write(tmp_path / "out.jsonl", lines)
     cache = ResponseCache(tmp_path / "c.sqlite")
+    keys = [f"k{i}" for i in range(6)]
+    cache.remember_requests("openai:m", [Request(k, ({"role": "user", "content": k},)) for k in keys], keys=keys)
     assert import_batch(cache, "openai:m", path) == (5, 1)
     for i in range(5):
         resp, _ = cache.get(f"k{i}")
