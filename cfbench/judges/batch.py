@@ -87,7 +87,7 @@ def judge_slug(spec: str) -> str:
     """A folder name for a judge: ``openai:gpt-4o-mini`` -> ``openai-gpt-4o-mini``; a spec naming a
     server keeps its host and port, and a short hash keeps two specs that spell alike apart."""
     slug = re.sub(r"[^A-Za-z0-9._]+", "-", spec).strip("-.")[:80] or "judge"
-    if slug != re.sub(r"[^A-Za-z0-9._-]+", "-", spec):
+    if re.search(r"[^A-Za-z0-9._:-]", spec) or len(spec) > 80:
         slug += "-" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:8]
     return slug
 
@@ -828,7 +828,7 @@ def _import_lines(cache: ResponseCache, judge: str, paths: list[Path], *, allowe
 
     Two passes: the first reads every line's outcome and finds refused ids and conflicts (one
     custom_id answered differently); the second stores each accepted, unconflicted id once.
-    Returns counts (``ok``, ``failed``, ``refused``, ``duplicate``, ``conflict``), the ``answered``
+    Returns counts (``ok``, ``failed`` (conflicts included), ``refused``, ``duplicate``, ``conflict``), the ``answered``
     ids and the ``usage`` of the stored replies.
     """
     creds = credentials()
@@ -847,8 +847,9 @@ def _import_lines(cache: ResponseCache, judge: str, paths: list[Path], *, allowe
     if allowed is None:
         allowed = cache.known_keys(judge, list(digests))
     refused = [k for k in digests if k not in allowed]
-    counts: dict[str, Any] = {"lines": n_lines, "ok": 0, "failed": 0, "refused": 0, "duplicate": 0,
-                              "conflict": len([k for k in conflicts if k in allowed]), "refused_ids": refused[:3],
+    n_conflict = len([k for k in conflicts if k in allowed])
+    counts: dict[str, Any] = {"lines": n_lines, "ok": 0, "failed": n_conflict, "refused": 0, "duplicate": 0,
+                              "conflict": n_conflict, "refused_ids": refused[:3],
                               "answered": set(), "usage": {"n_replies": 0, "prompt_tokens": 0, "completion_tokens": 0}}
     good: list[tuple[str, str, str, float | None]] = []
     failed: list[tuple[str, str]] = []
