@@ -67,10 +67,11 @@ def test_a_batch_line_for_another_judges_key_never_answers_that_judge(server, tm
     victim = Request("v", ({"role": "user", "content": "Is this call compliant?"},))
     injected = victim.cache_key("scripted:yes")  # the key scripted:yes looks up for this request
     manifest, _ = _run_to_collect(server, tmp_path / "job", make(3), cache, ["ok", f"foreign:{injected}", "ok"])
+    assert cache.get(injected) is None and cache.failures_many([injected]) == {}
     res = run_requests("scripted:yes", [victim], cache=cache, progress=False)
     row = res.judgments.iloc[0]
     assert not bool(row.cache_hit) and row.text == "Yes"  # the judge's own reply, not the injected text
-    assert cache.get(injected) is None and cache.failures_many([injected]) == {}
+    assert cache.get(injected, "scripted:yes")[0].text == "Yes"
     shard = manifest["shards"][0]
     assert (shard["n_ok"], shard["n_refused"], shard["n_missing"]) == (2, 1, 1)
 
