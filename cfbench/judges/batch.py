@@ -486,7 +486,14 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
     """
     out = Path(out_dir)
     manifest = read_manifest(out)
-    client = client or _client(manifest)
+    if max_active is not None and (not isinstance(max_active, int) or max_active < 1):
+        raise InputError(f"--max-active must be a whole number >= 1, got {max_active!r}", field="max_active")
+    if client is None:
+        client = _client(manifest)
+        # the SDK's own quick retries would hide a queue limit: creations are retried here, with back-off
+        creator = client.with_options(max_retries=0).batches
+    else:
+        creator = client.batches
     say = log or (lambda msg: None)
     delay = backoff_s
 
@@ -513,7 +520,7 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
             _save_manifest(out, manifest)
         while True:
             try:
-                batch = client.batches.create(input_file_id=shard["input_file_id"], endpoint=manifest["endpoint"],
+                batch = creator.create(input_file_id=shard["input_file_id"], endpoint=manifest["endpoint"],
                                               completion_window=completion_window,
                                               metadata={"cfbench_shard": shard["file"]})
             except Exception as exc:  # noqa: BLE001 - only the server's refusals are handled here
@@ -716,9 +723,15 @@ def retry_batch(out_dir: str | os.PathLike[str], *, cache: ResponseCache, client
     limits = manifest.get("limits") or {}
     writer = _ShardWriter(out, limits.get("max_requests", MAX_SHARD_REQUESTS),
                           limits.get("max_bytes", MAX_SHARD_BYTES), prefix=prefix)
-    todo = [s for s in manifest["shards"] if s.get("collected") and not s.get("retried_in")]
+    # with include_permanent, shards retried before are read again: their permanent failures were left out
+    todo = [s for s in manifest["shards"] if s.get("collected") and (include_permanent or not s.get("retried_in"))]
+    in_flight: set[str] = set()  # requests of submitted shards not collected yet are never sent twice
+    for s in manifest["shards"]:
+        if s.get("batch_id") and not s.get("collected"):
+            in_flight.update(_shard_limits(out / s["file"]))
     permanent: list[tuple[str, str]] = []
     n_resent = 0
+    sent: set[str] = set()
 
     def on_open(shards: list[dict[str, Any]]) -> None:
         shards[-1]["retry_round"] = round_no
@@ -736,8 +749,9 @@ def retry_batch(out_dir: str | os.PathLike[str], *, cache: ResponseCache, client
         open_keys = [k for k in keys if k not in have]
         reasons = cache.failures_many(open_keys, spec)
         for key, line in zip(keys, lines):
-            if key in have:
+            if key in have or key in in_flight or key in sent:
                 continue
+            sent.add(key)
             reason = reasons.get(key, "no result recorded")
             if is_permanent(reason) and not include_permanent:
                 permanent.append((key, reason))

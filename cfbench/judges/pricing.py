@@ -177,5 +177,5 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, prices
     output_usd = completion_tokens * entry["output"] * factor / 1e6
     return {"model": model, "priced_as": name, "usd_per_1m_input": entry["input"],
             "usd_per_1m_output": entry["output"], "batch_discount": entry["batch_discount"] if batch else 0.0,
-            "as_of": prices.get("as_of"), "input_usd": round(input_usd, 6), "output_usd": round(output_usd, 6),
-            "total_usd": round(input_usd + output_usd, 6)}
+            "as_of": prices.get("as_of"), "input_usd": input_usd, "output_usd": output_usd,
+            "total_usd": input_usd + output_usd}
