@@ -840,31 +840,40 @@ def _import_lines(cache: ResponseCache, judge: str, paths: list[Path], *, allowe
     """Import Batch output files for ``judge``, accepting only custom_ids in ``allowed`` (a dict or
     set; None: the keys the cache knows for ``judge``, see :meth:`ResponseCache.known_keys`).
 
-    Two passes: the first reads every line's outcome and finds refused ids and conflicts (one
-    custom_id answered differently); the second stores each accepted, unconflicted id once.
-    Returns counts (``ok``, ``failed`` (conflicts included), ``refused``, ``duplicate``, ``conflict``), the ``answered``
-    ids and the ``usage`` of the stored replies.
+    One pass reads every line's outcome (the reply JSON or the failure reason), keeping one per
+    custom_id: a second line alike is a duplicate (counted once), a second line that differs makes the
+    id a conflict (recorded as a failure, never cached). A Batch output file holds at most 50,000
+    lines (one shard's), so the outcomes of one import fit in memory (~300 bytes each). Then the
+    accepted, unconflicted ids are stored. Returns counts (``ok``, ``failed`` (conflicts included),
+    ``refused``, ``duplicate``, ``conflict``), the ``answered`` ids and the ``usage`` of the stored replies.
     """
     creds = credentials()
     limits = allowed if isinstance(allowed, dict) else {}
-    digests: dict[str, tuple[str, int]] = {}  # key -> (outcome digest, first line)
+    seen: dict[str, tuple[str | None, str | None, int, int, str]] = {}  # key -> (reply JSON, reason, ptok, ctok, where)
     conflicts: dict[str, list[str]] = {}
     n_lines = 0
+    dup_keys: list[str] = []
     for path, lineno, key, response, reason in _outcomes(paths, limits, creds):
         n_lines += 1
-        digest = hashlib.sha256((response.to_json() if response is not None else "\0" + reason).encode()).hexdigest()[:16]
-        first = digests.get(key)
+        blob = response.to_json() if response is not None else None
+        first = seen.get(key)
         if first is None:
-            digests[key] = (digest, lineno)
-        elif first[0] != digest:
-            conflicts.setdefault(key, [f"line {first[1]}"]).append(f"{path.name} line {lineno}")
+            seen[key] = (blob, reason, int(response.prompt_tokens or 0) if response is not None else 0,
+                         int(response.completion_tokens or 0) if response is not None else 0,
+                         f"{path.name} line {lineno}")
+        elif (first[0], first[1]) != (blob, reason):
+            conflicts.setdefault(key, [first[4]]).append(f"{path.name} line {lineno}")
+        else:
+            dup_keys.append(key)
     if allowed is None:
-        allowed = cache.known_keys(judge, list(digests))
-    refused = [k for k in digests if k not in allowed]
-    n_conflict = len([k for k in conflicts if k in allowed])
-    counts: dict[str, Any] = {"lines": n_lines, "ok": 0, "failed": n_conflict, "refused": 0, "duplicate": 0,
-                              "conflict": n_conflict, "refused_ids": refused[:3],
-                              "answered": set(), "usage": {"n_replies": 0, "prompt_tokens": 0, "completion_tokens": 0}}
+        allowed = cache.known_keys(judge, list(seen))
+    refused = [k for k in seen if k not in allowed]
+    n_conflict = sum(1 for k in conflicts if k in allowed)
+    counts: dict[str, Any] = {"lines": n_lines, "ok": 0, "failed": n_conflict, "refused": 0,
+                              "duplicate": sum(1 for k in dup_keys if k in allowed and k not in conflicts),
+                              "conflict": n_conflict, "refused_ids": refused[:3], "answered": set(),
+                              "usage": {"n_replies": 0, "prompt_tokens": 0, "completion_tokens": 0}}
+    refused_set = set(refused)
     good: list[tuple[str, str, str, float | None]] = []
     failed: list[tuple[str, str]] = []
 
@@ -876,36 +885,30 @@ def _import_lines(cache: ResponseCache, judge: str, paths: list[Path], *, allowe
             cache.record_failures(judge, failed)
             failed.clear()
 
-    if conflicts:
-        for key, where in conflicts.items():
-            if key in allowed:
-                failed.append((key, f"conflict: {len(where)} different results for this custom_id "
-                                    f"({', '.join(where[:4])}); not cached"))
-    done = counts["answered"]
-    usage = counts["usage"]
-    for _path, _lineno, key, response, reason in _outcomes(paths, limits, creds):
-        if key not in allowed:
-            counts["refused"] += 1
-            continue
-        if key in conflicts:
-            done.add(key)
-            continue
-        if key in done:
-            counts["duplicate"] += 1
+    usage, done = counts["usage"], counts["answered"]
+    for key, (blob, reason, ptok, ctok, _where) in seen.items():
+        if key in refused_set:
             continue
         done.add(key)
-        if response is not None:
-            good.append((key, judge, response.to_json(), None))
+        if key in conflicts:
+            where = conflicts[key]
+            failed.append((key, f"conflict: {len(where)} different results for this custom_id "
+                                f"({', '.join(where[:4])}); not cached"))
+        elif blob is not None:
+            good.append((key, judge, blob, None))
             counts["ok"] += 1
             usage["n_replies"] += 1
-            usage["prompt_tokens"] += int(response.prompt_tokens or 0)
-            usage["completion_tokens"] += int(response.completion_tokens or 0)
+            usage["prompt_tokens"] += ptok
+            usage["completion_tokens"] += ctok
         else:
             failed.append((key, reason))
             counts["failed"] += 1
         if len(good) + len(failed) >= flush_every:
             flush()
     flush()
+    # every line of a refused id is refused: its first line, its duplicates and its differing lines
+    counts["refused"] = len(refused_set) + sum(1 for k in dup_keys if k in refused_set) + \
+        sum(len(v) - 1 for k, v in conflicts.items() if k in refused_set)
     return counts
 
 
