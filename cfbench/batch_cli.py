@@ -175,7 +175,9 @@ def _cmd_submit(args: argparse.Namespace) -> int:
 def _cmd_status(args: argparse.Namespace) -> int:
     from .judges.batch import batch_status
 
-    _each_plan(args, batch_status)
+    for manifest in _each_plan(args, batch_status):
+        if not any(s.get("batch_id") for s in manifest["shards"]):
+            _print_cost(manifest)  # nothing sent yet: what sending it would cost
     return 0
 
 

@@ -578,10 +578,10 @@ def batch_status(out_dir: str | os.PathLike[str], *, client: Any = None) -> dict
     batch's own errors (a batch rejected whole keeps them in ``errors``)."""
     out = Path(out_dir)
     manifest = read_manifest(out)
-    client = client or _client(manifest)
     for shard in manifest["shards"]:
         if shard.get("batch_id") is None or shard.get("status") in _DONE:
             continue
+        client = client or _client(manifest)  # a plan with nothing in flight needs no client (nor key)
         batch = client.batches.retrieve(shard["batch_id"])
         shard["status"] = batch.status
         shard["output_file_id"] = getattr(batch, "output_file_id", None)
@@ -601,9 +601,9 @@ def cancel_batch(out_dir: str | os.PathLike[str], *, client: Any = None) -> dict
     a cancelled batch completed, and ``retry`` re-sends the rest."""
     out = Path(out_dir)
     manifest = batch_status(out, client=client)
-    client = client or _client(manifest)
     for shard in manifest["shards"]:
         if shard.get("batch_id") and shard.get("status") not in _DONE + ("cancelling",):
+            client = client or _client(manifest)
             shard["status"] = client.batches.cancel(shard["batch_id"]).status
             _save_manifest(out, manifest)
     return manifest
@@ -625,11 +625,11 @@ def collect_batch(out_dir: str | os.PathLike[str], *, cache: ResponseCache, clie
     out = Path(out_dir)
     check_environment(read_manifest(out), out / MANIFEST)
     manifest = batch_status(out, client=client)
-    client = client or _client(manifest)
     spec = manifest["judge"]
     for shard in manifest["shards"]:
         if shard.get("collected") or shard.get("status") not in _DONE:
             continue
+        client = client or _client(manifest)
         _verify_shard(out / shard["file"], shard)
         stem = shard["file"].removesuffix(".jsonl")
         paths = []
