@@ -329,3 +329,11 @@ def test_importing_an_output_into_the_wrong_shard_is_refused(tmp_path):
     assert len(cache) == 0 and not read_manifest(out)["shards"][0]["collected"]
     import_outputs(out, [tmp_path / "results.jsonl"], cache=cache, shard="shard-00001.jsonl")
     assert len(cache) == 2 and manifest["shards"][1]["file"] == "shard-00001.jsonl"
+
+
+def test_a_cost_from_counted_characters_is_labelled_an_estimate():
+    from cfbench.judges.pricing import estimate_from_chars
+
+    est = estimate_from_chars("gpt-4o", n_requests=10, prompt_chars=4_001, max_output_tokens=50)
+    assert est["prompt_tokens"] == 1_001 + 90 and est["method"].startswith("estimate")
+    assert est["cost"]["total_usd"] == pytest.approx((1_091 * 2.5 + 50 * 10.0) * 0.5 / 1e6)

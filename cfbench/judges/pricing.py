@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import InputError
 
-__all__ = ["TokenCounter", "load_prices", "price_for", "estimate_cost", "PRICES_PATH"]
+__all__ = ["TokenCounter", "load_prices", "price_for", "estimate_cost", "estimate_from_chars", "PRICES_PATH"]
 
 PRICES_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 _PER_MESSAGE = 3  # <|start|>{role}\n … <|end|> framing per message in OpenAI's chat format
@@ -179,3 +179,16 @@ def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, prices
             "usd_per_1m_output": entry["output"], "batch_discount": entry["batch_discount"] if batch else 0.0,
             "as_of": prices.get("as_of"), "input_usd": input_usd, "output_usd": output_usd,
             "total_usd": input_usd + output_usd}
+
+
+def estimate_from_chars(model: str, n_requests: int, prompt_chars: int, max_output_tokens: int,
+                        prices: Mapping[str, Any] | None = None, *, batch: bool = True) -> dict[str, Any]:
+    """Tokens and cost from a streamed count of prompt characters (what plan-only counts), when the
+    requests themselves are not at hand: prompt tokens estimated as characters / 4 plus the chat
+    framing of two messages per request, labelled as an estimate; output at most ``max_output_tokens``."""
+    prompt_tokens = math.ceil(prompt_chars / 4) + n_requests * (2 * _PER_MESSAGE + _REPLY_PRIMING)
+    cost = estimate_cost(model, prompt_tokens, max_output_tokens, prices if prices is not None else load_prices(),
+                         batch=batch)
+    return {"method": "estimate: characters / 4 + 9 tokens of chat framing per request", "n_requests": n_requests,
+            "prompt_chars": prompt_chars, "prompt_tokens": prompt_tokens, "max_output_tokens": max_output_tokens,
+            "cost": cost}
