@@ -13,7 +13,7 @@ Commands::
     cfbench batch status --dir DIR
     cfbench batch collect --dir DIR [--cache PATH]
     cfbench batch cancel --dir DIR
-    cfbench batch retry --dir DIR [--cache PATH] [--include-permanent] [--max-active N [--wait]]
+    cfbench batch retry --dir DIR [--cache PATH] [--include-permanent] [--no-submit] [--max-active N [--wait]]
     cfbench batch import --dir DIR OUTPUT [OUTPUT ...] [--shard FILE] [--cache PATH]
     cfbench cache stats [--path PATH]
     cfbench cache vacuum [--drop-pending] [--drop-failures] [--path PATH]
@@ -205,7 +205,7 @@ def _cmd_retry(args: argparse.Namespace) -> int:
     cache = _cache(args.cache)
     for folder in plan_dirs(args.dir):
         info = retry_batch(folder, cache=cache, include_permanent=args.include_permanent,
-                           max_active=args.max_active, wait=args.wait, log=print)
+                           submit=not args.no_submit, max_active=args.max_active, wait=args.wait, log=print)
         print(f"== {folder}: retry round {info['round']}: re-sending {info['n_resent']:,} request(s) in "
               f"{len(info['shards'])} new shard(s)")
         if info["n_permanent"]:
@@ -310,6 +310,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         if name == "retry":
             p.add_argument("--include-permanent", action="store_true",
                            help="also re-send requests that failed with a permanent (4xx) error")
+            p.add_argument("--no-submit", action="store_true",
+                           help="write the retry shards only (to run them elsewhere, e.g. vLLM's run-batch)")
         if name == "import":
             p.add_argument("outputs", nargs="+", help="output JSONL files (shard-NNNNN.<anything>.jsonl)")
             p.add_argument("--shard", default=None, help="the shard file the outputs answer (when not in their name)")

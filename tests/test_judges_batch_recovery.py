@@ -337,3 +337,28 @@ def test_a_cost_from_counted_characters_is_labelled_an_estimate():
     est = estimate_from_chars("gpt-4o", n_requests=10, prompt_chars=4_001, max_output_tokens=50)
     assert est["prompt_tokens"] == 1_001 + 90 and est["method"].startswith("estimate")
     assert est["cost"]["total_usd"] == pytest.approx((1_091 * 2.5 + 50 * 10.0) * 0.5 / 1e6)
+
+
+def test_retry_without_submitting_writes_shards_to_run_elsewhere_once(tmp_path, capsys):
+    spec = "openai:m@http://gpu-node:8000/v1"
+    out, cache_path = tmp_path / "job", tmp_path / "c.sqlite"
+    cache = ResponseCache(cache_path)
+    reqs = make(6)
+    keys = [r.cache_key(spec) for r in reqs]
+    plan_batch(reqs, spec, out, cache=cache, progress=False)
+    vllm_like_run_batch(out / "shard-00000.jsonl", tmp_path / "all.jsonl", fail_every=3)
+    kept = [x for x in (tmp_path / "all.jsonl").read_text().splitlines() if json.loads(x)["custom_id"] != keys[0]]
+    (out / "shard-00000.output.jsonl").write_text("\n".join(kept) + "\n")  # the runner lost the first request
+    import_outputs(out, [out / "shard-00000.output.jsonl"], cache=cache)
+    argv = ["batch", "retry", "--dir", str(out), "--cache", str(cache_path), "--no-submit"]
+    assert _cli(argv) == 0  # no key, no server: nothing is submitted
+    text = capsys.readouterr().out
+    assert "re-sending 1 request(s) in 1 new shard(s)" in text and "2 permanent failure(s) not re-sent" in text
+    assert [json.loads(x)["custom_id"] for x in (out / "retry-01-shard-00000.jsonl").read_text().splitlines()] == \
+        [keys[0]]
+    assert _cli(argv) == 0  # the retry shard is still to run: its request is not written again
+    assert "re-sending 0 request(s)" in capsys.readouterr().out
+    vllm_like_run_batch(out / "retry-01-shard-00000.jsonl", out / "retry-01-shard-00000.output.jsonl")
+    import_outputs(out, [out / "retry-01-shard-00000.output.jsonl"], cache=cache)
+    rows = run_requests(spec, reqs, cache=cache, mode="replay", progress=False).judgments
+    assert rows.ok.sum() == 4 and rows.set_index("request_id").ok["r0"]

@@ -725,9 +725,9 @@ def retry_batch(out_dir: str | os.PathLike[str], *, cache: ResponseCache, client
                           limits.get("max_bytes", MAX_SHARD_BYTES), prefix=prefix)
     # with include_permanent, shards retried before are read again: their permanent failures were left out
     todo = [s for s in manifest["shards"] if s.get("collected") and (include_permanent or not s.get("retried_in"))]
-    in_flight: set[str] = set()  # requests of submitted shards not collected yet are never sent twice
+    in_flight: set[str] = set()  # requests of shards not collected yet (sent, or still to run) are never sent twice
     for s in manifest["shards"]:
-        if s.get("batch_id") and not s.get("collected"):
+        if not s.get("collected") and not s.get("writing"):
             in_flight.update(_shard_limits(out / s["file"]))
     permanent: list[tuple[str, str]] = []
     n_resent = 0
