@@ -19,7 +19,7 @@ pytest.importorskip("aiohttp")
 
 from cfbench.core.errors import InputError
 from cfbench.judges import GenerationConfig, Request, ResponseCache, run_requests
-from cfbench.judges.batch import (batch_status, cancel_batch, collect_batch, import_outputs, is_permanent,
+from cfbench.judges.batch import (batch_status, collect_batch, import_outputs, is_permanent,
                                   plan_batch, read_manifest, retry_batch, submit_batch)
 from cfbench.judges.fakeserver import FakeOpenAIServer
 from cfbench.judges.pricing import TokenCounter, estimate_cost, load_prices

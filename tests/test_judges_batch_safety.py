@@ -184,7 +184,8 @@ def test_plan_puts_each_judge_in_its_own_folder_and_the_steps_take_the_parent(se
         assert _cli(["batch", "plan", "--requests", str(reqs), "--judge", judge, "--out", str(root),
                      "--cache", cache, "--quiet"]) == 0
     folders = sorted(p.parent.name for p in root.glob("*/manifest.json"))
-    assert len(folders) == 2 and folders[0].startswith("openai-m1-http-127.0.0.1") and folders[1].startswith("openai-m2")
+    assert len(folders) == 2
+    assert folders[0].startswith("openai-m1-http-127.0.0.1") and folders[1].startswith("openai-m2")
     assert _cli(["batch", "submit", "--dir", str(root)]) == 0
     assert _cli(["batch", "status", "--dir", str(root)]) == 0
     assert _cli(["batch", "collect", "--dir", str(root), "--cache", cache]) == 0
@@ -211,3 +212,16 @@ def test_a_plan_whose_server_came_from_the_environment_is_checked_at_collect(ser
     # a spec naming its server does not depend on the environment
     named = plan_batch(make(2), f"openai:m@{server.base_url}", tmp_path / "named", cache=None, progress=False)
     assert named["endpoint_source"] == "spec"
+
+
+def test_a_manifest_naming_a_file_outside_its_folder_is_refused(tmp_path):
+    out = tmp_path / "job"
+    plan_batch(make(2), "openai:m", out, cache=None, progress=False)
+    victim = tmp_path / "precious.jsonl"
+    victim.write_text("keep me\n")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["shards"][0]["file"] = "../precious.jsonl"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match=r"shards\[0\]") as err:
+        plan_batch(make(2), "openai:m", out, cache=None, progress=False)
+    assert "\n" not in str(err.value) and victim.read_text() == "keep me\n"

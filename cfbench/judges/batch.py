@@ -74,6 +74,11 @@ def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise InputError(f"not a cfbench batch manifest ({exc})", source=str(path)) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list) or "judge" not in manifest:
         raise InputError("not a cfbench batch manifest (no judge or shards)", source=str(path))
+    for i, shard in enumerate(manifest["shards"]):
+        name = shard.get("file") if isinstance(shard, dict) else None
+        if not isinstance(name, str) or not _SHARD_NAME.match(name) or name.endswith(".part"):
+            raise InputError("a shard's file must be a shard name in this folder (shard-NNNNN.jsonl)",
+                             source=str(path), record=f"shards[{i}]", field="file")
     return manifest
 
 
@@ -816,7 +821,8 @@ def _line_outcome(item: dict[str, Any]) -> tuple[Response | None, str | None]:
                     completion_tokens=usage.get("completion_tokens"), finish_reason=choice.get("finish_reason")), None
 
 
-def _outcomes(paths: list[Path], limits: dict[str, int], creds: Any) -> Iterator[tuple[Path, int, str, Response | None, str | None]]:
+def _outcomes(paths: list[Path], limits: dict[str, int],
+              creds: Any) -> Iterator[tuple[Path, int, str, Response | None, str | None]]:
     """(file, line number, custom_id, reply or None, failure reason or None) of every line."""
     for path in paths:
         for lineno, item in _output_items(path):
