@@ -7,11 +7,14 @@ Wire into the main parser with :func:`add_parser`::
 
 Commands::
 
-    cfbench batch plan --requests REQS --judge SPEC --out DIR [--cache PATH]
+    cfbench batch plan --requests REQS --judge SPEC --out DIR [--cache PATH] [--flat] [--force] [--prices FILE]
     cfbench batch plan --study S -f CONFIG [-p NAME VALUE ...] --judge SPEC --out DIR [--cache PATH]
-    cfbench batch submit --dir DIR
+    cfbench batch submit --dir DIR [--max-active N [--wait]]
     cfbench batch status --dir DIR
     cfbench batch collect --dir DIR [--cache PATH]
+    cfbench batch cancel --dir DIR
+    cfbench batch retry --dir DIR [--cache PATH] [--include-permanent] [--no-submit] [--max-active N [--wait]]
+    cfbench batch import --dir DIR OUTPUT [OUTPUT ...] [--shard FILE] [--cache PATH]
     cfbench cache stats [--path PATH]
     cfbench cache vacuum [--drop-pending] [--drop-failures] [--path PATH]
     cfbench cache export --judge SPEC --out FILE [--path PATH]
@@ -22,6 +25,10 @@ per line) or ``package.module:function``, a function returning an iterable of
 :class:`cfbench.judges.Request` (a study's request generator); ``--study``/``-f``
 is wired by ``cli.py`` through the ``study_requests`` hook of :func:`add_parser` and streams
 the study's ``iter_requests(params)`` (one transcript, prompt or pair at a time).
+``batch plan --out DIR`` writes the plan into ``DIR/<judge>/`` (``--flat``: into ``DIR`` itself);
+the other steps take either that folder or ``DIR`` (then every plan folder under it). A folder
+holding another plan (another judge, another requests source) is refused unless ``--force``, and only
+files a manifest lists are ever removed.
 Each handler returns the exit status; bad input raises :class:`InputError`, which
 the main CLI prints as one line.
 """
@@ -70,52 +77,149 @@ def _print(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _cmd_plan(args: argparse.Namespace, study_requests: StudyRequests | None) -> int:
-    from .judges.batch import plan_batch
-
+def _source(args: argparse.Namespace) -> dict[str, Any]:
+    """What is being planned, recorded in the manifest (a folder holding another source is refused)."""
     if args.requests:
-        requests = load_requests(args.requests)
-    elif study_requests is not None and getattr(args, "study", None):
-        requests = study_requests(args)
-    else:
+        path = Path(args.requests)
+        return {"requests": str(path.resolve()) if path.exists() else args.requests}
+    return {"study": args.study, "config": str(Path(args.config_file).resolve()) if args.config_file else None,
+            "params": sorted([list(p) for p in (getattr(args, "param", None) or [])])}
+
+
+def _money(cost: dict[str, Any] | None) -> str:
+    if not cost or cost.get("total_usd") is None:
+        return (cost or {}).get("note", "no price")
+    return f"${cost['total_usd']:,.2f}"
+
+
+def _cmd_plan(args: argparse.Namespace, study_requests: StudyRequests | None) -> int:
+    from .judges.batch import judge_slug, plan_batch
+    from .judges.pricing import load_prices
+    from .judges.registry import canonical_spec
+
+    if not args.requests and not (study_requests is not None and getattr(args, "study", None)):
         raise InputError("batch plan needs --requests (or --study with a config)")
-    manifest = plan_batch(requests, args.judge, args.out, cache=_cache(args.cache), max_requests=args.max_requests,
-                          max_bytes=args.max_bytes, progress=not args.quiet)
-    print(f"planned {manifest['n_planned']:,} requests in {len(manifest['shards'])} shard(s) under {args.out} "
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a folder, not a file", source=str(out))
+    if not args.flat:
+        out = out / judge_slug(canonical_spec(args.judge))
+    prices = load_prices(args.prices)
+    requests = load_requests(args.requests) if args.requests else study_requests(args)
+    manifest = plan_batch(requests, args.judge, out, cache=_cache(args.cache), max_requests=args.max_requests,
+                          max_bytes=args.max_bytes, progress=not args.quiet, source=_source(args), force=args.force,
+                          prices=prices, token_sample=args.token_sample)
+    print(f"planned {manifest['n_planned']:,} requests in {len(manifest['shards'])} shard(s) under {out} "
           f"({manifest['n_seen']:,} seen, {manifest['n_cached']:,} already cached, "
           f"{manifest['n_duplicate']:,} duplicates)")
+    _print_cost(manifest)
     return 0
 
 
-def _shard_lines(manifest: dict[str, Any]) -> None:
+def _print_cost(manifest: dict[str, Any]) -> None:
+    tok, cost = manifest.get("tokens") or {}, manifest.get("cost") or {}
+    if not tok:
+        return
+    print(f"{manifest['judge']}: {tok['n_requests']:,} requests, {tok['prompt_tokens']:,} prompt tokens "
+          f"({tok['method']}), at most {tok['max_output_tokens']:,} output tokens")
+    if cost.get("total_usd") is None:
+        print(f"estimated cost: unknown - {cost.get('note')}")
+    else:
+        print(f"estimated cost through the Batch API ({cost['priced_as']}: ${cost['usd_per_1m_input']}/"
+              f"${cost['usd_per_1m_output']} per 1M in/out, {cost['batch_discount']:.0%} batch discount, prices as "
+              f"of {cost.get('as_of')}): input ${cost['input_usd']:,.2f} + output at most ${cost['output_usd']:,.2f}"
+              f" = at most ${cost['total_usd']:,.2f}")
+
+
+def _shard_lines(manifest: dict[str, Any], folder: Path | None = None) -> None:
+    if folder is not None:
+        print(f"== {folder} ({manifest['judge']})")
     for s in manifest["shards"]:
-        extra = f" ok={s['n_ok']} failed={s['n_failed']}" if s.get("collected") else ""
-        print(f"{s['file']}: {s['count']:,} requests, {s['bytes']:,} bytes, batch {s.get('batch_id') or '-'} "
-              f"status {s.get('status') or 'not submitted'}{extra}")
+        extra = ""
+        if s.get("collected"):
+            extra = f" ok={s['n_ok']} failed={s['n_failed']}"
+            for name in ("n_missing", "n_refused", "n_duplicate", "n_conflict"):
+                if s.get(name):
+                    extra += f" {name[2:]}={s[name]}"
+        print(f"{s['file']}: {s.get('count', 0):,} requests, {s.get('bytes', 0):,} bytes, "
+              f"batch {s.get('batch_id') or '-'} status {s.get('status') or 'not submitted'}{extra}")
+        for e in s.get("errors") or ():
+            print(f"  batch error {e.get('code')}: {e.get('message')}")
+        if s.get("submit_error"):
+            e = s["submit_error"]
+            print(f"  not created ({e.get('status')}): {e.get('message')}")
+    usage = manifest.get("usage")
+    if usage and usage.get("n_replies"):
+        print(f"collected {usage['n_replies']:,} replies: {usage['prompt_tokens']:,} prompt + "
+              f"{usage['completion_tokens']:,} completion tokens, cost {_money(manifest.get('collected_cost'))}")
+
+
+def _each_plan(args: argparse.Namespace, step: Callable[[Path], dict[str, Any]]) -> list[dict[str, Any]]:
+    from .judges.batch import plan_dirs
+
+    done = []
+    for folder in plan_dirs(args.dir):
+        manifest = step(folder)
+        _shard_lines(manifest, folder)
+        done.append(manifest)
+    return done
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
     from .judges.batch import submit_batch
 
-    _shard_lines(submit_batch(args.dir))
+    _each_plan(args, lambda d: submit_batch(d, max_active=args.max_active, wait=args.wait, log=print))
     return 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
     from .judges.batch import batch_status
 
-    _shard_lines(batch_status(args.dir))
+    for manifest in _each_plan(args, batch_status):
+        if not any(s.get("batch_id") for s in manifest["shards"]):
+            _print_cost(manifest)  # nothing sent yet: what sending it would cost
+    return 0
+
+
+def _cmd_cancel(args: argparse.Namespace) -> int:
+    from .judges.batch import cancel_batch
+
+    _each_plan(args, cancel_batch)
     return 0
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
     from .judges.batch import collect_batch
 
-    manifest = collect_batch(args.dir, cache=_cache(args.cache))
-    _shard_lines(manifest)
-    waiting = [s["file"] for s in manifest["shards"] if not s.get("collected")]
-    if waiting:
-        print(f"{len(waiting)} shard(s) not finished yet; run `cfbench batch collect --dir {args.dir}` again later")
+    cache = _cache(args.cache)
+    for manifest in _each_plan(args, lambda d: collect_batch(d, cache=cache)):
+        waiting = [s["file"] for s in manifest["shards"] if not s.get("collected")]
+        if waiting:
+            print(f"{len(waiting)} shard(s) not finished yet; run `cfbench batch collect --dir {args.dir}` again later")
+    return 0
+
+
+def _cmd_retry(args: argparse.Namespace) -> int:
+    from .judges.batch import plan_dirs, read_manifest, retry_batch
+
+    cache = _cache(args.cache)
+    for folder in plan_dirs(args.dir):
+        info = retry_batch(folder, cache=cache, include_permanent=args.include_permanent,
+                           submit=not args.no_submit, max_active=args.max_active, wait=args.wait, log=print)
+        print(f"== {folder}: retry round {info['round']}: re-sending {info['n_resent']:,} request(s) in "
+              f"{len(info['shards'])} new shard(s)")
+        if info["n_permanent"]:
+            print(f"{info['n_permanent']:,} permanent failure(s) not re-sent (listed in "
+                  f"{folder / info['permanent_file']}; --include-permanent sends them too)")
+        _shard_lines(read_manifest(folder))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from .judges.batch import import_outputs
+
+    manifest = import_outputs(args.dir, args.outputs, cache=_cache(args.cache), shard=args.shard)
+    _shard_lines(manifest, Path(args.dir))
     return 0
 
 
@@ -139,13 +243,17 @@ def _cmd_cache_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_import(args: argparse.Namespace) -> int:
-    from .judges.batch import import_batch
+    from .judges.batch import import_batch_counts
 
     if not Path(args.file).exists():
         raise InputError("no such Batch-API output file", source=args.file)
     cache = _cache(args.path)
-    n, bad = import_batch(cache, args.judge, Path(args.file))
-    print(f"imported {n} replies into {cache.path}; {bad} lines were failures (recorded, not cached)")
+    c = import_batch_counts(cache, args.judge, Path(args.file))
+    print(f"imported {c['ok']} replies into {cache.path}; {c['failed']} lines were failures (recorded, not cached)")
+    if c["refused"] or c["duplicate"] or c["conflict"]:
+        print(f"{c['refused']} line(s) refused (custom_id not among this cache's requests for the judge, e.g. "
+              f"{', '.join(c['refused_ids']) or '-'}); {c['duplicate']} duplicate line(s) counted once; "
+              f"{c['conflict']} custom_id(s) answered differently twice (recorded as conflicts, not cached)")
     return 0
 
 
@@ -159,7 +267,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     from .judges.batch import MAX_SHARD_BYTES, MAX_SHARD_REQUESTS
 
     batch = subparsers.add_parser("batch", help="paper scale through a Batch API: plan, submit, status, collect")
-    steps = batch.add_subparsers(dest="batch_action", required=True, metavar="{plan,submit,status,collect}")
+    steps = batch.add_subparsers(dest="batch_action", required=True,
+                                 metavar="{plan,submit,status,collect,cancel,retry,import}")
 
     p = steps.add_parser("plan", help="stream requests into Batch-API JSONL shards and a manifest")
     p.add_argument("--requests", help="JSONL file of requests, or package.module:function returning them")
@@ -169,7 +278,14 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                        help="with --study: set one parameter of the config (VALUE read as YAML); repeatable")
     p.add_argument("--judge", required=True, help="openai:<model>[@base_url]")
-    p.add_argument("--out", required=True, help="folder for the shards and manifest.json")
+    p.add_argument("--out", required=True, help="folder; the plan goes into OUT/<judge>/ (see --flat)")
+    p.add_argument("--flat", action="store_true", help="write the plan into OUT itself, not OUT/<judge>/")
+    p.add_argument("--force", action="store_true",
+                   help="replace another plan (another judge or source) in the folder; removes only its listed files")
+    p.add_argument("--prices", default=None,
+                   help="YAML price table whose entries replace the shipped ones (also $CFBENCH_PRICES)")
+    p.add_argument("--token-sample", type=int, default=1,
+                   help="count prompt tokens on 1 request in N and scale by characters (default 1: every one)")
     p.add_argument("--cache", default=None, help="skip requests cached here (default: the default cache)")
     p.add_argument("--max-requests", type=int, default=MAX_SHARD_REQUESTS, help="lines per shard at most")
     p.add_argument("--max-bytes", type=int, default=MAX_SHARD_BYTES, help="bytes per shard at most")
@@ -177,12 +293,28 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     p.set_defaults(func=lambda a: _cmd_plan(a, study_requests))
 
     for name, fn, text in (("submit", _cmd_submit, "upload the shards and create the batches (resumable)"),
-                           ("status", _cmd_status, "poll the batches and record their state"),
-                           ("collect", _cmd_collect, "download finished results into the cache (resumable)")):
+                           ("status", _cmd_status, "poll the batches and record their state and errors"),
+                           ("collect", _cmd_collect, "download finished results into the cache (resumable)"),
+                           ("cancel", _cmd_cancel, "cancel the plan's unfinished batches"),
+                           ("retry", _cmd_retry, "re-submit only the failed or missing requests, without re-planning"),
+                           ("import", _cmd_import, "import output files of a plan's shards run elsewhere (vLLM)")):
         p = steps.add_parser(name, help=text)
-        p.add_argument("--dir", required=True, help="the folder `batch plan` wrote")
-        if name == "collect":
+        p.add_argument("--dir", required=True, help="the folder `batch plan` wrote (or its parent)")
+        if name in ("collect", "retry", "import"):
             p.add_argument("--cache", default=None, help="cache file (default: the default cache)")
+        if name in ("submit", "retry"):
+            p.add_argument("--max-active", type=int, default=None,
+                           help="at most N batches in progress at once; the rest wait (see --wait)")
+            p.add_argument("--wait", action="store_true",
+                           help="with --max-active or a queue limit: poll with back-off until all are created")
+        if name == "retry":
+            p.add_argument("--include-permanent", action="store_true",
+                           help="also re-send requests that failed with a permanent (4xx) error")
+            p.add_argument("--no-submit", action="store_true",
+                           help="write the retry shards only (to run them elsewhere, e.g. vLLM's run-batch)")
+        if name == "import":
+            p.add_argument("outputs", nargs="+", help="output JSONL files (shard-NNNNN.<anything>.jsonl)")
+            p.add_argument("--shard", default=None, help="the shard file the outputs answer (when not in their name)")
         p.set_defaults(func=fn)
 
     cache = subparsers.add_parser("cache", help="response cache: stats, vacuum, Batch-API export/import")

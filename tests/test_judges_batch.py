@@ -40,6 +40,11 @@ def make(n: int, *, start: int = 0, text: str = "Was the agent polite? Answer Ye
                               {"role": "user", "content": f"{text} #{i} — café"}), cfg) for i in range(start, start + n)]
 
 
+def expect(cache, judge, keys):
+    """Make the cache know ``keys`` as requests of ``judge`` (what a plan-only run or export records)."""
+    cache.remember_requests(judge, [Request(k, ({"role": "user", "content": k},)) for k in keys], keys=keys)
+
+
 def lines(path):
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
@@ -191,6 +196,7 @@ def test_import_of_a_null_content_line_is_a_failure_never_an_empty_reply(tmp_pat
         "choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}]}}}
     path = tmp_path / "out.jsonl"
     path.write_text(json.dumps(line) + "\n")
+    expect(cache, "openai:m", ["k1"])
     assert import_batch(cache, "openai:m", path) == (0, 1)
     assert cache.get("k1") is None and "null content" in cache.failures_many(["k1"])["k1"]
 
@@ -262,6 +268,7 @@ def test_cache_import_accepts_the_readme_argument_order(tmp_path, order, capsys)
     out.write_text(json.dumps({"custom_id": "k", "error": None, "response": {"status_code": 200, "body": {
         "choices": [{"message": {"content": "Yes"}, "finish_reason": "stop"}]}}}) + "\n")
     path = str(tmp_path / "c.sqlite")
+    expect(ResponseCache(path), "openai:gpt-4o-mini", ["k"])
     argv = {"readme": ["cache", "import", "--judge", "openai:gpt-4o-mini", str(out), "--path", path],
             "file-last": ["cache", "import", "--path", path, "--judge", "openai:gpt-4o-mini", str(out)],
             "file-first": ["cache", "import", str(out), "--judge", "openai:gpt-4o-mini", "--path", path]}[order]
@@ -293,7 +300,7 @@ def test_batch_plan_from_a_python_generator(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert _cli(["batch", "plan", "--requests", "my_reqs:requests", "--judge", "openai:m", "--out",
                  str(tmp_path / "job"), "--cache", str(tmp_path / "c.sqlite"), "--quiet"]) == 0
-    assert read_manifest(tmp_path / "job")["n_planned"] == 4
+    assert read_manifest(tmp_path / "job" / "openai-m")["n_planned"] == 4
 
 
 def test_batch_commands_run_the_lifecycle(server, tmp_path, capsys):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.judges import Response, ResponseCache
+from cfbench.judges import Request, Response, ResponseCache
 from cfbench.judges.batch import _line_outcome, _output_items, import_batch
 
 
@@ -57,6 +57,8 @@ def test_import_stores_what_the_line_says(tmp_path):
     lines = [_line(i) for i in range(5)] + [_line(5, content=None)]
     path = _write(tmp_path / "out.jsonl", lines)
     cache = ResponseCache(tmp_path / "c.sqlite")
+    keys = [f"k{i}" for i in range(6)]
+    cache.remember_requests("openai:m", [Request(k, ({"role": "user", "content": k},)) for k in keys], keys=keys)
     assert import_batch(cache, "openai:m", path) == (5, 1)
     for i in range(5):
         resp, _ = cache.get(f"k{i}")
@@ -72,3 +74,20 @@ def test_reply_json_is_what_json_dumps_writes():
                                       "completion_tokens": 1, "prompt_tokens_evaluated": None,
                                       "finish_reason": "stop"}, ensure_ascii=False)
     assert Response.from_json(r.to_json()) == r
+
+
+def test_import_counts_every_line_once_whatever_mix_of_duplicates_conflicts_and_strangers(tmp_path):
+    from cfbench.judges.batch import _import_lines
+
+    lines = [_line(0), _line(0),                    # k0 twice alike: one reply, one duplicate
+             _line(1), _line(1, content="No"), _line(1),  # k1 answered differently: a conflict
+             _line(2),                               # k2 fine
+             _line(7), _line(7), _line(7, content="No")]  # k7 not planned: all three lines refused
+    path = _write(tmp_path / "out.jsonl", lines)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    counts = _import_lines(cache, "openai:m", [path], allowed={"k0": 5, "k1": 5, "k2": 5})
+    assert {k: counts[k] for k in ("lines", "ok", "failed", "refused", "duplicate", "conflict")} == \
+        {"lines": 9, "ok": 2, "failed": 1, "refused": 3, "duplicate": 1, "conflict": 1}
+    assert counts["answered"] == {"k0", "k1", "k2"} and counts["usage"]["prompt_tokens"] == 10 + 12
+    assert cache.get("k1") is None and "conflict: 2 different results" in cache.failures_many(["k1"])["k1"]
+    assert cache.get("k7") is None and cache.failures_many(["k7"]) == {}

@@ -195,9 +195,10 @@ def test_cli_batch_plan_streams_a_study_config_and_skips_cached_requests(tmp_pat
     assert main(argv) == 0
     out = capsys.readouterr()
     assert "not one of the config's judges" in out.err
-    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    (plan_dir,) = [p.parent for p in (tmp_path / "b").glob("*/manifest.json")]  # one folder per judge
+    manifest = json.loads((plan_dir / "manifest.json").read_text())
     assert (manifest["n_seen"], manifest["n_cached"], manifest["n_duplicate"]) == (len(keys), 2, 0)
-    lines = [json.loads(x) for s in manifest["shards"] for x in (tmp_path / "b" / s["file"]).read_text().splitlines()]
+    lines = [json.loads(x) for s in manifest["shards"] for x in (plan_dir / s["file"]).read_text().splitlines()]
     assert all(s["count"] <= 40 for s in manifest["shards"]) and len(manifest["shards"]) > 1
     assert [x["custom_id"] for x in lines] == [k for i, k in enumerate(keys) if i not in (0, 5)]
     assert {(x["method"], x["url"]) for x in lines} == {("POST", "/v1/chat/completions")}

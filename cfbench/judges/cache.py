@@ -158,48 +158,71 @@ class ResponseCache:
         self._write(move)
 
     # -- replies -------------------------------------------------------------------------------
-    def get(self, key: str) -> tuple[Response, float | None] | None:
-        row = self._conn().execute(
-            "SELECT response, latency_s FROM responses WHERE key = ?", (key,)
-        ).fetchone()
+    def get(self, key: str, judge: str | None = None) -> tuple[Response, float | None] | None:
+        """The cached reply of ``key`` (and, when given, stored for ``judge``), or None."""
+        sql, args = "SELECT response, latency_s FROM responses WHERE key = ?", (key,)
+        if judge is not None:
+            sql, args = sql + " AND judge = ?", (key, judge)
+        row = self._conn().execute(sql, args).fetchone()
         if row is None:
             return None
         return Response.from_json(row[0]), row[1]
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, tuple[Response, float | None]]:
+    def get_many(self, keys: Iterable[str], judge: str | None = None) -> dict[str, tuple[Response, float | None]]:
         """Cached replies of ``keys`` (batched look-ups; missing keys are absent)."""
-        return {k: (Response.from_json(blob), lat) for k, (blob, lat) in self.get_raw_many(keys).items()}
+        return {k: (Response.from_json(blob), lat) for k, (blob, lat) in self.get_raw_many(keys, judge).items()}
 
-    def get_raw_many(self, keys: Iterable[str]) -> dict[str, tuple[str, float | None]]:
+    def get_raw_many(self, keys: Iterable[str], judge: str | None = None) -> dict[str, tuple[str, float | None]]:
         """Like :meth:`get_many`, with each reply still as its stored JSON text."""
-        return {key: (blob, lat) for key, blob, lat in self.get_rows(keys)}
+        return {key: (blob, lat) for key, blob, lat in self.get_rows(keys, judge)}
 
-    def get_rows(self, keys: Iterable[str]) -> list[tuple[str, str, float | None]]:
+    def get_rows(self, keys: Iterable[str], judge: str | None = None) -> list[tuple[str, str, float | None]]:
         """``(key, reply JSON, latency_s)`` of the cached ``keys``, in no particular order, each key
-        once (batched ``IN`` look-ups of up to 900 keys; missing keys are absent)."""
+        once (batched ``IN`` look-ups of up to 900 keys; missing keys are absent).
+
+        With ``judge``, a row matches only when it was stored for that judge as well: the key
+        already hashes the judge, and the stored judge must agree, so a reply written under a
+        key some other judge computes is never returned for it."""
         keys = list(dict.fromkeys(keys))
         rows: list[tuple[str, str, float | None]] = []
         con = self._conn()
         full = None
+        tail = "" if judge is None else " AND judge = ?"
+        extra = [] if judge is None else [judge]
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
             if len(chunk) == _CHUNK:
-                full = full or f"SELECT key, response, latency_s FROM responses WHERE key IN ({','.join('?' * _CHUNK)})"
+                full = full or (f"SELECT key, response, latency_s FROM responses "
+                                f"WHERE key IN ({','.join('?' * _CHUNK)}){tail}")
                 sql = full
             else:
-                sql = f"SELECT key, response, latency_s FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
-            rows += con.execute(sql, chunk).fetchall()
+                sql = (f"SELECT key, response, latency_s FROM responses "
+                       f"WHERE key IN ({','.join('?' * len(chunk))}){tail}")
+            rows += con.execute(sql, chunk + extra).fetchall()
         return rows
 
-    def has_many(self, keys: Sequence[str]) -> set[str]:
-        """The subset of ``keys`` that has a cached reply (no reply is decoded)."""
-        out: set[str] = set()
+    def has_many(self, keys: Sequence[str], judge: str | None = None) -> set[str]:
+        """The subset of ``keys`` that has a cached reply (for ``judge``, when given; no reply is decoded)."""
+        return set(self._keys_in("responses", keys, judge))
+
+    def _keys_in(self, table: str, keys: Sequence[str], judge: str | None) -> list[str]:
+        out: list[str] = []
         con = self._conn()
+        tail = "" if judge is None else " AND judge = ?"
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start:start + _CHUNK])
             marks = ",".join("?" * len(chunk))
-            out.update(k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk))
+            args = chunk if judge is None else chunk + [judge]
+            out.extend(k for (k,) in con.execute(f"SELECT key FROM {table} WHERE key IN ({marks}){tail}", args))
         return out
+
+    def known_keys(self, judge: str, keys: Sequence[str]) -> set[str]:
+        """The ``keys`` this cache has seen for ``judge``: answered, pending (planned, exported)
+        or failed. What ``cfbench cache import`` accepts a Batch output line for."""
+        found: set[str] = set()
+        for table in ("responses", "pending", "failures"):
+            found.update(self._keys_in(table, [k for k in keys if k not in found], judge))
+        return found
 
     def put(self, key: str, judge: str, response: Response, latency_s: float | None = None, *,
             wait: bool = True) -> None:
@@ -251,14 +274,17 @@ class ResponseCache:
 
         self._write(write)
 
-    def failures_many(self, keys: Sequence[str]) -> dict[str, str]:
-        """Recorded failure reasons of ``keys`` (only keys without a reply have one)."""
+    def failures_many(self, keys: Sequence[str], judge: str | None = None) -> dict[str, str]:
+        """Recorded failure reasons of ``keys`` (only keys without a reply have one; for ``judge``
+        only, when given)."""
         out: dict[str, str] = {}
         con = self._conn()
+        tail = "" if judge is None else " AND judge = ?"
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start:start + _CHUNK])
             marks = ",".join("?" * len(chunk))
-            out.update(con.execute(f"SELECT key, reason FROM failures WHERE key IN ({marks})", chunk).fetchall())
+            args = chunk if judge is None else chunk + [judge]
+            out.update(con.execute(f"SELECT key, reason FROM failures WHERE key IN ({marks}){tail}", args).fetchall())
         return out
 
     # -- pending requests (Batch-API export) ---------------------------------------------------

@@ -7,9 +7,10 @@ saturated vLLM), and records the peak it saw.
 
 It also speaks enough of the Batch API for the openai SDK: ``POST /v1/files``
 (multipart upload), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
-``GET /v1/batches/{id}``. A batch is ``in_progress`` on its first retrieval and
-``completed`` on the next; its output lines are made by the same rules as the
-chat endpoint, one :meth:`script_batch` action per line.
+``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch is ``in_progress`` on its
+first retrieval and ``completed`` on the next; its output lines are made by the same rules as the
+chat endpoint, one :meth:`script_batch` action per line; :meth:`script_batches` makes whole
+batches misbehave (refused at creation for a queue limit, rejected whole, expired part way).
 It counts every request it receives, keeps the bodies and headers of the last
 ``history`` ones, binds only to the loopback address, and shuts itself down
 after ``lifetime_s`` at the latest.
@@ -41,6 +42,8 @@ class FakeOpenAIServer:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self._batch_actions: deque[str] = deque()
+        self._batch_fates: deque[str] = deque()
+        self.batch_creates = 0
         self.lifetime_s = lifetime_s
         self.reply = reply
         self.requests = 0
@@ -80,9 +83,18 @@ class FakeOpenAIServer:
     def script_batch(self, actions: Iterable[str]) -> None:
         """Queue behaviours for the next batch output lines: ``ok``, ``null-content``,
         ``error`` (a per-line error object), ``500`` (a line whose response has status 500),
-        ``echo-key-200``."""
+        ``echo-key-200``, ``foreign:<custom_id>`` (the line answers that custom_id instead),
+        ``dup-same`` / ``dup-diff`` (the line twice, alike / with a different answer)."""
         with self._lock:
             self._batch_actions.extend(actions)
+
+    def script_batches(self, actions: Iterable[str]) -> None:
+        """Queue fates for the next batch creations, one each: ``ok``; ``reject-429`` (the creation
+        is refused with a 429 queue-limit error, no batch made); ``reject-400`` (refused as a bad
+        request); ``fail:<code>`` (created, then rejected whole: status ``failed`` with that error
+        code, no output); ``expire:<n>`` (only the first ``n`` lines answered, status ``expired``)."""
+        with self._lock:
+            self._batch_fates.extend(actions)
 
     async def _handle(self, request):
         from aiohttp import web
@@ -196,13 +208,23 @@ class FakeOpenAIServer:
 
         body = await request.json()
         with self._lock:
+            self.batch_creates += 1
+            fate = self._batch_fates.popleft() if self._batch_fates else "ok"
+        if fate == "reject-429":
+            return web.json_response({"error": {"message": "Enqueued token limit reached for this organization; "
+                                                           "try again once some batches complete",
+                                                "type": "rate_limit", "code": "batch_queue_limit"}}, status=429)
+        if fate == "reject-400":
+            return web.json_response({"error": {"message": "endpoint not supported", "type": "invalid_request_error",
+                                                "code": "invalid_request"}}, status=400)
+        with self._lock:
             batch_id = f"batch-{len(self.batches) + 1:04d}"
             self.batches[batch_id] = {
                 "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
                 "input_file_id": body["input_file_id"], "completion_window": body["completion_window"],
                 "status": "validating", "output_file_id": None, "error_file_id": None,
                 "created_at": int(time.time()), "request_counts": {"total": 0, "completed": 0, "failed": 0},
-                "metadata": body.get("metadata"), "_polls": 0,
+                "metadata": body.get("metadata"), "_polls": 0, "_fate": fate,
                 "_key": request.headers.get("Authorization", "").removeprefix("Bearer "),
             }
         return web.json_response(self._public(self.batches[batch_id]))
@@ -218,22 +240,46 @@ class FakeOpenAIServer:
         if batch is None:
             return web.json_response({"error": {"message": "no such batch"}}, status=404)
         batch["_polls"] += 1
-        if batch["status"] == "validating":
+        fate, _, arg = batch["_fate"].partition(":")
+        if batch["status"] == "validating" and fate == "fail":
+            batch["status"] = "failed"
+            batch["errors"] = {"object": "list", "data": [
+                {"code": arg or "token_limit_exceeded", "message": f"fake batch rejected whole ({arg})",
+                 "param": None, "line": None}]}
+        elif batch["status"] == "validating":
             batch["status"] = "in_progress"
         elif batch["status"] == "in_progress":
-            self._finish(batch)
+            self._finish(batch, limit=int(arg) if fate == "expire" else None)
+            if fate == "expire":
+                batch["status"] = "expired"
+        elif batch["status"] == "cancelling":
+            batch["status"] = "cancelled"
         return web.json_response(self._public(batch))
 
-    def _finish(self, batch: dict) -> None:
-        """Answer every line of the batch's input file now."""
+    async def _cancel_batch(self, request):
+        from aiohttp import web
+
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return web.json_response({"error": {"message": "no such batch"}}, status=404)
+        if batch["status"] in ("validating", "in_progress"):
+            batch["status"] = "cancelling"
+        return web.json_response(self._public(batch))
+
+    def _finish(self, batch: dict, limit: int | None = None) -> None:
+        """Answer every line of the batch's input file now (the first ``limit`` lines only, when given)."""
         out, err = [], []
-        for line in self.files[batch["input_file_id"]].decode("utf-8").splitlines():
-            if not line.strip():
-                continue
+        for i, line in enumerate(l for l in self.files[batch["input_file_id"]].decode("utf-8").splitlines()
+                                 if l.strip()):
+            if limit is not None and i >= limit:
+                break
             item = json.loads(line)
             with self._lock:
                 action = self._batch_actions.popleft() if self._batch_actions else "ok"
             cid = item["custom_id"]
+            if action.startswith("foreign:"):  # a line answering a custom_id this batch never had
+                cid = action.partition(":")[2]
+                action = "ok"
             if action == "error":
                 err.append({"id": f"req-{cid[:8]}", "custom_id": cid, "response": None,
                             "error": {"code": "invalid_request", "message": "fake line error"}})
@@ -243,9 +289,16 @@ class FakeOpenAIServer:
                             "response": {"status_code": 500, "request_id": "r", "body": {
                                 "error": {"message": "fake server error"}}}})
                 continue
-            _, data = self._completion(action, item["body"], batch["_key"])
+            _, data = self._completion(action if action not in ("dup-same", "dup-diff") else "ok",
+                                       item["body"], batch["_key"])
             out.append({"id": f"req-{cid[:8]}", "custom_id": cid, "error": None,
                         "response": {"status_code": 200, "request_id": "r", "body": data}})
+            if action in ("dup-same", "dup-diff"):  # the same custom_id answered twice
+                again = json.loads(json.dumps(data))
+                if action == "dup-diff":
+                    again["choices"][0]["message"]["content"] = "a different answer"
+                out.append({"id": f"req2-{cid[:8]}", "custom_id": cid, "error": None,
+                            "response": {"status_code": 200, "request_id": "r2", "body": again}})
         with self._lock:
             for kind, rows in (("output_file_id", out), ("error_file_id", err)):
                 if rows:
@@ -264,6 +317,7 @@ class FakeOpenAIServer:
         app.router.add_get("/v1/files/{file_id}/content", self._file_content)
         app.router.add_post("/v1/batches", self._create_batch)
         app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
+        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel_batch)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
