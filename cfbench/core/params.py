@@ -45,6 +45,8 @@ def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, 
     """Build ``cls`` from ``data`` and ``overrides``; unknown names and wrong types are InputErrors.
 
     Lists are stored as tuples (the dataclass is frozen); an int is accepted for a float.
+    Whole-number fields are counts, sizes or seeds: never negative, and a count named ``n_*``
+    (``n_items``, ``n_boot``, ...) is at least 1; a field's ``metadata={"min": m}`` sets its own floor.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
@@ -58,12 +60,25 @@ def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, 
         if not isinstance(value, ok_types) or bad_bool:
             raise InputError(f"expected {hints[name]!s}, got {type(value).__name__} {value!r}", source=source,
                              field=name)
+        low = _floor(fields[name], ok_types)
+        if low is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < low:
+            raise InputError(f"must be at least {low}, got {value!r}", source=source, field=name)
         if isinstance(value, list):
             value = tuple(value)
         if ok_types == (float, int):
             value = float(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _floor(f: dataclasses.Field, ok_types: tuple[type, ...]) -> int | float | None:
+    """The smallest value a field accepts: its ``metadata["min"]``, else 1 for an ``n_*`` count and 0
+    for any other whole number; None for other types."""
+    if "min" in f.metadata:
+        return f.metadata["min"]
+    if ok_types == (int,):
+        return 1 if f.name.startswith("n_") else 0
+    return None
 
 
 def params_to_mapping(params: Any) -> dict[str, Any]:
