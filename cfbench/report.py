@@ -19,7 +19,11 @@ import pandas as pd
 
 from .core.secrets import scrub_secrets
 
-__all__ = ["RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets", "notebook_output_dir"]
+#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted.
+MARKER = ".cfbench-results"
+
+__all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
+           "notebook_output_dir"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -61,7 +65,6 @@ def notebook_output_dir(output_dir: str, study: str) -> Path:
     if output_dir:
         return Path(output_dir)
     from .core.errors import InputError
-    from .reproduce import MARKER
 
     cwd = Path.cwd()
     folder = (_checkout_root(cwd) or cwd) / "results" / study / "lab"

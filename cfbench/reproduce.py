@@ -40,7 +40,8 @@ from .core.secrets import find_secret_leaks
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
 
-#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted.
+#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted
+#: (the same name as :data:`cfbench.report.MARKER`, kept here so the command line does not import pandas).
 MARKER = ".cfbench-results"
 
 #: The configs shipped for every study (any other YAML file runs with ``config_file``).
@@ -118,7 +119,6 @@ def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | N
     notebook = root / "notebooks" / f"{study}.ipynb"
     if notebook.is_file():
         _check_against_notebook(params, notebook, source=source)
-    _check_against_study(params, study, source=source)
     return params
 
 
@@ -293,7 +293,7 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
             name = Path(config_file).stem
             params = load_config_file(config_file, s, root=root, overrides=overrides)
             file_params = read_yaml(Path(config_file))
-            label = f"-f {config_file}"
+            label = f"-f {_shown_path(config_file)}"
         else:
             name = config
             params = load_config(s, config, root=root)
@@ -302,6 +302,9 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
                                           overrides=overrides)
             file_params = None
             label = f"--config {config}"
+        overridden = set(overrides or {})
+        _check_against_study(params, s, source=lambda n: f"-p {n}" if n in overridden else
+                             str(config_file if config_file is not None else root / "configs" / s / f"{config}.yaml"))
         if separate:
             name = results_folder_name(name, overrides, file_params)
         runs.append(_Run(s, name, _absolute_paths(params), label, tuple((overrides or {}).items())))
@@ -569,7 +572,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         "cpus": os.cpu_count(), "replay": mode == "replay",
         "mode": mode, "config_source": run.label, "overrides": dict(run.overrides),
         "commit": _git_commit(root), "cpu_model": _cpu_model(), "started": started, "finished": _utc_now(),
-        "cache": cache, "command": command or _command(run),
+        "cache": cache, "command": _portable_command(command) if command else _command(run),
     }
     _write_provenance(staging / f"{run.study}.ipynb", info)
     (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -586,6 +589,28 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _remove_ours(failed)
     print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
+
+
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as the provenance shows it: relative to the working folder when under it, else its name
+    (no machine's folders in an executed notebook)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return p.name
+
+
+def _portable_command(command: str) -> str:
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    return " ".join(shlex.quote(_shown_path(w) if os.path.isabs(w) else w) for w in words)
 
 
 def _command(run: _Run) -> str:

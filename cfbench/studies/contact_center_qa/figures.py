@@ -205,7 +205,7 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
         x, y = g.loc[judge, "mean"], a.loc[judge, "accuracy"] * 100
         ax.errorbar(x, y, xerr=[[x - g.loc[judge, "min"]], [g.loc[judge, "max"] - x]],
                     yerr=[[y - a.loc[judge, "ci_low"] * 100], [a.loc[judge, "ci_high"] * 100 - y]],
-                    fmt="o", capsize=3)
+                    fmt="o", capsize=3, clip_on=False)  # a point at CFR 0 sits on the axis, drawn whole
         ax.annotate(judge, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     right = float(np.nanmax(g["max"])) if len(g) else 0.0
     ax.set_xlim(0, max(10.0, 1.15 * right))  # CFR cannot be negative: the axis starts at 0
