@@ -40,7 +40,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"{study:20s} {v['config']:8s} {v['wall_s']:8.1f} s")
     print(f"{'total':29s} {total:8.1f} s")
     for study, v in info.items():
-        if v.get("overrides") or args.file:
+        if args.results is None and (v.get("overrides") or args.file):
             print(f"{study}: results in {args.results or 'results'}/{study}/{v['config']}/ "
                   "(its own folder: reference runs are never overwritten)")
     return 0
