@@ -103,3 +103,27 @@ def test_sections_not_run_say_so_in_one_line(tmp_path):
     assert "Empty DataFrame" not in text
     info = json.loads((tmp_path / "contact_center_qa" / "smoke" / "run_info.json").read_text())
     assert info["overrides"] == {"fairness": False, "judges": ["scripted:yes"], "coaching": False}
+
+
+def test_run_all_by_hand_leaves_the_notebooks_folder_clean(tmp_path):
+    """As JupyterLab does it: working folder notebooks/, parameters as committed (output_dir "")."""
+    import shutil
+
+    import papermill as pm
+
+    from cfbench.reproduce import _kernel_manager, _shutdown
+
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(REPO / "notebooks" / "shopflow.ipynb", tmp_path / "notebooks" / "shopflow.ipynb")
+    km = _kernel_manager()
+    try:
+        pm.execute_notebook(str(tmp_path / "notebooks" / "shopflow.ipynb"), str(tmp_path / "executed.ipynb"),
+                            cwd=str(tmp_path / "notebooks"), kernel_name="python3", km=km, progress_bar=False,
+                            parameters={"n_boot": 50})
+    finally:
+        _shutdown(km)
+    assert [p.name for p in (tmp_path / "notebooks").iterdir()] == ["shopflow.ipynb"]
+    lab = tmp_path / "results" / "shopflow" / "lab"
+    assert (lab / MARKER).is_file() and len(list(lab.glob("*.png"))) >= 6 and (lab / "summary.json").is_file()

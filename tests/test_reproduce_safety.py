@@ -147,3 +147,15 @@ def test_reproduce_rejects_a_study_value_before_running(tmp_path):
         reproduce("smoke", ["contact_center_qa"], overrides={"n_items": -2}, results_dir=tmp_path)
     assert err.value.field == "n_items" and err.value.source == "-p n_items"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_force_replaces_a_foreign_folder_only_when_asked(tmp_path):
+    foreign = tmp_path / "shopflow" / "smoke"
+    foreign.mkdir(parents=True)
+    (foreign / "old.txt").write_text("not cfbench's")
+    with pytest.raises(InputError, match="not made by cfbench"):
+        reproduce("smoke", ["shopflow"], results_dir=tmp_path)
+    assert (foreign / "old.txt").is_file()
+    reproduce("smoke", ["shopflow"], results_dir=tmp_path, force=True)
+    assert not (foreign / "old.txt").exists() and (foreign / MARKER).is_file()
+    assert sorted(p.name for p in foreign.parent.iterdir()) == ["smoke"]
