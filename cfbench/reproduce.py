@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -123,8 +124,9 @@ def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | N
 
 
 def _check_against_study(params: dict[str, Any], study: str, *, source: Any) -> None:
-    """Values the study's own ``Params.from_config`` rejects (a count of 0, a wrong type) fail here,
-    before any notebook runs, naming the field and where its value came from."""
+    """Values the study's own ``Params.from_config`` rejects, and counts below their floor (``n_items 0``;
+    :func:`cfbench.core.params.check_floors`), fail here before any notebook runs, naming the field and
+    where its value came from."""
     try:
         from .studies import load
 
@@ -141,6 +143,10 @@ def _check_against_study(params: dict[str, Any], study: str, *, source: Any) -> 
         if exc.field is None:
             raise
         raise InputError(exc.problem, source=source(exc.field), record=exc.record, field=exc.field) from None
+    if dataclasses.is_dataclass(module.Params):
+        from .core.params import check_floors
+
+        check_floors(module.Params, known, source=source)
 
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict}
