@@ -535,6 +535,8 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     base = results_dir.resolve()  # relative to where the user stands, never to the package
     final = base / run.study / run.config
     failed = base / run.study / f"{run.config}.failed"
+    for stale in final.parent.glob(f".{run.config}.staging-*"):  # left by a killed run: this run holds the lock
+        _remove_ours(stale)
     staging = _new_folder(final.parent, f".{run.config}.staging-")
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
     params = {**run.params, "output_dir": ".", "config_name": run.config}

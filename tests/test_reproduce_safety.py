@@ -39,6 +39,9 @@ def test_a_run_with_overrides_leaves_the_reference_run_byte_identical(tmp_path, 
     study_dir = tmp_path / "results" / "shopflow"
     study_dir.mkdir(parents=True)
     os.symlink(tmp_path / "gone", study_dir / ".smoke.old")  # debris of an older cfbench: a dangling link
+    (study_dir / ".smoke.staging-killed").mkdir()  # a killed run's staging (cfbench's: it holds the marker)
+    (study_dir / ".smoke.staging-killed" / MARKER).write_text("x")
+    (study_dir / ".smoke.staging-notmine").mkdir()  # same pattern, no marker: not cfbench's to delete
     assert main(["reproduce", "--config", "smoke", "--study", "shopflow"]) == 0
     reference = study_dir / "smoke"
     assert (reference / MARKER).is_file()
@@ -52,7 +55,8 @@ def test_a_run_with_overrides_leaves_the_reference_run_byte_identical(tmp_path, 
     assert "n_boot = 50" in (own / "shopflow.ipynb").read_text()
     assert own.name in capsys.readouterr().out  # the command says where the results went
     # nothing else was left beside them; the foreign link is still there, untouched
-    assert sorted(p.name for p in study_dir.iterdir()) == sorted([".smoke.old", "smoke", own.name])
+    assert sorted(p.name for p in study_dir.iterdir()) == sorted([".smoke.old", ".smoke.staging-notmine", "smoke",
+                                                                  own.name])
     assert (study_dir / ".smoke.old").is_symlink()
 
 
