@@ -290,10 +290,15 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
         temp = rb["temperature"].iloc[0] if len(rb) and "temperature" in rb.columns else np.nan
         what = "question reworded" if b == "robustness_wording" else "repeats of originals"
         series.append((f"{what} ({b}, T={temp:g})", rob.reindex(judges).to_numpy(float)))
+    pairs = (c.groupby("judge")["n_pairs"].sum().reindex(judges).to_numpy(float) if "n_pairs" in c.columns
+             else np.full(len(judges), np.nan))
     for k, (label, vals) in enumerate(series):
         bars = ax.bar(x + offs[k], np.nan_to_num(vals), width=w, label=label)
-        for rect, v in zip(bars, vals):
-            ax.annotate("n/a" if np.isnan(v) else f"{v:.1f}", (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+        for rect, v, npair in zip(bars, vals, pairs):
+            text = "n/a" if np.isnan(v) else f"{v:.1f}"
+            if k == 0 and v == 0 and not np.isnan(npair):  # the counterfactual bar: say what 0 rests on
+                text = f"0\n(0 flips in\n{int(npair)} pairs)"
+            ax.annotate(text, (rect.get_x() + rect.get_width() / 2, rect.get_height()),
                         ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, judges, rotation=20 if len(judges) > 2 else 0, ha="right" if len(judges) > 2 else "center")
     ax.set_ylabel("flip rate (%)")
