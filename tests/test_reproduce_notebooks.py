@@ -127,3 +127,20 @@ def test_run_all_by_hand_leaves_the_notebooks_folder_clean(tmp_path):
     assert [p.name for p in (tmp_path / "notebooks").iterdir()] == ["shopflow.ipynb"]
     lab = tmp_path / "results" / "shopflow" / "lab"
     assert (lab / MARKER).is_file() and len(list(lab.glob("*.png"))) >= 6 and (lab / "summary.json").is_file()
+
+
+def test_reproduce_runs_where_the_cfbench_kernel_is_not_registered(tmp_path, monkeypatch):
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    real = KernelSpecManager.get_kernel_spec
+
+    def without_cfbench(self, kernel_name):
+        if kernel_name == "cfbench":
+            raise NoSuchKernel(kernel_name)
+        return real(self, kernel_name)
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", without_cfbench)
+    with pytest.raises(NoSuchKernel):  # the guard is real: asking for the notebooks' kernel now fails
+        KernelSpecManager().get_kernel_spec("cfbench")
+    info = reproduce("smoke", ["shopflow"], results_dir=tmp_path, overrides={"n_boot": 50})
+    assert info["shopflow"]["mode"] == "live" and (tmp_path / "shopflow" / "smoke" / "summary.json").is_file()
