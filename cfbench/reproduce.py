@@ -649,6 +649,10 @@ def _git_commit(root: Path) -> dict[str, Any] | None:
     import subprocess
 
     try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout.strip()
+        if not top or Path(top).resolve() != root.resolve():  # an installed copy inside some other repository
+            return None
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=20, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
