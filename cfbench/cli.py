@@ -1,7 +1,7 @@
 """The cfbench command line.
 
   cfbench reproduce [--config smoke|default|paper | -f FILE] [-p NAME VALUE ...] [--study S ...]
-                    [--replay | --plan-only]
+                    [--replay | --plan-only] [--results DIR] [--force]
   cfbench judges [--check SPEC]
   cfbench batch plan|submit|status|collect ...   paper scale through a Batch API (see cfbench batch -h)
   cfbench cache stats|vacuum|export|import ...    the response cache
@@ -16,6 +16,7 @@ Bad input is reported in one line (exit status 2); --debug shows the traceback.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from .core.errors import InputError
@@ -31,12 +32,18 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import parse_override
 
     overrides = dict(parse_override(n, v) for n, v in (args.param or []))
+    command = "cfbench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if args.argv is None else args.argv))
     info = reproduce(args.config, args.study or None, config_file=args.file, overrides=overrides or None,
-                     results_dir=args.results, replay=args.replay, plan_only=args.plan_only)
+                     results_dir=args.results, replay=args.replay, plan_only=args.plan_only, force=args.force,
+                     command=command)
     total = sum(v["wall_s"] for v in info.values())
     for study, v in info.items():
         print(f"{study:20s} {v['config']:8s} {v['wall_s']:8.1f} s")
     print(f"{'total':29s} {total:8.1f} s")
+    for study, v in info.items():
+        if args.results is None and (v.get("overrides") or args.file):
+            print(f"{study}: results in {args.results or 'results'}/{study}/{v['config']}/ "
+                  "(its own folder: reference runs are never overwritten)")
     return 0
 
 
@@ -118,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="set one parameter (VALUE read as YAML: 8, 0.5, [a, b], text); repeatable")
     p.add_argument("--study", action="append", metavar="S",
                    help="a study to run (repeatable); default: every study with a notebook")
-    p.add_argument("--results", default="results", help="results directory (default: results)")
+    p.add_argument("--results", default=None, metavar="DIR",
+                   help="results directory (default: results; there a run with -p or -f gets its own "
+                        "folder <config>-<hash>, so a reference run is never overwritten)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a results folder that cfbench did not make (one without its marker file)")
     p.add_argument("--replay", action="store_true", help="answer every judge call from the cache; fail on a miss")
     p.add_argument("--plan-only", action="store_true",
                    help="call no model; record uncached requests for `cfbench cache export` (Batch API)")
@@ -155,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         except InputError as exc:
             print(f"cfbench: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
+    args.argv = argv
     if args.debug:
         return args.func(args)
     try:

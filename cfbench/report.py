@@ -19,7 +19,11 @@ import pandas as pd
 
 from .core.secrets import scrub_secrets
 
-__all__ = ["RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets"]
+#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted.
+MARKER = ".cfbench-results"
+
+__all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
+           "notebook_output_dir"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -39,6 +43,38 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _checkout_root(start: Path) -> Path | None:
+    """The cfbench checkout holding ``start`` (a folder with ``pyproject.toml``, ``notebooks/`` and ``configs/``)."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir() and (folder / "configs").is_dir():
+            return folder
+    return None
+
+
+def notebook_output_dir(output_dir: str, study: str) -> Path:
+    """Where a study notebook writes its files.
+
+    ``cfbench reproduce`` passes the folder it runs the notebook in. Run by hand (JupyterLab,
+    ``output_dir`` left ""), the notebook writes to ``results/<study>/lab/`` of the checkout it
+    stands in (found upward from the working folder, so ``notebooks/`` stays clean), else to
+    ``results/<study>/lab/`` under the working folder. That folder carries cfbench's marker; an
+    existing folder there without it is refused rather than written into.
+    """
+    if output_dir:
+        return Path(output_dir)
+    from .core.errors import InputError
+
+    cwd = Path.cwd()
+    folder = (_checkout_root(cwd) or cwd) / "results" / study / "lab"
+    if folder.exists() and not (folder / MARKER).is_file() and (folder.is_symlink() or any(folder.iterdir())):
+        raise InputError(f"exists and was not made by cfbench (no {MARKER}); set output_dir to another folder",
+                         source=str(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).write_text("written by a cfbench notebook run by hand; cfbench replaces or deletes only "
+                                 "folders holding this file\n", encoding="utf-8")
+    return folder
 
 
 class RunOutput:

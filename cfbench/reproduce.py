@@ -6,11 +6,23 @@ any YAML file (``-f``), plus ``-p name value`` overrides. The executed notebook 
 everything it writes land in ``results/S/<config>/`` — and only when the run
 succeeds: a run executes in a staging folder beside it and replaces the previous
 results at the end, so a failed run never leaves old tables looking current.
+
+A run never overwrites a reference run: with ``-p`` overrides or a ``-f`` file (and no
+``--results``) it writes to ``results/S/<name>-<hash>/``, the hash taken over the
+parameters that differ. cfbench replaces or deletes only folders it made (they carry
+the marker file ``.cfbench-results``); a folder without it is refused unless ``force``.
+One run at a time per results folder (a lock file beside it). After papermill, the
+executed notebook gets a provenance cell under its title: live or replay, commit,
+machine, wall time, the response cache and the exact command.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import dataclasses
+import datetime
+import hashlib
 import json
 import os
 import platform
@@ -27,7 +39,11 @@ from .core.files import read_yaml
 from .core.secrets import find_secret_leaks
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
-           "notebook_parameters", "StudyFailed"]
+           "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
+
+#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted
+#: (the same name as :data:`cfbench.report.MARKER`, kept here so the command line does not import pandas).
+MARKER = ".cfbench-results"
 
 #: The configs shipped for every study (any other YAML file runs with ``config_file``).
 CONFIGS = ("smoke", "default", "paper")
@@ -92,19 +108,50 @@ def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | N
 
         value = params.pop("plugins")
         use([value] if isinstance(value, str) else list(value or ()), source=str(path))
+    overridden = set(overrides or {})
+
+    def source(name: object) -> str:  # a -p value is reported as coming from -p, not from the file
+        return f"-p {name}" if name in overridden else str(path)
+
     for name in params:
         if not isinstance(name, str):
             raise InputError("parameter names must be strings", source=str(path), field=str(name))
         if _SECRET_NAME.search(name):
             raise InputError("looks like a secret; keys and tokens come from environment variables only, "
                              "never from parameters (papermill writes parameters into the executed notebook)",
-                             source=str(path), field=name)
+                             source=source(name), field=name)
         if name in _RUNNER_PARAMS:
-            raise InputError("is set by cfbench reproduce, not by a config", source=str(path), field=name)
+            raise InputError("is set by cfbench reproduce, not by a config", source=source(name), field=name)
     notebook = root / "notebooks" / f"{study}.ipynb"
     if notebook.is_file():
-        _check_against_notebook(params, notebook, source=str(path))
+        _check_against_notebook(params, notebook, source=source)
     return params
+
+
+def _check_against_study(params: dict[str, Any], study: str, *, source: Any) -> None:
+    """Values the study's own ``Params.from_config`` rejects, and counts below their floor (``n_items 0``;
+    :func:`cfbench.core.params.check_floors`), fail here before any notebook runs, naming the field and
+    where its value came from."""
+    try:
+        from .studies import load
+
+        module = load(study)
+    except Exception:  # a study that cannot be imported fails in its notebook, with its own message
+        return
+    from_config = getattr(getattr(module, "Params", None), "from_config", None)
+    if from_config is None:
+        return
+    known = {k: v for k, v in params.items() if k not in _RUNNER_PARAMS}
+    try:
+        from_config(known)
+    except InputError as exc:
+        if exc.field is None:
+            raise
+        raise InputError(exc.problem, source=source(exc.field), record=exc.record, field=exc.field) from None
+    if dataclasses.is_dataclass(module.Params):
+        from .core.params import check_floors
+
+        check_floors(module.Params, known, source=source)
 
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict}
@@ -135,14 +182,16 @@ def notebook_parameters(notebook: Path) -> dict[str, type | None]:
     return declared
 
 
-def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: str) -> None:
+def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: Any) -> None:
     """Every config parameter must be declared in the notebook's ``parameters`` cell, with the
     declared type (an int is accepted where a float is declared)."""
+    if isinstance(source, str):
+        source = (lambda text: lambda name: text)(source)
     declared = notebook_parameters(notebook)
     for name, value in params.items():
         if name not in declared:
             raise InputError(f"{notebook.name} declares no parameter {name!r} (declared: "
-                             f"{', '.join(sorted(declared))})", source=source, field=name)
+                             f"{', '.join(sorted(declared))})", source=source(name), field=name)
         expected = declared[name]
         if expected is None or value is None:
             continue
@@ -151,7 +200,7 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: s
             ok = True
         if not ok:
             raise InputError(f"expected {expected.__name__} (as declared in {notebook.name}), got "
-                             f"{type(value).__name__} {value!r}", source=source, field=name)
+                             f"{type(value).__name__} {value!r}", source=source(name), field=name)
 
 
 def parse_override(name: str, raw: str) -> tuple[str, Any]:
@@ -168,22 +217,67 @@ def parse_override(name: str, raw: str) -> tuple[str, Any]:
 @dataclass(frozen=True)
 class _Run:
     study: str
-    config: str
+    config: str  # the results folder's name (the config, the file's stem, or either with a hash)
     params: dict[str, Any]
+    label: str = ""  # the config or file as given (for the provenance cell)
+    overrides: tuple = ()  # (name, value) pairs from -p
+
+
+def results_folder_name(base: str, overrides: Mapping[str, Any] | None = None,
+                        file_params: Mapping[str, Any] | None = None) -> str:
+    """``base`` (a shipped config, or a file's stem) plus ``-<8 hex>`` when the run is not a shipped
+    config as it is: the hash covers the file's parameters (``-f``) and the overrides (``-p``), so
+    the same variation always lands in the same folder and never in a reference run's."""
+    if not overrides and file_params is None:
+        return base
+    blob = json.dumps({"file": file_params, "overrides": dict(overrides or {})}, sort_keys=True, default=str)
+    return f"{base}-{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:8]}"
+
+
+def _check_name(name: str, *, source: str) -> None:
+    """A results folder name must be one plain path component (``..yaml`` has the stem ``.``)."""
+    if (not name or name in (".", "..") or name.startswith(".") or "/" in name or "\\" in name
+            or name.endswith((".failed", ".staging", ".lock"))):
+        raise InputError(f"cannot name a results folder {name!r}; rename the file (a plain name such as "
+                         "my-config.yaml)", source=source)
+
+
+def _check_results_dir(results_dir: Path) -> None:
+    text = str(results_dir)
+    resolved = results_dir.resolve()
+    if resolved == Path(resolved.anchor):
+        raise InputError("is the filesystem root; give a folder for the results", source=f"--results {text}")
+    if results_dir.exists() and not results_dir.is_dir():
+        raise InputError("is a file, not a folder", source=f"--results {text}")
+    for parent in resolved.parents:  # mkdir under a file would raise NotADirectoryError later
+        if parent.exists() and not parent.is_dir():
+            raise InputError(f"{parent} is a file, not a folder", source=f"--results {text}")
+
+
+def _check_config_file(config_file: Path) -> None:
+    if config_file.is_dir():
+        raise InputError("is a folder; -f takes a YAML file", source=f"-f {config_file}")
+    if not config_file.exists():
+        raise InputError("no such file", source=f"-f {config_file}")
 
 
 def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
               config_file: str | os.PathLike[str] | None = None,
               overrides: Mapping[str, Any] | None = None,
-              results_dir: str | os.PathLike[str] = "results", replay: bool = False,
-              plan_only: bool = False, root: Path | None = None) -> dict[str, dict[str, Any]]:
+              results_dir: str | os.PathLike[str] | None = None, replay: bool = False,
+              plan_only: bool = False, root: Path | None = None, force: bool = False,
+              command: str | None = None) -> dict[str, dict[str, Any]]:
     """Execute the study notebooks; returns run info per study.
 
     ``config`` names a shipped config; ``config_file`` any YAML file (its stem names the
-    results folder); ``overrides`` replace single parameters. ``replay`` answers every judge
-    call from the cache (a miss fails); ``plan_only`` calls no model and records the
-    uncached requests for a Batch-API export. Raises :class:`StudyFailed` for the first
-    study whose notebook raises (studies before it keep their new results).
+    results folder); ``overrides`` replace single parameters. Without ``results_dir`` the
+    results go to ``results/`` and a run with ``overrides`` or a ``config_file`` to its own
+    folder ``<name>-<hash>`` (:func:`results_folder_name`); with ``results_dir`` to
+    ``<results_dir>/<study>/<name>``. ``replay`` answers every judge call from the cache (a miss
+    fails); ``plan_only`` calls no model and records the uncached requests for a Batch-API
+    export. ``force`` replaces a results folder cfbench did not make. Raises
+    :class:`StudyFailed` for the first study whose notebook raises (studies before it keep
+    their new results).
     """
     import papermill as pm
 
@@ -198,34 +292,134 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
                          source="--config", field=config)
     if replay and plan_only:
         raise ValueError("replay and plan_only exclude each other")
+    separate = results_dir is None  # the default place: variations never land in a reference folder
+    results = Path("results" if results_dir is None else results_dir)
+    _check_results_dir(results)
+    if config_file is not None:
+        _check_config_file(Path(config_file))
+        _check_name(Path(config_file).stem, source=f"-f {config_file}")
     runs = []
     for s in chosen:  # validate every config before running anything
         if config_file is not None:
             name = Path(config_file).stem
             params = load_config_file(config_file, s, root=root, overrides=overrides)
+            file_params = read_yaml(Path(config_file))
+            label = f"-f {_shown_path(config_file)}"
         else:
             name = config
             params = load_config(s, config, root=root)
             if overrides:
                 params = load_config_file(root / "configs" / s / f"{config}.yaml", s, root=root,
                                           overrides=overrides)
-        runs.append(_Run(s, name, _absolute_paths(params)))
-    saved_mode = os.environ.get("CFBENCH_MODE")
-    if replay or plan_only:  # read by run_requests in the notebook kernels
-        os.environ["CFBENCH_MODE"] = "replay" if replay else "plan"
-    info: dict[str, dict[str, Any]] = {}
-    progress = _Overall([_estimate_seconds(root, Path(results_dir), r, replay or plan_only) for r in runs])
-    try:
-        for k, run in enumerate(runs):
-            with progress.study(k, run.study):
-                info[run.study] = _run_study(pm, root, run, Path(results_dir), replay)
-    finally:
-        progress.close()
-        if saved_mode is None:
-            os.environ.pop("CFBENCH_MODE", None)
-        else:
-            os.environ["CFBENCH_MODE"] = saved_mode
+            file_params = None
+            label = f"--config {config}"
+        overridden = set(overrides or {})
+        _check_against_study(params, s, source=lambda n: f"-p {n}" if n in overridden else
+                             str(config_file if config_file is not None else root / "configs" / s / f"{config}.yaml"))
+        if separate:
+            name = results_folder_name(name, overrides, file_params)
+        runs.append(_Run(s, name, _absolute_paths(params), label, tuple((overrides or {}).items())))
+    base = results.resolve()
+    with contextlib.ExitStack() as locks:
+        for run in runs:  # every folder is checked and locked before the first notebook starts
+            _check_ours(base / run.study / run.config, force=force)
+            locks.enter_context(_FolderLock(base / run.study / run.config))
+        saved_mode = os.environ.get("CFBENCH_MODE")
+        if replay or plan_only:  # read by run_requests in the notebook kernels
+            os.environ["CFBENCH_MODE"] = "replay" if replay else "plan"
+        mode = "replay" if replay else ("plan" if plan_only else "live")
+        info: dict[str, dict[str, Any]] = {}
+        progress = _Overall([_estimate_seconds(root, results, r, replay or plan_only) for r in runs])
+        try:
+            for k, run in enumerate(runs):
+                with progress.study(k, run.study):
+                    info[run.study] = _run_study(pm, root, run, results, mode, force=force, command=command)
+        finally:
+            progress.close()
+            if saved_mode is None:
+                os.environ.pop("CFBENCH_MODE", None)
+            else:
+                os.environ["CFBENCH_MODE"] = saved_mode
     return info
+
+
+def _is_ours(folder: Path) -> bool:
+    """A folder cfbench made: it holds the marker, or (written before the marker existed) a
+    ``run_info.json`` of cfbench naming this study and folder."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    if (folder / MARKER).is_file():
+        return True
+    info = folder / "run_info.json"
+    try:
+        data = json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
+    except (OSError, ValueError):
+        return False
+    return (isinstance(data, dict) and data.get("study") == folder.parent.name
+            and data.get("config") == folder.name)
+
+
+def _check_ours(final: Path, *, force: bool) -> None:
+    """Refuse, in one line, a results folder cfbench would replace but did not make."""
+    for path in (final, final.parent):
+        if path.is_symlink() and path == final:
+            raise InputError("is a symbolic link; cfbench replaces a results folder by renaming it and does not "
+                             "follow links (point --results at the real folder's parent, or remove the link)",
+                             source=str(path))
+        if path.exists() and not path.is_dir():
+            raise InputError("is a file, not a results folder; move it or choose another --results",
+                             source=str(path))
+    if final.exists() and not force and not _is_ours(final):
+        raise InputError(f"exists and was not made by cfbench (no {MARKER} in it); nothing was changed - "
+                         "choose another --results, or pass --force to replace it", source=str(final))
+
+
+class _FolderLock:
+    """One run at a time per results folder: ``.<name>.lock`` beside it, held with ``flock``.
+    A second run refuses at once in one line; it never touches the first run's staging."""
+
+    def __init__(self, final: Path):
+        self.final = final
+        self.path = final.parent / f".{final.name}.lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> "_FolderLock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    holder = os.read(fd, 200).decode("utf-8", "replace").strip()
+                finally:
+                    os.close(fd)
+                raise InputError(f"another cfbench run is writing these results ({holder or 'pid unknown'}); "
+                                 "wait for it to finish, or choose another --results", source=str(self.final)) from None
+            try:  # the file may have been removed by the previous holder between open and flock
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, started {_utc_now()}".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            os.close(self.fd)
+            self.fd = None
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _estimate_seconds(root: Path, results_dir: Path, run: _Run, cached: bool) -> float | None:
@@ -322,18 +516,39 @@ def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
 _SOURCE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_]+:(?![/\\])")
 
 
-def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) -> dict[str, Any]:
+def _new_folder(parent: Path, prefix: str) -> Path:
+    """A fresh folder of this run (unique name, marker inside): nothing another run owns is reused."""
+    import tempfile
+
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    folder.chmod(0o755)
+    (folder / MARKER).write_text("written by cfbench reproduce; cfbench replaces or deletes only folders "
+                                 "holding this file\n", encoding="utf-8")
+    return folder
+
+
+def _remove_ours(folder: Path) -> None:
+    """Delete a folder only if cfbench made it (never follows a link)."""
+    if _is_ours(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, force: bool = False,
+               command: str | None = None) -> dict[str, Any]:
     """Execute one study notebook in a staging folder; on success it replaces ``results/<study>/<config>``."""
     base = results_dir.resolve()  # relative to where the user stands, never to the package
     final = base / run.study / run.config
-    staging = base / run.study / f".{run.config}.staging"
     failed = base / run.study / f"{run.config}.failed"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    for stale in final.parent.glob(f".{run.config}.staging-*"):  # left by a killed run: this run holds the lock
+        _remove_ours(stale)
+    staging = _new_folder(final.parent, f".{run.config}.staging-")
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
     params = {**run.params, "output_dir": ".", "config_name": run.config}
     print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
           flush=True)
+    cache = _cache_state()
+    started = _utc_now()
     t0 = time.perf_counter()
     km = _kernel_manager()
     try:
@@ -344,14 +559,18 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
             cwd=str(staging),
             progress_bar=True,
             stderr_file=sys.stderr,  # the kernel's own progress bars (judge calls) show live in the terminal
-            kernel_name="python3",
+            kernel_name="python3",  # the interpreter running cfbench, whether or not "cfbench" is registered
             km=km,
         )
     except Exception as exc:  # papermill's execution error, or a kernel that died
         _shutdown(km)
-        shutil.rmtree(failed, ignore_errors=True)
-        staging.rename(failed)
-        raise StudyFailed(run.study, failed / f"{run.study}.ipynb", _one_line(exc)) from exc
+        where = staging
+        if not failed.exists() or _is_ours(failed):
+            _remove_ours(failed)
+            if not failed.exists():
+                staging.rename(failed)
+                where = failed
+        raise StudyFailed(run.study, where / f"{run.study}.ipynb", _one_line(exc)) from exc
     _shutdown(km)
     wall = time.perf_counter() - t0
     _portable_paths(staging / f"{run.study}.ipynb", run)
@@ -363,18 +582,145 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, replay: bool) 
     info = {
         "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "replay": replay,
+        "cpus": os.cpu_count(), "replay": mode == "replay",
+        "mode": mode, "config_source": run.label, "overrides": dict(run.overrides),
+        "commit": _git_commit(root), "cpu_model": _cpu_model(), "started": started, "finished": _utc_now(),
+        "cache": cache, "command": _portable_command(command) if command else _command(run),
     }
+    _write_provenance(staging / f"{run.study}.ipynb", info)
     (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    old = base / run.study / f".{run.config}.old"
-    shutil.rmtree(old, ignore_errors=True)
+    _check_ours(final, force=force)  # still ours (or forced) at the swap
+    old = None
     if final.exists():
+        import secrets
+
+        old = final.parent / f".{run.config}.old-{secrets.token_hex(4)}"  # a fresh name: never another's
         final.rename(old)
     staging.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-    shutil.rmtree(failed, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    _remove_ours(failed)
     print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
+
+
+def _shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as the provenance shows it: relative to the working folder when under it, else its name
+    (no machine's folders in an executed notebook)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return p.name
+
+
+def _portable_command(command: str) -> str:
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    return " ".join(shlex.quote(_shown_path(w) if os.path.isabs(w) else w) for w in words)
+
+
+def _command(run: _Run) -> str:
+    parts = ["cfbench reproduce", run.label, f"--study {run.study}"]
+    parts += [f"-p {k} {json.dumps(v) if not isinstance(v, str) else v}" for k, v in run.overrides]
+    return " ".join(parts)
+
+
+def _cache_state() -> dict[str, Any]:
+    """Which response cache the run uses and how many replies it held before (0: it started empty)."""
+    from .judges.cache import ResponseCache, default_cache_path
+
+    path = default_cache_path()
+    shown = "$CFBENCH_CACHE_DIR/" + path.name if os.environ.get("CFBENCH_CACHE_DIR") else \
+        str(path).replace(str(Path.home()), "~", 1)
+    rows = 0
+    if path.is_file():
+        cache = ResponseCache(path)
+        try:
+            rows = len(cache)
+        finally:
+            cache.close()
+    return {"file": shown, "replies_before": rows, "started_empty": rows == 0}
+
+
+def _git_commit(root: Path) -> dict[str, Any] | None:
+    """The checkout's commit and whether tracked files had uncommitted changes (None outside git)."""
+    import subprocess
+
+    try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout.strip()
+        if not top or Path(top).resolve() != root.resolve():  # an installed copy inside some other repository
+            return None
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=20, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"sha": sha, "dirty": bool(dirty)} if sha else None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def provenance_markdown(info: Mapping[str, Any]) -> str:
+    """The provenance cell of an executed notebook, from its ``run_info.json`` fields."""
+    mode = info.get("mode", "replay" if info.get("replay") else "live")
+    what = {"live": "**live run**: every judge call was made by this run, except replies already in the cache "
+                    "below",
+            "replay": "**replay**: every judge reply was read from the response cache below; no model was called "
+                      "by this run, so its wall time says nothing of a live run",
+            "plan": "**plan only**: no model was called; uncached requests were recorded for a Batch-API export"}
+    commit = info.get("commit")
+    commit_txt = (f"`{commit['sha'][:12]}`" + (" with uncommitted changes to tracked files" if commit["dirty"]
+                                                 else " (clean)")) if commit else "unknown (not a git checkout)"
+    cache = info.get("cache") or {}
+    cache_txt = (f"`{cache.get('file')}`, " + ("empty at the start" if cache.get("started_empty") else
+                                               f"{cache.get('replies_before', 0):,} replies in it at the start"))
+    overrides = info.get("overrides") or {}
+    over_txt = ", ".join(f"`{k} = {v!r}`" for k, v in overrides.items()) or "none"
+    wall = float(info.get("wall_s") or 0)
+    lines = [
+        "### How this notebook was produced",
+        "",
+        f"- {what.get(mode, mode)}",
+        f"- command: `{info.get('command', '')}`; results folder `{info.get('study')}/{info.get('config')}`",
+        f"- config: {info.get('config_source', '')}; overrides: {over_txt}",
+        f"- commit: {commit_txt}",
+        f"- machine: {info.get('cpu_model') or '?'}, {info.get('cpus')} cores, {info.get('machine')}, "
+        f"Python {info.get('python')}",
+        f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
+        f"- response cache: {cache_txt}",
+        "",
+        "_Written by `cfbench reproduce` after the notebook ran; `run_info.json` beside it holds the same._",
+    ]
+    return "\n".join(lines)
+
+
+def _write_provenance(notebook: Path, info: Mapping[str, Any]) -> None:
+    """Insert the provenance cell right after the title cell of the executed notebook."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cells = nb.get("cells", [])
+    cells[:] = [c for c in cells if "provenance" not in c.get("metadata", {}).get("tags", [])]
+    at = 1 if cells and cells[0].get("cell_type") == "markdown" else 0
+    cell = {"cell_type": "markdown", "id": "cfbench-provenance", "metadata": {"tags": ["provenance"]},
+            "source": provenance_markdown(info).splitlines(keepends=True)}
+    cells.insert(at, cell)
+    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _kernel_manager() -> Any:

@@ -11,7 +11,7 @@ import yaml
 
 from cfbench.cli import main
 from cfbench.core.errors import InputError
-from cfbench.reproduce import StudyFailed, load_config_file, reproduce, studies
+from cfbench.reproduce import MARKER, StudyFailed, load_config_file, reproduce, studies
 
 pytest.importorskip("papermill")
 REPO = Path(__file__).resolve().parents[1]
@@ -24,6 +24,7 @@ def test_studies_are_discovered_from_the_package():
 def test_a_failed_run_leaves_the_previous_results_untouched(tmp_path):
     previous = tmp_path / "shopflow" / "smoke"
     previous.mkdir(parents=True)
+    (previous / MARKER).write_text("made by cfbench\n")
     (previous / "summary.json").write_text('{"old": true}\n')
     with pytest.raises(StudyFailed) as err:
         reproduce("smoke", ["shopflow"], results_dir=tmp_path, overrides={"judge": "scripted:no-such-script"})

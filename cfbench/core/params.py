@@ -20,7 +20,7 @@ from typing import Any, Mapping, TypeVar
 
 from .errors import InputError
 
-__all__ = ["params_from_mapping", "params_to_mapping"]
+__all__ = ["params_from_mapping", "params_to_mapping", "check_floors"]
 
 P = TypeVar("P")
 
@@ -45,6 +45,7 @@ def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, 
     """Build ``cls`` from ``data`` and ``overrides``; unknown names and wrong types are InputErrors.
 
     Lists are stored as tuples (the dataclass is frozen); an int is accepted for a float.
+    Ranges are the study's to check (:func:`check_floors` is the run-level rule of ``cfbench reproduce``).
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
@@ -64,6 +65,32 @@ def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, 
             value = float(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def check_floors(cls: type, values: Mapping[str, Any], *, source: Any = "parameters") -> None:
+    """The floor of every whole-number parameter a run sets: counts, sizes and seeds are never negative,
+    a count named ``n_*`` (``n_items``, ``n_boot``, ...) is at least 1, and a field's
+    ``metadata={"min": m}`` sets its own floor. ``source`` is a string or ``name -> string`` (where the
+    value came from). Raises :class:`InputError` naming the field."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for name, value in values.items():
+        if name not in fields or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        low = _floor(fields[name], _expected(hints[name]))
+        if low is not None and value < low:
+            where = source(name) if callable(source) else source
+            raise InputError(f"must be at least {low}, got {value!r}", source=where, field=name)
+
+
+def _floor(f: dataclasses.Field, ok_types: tuple[type, ...]) -> int | float | None:
+    """The smallest value a field accepts: its ``metadata["min"]``, else 1 for an ``n_*`` count and 0
+    for any other whole number; None for other types."""
+    if "min" in f.metadata:
+        return f.metadata["min"]
+    if ok_types == (int,):
+        return 1 if f.name.startswith("n_") else 0
+    return None
 
 
 def params_to_mapping(params: Any) -> dict[str, Any]:

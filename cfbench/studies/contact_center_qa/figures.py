@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
-           "kappa_bars", "flip_distribution_bars", "judge_means_bars", "study_figures", "DIMENSION_GROUPS",
-           "MIN_ITEMS"]
+           "kappa_bars", "flip_distribution_bars", "judge_means_bars", "net_cfr_gate_plot", "masd_vs_wording",
+           "study_figures", "DIMENSION_GROUPS", "MIN_ITEMS"]
 
 #: cells estimated from fewer items than this are greyed out in heatmaps (no interval possible below 2;
 #: with a handful of items one flip dominates the colour scale)
@@ -36,12 +36,17 @@ _BLOCKS = (("cfr", "CFR (%)"), ("confidence", "Confidence MASD"), ("positives", 
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    """pyplot on whatever backend is active (Agg in scripts, inline in a kernel: the notebook shows the PNG
+    files written by :class:`cfbench.report.RunOutput`, so nothing here depends on the backend)."""
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _no_flip_note(ax, n_pairs: int, *, what: str = "flips") -> None:
+    """State on the axes that nothing moved, instead of an empty-looking panel."""
+    ax.text(0.5, 0.5, f"0 {what} in {n_pairs} pairs", transform=ax.transAxes, ha="center", va="center",
+            fontsize=11, color="#444444", bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#999999"})
 
 
 def table2(cfr: pd.DataFrame, masd: pd.DataFrame, robustness: pd.DataFrame, accuracy: pd.DataFrame, *,
@@ -117,39 +122,65 @@ def _pick_baseline(robustness: pd.DataFrame, name: str) -> pd.DataFrame:
 def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str = "judge",
             row_order: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
             title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds",
-            n: str | None = None, min_n: int = MIN_ITEMS, units: str = ""):
-    """Annotated heatmap of ``value`` over ``row`` x ``col`` (e.g. dimensions x judges).
+            n: str | None = None, min_n: int = MIN_ITEMS, units: str = "", pairs: str | None = None,
+            vmax_floor: float = 0.0):
+    """Annotated seaborn heatmap of a non-negative ``value`` over ``row`` x ``col`` (e.g. dimensions x judges).
 
-    With ``n`` (a count column such as ``n_items``) each cell shows its n, and
-    cells with fewer than ``min_n`` are drawn grey and left out of the colour
-    scale, so a cell resting on one or two items cannot dominate it.
+    The colour scale starts at 0 (white: nothing moved) and reaches at least ``vmax_floor``, so a table of
+    zeros is drawn white, never as a colour on a symmetric scale. With ``n`` (a count column such as
+    ``n_items``) each cell shows its n, and cells with fewer than ``min_n`` are drawn grey and left out of the
+    colour scale. With ``pairs`` (``n_pairs``) a zero cell reads "0 of n pairs".
     """
+    import seaborn as sns
+
     plt = _plt()
     wide = frame.pivot_table(index=row, columns=col, values=value, aggfunc="first", dropna=False) * scale
-    counts = None
+    counts = paircounts = None
     if n is not None:
         counts = frame.pivot_table(index=row, columns=col, values=n, aggfunc="first", dropna=False)
         counts = counts.reindex(index=wide.index, columns=wide.columns)
+    if pairs is not None:
+        paircounts = frame.pivot_table(index=row, columns=col, values=pairs, aggfunc="first", dropna=False)
+        paircounts = paircounts.reindex(index=wide.index, columns=wide.columns)
     if row_order is not None:
         order = [r for r in row_order if r in wide.index]
         wide = wide.reindex(order)
         counts = counts.reindex(order) if counts is not None else None
+        paircounts = paircounts.reindex(order) if paircounts is not None else None
     labels = dict(labels or {})
-    fig, ax = plt.subplots(figsize=(1.9 + 1.5 * max(1, wide.shape[1]), 1.8 + 0.4 * max(1, wide.shape[0])))
     data = wide.to_numpy(dtype=float)
     cnt = counts.to_numpy(dtype=float) if counts is not None else np.full(data.shape, np.inf)
+    prs = paircounts.to_numpy(dtype=float) if paircounts is not None else np.full(data.shape, np.nan)
     thin = np.nan_to_num(cnt, nan=0.0) < min_n
-    ax.imshow(np.where(thin, 1.0, np.nan), aspect="auto", cmap="Greys", vmin=0, vmax=5)
-    im = ax.imshow(np.ma.masked_array(data, mask=np.isnan(data) | thin), aspect="auto", cmap=cmap)
-    ax.set_xticks(range(wide.shape[1]), [str(c) for c in wide.columns], rotation=30, ha="right")
-    ax.set_yticks(range(wide.shape[0]), [labels.get(r, r) for r in wide.index])
+    shown = np.where(thin | np.isnan(data), np.nan, data)
+    vmax = max(float(np.nanmax(shown)) if np.isfinite(shown).any() else 0.0, vmax_floor, 1e-9)
+    annot = np.empty(data.shape, dtype=object)
     for i in range(data.shape[0]):
         for j in range(data.shape[1]):
-            txt = "-" if np.isnan(data[i, j]) else fmt.format(data[i, j])
+            x = data[i, j]
+            if np.isnan(x):
+                txt = "-"
+            elif x == 0 and not np.isnan(prs[i, j]):
+                txt = f"0\n(0 of {int(prs[i, j])} pairs)"
+            else:
+                txt = fmt.format(x)
             if counts is not None:
-                txt += f"\n(n={0 if np.isnan(cnt[i, j]) else int(cnt[i, j])})"
-            ax.text(j, i, txt, ha="center", va="center", fontsize=7)
-    fig.colorbar(im, ax=ax, shrink=0.8, label=units)
+                txt += f"\nn={0 if np.isnan(cnt[i, j]) else int(cnt[i, j])}"
+            annot[i, j] = txt
+    fig, ax = plt.subplots(figsize=(2.4 + 1.7 * max(1, wide.shape[1]), 1.8 + 0.48 * max(1, wide.shape[0])))
+    ax.set_facecolor("#d9d9d9")  # masked (thin or missing) cells show the grey background
+    sns.heatmap(pd.DataFrame(shown, index=[labels.get(r, r) for r in wide.index],
+                             columns=[str(c) for c in wide.columns]),
+                ax=ax, cmap=cmap, vmin=0.0, vmax=vmax, annot=False, linewidths=0.5, linecolor="white",
+                cbar_kws={"label": f"{units} (0 = nothing moved)".strip(), "shrink": 0.8})
+    for i in range(data.shape[0]):  # every cell says its value and n, grey ones included (seaborn skips masked)
+        for j in range(data.shape[1]):
+            dark = np.isfinite(shown[i, j]) and shown[i, j] > 0.6 * vmax
+            ax.text(j + 0.5, i + 0.5, annot[i, j], ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
+    ax.set_xticklabels(ax.get_xticklabels(), rotation=30, ha="right")
+    ax.set_xlabel("")
+    ax.set_ylabel("")
     if counts is not None:
         title = f"{title}\ngrey: fewer than {min_n} items, not coloured"
     ax.set_title(title, fontsize=9)
@@ -174,8 +205,14 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
         x, y = g.loc[judge, "mean"], a.loc[judge, "accuracy"] * 100
         ax.errorbar(x, y, xerr=[[x - g.loc[judge, "min"]], [g.loc[judge, "max"] - x]],
                     yerr=[[y - a.loc[judge, "ci_low"] * 100], [a.loc[judge, "ci_high"] * 100 - y]],
-                    fmt="o", capsize=3)
+                    fmt="o", capsize=3, clip_on=False)  # a point at CFR 0 sits on the axis, drawn whole
         ax.annotate(judge, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    right = float(np.nanmax(g["max"])) if len(g) else 0.0
+    ax.set_xlim(0, max(10.0, 1.15 * right))  # CFR cannot be negative: the axis starts at 0
+    if len(g) and np.nan_to_num(g["max"].to_numpy(float)).max() == 0:
+        n_pairs = int(c["n_pairs"].sum()) if "n_pairs" in c.columns else 0
+        ax.text(0.97, 0.05, f"0 flips in {n_pairs} pairs: every point sits at CFR 0", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=8, color="#444444")
     ax.set_xlabel("mean CFR over dimensions (%) - lower is fairer")
     ax.set_ylabel("answer accuracy on the originals (%)")
     n_ans = ", ".join(f"{j}: n={int(a.loc[j, 'n'])}" for j in g.index if j in a.index and "n" in a.columns)
@@ -207,13 +244,26 @@ def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str 
         ax.bar(x, y, width=width, color=[colors.get(groups.get(d, ""), "#999999") for d in dims],
                alpha=1.0 - 0.3 * k, edgecolor="black", linewidth=0.4, label=judge)
         ax.errorbar(x, y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        if "n_pairs" in sub.columns:  # flips of pairs under every bar: a bar of height 0 still says what it rests on
+            for xi, yi, cf, npair in zip(x, y, sub["cfr"].to_numpy(float), sub["n_pairs"].to_numpy(float)):
+                if np.isnan(npair):
+                    continue
+                ax.annotate(f"{int(round(cf * npair)) if not np.isnan(cf) else 0}/{int(npair)}", (xi, 0),
+                            textcoords="offset points", xytext=(0, 2), ha="center", va="bottom", fontsize=7,
+                            rotation=90)
+    top = float(np.nanmax(c["ci_high"].to_numpy(float))) * 100 if c["ci_high"].notna().any() else 0.0
+    ax.set_ylim(0, max(10.0, 1.1 * top))  # anchored at 0: CFR cannot be negative
+    if len(c) and np.nan_to_num(c["cfr"].to_numpy(float)).max() == 0:
+        _no_flip_note(ax, int(c["n_pairs"].sum()) if "n_pairs" in c.columns else 0)
     ax.set_xticks(np.arange(len(dims)) + width * (len(judges) - 1) / 2,
                   [labels.get(d, d) for d in dims], rotation=45, ha="right")
     ax.set_ylabel("CFR (%)")
     n = c["n_items"] if "n_items" in c.columns else pd.Series(dtype=float)
-    n_txt = f"{int(n.min())}-{int(n.max())}" if len(n) and n.min() != n.max() else (f"{int(n.max())}" if len(n) else "?")
+    lo_n, hi_n = (int(n.min()), int(n.max())) if len(n) and n.notna().any() else (0, 0)
+    n_txt = f"{lo_n} to {hi_n}" if lo_n != hi_n else f"{hi_n}"
     ax.set_title("Flip rate by dimension with 95% item-bootstrap intervals\n"
-                 f"(blue identity, orange context, green style; {n_txt} transcripts per bar)", fontsize=9)
+                 f"(blue identity, orange context, green style; {n_txt} transcript{'s' if hi_n != 1 else ''} "
+                 "per bar; label: flips/pairs)", fontsize=9)
     if len(judges) > 1:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="judge (shade)")
     fig.tight_layout()
@@ -240,13 +290,22 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
         temp = rb["temperature"].iloc[0] if len(rb) and "temperature" in rb.columns else np.nan
         what = "question reworded" if b == "robustness_wording" else "repeats of originals"
         series.append((f"{what} ({b}, T={temp:g})", rob.reindex(judges).to_numpy(float)))
+    pairs = (c.groupby("judge")["n_pairs"].sum().reindex(judges).to_numpy(float) if "n_pairs" in c.columns
+             else np.full(len(judges), np.nan))
     for k, (label, vals) in enumerate(series):
         bars = ax.bar(x + offs[k], np.nan_to_num(vals), width=w, label=label)
-        for rect, v in zip(bars, vals):
-            ax.annotate("n/a" if np.isnan(v) else f"{v:.1f}", (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+        for rect, v, npair in zip(bars, vals, pairs):
+            text = "n/a" if np.isnan(v) else f"{v:.1f}"
+            if k == 0 and v == 0 and not np.isnan(npair):  # the counterfactual bar: say what 0 rests on
+                text = f"0\n(0 flips in\n{int(npair)} pairs)"
+            ax.annotate(text, (rect.get_x() + rect.get_width() / 2, rect.get_height()),
                         ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, judges, rotation=20 if len(judges) > 2 else 0, ha="right" if len(judges) > 2 else "center")
     ax.set_ylabel("flip rate (%)")
+    highest = max([float(np.nanmax(v)) for _, v in series if np.isfinite(v).any()] or [0.0])
+    ax.set_ylim(0, max(10.0, 1.2 * highest))
+    if highest == 0:
+        _no_flip_note(ax, int(c["n_pairs"].sum()) if "n_pairs" in c.columns else 0)
     n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
     ax.set_title(f"Counterfactual flips vs the judge's own repeat noise ({n_items} transcripts)", fontsize=9)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14 if len(judges) <= 2 else -0.3),
@@ -325,6 +384,103 @@ def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     return fig
 
 
+def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
+                      labels: Mapping[str, str] | None = None):
+    """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its item-bootstrap
+    interval (seaborn points), a line at 0 and a line at the gate's maximum; each row says whether it
+    passes on the point estimate and on the interval's upper bound."""
+    import seaborn as sns
+
+    plt = _plt()
+    labels = dict(labels or {})
+    g = gate[gate["baseline"] == "robustness"] if "baseline" in gate.columns else gate
+    dims = [d for d in dimensions if d in set(g["dimension"])]
+    judges = sorted(g["judge"].unique())
+    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)), 1.6 + 0.36 * len(dims)),
+                             squeeze=False, sharey=True)
+    for ax, judge in zip(axes[0], judges):
+        sub = g[g["judge"] == judge].set_index("dimension").reindex(dims).reset_index()
+        sub["label"] = [labels.get(d, d) for d in sub["dimension"]]
+        est, lo, hi = (sub[k].to_numpy(float) * 100 for k in ("estimate", "ci_low", "ci_high"))
+        ax.errorbar(est, np.arange(len(sub)), xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="none",
+                    ecolor="#555555", capsize=2, linewidth=0.9)
+        sns.scatterplot(x=est, y=np.arange(len(sub)), hue=np.where(sub["interval_pass"].astype(bool), "passes",
+                                                                    "fails (upper bound above the maximum)"),
+                        palette={"passes": "#55a868", "fails (upper bound above the maximum)": "#c44e52"},
+                        ax=ax, s=30, zorder=3, legend=ax is axes[0][0])
+        mx = float(sub["max_net"].dropna().iloc[0]) * 100 if sub["max_net"].notna().any() else None
+        ax.axvline(0, color="black", linewidth=0.8)
+        if mx is not None:
+            ax.axvline(mx, color="#c44e52", linestyle="--", linewidth=1)
+            ax.annotate(f"gate: at most {mx:.0f} pp ", (mx, -0.6), fontsize=7, color="#c44e52", ha="right",
+                        va="center", annotation_clip=False)
+        if len(sub) and np.nan_to_num(np.abs(est)).max() == 0 and "counterfactual" not in sub.columns:
+            ax.text(0.5, 0.02, "estimate 0 in every dimension: no flips beyond repeat noise", transform=ax.transAxes,
+                    ha="center", va="bottom", fontsize=7, color="#444444")
+        ax.set_xlim(min(-1.0, float(np.nanmin(lo)) - 1 if np.isfinite(lo).any() else -1.0),
+                    max((mx or 0) * 1.15, float(np.nanmax(hi)) * 1.1 if np.isfinite(hi).any() else 0, 1.0))
+        ax.set_yticks(np.arange(len(sub)), sub["label"])
+        ax.set_ylim(len(sub) - 0.4, -0.9)
+        ax.set_xlabel("CFR minus repeat-noise flip rate (pp)")
+        n_items = int(sub["n_items"].max()) if sub["n_items"].notna().any() else 0
+        ax.set_title(f"{judge}: {int(sub['interval_pass'].sum())} of {len(sub)} pass on the interval, "
+                     f"{int(sub['point_pass'].sum())} on the point\n({n_items} transcripts; 95% item bootstrap)",
+                     fontsize=8)
+    if axes[0][0].get_legend() is not None:
+        sns.move_legend(axes[0][0], "upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
+                        ncol=2, frameon=False, fontsize=7, title=None)
+    fig.tight_layout()
+    return fig
+
+
+def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions: Sequence[str],
+                    score: str = "p_yes", labels: Mapping[str, str] | None = None):
+    """MASD of one score per dimension with its interval (seaborn points), against the same score's
+    MASD when only the question's wording changes (shaded band: its interval) - the scale the findings
+    compare each dimension's shift with. Anchored at 0: MASD cannot be negative."""
+    import seaborn as sns
+
+    plt = _plt()
+    labels = dict(labels or {})
+    m = masd[(masd["score"] == score) & ((masd["arm"] == "baseline") if "arm" in masd.columns else True)]
+    dims = [d for d in dimensions if d in set(m["dimension"])]
+    judges = sorted(m["judge"].unique())
+    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)), 1.6 + 0.36 * len(dims)),
+                             squeeze=False, sharey=True)
+    for ax, judge in zip(axes[0], judges):
+        sub = m[m["judge"] == judge].set_index("dimension").reindex(dims).reset_index()
+        y = np.arange(len(sub))
+        est, lo, hi = (sub[k].to_numpy(float) for k in ("masd", "ci_low", "ci_high"))
+        ax.errorbar(est, y, xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="none", ecolor="#555555",
+                    capsize=2, linewidth=0.9)
+        sns.scatterplot(x=est, y=y, ax=ax, color="#4c72b0", s=30, zorder=3)
+        rb = robustness[(robustness["judge"] == judge) & (robustness["metric"] == f"masd_{score}")] \
+            if len(robustness) else robustness
+        top = float(np.nanmax(hi)) if np.isfinite(hi).any() else 0.0
+        for base, colour in (("robustness_wording", "#dd8452"), ("robustness", "#8c8c8c")):
+            r = rb[rb["baseline"] == base] if len(rb) and "baseline" in rb.columns else rb.iloc[0:0]
+            if not len(r):
+                continue
+            r = r.iloc[0]
+            what = "question reworded" if base == "robustness_wording" else "repeats"
+            ax.axvline(r["value"], color=colour, linestyle="--", linewidth=1, label=f"{what}: {r['value']:.2f}")
+            if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"]):
+                ax.axvspan(r["ci_low"], r["ci_high"], color=colour, alpha=0.15)
+            top = max(top, float(r["ci_high"]) if np.isfinite(r["ci_high"]) else 0.0)
+        ax.set_xlim(0, max(1.0, 1.15 * top))
+        ax.set_yticks(y, [labels.get(d, d) for d in sub["dimension"]])
+        ax.set_ylim(len(sub) - 0.4, -0.6)
+        ax.set_xlabel(f"MASD of {score} (points, 0-100 scale)")
+        n_pairs = int(sub["n_pairs"].sum()) if sub["n_pairs"].notna().any() else 0
+        ax.set_title(f"{judge}: {score} shift per dimension vs rewording\n({n_pairs} pairs; 95% item bootstrap)",
+                     fontsize=8)
+        if len(ax.get_legend_handles_labels()[0]):
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
+                      ncol=2, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
     """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
@@ -337,19 +493,26 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     n_txt = f" - {n_items} transcript{'s' if n_items != 1 else ''}" if n_items is not None else ""
     if base_cfr["cfr"].notna().any():
         figs["heatmap_cfr"] = heatmap(base_cfr, value="cfr", scale=100, row_order=dimensions, labels=labels,
-                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items", units="%")
+                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items", units="%",
+                                      pairs="n_pairs", vmax_floor=10.0)
     masd = tables["masd"]
     if len(masd) and masd["masd"].notna().any():
         m = masd[masd["arm"] == "baseline"].assign(col=lambda d: d["judge"] + " / " + d["score"])
         figs["heatmap_masd"] = heatmap(m, value="masd", col="col", row_order=dimensions, labels=labels,
                                        title=f"MASD (score points, 0-100 scales){n_txt}", cmap="Blues",
-                                       n="n_items", units="score points")
+                                       n="n_items", units="score points", pairs="n_pairs", vmax_floor=1.0)
     acc = tables["accuracy"]
     if base_cfr["cfr"].notna().any() and len(acc) and acc["accuracy"].notna().any():
         figs["fig3_accuracy_vs_cfr"] = accuracy_vs_cfr(cfr, acc)
     if base_cfr["cfr"].notna().any():
         figs["fig4_category_profiles"] = category_profiles(cfr, dimensions=dimensions, labels=labels)
         figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
+    gate = tables.get("net_cfr_gate")
+    if gate is not None and len(gate) and gate["estimate"].notna().any():
+        figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels)
+    if len(masd) and "p_yes" in set(masd["score"]) and masd.loc[masd["score"] == "p_yes", "masd"].notna().any():
+        figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,
+                                                        labels=labels)
     if len(tables.get("kappa", ())) and tables["kappa"]["kappa"].notna().any():
         figs["fig6_kappa"] = kappa_bars(tables["kappa"])
     if len(tables.get("flip_distribution", ())):
