@@ -30,6 +30,7 @@ from metrics downstream and counted in the run's non-completion rate.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import gc
@@ -215,9 +216,20 @@ def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str,
 
 
 class _Gate:
-    """At most ``limit`` calls in flight. When ``adaptive``: halve on overload (429/503, at most
-    once per latency window), grow while latency holds (double until the first overload, then +1
-    per ``limit`` good replies), between 1 and ``ceiling``."""
+    """At most ``limit`` calls in flight; each released slot wakes exactly one waiter (FIFO, with
+    retries queued ahead of first attempts), so admission costs O(1) whatever the queue length.
+
+    When ``adaptive`` the limit moves between 1 and ``ceiling``:
+
+    * it grows while latency holds (doubling per window of ``limit`` good replies until the first
+      overload, then by ``max(1, limit // 8)`` per window, so it recovers within a few windows);
+    * it is cut by half when overload replies (429/503) make up at least ``OVERLOAD_SHARE`` of
+      the last window of replies, and at most once per window (calls admitted before a cut saw
+      the old limit, so their 429s do not count again). A scattering of 429s from a server that
+      fails some calls at random therefore does not collapse the limit; a saturated server does.
+    """
+
+    OVERLOAD_SHARE = 0.10
 
     def __init__(self, start: int, *, ceiling: int, adaptive: bool):
         self.limit = max(1, min(start, ceiling))
@@ -226,43 +238,86 @@ class _Gate:
         self.in_flight = 0
         self.peak = 0
         self.history: list[int] = [self.limit]
-        self._cond = asyncio.Condition()
+        self.wakeups = 0
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
         self._best: float | None = None
         self._good = 0
         self._slow_start = True
-        self._last_cut = -math.inf
+        self._epoch = 0          # bumped by every cut
+        self._window: collections.deque[bool] = collections.deque()  # recent replies: overloaded?
+        self._n_over = 0
 
-    async def __aenter__(self) -> "_Gate":
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+    async def acquire(self, *, priority: bool = False) -> int:
+        """Take a slot (waiting if none is free); returns the epoch to pass back to
+        :meth:`overloaded`."""
+        if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-        return self
+        else:
+            fut = asyncio.get_running_loop().create_future()
+            if priority:
+                self._waiters.appendleft(fut)
+            else:
+                self._waiters.append(fut)
+            try:
+                await fut  # the releaser counted this slot as ours before waking us
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self.release()  # granted, then cancelled: hand the slot on
+                else:
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(fut)
+                raise
+        if self.in_flight > self.peak:
+            self.peak = self.in_flight
+        return self._epoch
 
-    async def __aexit__(self, *exc: object) -> None:
-        async with self._cond:
-            self.in_flight -= 1
-            self._cond.notify_all()
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            fut = self._waiters.popleft()
+            if fut.done():
+                continue
+            self.in_flight += 1
+            self.wakeups += 1
+            fut.set_result(None)
 
     def _set(self, limit: int) -> None:
         if limit != self.limit:
             self.limit = limit
             self.history.append(limit)
+            self._wake()
 
-    def overloaded(self) -> None:
+    def _note(self, over: bool) -> None:
+        w = self._window
+        w.append(over)
+        self._n_over += over
+        while len(w) > max(self.limit, 20):
+            self._n_over -= w.popleft()
+
+    def overloaded(self, epoch: int | None = None) -> None:
         if not self.adaptive:
             return
-        now = time.perf_counter()
-        if now - self._last_cut < max(0.1, 2.0 * (self._best or 0.0)):
-            return  # one cut per window: the in-flight calls saw the same overload
-        self._last_cut = now
+        self._note(True)
+        if epoch is not None and epoch != self._epoch:
+            return  # admitted before the last cut: it saw the old limit
+        if len(self._window) < min(self.limit, 20) and self._n_over < 2:
+            return  # one early 429 is not yet a share
+        if self._n_over < self.OVERLOAD_SHARE * len(self._window):
+            return
+        self._epoch += 1
         self._slow_start = False
         self._good = 0
+        self._window.clear()
+        self._n_over = 0
         self._set(max(1, self.limit // 2))
 
     def succeeded(self, latency: float) -> None:
         if not self.adaptive:
             return
+        self._note(False)
         self._best = latency if self._best is None else min(self._best, latency)
         if latency > 2.0 * self._best + 0.05:  # latency no longer holds: stop growing
             self._good = 0
@@ -270,7 +325,64 @@ class _Gate:
         self._good += 1
         if self._good >= self.limit:
             self._good = 0
-            self._set(min(self.ceiling, self.limit * 2 if self._slow_start else self.limit + 1))
+            step = self.limit if self._slow_start else max(1, self.limit // 8)
+            self._set(min(self.ceiling, self.limit + step))
+
+
+class _FirstTimeout:
+    """The first attempt's timeout on a network backend: ``FACTOR`` x the p95 latency of the
+    replies so far (at least ``FLOOR_S``, at most ``timeout_s``), once ``MIN_SAMPLES`` replies
+    have arrived; ``timeout_s`` before that and on every retry. A hung call then holds its slot
+    for seconds, not for the whole timeout; a slow but live server only raises the p95."""
+
+    FACTOR = 4.0
+    FLOOR_S = 1.0
+    MIN_SAMPLES = 20
+
+    def __init__(self, timeout_s: float | None):
+        self.timeout_s = timeout_s
+        self._recent: collections.deque[float] = collections.deque(maxlen=256)
+        self._n = 0
+        self._limit = timeout_s
+
+    def observe(self, latency: float) -> None:
+        self._recent.append(latency)
+        self._n += 1
+        if self._n >= self.MIN_SAMPLES and (self._n < 256 or self._n % 32 == 0):
+            lat = sorted(self._recent)
+            p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+            cut = max(self.FLOOR_S, self.FACTOR * p95)
+            self._limit = cut if self.timeout_s is None else min(self.timeout_s, cut)
+
+    def limit(self) -> float | None:
+        return self._limit
+
+
+class _FailureLog:
+    """Failure reasons written to the cache as they happen (at most ``every_s`` apart, and on
+    :meth:`flush`), so a run killed midway keeps the reasons of the calls that failed before."""
+
+    def __init__(self, store: ResponseCache | None, spec: str, every_s: float = 1.0):
+        self.store, self.spec, self.every_s = store, spec, every_s
+        self._buf: list[tuple[str, str]] = []
+        self._last = time.perf_counter()
+
+    def add(self, key: str, reason: str) -> None:
+        if self.store is None:
+            return
+        if not self._buf:  # the first reason after a flush is written within every_s at the latest
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_later(self.every_s, self.flush)
+        self._buf.append((key, reason))
+        if time.perf_counter() - self._last >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last = time.perf_counter()
+        if self.store is None or not self._buf:
+            return
+        buf, self._buf = self._buf, []
+        _quietly(lambda: self.store.record_failures(self.spec, buf), "record failures")
 
 
 async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
@@ -326,20 +438,28 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                                 else built.max_concurrency)
         gate = _Gate(start, ceiling=concurrency or built.max_concurrency, adaptive=adaptive)
         secret_env = tuple(e for e in (getattr(built, "api_key_env", None),) if e)
+        creds = credentials(secret_env)
         rng = random.Random(jitter_seed)
         bar = tqdm(total=len(todo), desc=desc or spec, disable=not progress, mininterval=1.0,
                    unit="call", dynamic_ncols=True)
-        failed_keys: list[tuple[str, str]] = []
+        failures = _FailureLog(store, spec)
+        # network backends: a first attempt that takes far longer than the replies so far is cut
+        # and retried (a hung call must not hold its slot for the whole timeout)
+        quick = _FirstTimeout(timeout_s) if getattr(built, "adaptive_concurrency", False) else None
 
-        async def attempt_once(req: Request) -> Response:
-            if timeout_s is None:
+        async def attempt_once(req: Request, limit: float | None, first: bool) -> Response:
+            if limit is None:
                 return await built.acomplete(req)
             try:
                 if _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
-                    async with asyncio.timeout(timeout_s):
+                    async with asyncio.timeout(limit):
                         return await built.acomplete(req)
-                return await asyncio.wait_for(built.acomplete(req), timeout_s)  # pragma: no cover - 3.10
+                return await asyncio.wait_for(built.acomplete(req), limit)  # pragma: no cover - 3.10
             except asyncio.TimeoutError:
+                if first and limit != timeout_s:
+                    raise RetryableError(f"timeout: no reply within {limit:.3g} s on the first attempt "
+                                         f"({_FirstTimeout.FACTOR:g} x the p95 latency so far; retried with "
+                                         f"timeout_s={timeout_s:g} s)") from None
                 raise RetryableError(f"timeout: no reply within timeout_s={timeout_s:g} s") from None
 
         async def store_reply(key: str, resp: Response, latency: float) -> str | None:
@@ -364,29 +484,32 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
 
         async def call(key: str) -> None:
             req = unique[key]
-            async with gate:  # the slot is held through backoff, so retries never crowd out others
-                reason, attempt = await attempts(key, req)
-            if reason is None:
-                bar.update(1)
-                return
-            reason = scrub(reason, secret_env)
-            log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, spec, attempt, reason)
-            outcomes[key] = _failed(reason)
-            failed_keys.append((key, reason))
+            reason, attempt = await attempts(key, req)
+            if reason is not None:
+                reason = scrub(reason, secret_env)
+                log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, spec, attempt,
+                            reason)
+                outcomes[key] = _failed(reason)
+                failures.add(key, reason)  # written within a second, so a killed run keeps them
             bar.update(1)
 
         async def attempts(key: str, req: Request) -> tuple[str | None, int]:
-            """Call with retries; on success store the outcome and return (None, attempts)."""
+            """Call with retries; on success store the outcome and return (None, attempts).
+            A slot is held only while a call is in flight: a retry waiting out its backoff gives it
+            up and queues ahead of first attempts when it is due."""
             reason = "not attempted"
             attempt = 0
             for attempt in range(1, max_attempts + 1):
+                epoch = await gate.acquire(priority=attempt > 1)
+                limit = quick.limit() if (quick is not None and attempt == 1) else timeout_s
                 t0 = time.perf_counter()
                 try:
-                    resp = await attempt_once(req)
+                    resp = await attempt_once(req, limit, attempt == 1)
                 except RetryableError as exc:
+                    gate.release()
                     reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                     if getattr(exc, "overload", False):
-                        gate.overloaded()
+                        gate.overloaded(epoch)
                     if attempt == max_attempts:
                         reason += f" (gave up after {attempt} attempt(s))"
                         break
@@ -400,14 +523,21 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                     await asyncio.sleep(delay)
                     continue
                 except JudgeError as exc:
+                    gate.release()
                     reason = f"{type(exc).__name__}: {exc}"
                     break
-                except Exception as exc:  # a backend bug or an unexpected SDK error: record, don't crash
+                except BaseException as exc:  # a backend bug or an unexpected SDK error: record, don't crash
+                    gate.release()
+                    if not isinstance(exc, Exception):
+                        raise  # cancellation, KeyboardInterrupt
                     reason = f"{type(exc).__name__}: {exc}"
                     break
+                gate.release()
                 latency = time.perf_counter() - t0
                 gate.succeeded(latency)
-                problem = reply_problem(resp, req.config.max_tokens, secret_env=secret_env)
+                if quick is not None:
+                    quick.observe(latency)
+                problem = reply_problem(resp, req.config.max_tokens, creds=creds)
                 if problem is None:
                     problem = await store_reply(key, resp, latency)
                 if problem is not None:
@@ -417,13 +547,21 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                 return None, attempt
             return reason, attempt
 
+        async def worker(queue: Iterator[str]) -> None:
+            for key in queue:  # shared iterator: each worker takes the next key when it is free
+                await call(key)
+
+        # A fixed pool of workers pulls keys in order, so the cost per call does not grow with the
+        # number of requests queued (no task, no waiter per queued request). More workers than slots:
+        # those waiting out a backoff hold no slot while the others keep the limit busy.
+        n_workers = min(len(todo), 2 * gate.ceiling + 8)
+        queue = iter(todo)
         try:
-            await asyncio.gather(*(call(k) for k in todo))
+            await asyncio.gather(*(worker(queue) for _ in range(n_workers)))
         finally:
             bar.close()
+            failures.flush()
             await built.arelease()
-        if store is not None and failed_keys:
-            _quietly(lambda: store.record_failures(spec, failed_keys), "record failures")
         n_called = len(todo)
 
     with _gc_paused():
