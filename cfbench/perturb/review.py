@@ -294,6 +294,7 @@ document.getElementById("prev").addEventListener("click", () => { page--; draw()
 document.getElementById("next").addEventListener("click", () => { page++; draw(); window.scrollTo(0, 0); });
 document.getElementById("export").addEventListener("click", exportCsv);
 filter();
+document.body.dataset.readyMs = String(Math.round(performance.now()));
 document.body.dataset.ready = "1";
 """
 
