@@ -128,7 +128,7 @@ def test_a_hung_first_attempt_is_cut_long_before_the_timeout(tmp_path):
                            progress=False, concurrency=1, timeout_s=60)
         wall = time.perf_counter() - t0
     assert res.judgments.ok.all()
-    assert wall < 7  # the hang cost ~1 s (the first-attempt floor), not 8 s
+    assert wall < 7  # the hang cost ~1 s (the first cut), not 8 s
 
 
 def test_failures_are_in_the_cache_while_the_run_is_still_going(tmp_path):

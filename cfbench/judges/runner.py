@@ -224,12 +224,17 @@ class _Gate:
     * it grows while latency holds (doubling per window of ``limit`` good replies until the first
       overload, then by ``max(1, limit // 8)`` per window, so it recovers within a few windows);
     * it is cut by half when overload replies (429/503) make up at least ``OVERLOAD_SHARE`` of
-      the last window of replies, and at most once per window (calls admitted before a cut saw
-      the old limit, so their 429s do not count again). A scattering of 429s from a server that
-      fails some calls at random therefore does not collapse the limit; a saturated server does.
+      the replies since the last cut (the last ``WINDOW`` of them at most; at least
+      ``MIN_OVERLOADS`` overloads, or ``WINDOW // 5`` replies, before a share counts), and at most
+      once per epoch (calls admitted before a cut saw the old limit, so their 429s do not count
+      again). A scattering of 429s from a server that fails some calls at random therefore does
+      not collapse the limit; a saturated server, which refuses most calls beyond its capacity,
+      is backed off from at once.
     """
 
-    OVERLOAD_SHARE = 0.10
+    OVERLOAD_SHARE = 0.15
+    WINDOW = 100
+    MIN_OVERLOADS = 5
 
     def __init__(self, start: int, *, ceiling: int, adaptive: bool):
         self.limit = max(1, min(start, ceiling))
@@ -294,7 +299,7 @@ class _Gate:
         w = self._window
         w.append(over)
         self._n_over += over
-        while len(w) > max(self.limit, 20):
+        while len(w) > self.WINDOW:
             self._n_over -= w.popleft()
 
     def overloaded(self, epoch: int | None = None) -> None:
@@ -303,8 +308,8 @@ class _Gate:
         self._note(True)
         if epoch is not None and epoch != self._epoch:
             return  # admitted before the last cut: it saw the old limit
-        if len(self._window) < min(self.limit, 20) and self._n_over < 2:
-            return  # one early 429 is not yet a share
+        if len(self._window) < self.WINDOW // 5 and self._n_over < self.MIN_OVERLOADS:
+            return  # a few early 429s are not yet a share
         if self._n_over < self.OVERLOAD_SHARE * len(self._window):
             return
         self._epoch += 1
@@ -330,10 +335,12 @@ class _Gate:
 
 
 class _FirstTimeout:
-    """The first attempt's timeout on a network backend: ``FACTOR`` x the p95 latency of the
-    replies so far (at least ``FLOOR_S``, at most ``timeout_s``), once ``MIN_SAMPLES`` replies
-    have arrived; ``timeout_s`` before that and on every retry. A hung call then holds its slot
-    for seconds, not for the whole timeout; a slow but live server only raises the p95."""
+    """Per-attempt timeouts on a network backend. Once ``MIN_SAMPLES`` replies have arrived, attempt
+    ``k`` may take ``FACTOR`` x the p95 latency of the replies so far x 2^(k-1) (at least
+    ``FLOOR_S`` x 2^(k-1), never more than ``timeout_s``); before that, every attempt has
+    ``timeout_s``. A hung call then holds its slot for seconds, not for the whole timeout, and a
+    call that hangs on every attempt gives up after about 7 x the first cut rather than
+    3 x ``timeout_s``; a slow but live server raises the p95 and so every cut."""
 
     FACTOR = 4.0
     FLOOR_S = 1.0
@@ -343,19 +350,27 @@ class _FirstTimeout:
         self.timeout_s = timeout_s
         self._recent: collections.deque[float] = collections.deque(maxlen=256)
         self._n = 0
-        self._limit = timeout_s
+        self._base: float | None = None
+        #: attempts running under the full timeout before the first cut was known -> (start, attempt)
+        self.early: dict[Any, tuple[float, int]] = {}
 
-    def observe(self, latency: float) -> None:
+    def observe(self, latency: float) -> bool:
+        """Record a reply's latency; True when this made the first cut known."""
         self._recent.append(latency)
         self._n += 1
+        first = False
         if self._n >= self.MIN_SAMPLES and (self._n < 256 or self._n % 32 == 0):
             lat = sorted(self._recent)
             p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-            cut = max(self.FLOOR_S, self.FACTOR * p95)
-            self._limit = cut if self.timeout_s is None else min(self.timeout_s, cut)
+            first = self._base is None
+            self._base = max(self.FLOOR_S, self.FACTOR * p95)
+        return first
 
-    def limit(self) -> float | None:
-        return self._limit
+    def limit(self, attempt: int = 1) -> float | None:
+        if self._base is None:
+            return self.timeout_s
+        cut = self._base * 2 ** (attempt - 1)
+        return cut if self.timeout_s is None else min(self.timeout_s, cut)
 
 
 class _FailureLog:
@@ -443,23 +458,31 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         bar = tqdm(total=len(todo), desc=desc or spec, disable=not progress, mininterval=1.0,
                    unit="call", dynamic_ncols=True)
         failures = _FailureLog(store, spec)
-        # network backends: a first attempt that takes far longer than the replies so far is cut
-        # and retried (a hung call must not hold its slot for the whole timeout)
+        # network backends: an attempt that takes far longer than the replies so far is cut and
+        # retried with a longer cut (a hung call must not hold its slot for the whole timeout)
         quick = _FirstTimeout(timeout_s) if getattr(built, "adaptive_concurrency", False) else None
 
-        async def attempt_once(req: Request, limit: float | None, first: bool) -> Response:
+        async def attempt_once(req: Request, limit: float | None, attempt: int) -> Response:
             if limit is None:
                 return await built.acomplete(req)
             try:
                 if _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
-                    async with asyncio.timeout(limit):
-                        return await built.acomplete(req)
+                    async with asyncio.timeout(limit) as cm:
+                        if quick is not None and limit == timeout_s:
+                            quick.early[cm] = (asyncio.get_running_loop().time(), attempt)
+                        try:
+                            return await built.acomplete(req)
+                        finally:
+                            if quick is not None:
+                                quick.early.pop(cm, None)
                 return await asyncio.wait_for(built.acomplete(req), limit)  # pragma: no cover - 3.10
             except asyncio.TimeoutError:
-                if first and limit != timeout_s:
-                    raise RetryableError(f"timeout: no reply within {limit:.3g} s on the first attempt "
-                                         f"({_FirstTimeout.FACTOR:g} x the p95 latency so far; retried with "
-                                         f"timeout_s={timeout_s:g} s)") from None
+                if quick is not None:
+                    limit = quick.limit(attempt) or limit
+                if limit != timeout_s:
+                    raise RetryableError(f"timeout: no reply within {limit:.3g} s on attempt {attempt} "
+                                         f"({_FirstTimeout.FACTOR:g} x the p95 latency so far x {2 ** (attempt - 1)}, "
+                                         f"at most timeout_s={timeout_s:g} s)") from None
                 raise RetryableError(f"timeout: no reply within timeout_s={timeout_s:g} s") from None
 
         async def store_reply(key: str, resp: Response, latency: float) -> str | None:
@@ -501,10 +524,10 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
             attempt = 0
             for attempt in range(1, max_attempts + 1):
                 epoch = await gate.acquire(priority=attempt > 1)
-                limit = quick.limit() if (quick is not None and attempt == 1) else timeout_s
+                limit = quick.limit(attempt) if quick is not None else timeout_s
                 t0 = time.perf_counter()
                 try:
-                    resp = await attempt_once(req, limit, attempt == 1)
+                    resp = await attempt_once(req, limit, attempt)
                 except RetryableError as exc:
                     gate.release()
                     reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -535,8 +558,13 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                 gate.release()
                 latency = time.perf_counter() - t0
                 gate.succeeded(latency)
-                if quick is not None:
-                    quick.observe(latency)
+                if quick is not None and quick.observe(latency):
+                    # the first cut is known: calls started before it get it too (a call that hung
+                    # at the start of the run must not hold its slot for the whole timeout)
+                    for cm, (started, att) in list(quick.early.items()):
+                        cut = quick.limit(att)
+                        if cut is not None and not cm.expired():
+                            cm.reschedule(started + cut)
                 problem = reply_problem(resp, req.config.max_tokens, creds=creds)
                 if problem is None:
                     problem = await store_reply(key, resp, latency)
