@@ -147,3 +147,31 @@ def test_leaking_cache_rows_are_removed_and_the_rest_kept(tmp_path):
     assert cache.find_secret_leaks() == []
     assert cache.get("k-clean") is not None and cache.failures_many(["k-ok"]) == {"k-ok": "500: fine"}
     assert issubclass(SecretLeakError, ValueError)  # the CLI prints ValueErrors as one line, exit 2
+
+
+def test_hf_backend_scrubs_the_token_and_survives_a_date_retry_after(monkeypatch):
+    from cfbench.judges.base import RetryableError
+    from cfbench.judges.hf_backend import HFJudge
+
+    token = "hf_" + "Zx8Cv7Bn6Mm5Qw4Er3Ty2Ui1"
+    monkeypatch.setenv("HF_TOKEN", token)
+
+    class Resp:
+        status_code = 429
+        headers = {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}
+
+    class Boom(Exception):
+        response = Resp()
+
+    class Client:
+        def chat_completion(self, **kw):
+            raise Boom(f"rate limited for token {mixed_case_percent(token)} at https://x/?t={token[3:15]}")
+
+    judge = HFJudge("m/x")
+    judge.spec = "hf:m/x"
+    monkeypatch.setattr(judge, "_get_client", lambda: Client())
+    with pytest.raises(RetryableError) as info:
+        judge.complete(req(0))
+    msg = str(info.value)
+    assert info.value.retry_after is None and info.value.overload
+    assert "<HF_TOKEN>" in msg and echoed_credential(msg, ("HF_TOKEN",)) is None and token[3:11] not in msg
