@@ -251,11 +251,25 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
         return None
     views = _quick_decodings(text)
     for name, value in creds.items():
-        windows, b64 = _windows(value), _b64_windows(value)
+        windows, blocks, b64 = _windows(value), _blocks(value), _b64_windows(value)
         for view in views:
-            if any(w in view for w in windows) or any(w in view for w in b64):
+            # every window holds one of the blocks: the full test only runs on a block hit
+            if any(b in view for b in blocks) and any(w in view for w in windows):
+                return name
+            if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
                 return name
     return None
+
+
+@lru_cache(maxsize=64)
+def _blocks(value: str) -> tuple[str, ...]:
+    """The credential's 4-character blocks at multiples of 4 from where its windows start: each
+    ``FRAGMENT``-character window contains one, so a text holding none holds no window."""
+    if len(value) < FRAGMENT:
+        return (value,) if value else ()
+    start = max(0, _public_prefix(value) - FRAGMENT + 1)
+    first = -(-start // 4) * 4
+    return tuple(dict.fromkeys(value[j:j + 4] for j in range(first, len(value) - 3, 4)))
 
 
 class SecretLeakError(ValueError):
