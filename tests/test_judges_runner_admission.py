@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -122,13 +121,14 @@ def test_concurrency_recovers_after_a_burst_of_429s(tmp_path):
 
 def test_a_hung_first_attempt_is_cut_long_before_the_timeout(tmp_path):
     with FakeOpenAIServer(latency_s=0.01) as srv:
-        srv.script(["ok"] * 60 + ["hang:8"])
-        t0 = time.perf_counter()
+        srv.script(["ok"] * 60 + ["hang:4"])
         res = run_requests(f"openai:m@{srv.base_url}", [req(i) for i in range(200)], cache=False,
                            progress=False, concurrency=1, timeout_s=60)
-        wall = time.perf_counter() - t0
+        sent = srv.requests
     assert res.judgments.ok.all()
-    assert wall < 7  # the hang cost ~1 s (the first cut), not 8 s
+    # the hung call was cut (at 4 x p95, at least 1 s, not the 60 s timeout) and sent again; had it
+    # been left to run, its reply after 4 s would have been taken and the server would count 200
+    assert sent == 201
 
 
 def test_failures_are_in_the_cache_while_the_run_is_still_going(tmp_path):
