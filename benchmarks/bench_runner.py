@@ -15,7 +15,11 @@
    requests through the ``openai:`` backend against the server at L = 0, which
    adds the HTTP round trip and JSON encoding/decoding.
 
-3. Transport: client CPU per call (``time.process_time``; the server runs in a
+3. Queue scaling: per-call µs of one ``run_requests`` call on the scripted judge, no cache, at
+   1,000 / 2,000 / 4,000 / 16,000 queued requests (``--queue-sizes``), and the ratio 16k / 2k
+   (target <= 1.5: the cost per call is flat in the queue), with the target <= 150 µs per call.
+
+4. Transport: client CPU per call (``time.process_time``; the server runs in a
    child process) of the ``openai:`` backend's aiohttp transport under the runner
    versus the official ``openai`` SDK's ``AsyncOpenAI`` client making the same
    calls bare (no runner, no cache) at the same concurrency. This decides whether
@@ -121,6 +125,22 @@ def overhead(n: int) -> dict:
     return out
 
 
+def queue_scaling(sizes: list[int]) -> dict[int, tuple[float, float]]:
+    """(wall µs, process CPU µs) per call of one uncached ``run_requests`` over ``n`` queued requests
+    (scripted judge). CPU time is printed beside wall time because on a shared machine the wall
+    time also counts the other processes' turns on the cores."""
+    judge = get_judge("scripted:yes")
+    run_requests(judge, make_requests(500, "qwarm"), cache=False, progress=False)
+    out = {}
+    for n in sizes:
+        reqs = make_requests(n, f"q{n}")
+        c0, t0 = time.process_time(), time.perf_counter()
+        res = run_requests(judge, reqs, cache=False, progress=False)
+        out[n] = ((time.perf_counter() - t0) / n * 1e6, (time.process_time() - c0) / n * 1e6)
+        assert res.stats["n_called"] == n and res.judgments.ok.all()
+    return out
+
+
 def transport_cpu(n: int, c: int = 16) -> dict[str, float] | None:
     """Client CPU µs per call: cfbench's aiohttp transport (with the runner) vs the openai SDK (bare)."""
     try:
@@ -165,6 +185,7 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=float, default=100.0)
     ap.add_argument("--overhead-n", type=int, default=5000)
     ap.add_argument("--transport-n", type=int, default=2000)
+    ap.add_argument("--queue-sizes", default="1000,2000,4000,16000")
     args = ap.parse_args()
     header("runner efficiency")
     t = throughput(args.n, args.c, args.latency_ms / 1000)
@@ -183,6 +204,18 @@ def main() -> None:
     print(f"per-call cost, µs (n={args.overhead_n}, scripted judge; ratios vs the bare complete() loop):")
     for name, us in o.items():
         print(f"  {name:<28} {us:9.1f} µs   x{us / base:6.1f}   overhead {us - base:8.1f} µs")
+    sizes = [int(x) for x in args.queue_sizes.split(",")]
+    q = queue_scaling(sizes)
+    print("queue scaling, one run_requests call, scripted judge, no cache (target <= 150 µs per call):")
+    for n, (us, cpu) in q.items():
+        print(f"  {n:>7,} requests   wall {us:7.1f} µs per call (RATIO to target {us / 150:.2f}), "
+              f"process CPU {cpu:7.1f} µs per call (RATIO {cpu / 150:.2f})")
+    if 2000 in q and max(q) > 2000:
+        big = max(q)
+        for i, what in ((0, "wall"), (1, "CPU")):
+            r = q[big][i] / q[2000][i]
+            print(f"  RATIO {big // 1000}k / 2k per call ({what}) = {r:.2f}   (target <= 1.5: "
+                  f"{'met' if r <= 1.5 else 'NOT met'})")
     tr = transport_cpu(args.transport_n)
     if tr is None:
         print("transport: the openai SDK is not installed; comparison skipped")

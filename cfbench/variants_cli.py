@@ -6,7 +6,10 @@ dialogue (``*.json``) or a folder of STAR dialogues. Writes ``DIR/variants.parqu
 ``DIR/rejections.csv`` (Table 9: guard / LLM / human columns) and
 ``DIR/review.html`` (self-contained, see :mod:`cfbench.perturb.review`).
 With ``--decisions reviewed.csv`` (the CSV the page exports) rejected variants
-are marked invalid with reason "human review".
+are marked invalid with reason "human review". ``--limit N`` keeps the first N
+transcripts (in the order the file or folder lists them), ``--sample N`` a
+random N of them drawn with ``--seed`` (the same seed the perturbers use), so a
+review of a large corpus can start on a manageable, reproducible subset.
 
 Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
 ``python -m cfbench.variants_cli``.
@@ -20,7 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run_variants", "load_any", "main"]
+__all__ = ["add_parser", "run_variants", "load_any", "select_transcripts", "main"]
 
 
 def load_any(path: str | Path) -> list[Any]:
@@ -35,13 +38,36 @@ def load_any(path: str | Path) -> list[Any]:
     return ts
 
 
+def select_transcripts(ts: list[Any], *, limit: int | None = None, sample: int | None = None,
+                       seed: int = 0) -> list[Any]:
+    """The first ``limit`` transcripts, or ``sample`` of them drawn at random with ``seed`` (kept in
+    their original order); all of them when both are None."""
+    from cfbench.core.errors import InputError
+
+    if limit is not None and sample is not None:
+        raise InputError("give --limit or --sample, not both", source="command line", field="--sample")
+    for name, n in (("--limit", limit), ("--sample", sample)):
+        if n is not None and (not isinstance(n, int) or n < 1):
+            raise InputError(f"must be a whole number >= 1, got {n!r}", source="command line", field=name)
+    if limit is not None:
+        return ts[:limit]
+    if sample is not None and sample < len(ts):
+        import numpy as np
+
+        keep = np.sort(np.random.default_rng(seed).choice(len(ts), size=sample, replace=False))
+        return [ts[i] for i in keep]
+    return ts
+
+
 def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | None = None, seed: int = 0,
-                 decisions: str | Path | None = None, progress: bool = True) -> dict[str, Path]:
-    """Make the variants of ``file`` into ``out``; returns the written paths."""
+                 decisions: str | Path | None = None, progress: bool = True, limit: int | None = None,
+                 sample: int | None = None) -> dict[str, Path]:
+    """Make the variants of ``file`` (or of ``limit`` / a seeded ``sample`` of its transcripts) into
+    ``out``; returns the written paths."""
     from cfbench.perturb import make_variants, rejection_table
     from cfbench.perturb.review import review_html
 
-    ts = load_any(file)
+    ts = select_transcripts(load_any(file), limit=limit, sample=sample, seed=seed)
     v = make_variants(ts, dimensions=dimensions, seed=seed, decisions=decisions, progress=progress)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +84,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.dimensions:
         dims = [d for part in args.dimensions for d in part.split(",") if d]
     paths = run_variants(args.file, args.out, dimensions=dims, seed=args.seed, decisions=args.decisions,
-                         progress=not args.quiet)
+                         progress=not args.quiet, limit=args.limit, sample=args.sample)
     for p in paths.values():
         print(p)
     return 0
@@ -72,7 +98,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--dimensions", nargs="+", metavar="DIM",
                    help="dimension ids (space- or comma-separated); default: the 15 table rows")
     p.add_argument("--decisions", metavar="CSV", help="review decisions exported by review.html")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the perturbers and of --sample")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N transcripts")
+    p.add_argument("--sample", type=int, metavar="N", help="a random N transcripts (drawn with --seed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd)
     return p

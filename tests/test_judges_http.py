@@ -192,13 +192,15 @@ def test_api_key_never_reaches_any_file(server, tmp_path, monkeypatch, caplog):
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     cache_path = tmp_path / "cache.sqlite"
-    server.script(["500"] * 3 + ["echo-key"])  # also exercise the error paths
+    server.script(["500"] * 4 + ["echo-key"])  # also exercise the error paths
     reqs = one() + [Request("r1", ({"role": "user", "content": "b"},)), Request("r2", ({"role": "user", "content": "c"},))]
-    res = run_requests("openai:m@" + server.base_url, reqs, cache=cache_path, progress=False, backoff_s=0.01,
-                       concurrency=1)  # in order "b", "c", "hello": three 500s, the echoed key, a success
+    res = run_requests("openai:m@" + server.base_url, reqs, cache=cache_path, progress=False, backoff_s=0.3,
+                       max_attempts=2, concurrency=1)
+    # three first attempts, three 500s (a retry gives up its slot while it waits); then the retries:
+    # a 500 again (gave up), the echoed key, a success
     assert server.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # it was used...
     assert res.stats["n_failed"] == 2 and "Bearer <OPENAI_API_KEY>" in res.judgments.error[2]
-    assert "request r1" in caplog.text and SECRET not in caplog.text
+    assert "gave up after 2 attempt(s)" in caplog.text and SECRET not in caplog.text
     out = RunOutput(tmp_path / "out")
     out.table("judgments", res.judgments)
     out.summary({"stats": res.stats, "note": f"echo {SECRET}"})

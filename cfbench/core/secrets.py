@@ -1,11 +1,13 @@
-"""Keeping credentials out of everything cfbench writes (no imports from the rest of the package).
+r"""Keeping credentials out of everything cfbench writes (no imports from the rest of the package).
 
 A careless or hostile server may echo the key: in an error body, a redirect, a
-``\\u``-escaped JSON string, a URL-encoded query, or the reply itself. The rules:
+``\u``-escaped JSON string, a URL-encoded query, or the reply itself. The rules:
 
-* :func:`scrub` replaces every form of every credential in a text *before* it is
-  clipped, and also any run of 12 or more consecutive characters of a credential
-  (a server that cut the key itself leaves no piece behind either);
+* :func:`scrub` reads a text canonically before matching: every percent-escape (any
+  case, ``%73%6b%2D``), ``\u``/``\x`` and JSON escape decoded (repeatedly, for double
+  encodings), and every base64 run decoded; then any run of 8 or more consecutive
+  characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
+  in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
   then records the call as failed ("reply echoed a credential") and neither caches
   nor returns the text;
@@ -18,15 +20,15 @@ Credentials are the values of :data:`SECRET_ENV` plus any variable a backend nam
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
 import os
 import re
 from functools import lru_cache
-from typing import Iterable
-from urllib.parse import quote, quote_plus
+from typing import Callable, Iterable
 
 __all__ = ["SECRET_ENV", "secret_values", "scrub", "scrub_secrets", "clip", "credentials", "echoed_credential",
-           "find_secret_leaks", "FRAGMENT"]
+           "find_secret_leaks", "FRAGMENT", "SecretLeakError"]
 
 #: Environment variables whose values are secrets (API keys, tokens).
 SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
@@ -37,56 +39,183 @@ def secret_values(extra_env: tuple[str, ...] = ()) -> dict[str, str]:
     return {n: v for n in SECRET_ENV + tuple(extra_env) if (v := os.environ.get(n)) and len(v) >= 8}
 
 #: Shortest run of a credential's characters that counts as a piece of it.
-FRAGMENT = 12
+FRAGMENT = 8
+
+#: A credential's public prefix (``sk-proj-``, ``sk-ant-api03-``, ``hf_``): leading letters and digits
+#: each closed by ``-`` or ``_``, at most 16 characters. A piece lying wholly inside it is not secret.
+_PREFIX = re.compile(r"^(?:[A-Za-z0-9]{1,6}[-_]){1,3}")
+
+
+def _public_prefix(value: str) -> int:
+    m = _PREFIX.match(value)
+    return len(m.group(0)) if m and len(m.group(0)) <= 16 else 0
 
 
 @lru_cache(maxsize=64)
-def _forms(value: str) -> tuple[str, ...]:
-    """Every spelling of ``value`` a server or an encoder may produce, longest first."""
-    forms = {
-        value,
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=True)[1:-1],
-        quote(value, safe=""),
-        quote_plus(value),
-        "".join(f"\\u{ord(c):04x}" for c in value),
-        "".join(f"\\u{ord(c):04X}" for c in value),
-        "".join(f"%{b:02X}" for b in value.encode("utf-8")),
-        "".join(f"%{b:02x}" for b in value.encode("utf-8")),
-    }
-    return tuple(sorted(forms, key=len, reverse=True))
+def _windows(value: str) -> tuple[str, ...]:
+    """Every ``FRAGMENT``-character piece of ``value`` that reaches past its public prefix."""
+    if len(value) < FRAGMENT:
+        return (value,) if value else ()
+    start = max(0, _public_prefix(value) - FRAGMENT + 1)
+    return tuple(dict.fromkeys(value[i:i + FRAGMENT] for i in range(start, len(value) - FRAGMENT + 1)))
 
 
 def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are runs of >= FRAGMENT consecutive characters of ``value``."""
-    if len(value) < FRAGMENT:
-        return []
+    """Spans of ``text`` that are runs of >= FRAGMENT consecutive characters of ``value`` (each
+    extended along the credential both ways, public prefix included)."""
     spans: list[tuple[int, int]] = []
-    for i in range(len(value) - FRAGMENT + 1):
-        window = value[i:i + FRAGMENT]
+    n = len(value)
+    seen: set[str] = set()
+    for window in _windows(value):
+        if window in seen:
+            continue
+        seen.add(window)
         start = text.find(window)
         while start != -1:
-            # extend the match both ways along the credential
-            a, b, va, vb = start, start + FRAGMENT, i, i + FRAGMENT
-            while a > 0 and va > 0 and text[a - 1] == value[va - 1]:
-                a, va = a - 1, va - 1
-            while b < len(text) and vb < len(value) and text[b] == value[vb]:
-                b, vb = b + 1, vb + 1
-            spans.append((a, b))
+            i = value.find(window)
+            while i != -1:
+                a, b, va, vb = start, start + len(window), i, i + len(window)
+                while a > 0 and va > 0 and text[a - 1] == value[va - 1]:
+                    a, va = a - 1, va - 1
+                while b < len(text) and vb < n and text[b] == value[vb]:
+                    b, vb = b + 1, vb + 1
+                spans.append((a, b))
+                i = value.find(window, i + 1)
             start = text.find(window, start + 1)
     return spans
 
 
+# -- canonical form: every escape decoded, with each decoded character's span in the original text --
+_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[\\/\"'bfnrt]")
+_SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
+           "\\r": "\r", "\\t": "\t"}
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
+
+
+def _decode_pass(text: str) -> tuple[str, list[int], list[int]] | None:
+    """``text`` with every percent-escape (any case), ``\\u``/``\\x`` escape and JSON escape decoded,
+    and for each decoded character the start and end of what spelled it; None when nothing to decode."""
+    if "%" not in text and "\\" not in text:
+        return None
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        a, b = m.span()
+        for i in range(pos, a):
+            out.append(text[i])
+            starts.append(i)
+            ends.append(i + 1)
+        esc = m.group(0)
+        if esc[0] == "%" or esc[1] == "x":
+            ch = chr(int(esc[-2:], 16))
+        elif esc[1] == "u":
+            ch = chr(int(esc[2:], 16))
+        else:
+            ch = _SIMPLE[esc]
+        out.append(ch)
+        starts.append(a)
+        ends.append(b)
+        pos = b
+    if not starts and pos == 0:
+        return None
+    for i in range(pos, len(text)):
+        out.append(text[i])
+        starts.append(i)
+        ends.append(i + 1)
+    return "".join(out), starts, ends
+
+
+@lru_cache(maxsize=64)
+def _b64_windows(value: str) -> tuple[str, ...]:
+    """Every 10-character piece of the base64 spelling of ``value`` at each of the three byte
+    alignments (standard and URL-safe alphabets), edge characters that depend on neighbouring bytes
+    left out. Any 8-byte piece of the credential, base64-encoded inside any longer text, spells
+    at least 9 such characters, so a piece of >= 9 bytes always shows one of these windows."""
+    raw = value.encode("utf-8")
+    secret = raw[max(0, _public_prefix(value) - FRAGMENT + 1):]
+    out: dict[str, None] = {}
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + secret).decode("ascii").rstrip("=")
+        first = (pad * 8 + 5) // 6          # characters touched by the padding bytes
+        last = (len(secret) + pad) * 8 // 6  # characters fully inside the data
+        core = enc[first:last]
+        for std in (core, core.replace("+", "-").replace("/", "_")):
+            for i in range(len(std) - 9):
+                out[std[i:i + 10]] = None
+    return tuple(out)
+
+
+def _decoded_chain(text: str) -> list[tuple[str, Callable[[int, int], tuple[int, int]]]]:
+    """``text`` and its decodings (up to three rounds, for double encodings), each with a map from
+    its spans to spans of ``text``."""
+    views: list[tuple[str, Callable[[int, int], tuple[int, int]]]] = [(text, lambda a, b: (a, b))]
+    cur, cur_map = text, views[0][1]
+    for _ in range(3):
+        dec = _decode_pass(cur)
+        if dec is None:
+            break
+        d, st, en = dec
+
+        def mapped(a: int, b: int, st=st, en=en, prev=cur_map) -> tuple[int, int]:
+            return prev(st[a], en[b - 1])
+
+        views.append((d, mapped))
+        cur, cur_map = d, mapped
+    return views
+
+
+def _quick_decodings(text: str) -> list[str]:
+    """``text`` and its decodings (no position maps: for detection)."""
+    out = [text]
+    for _ in range(3):
+        cur = out[-1]
+        if "%" not in cur and "\\" not in cur:
+            break
+        d = _ESCAPE.sub(_decode_one, cur)
+        if d == cur:
+            break
+        out.append(d)
+    return out
+
+
+def _decode_one(m: re.Match) -> str:
+    esc = m.group(0)
+    if esc[0] == "%" or esc[1] == "x":
+        return chr(int(esc[-2:], 16))
+    if esc[1] == "u":
+        return chr(int(esc[2:], 16))
+    return _SIMPLE[esc]
+
+
+def _spans(text: str, value: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` spelling a piece of ``value`` in any canonical reading; a base64 run that
+    holds one goes whole."""
+    spans: list[tuple[int, int]] = []
+    b64 = _b64_windows(value)
+    for view, to_text in _decoded_chain(text):
+        spans.extend(to_text(a, b) for a, b in _fragment_spans(view, value))
+        for m in _B64_RUN.finditer(view):
+            run = m.group(0)
+            if any(w in run for w in b64):
+                spans.append(to_text(*m.span()))
+    return spans
+
+
 def scrub(text: str, extra_env: Iterable[str] = ()) -> str:
-    """``text`` with every credential (any form, or any piece of 12+ characters) replaced by ``<NAME>``."""
+    """``text`` with every credential replaced by ``<NAME>``: any piece of ``FRAGMENT`` (8) or more
+    of its characters, read after decoding every percent-escape (any case), ``\\u`` and JSON
+    escape, and inside base64 runs (a run that spells a piece goes whole)."""
     if not text:
         return text
     for name, value in credentials(extra_env).items():
-        for form in _forms(value):
-            if form in text:
-                text = text.replace(form, f"<{name}>")
-        spans = _fragment_spans(text, value)
-        if spans:
+        for _ in range(4):  # a replacement can expose a spelling the last pass did not see
+            if echoed_credential(text, creds={name: value}) is None:
+                break
+            spans = _spans(text, value)
+            if not spans:
+                break
             spans.sort()
             merged: list[list[int]] = []
             for a, b in spans:
@@ -105,9 +234,6 @@ def clip(text: str, limit: int) -> str:
     return text[:limit] + "…" if len(text) > limit else text
 
 
-_HEX_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}")
-
-
 def credentials(extra_env: Iterable[str] = ()) -> dict[str, str]:
     """The credentials set in the environment now (name -> value); pass to :func:`echoed_credential`
     when checking many texts."""
@@ -116,26 +242,38 @@ def credentials(extra_env: Iterable[str] = ()) -> dict[str, str]:
 
 def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                       creds: dict[str, str] | None = None) -> str | None:
-    """The name of the credential ``text`` holds (any form, or a 12+ character piece), else None."""
+    """The name of the credential ``text`` holds (a piece of 8+ characters in any of the canonical
+    readings :func:`scrub` uses), else None."""
     if not text:
         return None
     creds = credentials(extra_env) if creds is None else creds
     if not creds:
         return None
+    views = _quick_decodings(text)
     for name, value in creds.items():
-        if any(form in text for form in _forms(value)) or _fragment_spans(text, value):
-            return name
-    if _HEX_ESCAPE.search(text):  # mixed escapes: decode and look again
-        decoded = _HEX_ESCAPE.sub(lambda m: _decode_escape(m.group(0)), text)
-        if decoded != text:
-            return echoed_credential(decoded, extra_env, creds=creds)
+        windows, blocks, b64 = _windows(value), _blocks(value), _b64_windows(value)
+        for view in views:
+            # every window holds one of the blocks: the full test only runs on a block hit
+            if any(b in view for b in blocks) and any(w in view for w in windows):
+                return name
+            if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
+                return name
     return None
 
 
-def _decode_escape(esc: str) -> str:
-    if esc.startswith("\\u"):
-        return chr(int(esc[2:], 16))
-    return chr(int(esc[1:], 16))
+@lru_cache(maxsize=64)
+def _blocks(value: str) -> tuple[str, ...]:
+    """The credential's 4-character blocks at multiples of 4 from where its windows start: each
+    ``FRAGMENT``-character window contains one, so a text holding none holds no window."""
+    if len(value) < FRAGMENT:
+        return (value,) if value else ()
+    start = max(0, _public_prefix(value) - FRAGMENT + 1)
+    first = -(-start // 4) * 4
+    return tuple(dict.fromkeys(value[j:j + 4] for j in range(first, len(value) - 3, 4)))
+
+
+class SecretLeakError(ValueError):
+    """A credential from the environment was found in what a run wrote (one line, no traceback)."""
 
 
 #: The name most callers know: scrub every credential from a text.

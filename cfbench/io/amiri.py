@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.paths import cache_dir as _user_cache_dir
+from .headers import check_header
 
 __all__ = [
     "AmiriWorkbook",
@@ -125,6 +126,7 @@ def _read_sheet(doc, sheet: str, required: list[str], source: str) -> pd.DataFra
     if not rows:
         raise InputError("sheet is empty", source=source, field=sheet)
     header = [h for h in rows[0]]
+    check_header(header, source=source, record=f"sheet {sheet!r} header")
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"sheet {sheet!r} lacks column(s) {missing}", source=source, field=missing[0])

@@ -41,6 +41,8 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.core.files import read_text
 
+from .headers import loads_strict
+
 __all__ = ["PAIR_COLUMNS", "load_pairs", "validate_pairs", "pairs_from_records"]
 
 #: Columns every validated pair frame has, in this order (extra columns follow).
@@ -337,17 +339,17 @@ def _read_jsonl(text: str, source: str) -> list[Any]:
     lines = text.splitlines()
     if all(line.strip() for line in lines):
         try:  # one C-level parse of the whole file; a bad line falls through to the line-by-line pass
-            values = json.loads("[" + ",".join(lines) + "]")
+            values = loads_strict("[" + ",".join(lines) + "]", source=source, record="<file>")
             if len(values) == len(lines):
                 return values
-        except json.JSONDecodeError:
-            pass
+        except (json.JSONDecodeError, InputError):
+            pass  # the line-by-line pass names the line
     records = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             raise InputError("blank line", source=source, record=f"line {lineno}")
         try:
-            records.append(json.loads(line))
+            records.append(loads_strict(line, source=source, record=f"line {lineno}"))
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg})", source=source, record=f"line {lineno}") from None
     return records

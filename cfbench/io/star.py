@@ -36,6 +36,7 @@ from typing import Any, Iterable
 from cfbench.core.errors import InputError
 from cfbench.core.files import read_text
 
+from .headers import loads_strict
 from .transcripts import Transcript, Turn
 
 __all__ = ["load_star", "star_dialogue", "TURN_ACTIONS", "SPEAKER_OF", "LABEL", "task_success"]
@@ -167,7 +168,7 @@ def load_star(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
     empty: list[str] = []
     for f in files:
         try:
-            obj = json.loads(read_text(f))
+            obj = loads_strict(read_text(f), source=str(f), record="<file>")
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON ({exc.msg}, line {exc.lineno})", source=str(f), record="<file>",
                              field=None) from None

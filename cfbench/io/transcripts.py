@@ -38,6 +38,8 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import read_text
 from cfbench.core.render import approx_tokens
 
+from .headers import check_header, loads_strict
+
 __all__ = [
     "SPEAKERS",
     "LABEL_VALUES",
@@ -237,7 +239,7 @@ def _jsonl_records(path: Path) -> Iterable[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            yield f"line {lineno}", json.loads(line)
+            yield f"line {lineno}", loads_strict(line, source=str(path), record=f"line {lineno}")
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON ({exc.msg} at column {exc.colno})", source=str(path),
                              record=f"line {lineno}", field="<json>") from None
@@ -245,7 +247,7 @@ def _jsonl_records(path: Path) -> Iterable[tuple[str, Any]]:
 
 def _json_cell(value: str, *, source: str, record: str, fld: str) -> Any:
     try:
-        return json.loads(value)
+        return loads_strict(value, source=source, record=record)
     except json.JSONDecodeError as exc:
         raise _err(f"must hold a JSON object ({exc.msg})", source, record, fld) from None
 
@@ -255,6 +257,7 @@ def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # a turn may be long; never a csv.Error
     reader = csv.DictReader(io.StringIO(text, newline=""))
     cols = reader.fieldnames or []
+    check_header(cols, source=str(path))  # DictReader would let a second `text` column replace the first
     missing = [c for c in _CSV_REQUIRED if c not in cols]
     if missing:
         raise InputError(f"missing column(s) {missing}; need {list(_CSV_REQUIRED)}", source=str(path),
@@ -368,7 +371,9 @@ def validate_transcripts(path: str | os.PathLike[str]) -> list[InputError]:
             if not line.strip():
                 continue
             try:
-                items.append((f"line {lineno}", json.loads(line)))
+                items.append((f"line {lineno}", loads_strict(line, source=str(p), record=f"line {lineno}")))
+            except InputError as exc:
+                errors.append(exc)
             except json.JSONDecodeError as exc:
                 errors.append(InputError(f"is not valid JSON ({exc.msg})", source=str(p),
                                          record=f"line {lineno}", field="<json>"))

@@ -397,3 +397,22 @@ class ResponseCache:
             if con is not None:
                 con.close()
                 setattr(self._local, attr, None)
+
+
+def remove_leaking_rows(cache: ResponseCache, extra_env: tuple[str, ...] = ()) -> list[str]:
+    """Delete every row :meth:`ResponseCache.find_secret_leaks` names (``"<table>:<key>"``) and
+    return those names: a credential found after a run must not stay in the cache. Rows of
+    other tables and keys are left alone."""
+    hits = cache.find_secret_leaks(extra_env)
+    if hits:
+        con = cache._conn()
+
+        def delete() -> None:
+            con.execute("BEGIN IMMEDIATE")
+            for hit in hits:
+                table, _, key = hit.partition(":")
+                con.execute(f"DELETE FROM {table} WHERE key = ?", (key,))  # table from a fixed set of three
+            con.execute("COMMIT")
+
+        cache._write(delete)
+    return hits

@@ -5,12 +5,23 @@ Spec: ``hf:<model-id>``. The token comes from ``HF_TOKEN`` only.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
+from ..core.secrets import scrub
 from .base import Judge, JudgeError, Request, Response, RetryableError
 
 __all__ = ["HFJudge"]
+
+
+def _seconds(value: object) -> float | None:
+    """Retry-After in seconds; None when absent, an HTTP date or not a finite number (never raises)."""
+    try:
+        seconds = float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class HFJudge(Judge):
@@ -48,12 +59,14 @@ class HFJudge(Judge):
             raise
         except Exception as exc:
             status = getattr(getattr(exc, "response", None), "status_code", None)
+            text = scrub(str(exc), (self.token_env,))  # a server may echo the token, in any spelling
             if status == 429 or (status is not None and status >= 500):
                 retry = getattr(getattr(exc, "response", None), "headers", {}).get("retry-after")
-                raise RetryableError(f"{status}: {exc}", retry_after=float(retry) if retry else None) from None
+                raise RetryableError(f"{status}: {text}", retry_after=_seconds(retry),
+                                     overload=status in (429, 503)) from None
             if status is None and isinstance(exc, (TimeoutError, ConnectionError)):
-                raise RetryableError(f"{type(exc).__name__}: {exc}") from None
-            raise JudgeError(f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError(f"{type(exc).__name__}: {text}") from None
+            raise JudgeError(f"{type(exc).__name__}: {text}") from None
         choice = out.choices[0]
         top = None
         if getattr(choice, "logprobs", None) and choice.logprobs.content:

@@ -204,10 +204,14 @@ def read_decisions(decisions: Any) -> pd.DataFrame:
         source = str(decisions)
         if not os.path.exists(source):
             raise InputError("does not exist", source=source, record="<file>", field=None)
-        df = pd.read_csv(source, dtype=str, keep_default_na=False)
+        df = _read_decisions_csv(source)
     for col in ("variant_id", "decision"):
         if col not in df.columns:
             raise InputError("is missing", source=source, record="<header>", field=col)
+    unknown = [c for c in df.columns if c not in ("variant_id", "decision")]
+    if unknown:
+        raise InputError(f"unknown column(s) {unknown}; a decisions file has variant_id,decision",
+                         source=source, record="<header>", field=str(unknown[0]))
     for k, r in df.iterrows():
         if r["decision"] not in ("accept", "reject"):
             raise InputError(f"must be 'accept' or 'reject', got {r['decision']!r}", source=source,
@@ -218,6 +222,19 @@ def read_decisions(decisions: Any) -> pd.DataFrame:
     return df[["variant_id", "decision"]]
 
 
+def _read_decisions_csv(source: str) -> pd.DataFrame:
+    """The decisions CSV as strings; a header naming a column twice is an error (pandas would
+    rename the second one and the first would win)."""
+    import csv
+
+    from cfbench.io.headers import check_header
+
+    with open(source, encoding="utf-8", newline="") as fh:
+        header = next(csv.reader(fh), [])
+    check_header(header, source=source, record="<header>")
+    return pd.read_csv(source, dtype=str, keep_default_na=False)
+
+
 def apply_decisions(variants: pd.DataFrame, decisions: Any) -> pd.DataFrame:
     """``variants`` with human-rejected rows marked invalid (reason "human review", ``rejected_by="human"``).
 
@@ -225,11 +242,21 @@ def apply_decisions(variants: pd.DataFrame, decisions: Any) -> pd.DataFrame:
     (a review of another run must not be applied silently).
     """
     d = read_decisions(decisions)
+    source = "<decisions frame>" if isinstance(decisions, pd.DataFrame) else str(decisions)
     known = set(variants["variant_id"])
+    # the page's export writes an id a spreadsheet would run as a formula with a leading "'"
+    d["variant_id"] = [v[1:] if v not in known and v[:1] == "'" and v[1:2] in ("=", "+", "-", "@", "\t", "\r")
+                       and v[1:] in known else v for v in d["variant_id"]]
     unknown = [v for v in d["variant_id"] if v not in known]
     if unknown:
-        raise InputError(f"not a variant of this run ({len(unknown)} unknown ids)", source="decisions",
+        raise InputError(f"not a variant of this run ({len(unknown)} unknown ids)", source=source,
                          record=unknown[0], field="variant_id")
+    originals = set(variants.loc[variants["dimension"] == "original", "variant_id"])
+    on_original = [v for v in d["variant_id"] if v in originals]
+    if on_original:
+        raise InputError("is an original transcript, not a variant: there is nothing to accept or reject "
+                         f"({len(on_original)} such decisions)", source=source, record=on_original[0],
+                         field="variant_id")
     out = variants.copy()
     if "rejected_by" not in out.columns:
         out["rejected_by"] = ""

@@ -218,11 +218,17 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
     >>> parse_qa("I cannot tell from this call.")["parse_ok"]
     False
     """
-    out = _empty_result()
+    out = _parse_qa(text)
     # first-token logprobs carry P(Yes) only when the reply starts with the answer
-    # (compact contract); in JSON mode the first token is "{" and P(Yes) stays NaN
-    if top_logprobs and text is not None and _LEADING.match(str(text)):
+    # (compact contract); in JSON mode the first token is "{" and P(Yes) stays NaN. A reply
+    # without a verdict (a parse failure, a withdrawn answer) carries no P(Yes) either.
+    if out["parse_ok"] and top_logprobs and text is not None and _LEADING.match(str(text)):
         out["p_yes"] = yes_probability(top_logprobs)
+    return out
+
+
+def _parse_qa(text: str | None) -> dict[str, Any]:
+    out = _empty_result()
     if text is None or not str(text).strip():
         out["parse_error"] = "empty reply"
         return out
@@ -412,9 +418,14 @@ def parse_qa_evidence(text: str | None, transcript: str | None,
     >>> parse_qa_evidence("No idea\\nEvidence: none", "Agent: Hi.")["parse_ok"]
     False
     """
+    out = _parse_qa_evidence(text, transcript)
+    if out["parse_ok"] and top_logprobs and text is not None and _LEADING.match(str(text)):
+        out["p_yes"] = yes_probability(top_logprobs)  # no verdict, no P(Yes)
+    return out
+
+
+def _parse_qa_evidence(text: str | None, transcript: str | None) -> dict[str, Any]:
     out = _empty_evidence_result()
-    if top_logprobs and text is not None and _LEADING.match(str(text)):
-        out["p_yes"] = yes_probability(top_logprobs)
     if text is None or not str(text).strip():
         out["parse_error"] = "empty reply"
         return out
