@@ -86,7 +86,7 @@ def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: S
             np.random.set_state(state)
             sns.pointplot(data=sub, x="_identity", y=metric, hue="_model", order=order, hue_order=hue_order,
                           dodge=0.4 if len(hue_order) > 1 else False, errorbar=("ci", 95), seed=seed,
-                          markers="D", linestyles="none", color="black" if len(hue_order) == 1 else None,
+                          markers="D", linestyles="none", palette="dark:black" if len(hue_order) == 1 else None,
                           ax=ax, legend=k == 0 and len(hue_order) > 1)
         else:
             ax.text(0.5, 0.5, "no scored reply", ha="center", va="center", transform=ax.transAxes)
