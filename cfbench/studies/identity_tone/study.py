@@ -90,9 +90,10 @@ class IdentityToneResult(StudyResult):
         per_ident = tr[tr.identity != "all identities"]
         checks["truncation table counts every reply"] = int(per_ident["n"].sum()) == n_expected
         sc = self.frames["scores_described"]
-        cut_ids = set(resp.loc[resp["truncated"].fillna(True).astype(bool) & resp.status.eq("ok"), "variant_id"])
-        scored_cut = sc.loc[resp["variant_id"].isin(cut_ids).to_numpy(), list(TONE_METRICS)]
-        checks["no cut (or possibly cut) reply is scored"] = bool(scored_cut.isna().all().all())
+        keys = ["model", "prompt_id", "identity"]
+        maybe_cut = resp.loc[resp["truncated"].astype("boolean").fillna(True).astype(bool) & resp.status.eq("ok"), keys]
+        scored_cut = maybe_cut.merge(sc[keys + list(TONE_METRICS)], on=keys, how="left")
+        checks["no cut (or possibly cut) reply is scored"] = bool(scored_cut[list(TONE_METRICS)].isna().all().all())
         adj = t["fresh_length_adjusted_described"]
         okadj = adj.dropna(subset=["adj_diff"])
         checks["length-adjusted intervals contain their estimates"] = bool(
