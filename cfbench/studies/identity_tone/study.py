@@ -403,10 +403,13 @@ def _figures(result: IdentityToneResult) -> dict[str, Any]:
     return figs
 
 
-#: Seconds per reply of the embedded model at a 160-token cap, replies decoded 4 at a time: fast on an
-#: idle Intel Xeon with AVX-512, slow on an idle 2-core AMD EPYC (one at a time it took 16.7 s there);
-#: see configs/identity_tone/default.yaml.
-_LOCAL_SECONDS_160 = (6.0, 10.0)
+#: The embedded model's reply length when nothing cuts it (the contract asks for 120-150 words): mean
+#: completion tokens measured with benchmarks/bench_identity_length.py (see configs/identity_tone/default.yaml).
+_LOCAL_NATURAL_TOKENS = 145
+#: Generated tokens per second of the embedded model, replies decoded 4 at a time, prompt processing included,
+#: on the 2-core AMD EPYC: 12.8 in the live default run of c4ac2ad (96 replies, 10,627 tokens, ~830 s),
+#: 17.6 in benchmarks/bench_identity_length.py (12 replies, cap 400).
+_LOCAL_TOKENS_PER_S = (12.8, 17.6)
 
 
 def describe_run(params: Params, config_name: str = "") -> str:
@@ -424,7 +427,8 @@ def describe_run(params: Params, config_name: str = "") -> str:
         if kind == "scripted":
             lines.append(f"- `{m}`: a scripted test double (seconds; never a source of reported numbers).")
         elif kind == "local":
-            lo, hi = (s * n_replies * params.completion_cap / 160 / 60 for s in _LOCAL_SECONDS_160)
+            tokens = n_replies * min(params.completion_cap, _LOCAL_NATURAL_TOKENS)
+            lo, hi = (tokens / r / 60 for r in reversed(_LOCAL_TOKENS_PER_S))
             lines.append(f"- `{m}`: about {lo:.0f}–{hi:.0f} min of generation on an idle 2-core CPU "
                          f"(cached replies replay in seconds).")
         else:
