@@ -302,3 +302,19 @@ def test_figure2_legend_sits_outside_the_axes():
     leg = ax.get_legend().get_window_extent()
     box = ax.get_window_extent()
     assert leg.x0 >= box.x1 - 1  # entirely right of the plotting area: no box or outlier can be covered
+
+
+@pytest.mark.local_model
+def test_the_embedded_model_reports_length_at_a_tiny_cap():
+    """The real backend (batch engine, as the default runs it): a reply stopped by the cap says 'length'
+    and is flagged; 8 new tokens, so this costs seconds once the model is installed."""
+    from cfbench.judges.local import embedded_model_status
+
+    ok, why = embedded_model_status()
+    if not ok:
+        pytest.skip(why)
+    variants = audit_design(P.load_prompts(1), seed=0, source="test").head(2)
+    responses, _ = P.generate_advice(["local:qwen2.5-coder-1.5b"], variants,
+                                     config=P.advice_config(seed=0, max_tokens=8), cache=False)
+    assert responses.finish_reason.eq("length").all() and responses.truncated.all()
+    assert (responses.completion_tokens == 8).all()

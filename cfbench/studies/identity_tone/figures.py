@@ -98,8 +98,9 @@ def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: S
         ax.set_xlabel("")
         ax.set_xticks(range(len(order)))
         ax.set_xticklabels(order, rotation=30, ha="right", fontsize=8)
-        if metric in ("words", "chars", "politeness", "hedging", "neg_tone"):
-            ax.set_ylim(bottom=0)
+        if metric in ("words", "chars", "politeness", "hedging", "neg_tone") and len(sub):
+            top = float(sub[metric].max())
+            ax.set_ylim(0, top * 1.08 if top > 0 else 1.0)  # non-negative metrics: the axis starts at 0
         if ax.get_legend() is not None:
             sns.move_legend(ax, "upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, title=None)
     sup = title or "Per-reply tone metrics by identity"
