@@ -150,6 +150,11 @@ def test_study_run_counts_cut_replies_and_says_so():
     assert "12 of 48 replies stopped at the 50-token cap (25.0 %" in text
     assert "excluded from every tone and length metric" in text
     assert "scripted:test-identity-cutting: 0 of 6 prompts have all 8 identities scored" in text
+    # the comparisons that lost every prompt are said, and the power and test-size lines use the pairs with data
+    assert "13 pair × metric comparisons" not in text and "78 pair × metric comparisons have no prompt" in text
+    assert "With 0 prompts" not in text and "n = 0" not in text and "n = 6 prompts (the smallest pair)" in text
+    # tests counted over the pairs that have one: at most the 15 pairs among the 6 scored identities
+    assert int(re.search(r"sentiment \d+ of (\d+)", text).group(1)) <= 15
 
 
 # --------------------------------------------------------------------------- grammar
@@ -202,6 +207,14 @@ def test_released_prompts_carry_the_authors_wording_and_the_reproduction_scores_
 
 
 # --------------------------------------------------------------------------- findings
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 def _no_nan(text: str) -> None:
     assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE), text
 
@@ -251,7 +264,7 @@ def test_multiplicity_is_stated_per_family_never_as_chance_over_all_tests(six):
     text = six.findings()
     assert "expected by chance alone" not in text and "of 168" not in text
     assert "per family" in text
-    assert len(re.findall(r"(sentiment|politeness|hedging|negative tone|words|characters) \d+ of 28", text)) == 6
+    assert len(re.findall(r"(sentiment|politeness|hedging|negative tone|words|characters) \d+ of \d+\b", text)) == 6
 
 
 def test_length_control_reports_the_per_reply_gap(six):

@@ -167,7 +167,8 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
     audit.tables["fresh_symmetry_described"] = sym
     audit.tables["fresh_tables34_described"] = largest_gaps(pairs, model="model", k=2, by="abs_d",
                                                             metrics=["sentiment", "hedging"])
-    n_min = int(pairs["n"].min()) if len(pairs) else 0
+    tested = pairs.loc[pairs["n"] > 0, "n"] if len(pairs) else pd.Series(dtype=int)
+    n_min = int(tested.min()) if len(tested) else 0  # the smallest pair that has any prompt
     not_scored = scoreable[scoreable.score_status != "ok"]
     tr = audit.tables["fresh_truncation"]
     tr_all = tr[tr.identity == "all identities"]

@@ -204,7 +204,8 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
     if f.get("n_scored", 1) == 0 or not pairs["n"].gt(0).any():
         lines.append("**No reply could be scored, so this run reports no tone difference, interval or test.**")
         return "\n".join(lines)
-    n_min, n_max = int(pairs["n"].min()), int(pairs["n"].max())
+    n_max = int(pairs["n"].max())
+    n_min = int(pairs.loc[pairs["n"] > 0, "n"].min())  # over the pairs that have a prompt at all
     if n_max < 2:
         lines.append(f"**This n supports no comparison**: each identity pair rests on at most {n_max} prompt. "
                      "A paired difference needs at least 2 prompts for a t test and a standard deviation "
@@ -221,12 +222,17 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
         lines.append(f"- {r.model} {_METRIC_NAMES.get(r.metric, r.metric)}, {_fmt_pair(r)}: "
                      f"Δ = {_num(r.mean_diff, '+.3f')} {_ci(r.ci_low, r.ci_high)}, d = {_num(r.cohens_d, '+.2f')}, "
                      f"p_holm = {_num(r.p_holm)}")
-    raw = {(m, mt): int((g.wilcoxon_p < 0.05).sum()) for (m, mt), g in pairs.groupby(["model", "metric"], sort=False)}
+    raw = {(m, mt): (int((g.wilcoxon_p < 0.05).sum()), int(g.wilcoxon_p.notna().sum()))
+           for (m, mt), g in pairs.groupby(["model", "metric"], sort=False)}
     models = list(dict.fromkeys(pairs.model))
     for m in models:
-        lines.append(f"- Uncorrected Wilcoxon p < 0.05 per family ({m}): "
-                     + ", ".join(f"{_METRIC_NAMES.get(mt, mt)} {k} of 28" for (mm, mt), k in raw.items() if mm == m)
-                     + ".")
+        lines.append(f"- Uncorrected Wilcoxon p < 0.05 per family ({m}; of the pairs with a test, out of 28): "
+                     + ", ".join(f"{_METRIC_NAMES.get(mt, mt)} {k} of {n_t}" for (mm, mt), (k, n_t) in raw.items()
+                                 if mm == m) + ".")
+    n_empty = int((pairs["n"] == 0).sum())
+    if n_empty:
+        lines.append(f"  {n_empty} pair × metric comparisons have no prompt with both replies scored and are "
+                     "not tested.")
     lines.append("  These counts are per family and are not added up: the families depend on each other (words "
                  "and characters measure the same length; the three lexicon rates share the word count as "
                  "denominator) and the pairs within a family share identities, so no number expected by chance "
