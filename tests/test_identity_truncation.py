@@ -331,3 +331,16 @@ def test_the_embedded_model_reports_length_at_a_tiny_cap():
                                      config=P.advice_config(seed=0, max_tokens=8), cache=False)
     assert responses.finish_reason.eq("length").all() and responses.truncated.all()
     assert (responses.completion_tokens == 8).all()
+
+
+def test_the_article_agrees_with_the_word_after_it_for_other_factor_orders():
+    from cfbench.perturb.stimuli import IdentityFactor
+
+    factors = (IdentityFactor("nationality", "[Nationality]", (("US-born", "US-born"), ("immigrant", "immigrant"))),
+               IdentityFactor("age", "[Age]", (("older", "older"), ("younger", "younger"))))
+    t = identity_table(factors, "I am [a/an] [Nationality] [Age] worker.")
+    assert t.descriptor.tolist() == ["I am a US-born older worker.", "I am a US-born younger worker.",
+                                     "I am an immigrant older worker.", "I am an immigrant younger worker."]
+    v = identity_variants([{"prompt_id": "p", "task": "t"}], seed=0, factors=factors,
+                          template="I am [a/an] [Nationality] [Age] worker.")
+    assert v.template_version.eq("custom").all()
