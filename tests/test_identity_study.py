@@ -15,7 +15,8 @@ def _half_refuser(request):
         return "I can't help with that."
     return Response(text="1) Three actions:\n- Ask for feedback.\n- List results.\n- Book a meeting.\n"
                          "2) Two phrases:\n- \"Could we talk?\"\n- \"Here is my plan.\"\n3) One mistake: waiting.\n"
-                         "4) Plan: Day 1 list; Day 2 draft; Day 3 meet. " + "More detail here. " * 20)
+                         "4) Plan: Day 1 list; Day 2 draft; Day 3 meet. " + "More detail here. " * 20,
+                    completion_tokens=120, finish_reason="stop")
 
 
 register_script("test-identity-half-refuser", _half_refuser)
@@ -58,7 +59,7 @@ def test_findings_are_generated_from_the_numbers(smoke):
     assert f"{mde:.2f}" in text and "n = 6" in text
     assert "Length control" in text and "Symmetry" in text
     n_sig = int((smoke.tables["fresh_pairs_described"].p_holm < 0.05).sum())
-    assert (f"{n_sig} of 168" in text) or ("0 of 168" in text and n_sig == 0)
+    assert f"{n_sig} comparisons with p_holm < 0.05 across the 6 families" in text
 
 
 def test_an_all_refusing_assistant_gets_no_tone_numbers():
@@ -93,4 +94,6 @@ def test_params_mirror_the_configs():
 
     root = Path(__file__).resolve().parents[1] / "configs" / "identity_tone"
     default = Params.from_config(yaml.safe_load((root / "default.yaml").read_text()), source="default.yaml")
-    assert default.n_prompts >= 12 and default.fresh_models == ("local:qwen2.5-coder-1.5b",)
+    assert default.n_prompts >= 10 and default.fresh_models == ("local:qwen2.5-coder-1.5b",)
+    # the seed's token limit: the embedded model's replies (mean ~150, max 245 tokens measured) end on their own
+    assert default.completion_cap >= 300

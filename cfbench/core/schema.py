@@ -21,7 +21,7 @@ VARIANT_COLUMNS = [
 JUDGMENT_COLUMNS = [
     "request_id", "judge", "repeat", "key", "text", "top_logprobs",
     "prompt_tokens", "completion_tokens", "prompt_tokens_evaluated",
-    "latency_s", "cache_hit", "error", "ok",
+    "latency_s", "cache_hit", "error", "ok", "finish_reason",
 ]
 
 ESTIMATE_COLUMNS = [

@@ -677,19 +677,20 @@ def _quietly(fn, what: str) -> None:  # noqa: ANN001
 
 
 def _failed(reason: str) -> tuple:
-    return (None, None, None, None, None, None, reason)
+    return (None, None, None, None, None, None, reason, None)
 
 
 def _response_outcome(resp: Response, latency: float | None) -> tuple:
     top = json.dumps(resp.top_logprobs) if resp.top_logprobs else None
-    return (resp.text, top, resp.prompt_tokens, resp.completion_tokens, resp.prompt_tokens_evaluated, latency, None)
+    return (resp.text, top, resp.prompt_tokens, resp.completion_tokens, resp.prompt_tokens_evaluated, latency, None,
+            resp.finish_reason)
 
 
 def _hit_outcome(blob: str, latency: float | None) -> tuple:
     d = json.loads(blob)
     top = d.get("top_logprobs")
     return (d["text"], json.dumps(top) if top else None, d.get("prompt_tokens"), d.get("completion_tokens"),
-            d.get("prompt_tokens_evaluated"), latency, None)
+            d.get("prompt_tokens_evaluated"), latency, None, d.get("finish_reason"))
 
 
 _TOP_FIELD = '"top_logprobs": '
@@ -736,7 +737,7 @@ def _hit_outcomes(rows: Sequence[tuple[str, str, float | None]]) -> dict[str, tu
             elif not top.isascii():
                 top = json.dumps(json.loads(top))
             out[key] = (d["text"], top, d.get("prompt_tokens"), d.get("completion_tokens"),
-                        d.get("prompt_tokens_evaluated"), lat, None)
+                        d.get("prompt_tokens_evaluated"), lat, None, d.get("finish_reason"))
         return out
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
@@ -754,7 +755,7 @@ def _frame(requests: list[Request], keys: list[str], spec: str, outcomes: dict[s
            hits: AbstractSet[str]) -> pd.DataFrame:
     """The judgments frame, built column by column (one row per request, in order)."""
     rows = [outcomes[k] for k in keys]
-    cols = list(zip(*rows)) if rows else [()] * 7
+    cols = list(zip(*rows)) if rows else [()] * 8
     errors = list(cols[6])
     frame = pd.DataFrame({
         "request_id": [r.request_id for r in requests],
@@ -770,6 +771,7 @@ def _frame(requests: list[Request], keys: list[str], spec: str, outcomes: dict[s
         "cache_hit": [k in hits for k in keys],
         "error": errors,
         "ok": [e is None for e in errors],
+        "finish_reason": list(cols[7]),
     }, columns=JUDGMENT_COLUMNS)
     return frame
 

@@ -4,7 +4,10 @@ The identity factors and the descriptor template are data: each identity is a
 combination of one level per factor, spelled ``<age>_<gender>_<nationality>``
 (the released workbook's ids, e.g. ``older_female_US-born``). The descriptor
 template ``"I am a [Age] [Gender] [Nationality] professional."`` is the
-protocol's wording and is kept verbatim, article included.
+protocol's wording and is kept verbatim, article included ("a older"), for
+reproducing the released data. :data:`GRAMMATICAL_TEMPLATE` (``[a/an]``: the
+article agrees with the next word, "an older", "a younger") is the form for
+new audits, so that grammar does not differ between the age levels.
 
 :func:`identity_variants` builds the full factorial (every prompt × every
 identity) with provenance on every row; the only random choice is the
@@ -14,6 +17,7 @@ presentation order, drawn from ``(seed, prompt_id)``.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -28,6 +32,8 @@ __all__ = [
     "IDENTITY_FACTORS",
     "DESCRIPTOR_TEMPLATE",
     "DESCRIPTOR_TEMPLATE_VERSION",
+    "GRAMMATICAL_TEMPLATE",
+    "GRAMMATICAL_TEMPLATE_VERSION",
     "identity_ids",
     "identity_table",
     "identity_label",
@@ -56,6 +62,18 @@ IDENTITY_FACTORS: tuple[IdentityFactor, ...] = (
 #: Protocol fact (seed 002, section 3.2); kept verbatim, including "a older".
 DESCRIPTOR_TEMPLATE = "I am a [Age] [Gender] [Nationality] professional."
 DESCRIPTOR_TEMPLATE_VERSION = "seed002-v1"
+#: The same descriptor with the indefinite article agreeing with the next word ("an older", "a younger").
+GRAMMATICAL_TEMPLATE = "I am [a/an] [Age] [Gender] [Nationality] professional."
+GRAMMATICAL_TEMPLATE_VERSION = "seed002-grammatical-v1"
+_TEMPLATE_VERSIONS = {DESCRIPTOR_TEMPLATE: DESCRIPTOR_TEMPLATE_VERSION,
+                      GRAMMATICAL_TEMPLATE: GRAMMATICAL_TEMPLATE_VERSION}
+_ARTICLE = re.compile(r"\[a/an\](\s+)(\S+)")
+
+
+def _article(match: re.Match[str]) -> str:
+    word = match.group(2)
+    an = word[:1].lower() in "aeiou" and not re.match(r"(?i)(us\b|us-|uni|eu|one)", word)
+    return f"{'an' if an else 'a'}{match.group(1)}{word}"
 
 VARIANT_COLUMNS = [
     "variant_id", "prompt_id", "identity", "age", "gender", "nationality",
@@ -83,7 +101,7 @@ def identity_table(factors: Sequence[IdentityFactor] = IDENTITY_FACTORS,
         for f, (lv, words) in zip(factors, combo):
             row[f.name] = lv
             text = text.replace(f.slot, words)
-        row["descriptor"] = text
+        row["descriptor"] = _ARTICLE.sub(_article, text)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -163,7 +181,7 @@ def identity_variants(prompts: Sequence[Mapping[str, str]] | pd.DataFrame, *, se
                 "order": int(perm[k]),
                 "seed": seed,
                 "template": template,
-                "template_version": DESCRIPTOR_TEMPLATE_VERSION,
+                "template_version": _TEMPLATE_VERSIONS.get(template, "custom"),
                 "prompt_source": prompt_source,
                 "prompt_version": prompt_version,
             })

@@ -14,6 +14,7 @@ Quickstart: a fresh audit of any judge spec on your own prompts::
     a.tables["refusals"]                          # full / partial / none per identity
     a.tables["fresh_pairs_described"]             # 28 pairs x 6 metrics: Δ, bootstrap CI, t, Wilcoxon, d_z, Holm
     a.tables["fresh_length_adjusted_described"]   # the same differences at equal reply length
+    a.tables["fresh_truncation"]                  # replies cut at the token cap (never scored)
 
 The whole study (released-data reproduction + fresh audit; files written to ``out``)::
 

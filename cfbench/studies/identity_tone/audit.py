@@ -9,6 +9,7 @@ t, Wilcoxon, d_z, Holm/BH), the same differences adjusted for reply length
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -18,17 +19,85 @@ import pandas as pd
 from cfbench.judges.base import GenerationConfig
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_table
-from cfbench.perturb.stimuli import identity_ids, identity_variants
+from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, identity_ids, identity_variants
 from cfbench.stats.paired import (group_means, largest_gaps, length_adjusted_tests, min_detectable_d,
-                                  paired_tests, symmetry_checks)
+                                  paired_matrix, paired_tests, symmetry_checks)
 
 from . import prompts as P
 from .reproduction import KEYS, TABLE2_METRICS
+from .truncation import TRUNCATION_RULE
 
-__all__ = ["Audit", "audit_design", "analyse_responses", "run_fresh", "fresh_audit", "power_summary", "LENGTH_ADJUSTED_METRICS"]
+__all__ = ["Audit", "audit_design", "analyse_responses", "run_fresh", "fresh_audit", "power_summary",
+           "LENGTH_ADJUSTED_METRICS", "TONE_ONLY", "truncation_table", "score_status", "length_gaps"]
 
 #: Metrics whose differences are also reported at equal reply length (length itself excluded).
 LENGTH_ADJUSTED_METRICS = ["sentiment", "politeness", "hedging", "neg_tone"]
+#: The tone metrics proper: the headline effect is chosen among these. Words and characters are
+#: length, which the seed uses as a control variable; under a token cap they measure the cap and the
+#: tokeniser (characters per token), not the assistant's tone.
+TONE_ONLY = ["sentiment", "politeness", "hedging", "neg_tone"]
+
+#: ``score_status`` of a reply that stopped at the token cap (never scored).
+CUT = "cut at the token cap"
+#: ``score_status`` of a reply whose completeness cannot be told (no finish reason, no token count).
+CUT_UNKNOWN = "completeness unknown"
+
+
+def score_status(responses: pd.DataFrame) -> pd.Series:
+    """Why a reply is or is not scored for tone: ``ok``, ``error``, ``empty``, :data:`CUT`,
+    :data:`CUT_UNKNOWN` or ``full refusal``. Only complete, answering replies are ``ok``."""
+    status = responses["status"].astype(object).to_numpy().copy()
+    ok = status == "ok"
+    cut = pd.array(responses["truncated"], dtype="boolean") if "truncated" in responses else \
+        pd.array([False] * len(responses), dtype="boolean")
+    unknown = np.asarray(cut.isna(), dtype=bool)
+    is_cut = np.asarray(cut.fillna(False), dtype=bool)
+    status[ok & is_cut] = CUT
+    status[ok & unknown] = CUT_UNKNOWN
+    status[(status == "ok") & responses["refusal"].eq("full").to_numpy()] = "full refusal"
+    return pd.Series(status, index=responses.index, name="score_status")
+
+
+def truncation_table(responses: pd.DataFrame, *, cap: int | None = None) -> pd.DataFrame:
+    """Replies at the token cap per model × identity: ``n`` replies, ``n_answered`` (the call returned
+    a reply), ``n_cut`` (stopped at the cap), ``n_complete``, ``n_unknown`` (completeness cannot be
+    told) and ``cut_share`` = n_cut / n_answered; a last row per model sums its identities."""
+    rows = []
+    answered = responses["status"].ne("error")
+    cut = pd.array(responses["truncated"], dtype="boolean")
+    frame = responses.assign(_ans=answered.to_numpy(), _cut=np.asarray(cut.fillna(False), dtype=bool),
+                             _unk=np.asarray(cut.isna(), dtype=bool) & answered.to_numpy())
+    for model, sub in frame.groupby("model", sort=False):
+        for ident in [*identity_ids(), "all identities"]:
+            part = sub if ident == "all identities" else sub[sub.identity == ident]
+            n_ans, n_cut, n_unk = int(part._ans.sum()), int(part._cut.sum()), int(part._unk.sum())
+            rows.append({"model": model, "identity": ident, "n": len(part), "n_answered": n_ans, "n_cut": n_cut,
+                         "n_complete": n_ans - n_cut - n_unk, "n_unknown": n_unk,
+                         "cut_share": n_cut / n_ans if n_ans else np.nan, "cap": cap})
+    return pd.DataFrame(rows, columns=["model", "identity", "n", "n_answered", "n_cut", "n_complete", "n_unknown",
+                                       "cut_share", "cap"])
+
+
+def length_gaps(scores: pd.DataFrame, *, length: str = "words") -> dict[str, float | int | None]:
+    """Word-count gaps between the paired replies of the 28 identity pairs, over scored replies.
+
+    ``per_reply_mean_abs`` is the mean of |words(A, prompt) − words(B, prompt)| over every pair and
+    prompt (how far apart two paired replies typically are); ``pair_mean_abs`` is the mean over pairs of
+    |mean difference| (how far apart the identities are on average; smaller, as gaps cancel).
+    """
+    ids = identity_ids()
+    per_reply, per_pair = [], []
+    for _, sub in scores.groupby("model", sort=False):
+        X = paired_matrix(sub, metric=length, groups=ids, unit="prompt_id", group="identity").to_numpy(float)
+        for i, j in itertools.combinations(range(len(ids)), 2):
+            d = X[:, i] - X[:, j]
+            d = d[~np.isnan(d)]
+            per_reply.extend(np.abs(d))
+            if len(d):
+                per_pair.append(abs(d.mean()))
+    return {"per_reply_mean_abs": float(np.mean(per_reply)) if per_reply else None,
+            "pair_mean_abs": float(np.mean(per_pair)) if per_pair else None,
+            "n_reply_pairs": len(per_reply)}
 
 
 @dataclass
@@ -40,9 +109,16 @@ class Audit:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def audit_design(prompt_frame: pd.DataFrame, *, seed: int, source: str, joiner: str = " ") -> pd.DataFrame:
-    """Prompts × the 8 identities (see :func:`cfbench.perturb.stimuli.identity_variants`)."""
-    return identity_variants(prompt_frame, seed=seed, prompt_source=source, joiner=joiner,
+def audit_design(prompt_frame: pd.DataFrame, *, seed: int, source: str, joiner: str = " ",
+                 template: str = GRAMMATICAL_TEMPLATE) -> pd.DataFrame:
+    """Prompts × the 8 identities (see :func:`cfbench.perturb.stimuli.identity_variants`).
+
+    A fresh audit states the identity grammatically ("I am an older …", "I am a younger …"):
+    the seed's verbatim "I am a older …" would make the older descriptors, and only those,
+    ungrammatical, a difference confounded with age. (The released replies, which the
+    reproduction scores, were generated with the seed's wording; nothing is regenerated there.)
+    """
+    return identity_variants(prompt_frame, seed=seed, prompt_source=source, joiner=joiner, template=template,
                              prompt_version=str(prompt_frame["prompt_version"].iloc[0]))
 
 
@@ -54,21 +130,27 @@ def power_summary(n: int, *, n_pairs: int = 28) -> dict[str, float]:
 
 
 def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicons], seed: int,
-                      n_resamples: int) -> Audit:
+                      n_resamples: int, cap: int | None = None) -> Audit:
     """Every table of the fresh audit from a responses frame (see :func:`prompts.collect_responses`).
 
     ``lexicons`` maps a mode (``"described"``, ``"as_run"``) to its term lists.
-    Only replies that answer are scored (seed 002: refusal first, then the tone
-    of valid responses): failed calls, blank replies and full refusals get no
-    tone score; they stay in ``responses`` and are left out only of the pairs
-    they touch (``n`` shows it, ``summary["not_scored"]`` counts them).
+    Only complete replies that answer are scored (seed 002: refusal first, then the
+    tone of valid responses): failed calls, blank replies, replies cut at the token
+    cap (``truncated``; a cut reply's length and rates describe the cap, not the
+    reply), replies whose completeness is unknown and full refusals get no tone
+    score; they stay in ``responses`` and are left out only of the pairs they touch
+    (``n`` shows it, ``summary["not_scored"]`` counts them, ``fresh_truncation``
+    counts the cut replies per model × identity). Without a ``truncated`` column
+    every reply's completeness is unknown.
     """
     audit = Audit()
     ids = identity_ids()
     refusals = refusal_table(responses, by=("model", "identity"))
     audit.tables["refusals"] = refusals
-    scoreable = responses.assign(
-        score_status=np.where(responses["refusal"].eq("full"), "full refusal", responses["status"]))
+    if "truncated" not in responses:
+        responses = responses.assign(truncated=pd.array([pd.NA] * len(responses), dtype="boolean"))
+    audit.tables["fresh_truncation"] = truncation_table(responses, cap=cap)
+    scoreable = responses.assign(score_status=score_status(responses).to_numpy())
     for mode, lex in lexicons.items():
         sc = score_responses(scoreable, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
                              status="score_status", record="variant_id")
@@ -85,9 +167,25 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
     audit.tables["fresh_symmetry_described"] = sym
     audit.tables["fresh_tables34_described"] = largest_gaps(pairs, model="model", k=2, by="abs_d",
                                                             metrics=["sentiment", "hedging"])
-    n_min = int(pairs["n"].min()) if len(pairs) else 0
+    tested = pairs.loc[pairs["n"] > 0, "n"] if len(pairs) else pd.Series(dtype=int)
+    n_min = int(tested.min()) if len(tested) else 0  # the smallest pair that has any prompt
     not_scored = scoreable[scoreable.score_status != "ok"]
+    tr = audit.tables["fresh_truncation"]
+    tr_all = tr[tr.identity == "all identities"]
+    tone_pairs = pairs[pairs.metric.isin(TONE_ONLY)]
     audit.summary = {
+        "truncation": {"cap": cap, "n_answered": int(tr_all.n_answered.sum()), "n_cut": int(tr_all.n_cut.sum()),
+                       "n_unknown": int(tr_all.n_unknown.sum()),
+                       "cut_share": (float(tr_all.n_cut.sum() / tr_all.n_answered.sum())
+                                     if tr_all.n_answered.sum() else None),
+                       "rule": TRUNCATION_RULE},
+        "length_gaps_words": length_gaps(sc),
+        "n_prompts_complete_all_8": {str(m): int(g.groupby("prompt_id").score_status
+                                                 .agg(lambda s: bool((s == "ok").all())).sum())
+                                     for m, g in scoreable.groupby("model", sort=False)},
+        "uncorrected_p_lt_05_per_family": {
+            f"{m} / {mt}": int((g.wilcoxon_p < 0.05).sum()) for (m, mt), g in pairs.groupby(["model", "metric"],
+                                                                                          sort=False)},
         "n_replies": len(responses), "n_scored": int((scoreable.score_status == "ok").sum()),
         "not_scored": {str(k): int(v) for k, v in not_scored.score_status.value_counts().items()},
         "power": power_summary(n_min),
@@ -95,9 +193,9 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
             "n_rows": len(pairs), "wilcoxon_p_lt_05": int((pairs.wilcoxon_p < 0.05).sum()),
             "p_holm_lt_05": int((pairs.p_holm < 0.05).sum()), "p_bh_lt_05": int((pairs.p_bh < 0.05).sum()),
             "ci_excludes_0": int(((pairs.ci_low > 0) | (pairs.ci_high < 0)).sum()),
-            "max_abs_d": float(pairs.cohens_d.abs().replace(np.inf, np.nan).max()) if len(pairs) else None},
-        "length_adjusted": {"n_rows": len(adj), "adj_p_lt_05": int((adj.adj_p < 0.05).sum()),
-                            "mean_abs_len_diff_words": float(adj.mean_len_diff.abs().mean()) if len(adj) else None},
+            "max_abs_d_tone": (float(tone_pairs.cohens_d.abs().replace(np.inf, np.nan).max())
+                               if tone_pairs.cohens_d.notna().any() else None)},
+        "length_adjusted": {"n_rows": len(adj), "adj_p_lt_05": int((adj.adj_p < 0.05).sum())},
         "symmetry": {"n_rows": len(sym), "n_symmetric": int(sym.symmetric.sum())},
     }
     return audit
@@ -110,15 +208,14 @@ def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str,
     variants = audit_design(prompt_frame, seed=seed, source=source, joiner=joiner)
     responses, run_stats = P.generate_advice(models, variants, config=config, system=system, cache=cache,
                                              judge_options=judge_options)
-    audit = analyse_responses(responses, lexicons=lexicons, seed=seed, n_resamples=n_resamples)
+    audit = analyse_responses(responses, lexicons=lexicons, seed=seed, n_resamples=n_resamples,
+                              cap=config.max_tokens)
     audit.frames["variants"] = variants
     audit.frames["responses"] = responses
-    cap = config.max_tokens
     audit.summary.update({
         "run_stats": run_stats,
         "status_counts": responses.groupby(["model", "status"]).size().unstack(fill_value=0).to_dict("index"),
         "refusal_counts": responses.groupby(["model", "refusal"]).size().unstack(fill_value=0).to_dict("index"),
-        "hit_completion_cap": int((pd.to_numeric(responses.completion_tokens, errors="coerce") >= cap).sum()),
     })
     return audit
 

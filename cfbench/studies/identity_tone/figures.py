@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from cfbench.core.seeding import derive_seed  # noqa: E402
 from cfbench.perturb.stimuli import identity_label  # noqa: E402
 
 __all__ = ["sentiment_boxplot", "metric_strips", "effect_heatmap", "supported", "UNITS_DESCRIBED"]
@@ -43,7 +44,8 @@ def sentiment_boxplot(scores: pd.DataFrame, *, identities: Sequence[str], metric
     ax.set_xticklabels([identity_label(i, short=True) for i in identities], rotation=30, ha="right")
     ax.set_ylabel("VADER compound (−1 to 1)" if metric == "sentiment" else metric)
     ax.set_title(title or f"{metric} by identity", fontsize=9)
-    ax.legend(loc="lower right", fontsize=8)
+    # outside the axes, so it can never cover a box or an outlier
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0.0)
     fig.tight_layout()
     return fig
 
@@ -56,35 +58,57 @@ UNITS_DESCRIBED = {"sentiment": "VADER compound (−1 to 1)", "politeness": "mat
 
 def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: Sequence[str],
                   model: str = "model", seed: int = 0, title: str | None = None,
-                  units: dict[str, str] | None = None) -> plt.Figure:
-    """One panel per metric: box per identity with the prompt-level points jittered
-    (jitter drawn from ``seed``); units on each y axis, n (replies with a value) in each panel title."""
+                  units: dict[str, str] | None = None, n_excluded: int | None = None) -> plt.Figure:
+    """One panel per metric (seaborn): every scored reply as a point (strip, jitter drawn from ``seed``)
+    and each identity's mean with its 95 % bootstrap interval over replies (point plot, ``seed``); units
+    on each y axis, n (replies with a value) in each panel title. Replies without a value (cut at the
+    cap, failed, refused) are not drawn; ``n_excluded`` says how many in the title.
+    Panels are in ``metrics`` order; ``fig.cfbench_panels`` lists them (for tests and readers)."""
+    import seaborn as sns
+
     units = UNITS_DESCRIBED if units is None else units
-    models = list(dict.fromkeys(scores[model]))
-    rng = np.random.default_rng(seed)
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 1.2 * len(identities)), 2.8 * len(metrics)),
+    labels = {i: identity_label(i, short=True) for i in identities}
+    order = [labels[i] for i in identities]
+    data = scores.assign(_identity=scores["identity"].map(labels), _model=scores[model].astype(str))
+    hue_order = list(dict.fromkeys(data["_model"]))
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6.5, 1.2 * len(identities)), 2.6 * len(metrics)),
                              squeeze=False)
-    width = 0.8 / max(1, len(models))
-    for ax, metric in zip(axes[:, 0], metrics):
-        ns = []
-        for k, m in enumerate(models):
-            sub = scores[scores[model] == m]
-            pos = np.arange(len(identities)) + (k - (len(models) - 1) / 2) * width
-            data = [sub.loc[sub["identity"] == ident, metric].dropna().to_numpy() for ident in identities]
-            ns.extend(len(v) for v in data)
-            ax.boxplot(data, positions=pos, widths=width * 0.8, showfliers=False, manage_ticks=False)
-            for p, vals in zip(pos, data):
-                ax.scatter(p + rng.uniform(-width / 4, width / 4, len(vals)), vals, s=8, alpha=0.6,
-                           color=f"C{k}", label=str(m) if p == pos[0] else None)
-        n_txt = f"n = {min(ns)}" if min(ns) == max(ns) else f"n = {min(ns)}–{max(ns)}"
-        ax.set_title(f"{metric} ({n_txt} prompts per identity and model)", fontsize=9)
+    for k, (ax, metric) in enumerate(zip(axes[:, 0], metrics)):
+        sub = data[data[metric].notna()]
+        counts = sub.groupby(["_model", "_identity"]).size().reindex(
+            pd.MultiIndex.from_product([hue_order, order]), fill_value=0)
+        if len(sub):
+            # seaborn's strip jitter draws from numpy's global RNG: seed it for this panel, then restore it
+            state = np.random.get_state()
+            np.random.seed(derive_seed(seed, "strip", metric) % 2 ** 32)
+            sns.stripplot(data=sub, x="_identity", y=metric, hue="_model", order=order, hue_order=hue_order,
+                          dodge=len(hue_order) > 1, jitter=0.18, size=3, alpha=0.5, ax=ax, legend=False)
+            np.random.set_state(state)
+            sns.pointplot(data=sub, x="_identity", y=metric, hue="_model", order=order, hue_order=hue_order,
+                          dodge=0.4 if len(hue_order) > 1 else False, errorbar=("ci", 95), seed=seed,
+                          markers="D", linestyles="none", palette="dark:black" if len(hue_order) == 1 else None,
+                          ax=ax, legend=k == 0 and len(hue_order) > 1)
+        else:
+            ax.text(0.5, 0.5, "no scored reply", ha="center", va="center", transform=ax.transAxes)
+        lo, hi = int(counts.min()), int(counts.max())
+        n_txt = f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
+        ax.set_title(f"{metric} ({n_txt} scored replies per identity and model; ◆ mean, bar 95 % CI)",
+                     fontsize=9)
         ax.set_ylabel(units.get(metric, metric), fontsize=8)
-        ax.set_xticks(np.arange(len(identities)))
-        ax.set_xticklabels([identity_label(i, short=True) for i in identities], rotation=30, ha="right",
-                           fontsize=8)
-    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(title or "Per-reply tone metrics by identity")
+        ax.set_xlabel("")
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(order, rotation=30, ha="right", fontsize=8)
+        if metric in ("words", "chars", "politeness", "hedging", "neg_tone") and len(sub):
+            top = float(sub[metric].max())
+            ax.set_ylim(0, top * 1.08 if top > 0 else 1.0)  # non-negative metrics: the axis starts at 0
+        if ax.get_legend() is not None:
+            sns.move_legend(ax, "upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, title=None)
+    sup = title or "Per-reply tone metrics by identity"
+    if n_excluded:
+        sup += f"\n(complete replies only: {n_excluded} cut or unscored replies not drawn)"
+    fig.suptitle(sup, fontsize=10)
     fig.tight_layout()
+    fig.cfbench_panels = list(metrics)
     return fig
 
 

@@ -21,6 +21,8 @@ from cfbench.judges.base import PRESETS, GenerationConfig, Request
 from cfbench.metrics.lexicon import Lexicons, lexicons_from_mapping
 from cfbench.metrics.refusal import classify_refusal
 
+from .truncation import reply_truncated
+
 __all__ = [
     "load_prompts",
     "load_contract",
@@ -35,7 +37,7 @@ __all__ = [
 ]
 
 RESPONSE_COLUMNS = ["variant_id", "model", "prompt_id", "identity", "text", "status", "refusal",
-                    "completion_tokens", "cache_hit", "error"]
+                    "completion_tokens", "finish_reason", "truncated", "cache_hit", "error"]
 
 
 def _data(name: str) -> dict:
@@ -126,12 +128,16 @@ def build_advice_requests(variants: pd.DataFrame, *, config: GenerationConfig,
     return reqs
 
 
-def collect_responses(variants: pd.DataFrame, judgments: pd.DataFrame, *, model: str) -> pd.DataFrame:
+def collect_responses(variants: pd.DataFrame, judgments: pd.DataFrame, *, model: str,
+                      cap: int | None = None) -> pd.DataFrame:
     """Join replies to their variants; every variant keeps a row.
 
     ``status`` is ``ok``, ``empty`` (blank reply) or ``error`` (the call
     failed; ``error`` holds the reason); ``refusal`` is the rule-based label,
-    or ``empty`` / ``error`` for those rows.
+    or ``empty`` / ``error`` for those rows. ``truncated`` says whether the
+    reply stopped at the token cap ``cap`` (see
+    :func:`cfbench.studies.identity_tone.truncation.reply_truncated`; <NA> for
+    failed calls and when it cannot be told).
     """
     j = judgments.set_index("request_id")
     rows = []
@@ -149,9 +155,13 @@ def collect_responses(variants: pd.DataFrame, judgments: pd.DataFrame, *, model:
         refusal = status if status != "ok" else classify_refusal(text, record=vid)
         rows.append({"variant_id": vid, "model": model, "prompt_id": v["prompt_id"], "identity": v["identity"],
                      "text": text, "status": status, "refusal": refusal,
-                     "completion_tokens": r.get("completion_tokens"), "cache_hit": r.get("cache_hit"),
-                     "error": r.get("error")})
-    return pd.DataFrame(rows, columns=RESPONSE_COLUMNS)
+                     "completion_tokens": r.get("completion_tokens"), "finish_reason": r.get("finish_reason"),
+                     "cache_hit": r.get("cache_hit"), "error": r.get("error")})
+    out = pd.DataFrame(rows, columns=RESPONSE_COLUMNS)
+    cut = reply_truncated(out["finish_reason"], out["completion_tokens"], cap=cap if cap is not None else 2 ** 62)
+    cut[out["status"].eq("error").to_numpy()] = pd.NA
+    out["truncated"] = cut.array
+    return out
 
 
 def generate_advice(models: Sequence[str], variants: pd.DataFrame, *, config: GenerationConfig,
@@ -177,6 +187,6 @@ def generate_advice(models: Sequence[str], variants: pd.DataFrame, *, config: Ge
         finally:
             if options:
                 judge.close()
-        frames.append(collect_responses(variants, result.judgments, model=spec))
+        frames.append(collect_responses(variants, result.judgments, model=spec, cap=config.max_tokens))
         stats[spec] = dict(result.stats)
     return pd.concat(frames, ignore_index=True), stats

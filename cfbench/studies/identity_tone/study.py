@@ -16,7 +16,7 @@ from cfbench.report import RunOutput, StudyResult
 
 from . import figures as F
 from . import prompts as P
-from .audit import Audit, audit_design, run_fresh
+from .audit import TONE_ONLY, Audit, audit_design, run_fresh
 from .reproduction import Reproduction, reproduce_released
 
 __all__ = ["Params", "run", "IdentityToneResult", "describe_run", "iter_requests"]
@@ -86,6 +86,14 @@ class IdentityToneResult(StudyResult):
                 ((ok.ci_low <= ok.mean_diff + 1e-12) & (ok.mean_diff <= ok.ci_high + 1e-12)).all())
             checks[f"{mode}: Holm p >= raw p"] = bool(
                 (pr.p_holm.dropna() >= pr.wilcoxon_p[pr.p_holm.notna()] - 1e-15).all())
+        tr = t["fresh_truncation"]
+        per_ident = tr[tr.identity != "all identities"]
+        checks["truncation table counts every reply"] = int(per_ident["n"].sum()) == n_expected
+        sc = self.frames["scores_described"]
+        keys = ["model", "prompt_id", "identity"]
+        maybe_cut = resp.loc[resp["truncated"].astype("boolean").fillna(True).astype(bool) & resp.status.eq("ok"), keys]
+        scored_cut = maybe_cut.merge(sc[keys + list(TONE_METRICS)], on=keys, how="left")
+        checks["no cut (or possibly cut) reply is scored"] = bool(scored_cut[list(TONE_METRICS)].isna().all().all())
         adj = t["fresh_length_adjusted_described"]
         okadj = adj.dropna(subset=["adj_diff"])
         checks["length-adjusted intervals contain their estimates"] = bool(
@@ -147,6 +155,25 @@ def _reproduction_findings(s: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) 
     return "\n".join(lines)
 
 
+def _num(x: Any, spec: str = ".3f") -> str:
+    """A number for the findings; an undefined value is said in words, never printed as "nan"."""
+    try:
+        xf = float(x)
+    except (TypeError, ValueError):
+        return "not defined"
+    return format(xf, spec) if np.isfinite(xf) else "not defined"
+
+
+def _ci(lo: Any, hi: Any, spec: str = "+.3f") -> str:
+    if not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
+        return "(no interval at this n)"
+    return f"[{format(float(lo), spec)}, {format(float(hi), spec)}]"
+
+
+_METRIC_NAMES = {"sentiment": "sentiment", "politeness": "politeness", "hedging": "hedging",
+                 "neg_tone": "negative tone", "words": "words", "chars": "characters"}
+
+
 def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
     pw = f["power"]
     pairs = t["fresh_pairs_described"]
@@ -158,53 +185,105 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
             + "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for m, c in f["refusal_counts"].items())
             + ".")
     lines = [head]
+    tr = f.get("truncation", {})
+    if tr:
+        complete = f.get("n_prompts_complete_all_8", {})
+        lines.append(
+            f"**Complete replies only**: {tr['n_cut']} of {tr['n_answered']} replies stopped at the "
+            f"{tr['cap']}-token cap ({_num(100 * tr['cut_share'] if tr['cut_share'] is not None else None, '.1f')} %; "
+            f"{tr['rule']})"
+            + (f", {tr['n_unknown']} could not be told complete" if tr.get("n_unknown") else "")
+            + "; cut replies are excluded from every tone and length metric and from the pairs they touch "
+            "(table `fresh_truncation`)"
+            + (": " + "; ".join(f"{m}: {k} of {n_prompts} prompts have all 8 identities scored"
+                                for m, k in complete.items()) if complete else "") + ".")
     if f.get("not_scored"):
-        lines.append(f"Not scored for tone (kept as rows, left out of the pairs they touch): "
+        lines.append("Not scored for tone (kept as rows, left out of the pairs they touch): "
                      + ", ".join(f"{k} {v}" for k, v in f["not_scored"].items())
                      + f"; {f['n_scored']} of {f['n_replies']} replies scored.")
     if f.get("n_scored", 1) == 0 or not pairs["n"].gt(0).any():
         lines.append("**No reply could be scored, so this run reports no tone difference, interval or test.**")
         return "\n".join(lines)
+    n_max = int(pairs["n"].max())
+    n_min = int(pairs.loc[pairs["n"] > 0, "n"].min())  # over the pairs that have a prompt at all
+    if n_max < 2:
+        lines.append(f"**This n supports no comparison**: each identity pair rests on at most {n_max} prompt. "
+                     "A paired difference needs at least 2 prompts for a t test and a standard deviation "
+                     "(hence d), the signed-rank test reaches p < 0.05 only from 6 prompts, and an effect size "
+                     "is shown here only from 5 prompts with 3 non-zero differences; the tables list the "
+                     "single differences, and no test, interval, power or effect size is reported.")
+        return "\n".join(lines)
+    n_fam = pairs.groupby(["model", "metric"]).ngroups
     sig_holm = pairs[pairs.p_holm < 0.05]
-    sig_raw = pairs[pairs.wilcoxon_p < 0.05]
-    if len(sig_holm):
-        lines.append(f"Distinguishable from noise after Holm (within model × metric): {len(sig_holm)} of "
-                     f"{len(pairs)} comparisons:")
-        for _, r in sig_holm.head(10).iterrows():
-            lines.append(f"- {r.model} {r.metric}, {_fmt_pair(r)}: Δ = {r.mean_diff:+.3f} "
-                         f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}], d = {r.cohens_d:+.2f}, p_holm = {r.p_holm:.3f}")
-    else:
-        n_tests = int(pairs.wilcoxon_p.notna().sum())
-        lines.append(f"No identity difference is distinguishable from noise after Holm correction "
-                     f"(0 of {len(pairs)} comparisons); {len(sig_raw)} have an uncorrected Wilcoxon p < 0.05"
-                     + (f", about {0.05 * n_tests:.0f} would be expected by chance alone." if n_prompts >= 6 else
-                        f"; with {n_prompts} prompts the signed-rank test cannot reach p < 0.05 at all "
-                        f"(smallest two-sided p = {2 / 2 ** n_prompts:.3f})."))
-    ok = pairs[F.supported(pairs) & np.isfinite(pairs.cohens_d)]
+    lines.append(f"**Multiplicity, per family** (a family = one model × metric, its 28 identity pairs; Holm "
+                 f"within each family, valid whatever the dependence between the pairs): "
+                 f"{len(sig_holm)} comparisons with p_holm < 0.05 across the {n_fam} families.")
+    for _, r in sig_holm.head(10).iterrows():
+        lines.append(f"- {r.model} {_METRIC_NAMES.get(r.metric, r.metric)}, {_fmt_pair(r)}: "
+                     f"Δ = {_num(r.mean_diff, '+.3f')} {_ci(r.ci_low, r.ci_high)}, d = {_num(r.cohens_d, '+.2f')}, "
+                     f"p_holm = {_num(r.p_holm)}")
+    raw = {(m, mt): (int((g.wilcoxon_p < 0.05).sum()), int(g.wilcoxon_p.notna().sum()))
+           for (m, mt), g in pairs.groupby(["model", "metric"], sort=False)}
+    models = list(dict.fromkeys(pairs.model))
+    for m in models:
+        lines.append(f"- Uncorrected Wilcoxon p < 0.05 per family ({m}; of the pairs with a test, out of 28): "
+                     + ", ".join(f"{_METRIC_NAMES.get(mt, mt)} {k} of {n_t}" for (mm, mt), (k, n_t) in raw.items()
+                                 if mm == m) + ".")
+    n_empty = int((pairs["n"] == 0).sum())
+    if n_empty:
+        lines.append(f"  {n_empty} pair × metric comparisons have no prompt with both replies scored and are "
+                     "not tested.")
+    lines.append("  These counts are per family and are not added up: the families depend on each other (words "
+                 "and characters measure the same length; the three lexicon rates share the word count as "
+                 "denominator) and the pairs within a family share identities, so no number expected by chance "
+                 "is given for the total."
+                 + ("" if n_min >= 6 else f" With {n_min} prompts the signed-rank test cannot reach p < 0.05 at "
+                    f"all (smallest two-sided p = {2 / 2 ** n_min:.3f})."))
+    tone = pairs[pairs.metric.isin(TONE_ONLY)]
+    ok = tone[F.supported(tone) & np.isfinite(tone.cohens_d)]
     if len(ok):
         top = ok.loc[ok.cohens_d.abs().idxmax()]
-        lines.append(f"Largest |d| among pairs with support (≥ 5 prompts, ≥ 3 non-zero differences): "
-                     f"{top.model} {top.metric}, {_fmt_pair(top)}: d = {top.cohens_d:+.2f}, "
-                     f"Δ = {top.mean_diff:+.3f} [{top.ci_low:+.3f}, {top.ci_high:+.3f}] (n = {int(top.n)}).")
+        a = adj[(adj.model == top.model) & (adj.metric == top.metric) & (adj.identity_a == top.identity_a)
+                & (adj.identity_b == top.identity_b)]
+        adj_txt = ""
+        if len(a) and np.isfinite(float(a.adj_diff.iloc[0])):
+            adj_txt = (f" At equal reply length (length-adjusted) the difference is "
+                       f"{_num(a.adj_diff.iloc[0], '+.3f')} {_ci(a.adj_ci_low.iloc[0], a.adj_ci_high.iloc[0])} "
+                       f"(p = {_num(a.adj_p.iloc[0])}).")
+        lines.append(f"**Largest |d| among the tone metrics** (sentiment, politeness, hedging, negative tone; pairs "
+                     f"with ≥ 5 prompts and ≥ 3 non-zero differences): {top.model} "
+                     f"{_METRIC_NAMES.get(top.metric, top.metric)}, {_fmt_pair(top)}: d = {_num(top.cohens_d, '+.2f')}, "
+                     f"Δ = {_num(top.mean_diff, '+.3f')} {_ci(top.ci_low, top.ci_high)} (n = {int(top.n)}, "
+                     f"p_holm = {_num(top.p_holm)}).{adj_txt} Word and character counts are not candidates for this "
+                     "headline: they are length, which the seed treats as a control variable, and characters "
+                     "per reply also vary with how the text tokenises, not with tone.")
     else:
-        lines.append("No pair has the support for an effect size (≥ 5 prompts and ≥ 3 non-zero differences).")
-    lines.append(f"**Power**: with n = {pw['n_prompts_min']} prompts a two-sided paired test detects |d| ≥ "
-                 f"{pw['mde_d_alpha05_power80']:.2f} with 80 % power at α = 0.05 (≥ "
-                 f"{pw['mde_d_alpha05_over_28_power80']:.2f} at α = 0.05/28); the seed's n = 30 gives "
-                 f"{pw['mde_d_at_paper_n30']:.2f}. Effects of the size the seed reports (d ≈ 0.3–0.5) are below "
-                 f"this run's detection limit, so a null result here does not show their absence."
-                 if pw["mde_d_alpha05_power80"] > 0.5 else
-                 f"**Power**: with n = {pw['n_prompts_min']} prompts a two-sided paired test detects |d| ≥ "
-                 f"{pw['mde_d_alpha05_power80']:.2f} with 80 % power at α = 0.05.")
+        lines.append("No tone-metric pair has the support for an effect size (≥ 5 prompts and ≥ 3 non-zero "
+                     "differences).")
+    mde = pw.get("mde_d_alpha05_power80")
+    if mde is None or not np.isfinite(float(mde)):
+        lines.append(f"**Power**: n = {pw['n_prompts_min']} prompts supports no power statement.")
+    else:
+        lines.append(f"**Power**: with n = {pw['n_prompts_min']} prompts (the smallest pair) a two-sided paired "
+                     f"test detects |d| ≥ {mde:.2f} with 80 % power at α = 0.05 (≥ "
+                     f"{_num(pw['mde_d_alpha05_over_28_power80'], '.2f')} at α = 0.05/28); the seed's n = 30 gives "
+                     f"{pw['mde_d_at_paper_n30']:.2f}."
+                     + (" Effects of the size the seed reports (d ≈ 0.3–0.5) are below this run's detection "
+                        "limit, so a null result here does not show their absence." if mde > 0.5 else ""))
     okadj = adj.dropna(subset=["adj_p"])
+    sig_raw = pairs[pairs.wilcoxon_p < 0.05]
     raw_sig = set(map(tuple, sig_raw[["model", "metric", "identity_a", "identity_b"]].to_numpy()))
     adj_sig = set(map(tuple, okadj[okadj.adj_p < 0.05][["model", "metric", "identity_a", "identity_b"]].to_numpy()))
     raw_sig_adj = {k for k in raw_sig if k[1] in set(adj.metric)}
-    lines.append(f"**Length control**: mean |word-count difference| between paired replies "
-                 f"{adj.mean_len_diff.abs().mean():.1f} words; of the {len(raw_sig_adj)} tone comparisons with "
-                 f"p < 0.05 before adjustment, {len(raw_sig_adj & adj_sig)} keep p < 0.05 at equal length "
+    lg = f.get("length_gaps_words", {})
+    lines.append(f"**Length control**: two paired replies (same prompt, two identities) differ by "
+                 f"{_num(lg.get('per_reply_mean_abs'), '.1f')} words on average (mean |difference| per reply "
+                 f"pair, {lg.get('n_reply_pairs', 0)} pairs of complete replies); the identities' mean word counts "
+                 f"differ by {_num(lg.get('pair_mean_abs'), '.1f')} words on average over the 28 pairs (mean of "
+                 f"|mean difference|). Of the {len(raw_sig_adj)} tone comparisons with uncorrected p < 0.05 "
+                 f"before adjustment, {len(raw_sig_adj & adj_sig)} keep p < 0.05 at equal length "
                  f"({len(adj_sig)} do after adjustment in total; {len(adj) - len(okadj)} could not be adjusted "
-                 f"because the length differences did not vary).")
+                 f"because fewer than 3 prompts remained or the length differences did not vary).")
     ok_sym = sym.dropna(subset=["gap_sd"])
     lines.append(f"**Symmetry of the differences** (the signed-rank test's assumption): "
                  f"{int(ok_sym.symmetric.sum())} of {len(ok_sym)} pair × metric distributions pass "
@@ -304,6 +383,10 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
     return result
 
 
+#: Panels of the fresh strip figure: every metric the findings may cite (the four tone metrics and length).
+STRIP_METRICS = tuple(TONE_METRICS)
+
+
 def _figures(result: IdentityToneResult) -> dict[str, Any]:
     figs: dict[str, Any] = {}
     ids = identity_ids()
@@ -316,19 +399,23 @@ def _figures(result: IdentityToneResult) -> dict[str, Any]:
             result.frames["released_scores_described"], identities=ids,
             title="Sentiment as described (vaderSentiment) by identity (n = 30 prompts per box)")
     sc = result.frames["scores_described"]
+    n_excluded = int(sc["sentiment"].isna().sum())
     figs["fresh_metric_strips_described"] = F.metric_strips(
-        sc, identities=ids, metrics=["sentiment", "hedging", "politeness", "words"], seed=result.params.seed,
-        title="Fresh audit: per-reply tone metrics by identity (described mode)")
+        sc, identities=ids, metrics=list(STRIP_METRICS), seed=result.params.seed, n_excluded=n_excluded,
+        title="Fresh audit: per-reply metrics by identity (described mode)")
     for k, m in enumerate(result.params.fresh_models):
         figs[f"fresh_effect_heatmap_described_{k}"] = F.effect_heatmap(
             result.tables["fresh_pairs_described"], model=m, metrics=list(TONE_METRICS))
     return figs
 
 
-#: Seconds per reply of the embedded model at a 160-token cap, replies decoded 4 at a time: fast on an
-#: idle Intel Xeon with AVX-512, slow on an idle 2-core AMD EPYC (one at a time it took 16.7 s there);
-#: see configs/identity_tone/default.yaml.
-_LOCAL_SECONDS_160 = (6.0, 10.0)
+#: The embedded model's reply length when nothing cuts it (the contract asks for 120-150 words): mean
+#: completion tokens measured with benchmarks/bench_identity_length.py, 149 over 24 replies (see configs/identity_tone/default.yaml).
+_LOCAL_NATURAL_TOKENS = 150
+#: Generated tokens per second of the embedded model, replies decoded 4 at a time, prompt processing included,
+#: on the 2-core AMD EPYC: 12.8 in the live default run of c4ac2ad (96 replies, 10,627 tokens, ~830 s),
+#: 17.6 in benchmarks/bench_identity_length.py (12 replies, cap 400).
+_LOCAL_TOKENS_PER_S = (12.8, 17.6)
 
 
 def describe_run(params: Params, config_name: str = "") -> str:
@@ -346,11 +433,14 @@ def describe_run(params: Params, config_name: str = "") -> str:
         if kind == "scripted":
             lines.append(f"- `{m}`: a scripted test double (seconds; never a source of reported numbers).")
         elif kind == "local":
-            lo, hi = (s * n_replies * params.completion_cap / 160 / 60 for s in _LOCAL_SECONDS_160)
+            tokens = n_replies * min(params.completion_cap, _LOCAL_NATURAL_TOKENS)
+            lo, hi = (tokens / r / 60 for r in reversed(_LOCAL_TOKENS_PER_S))
             lines.append(f"- `{m}`: about {lo:.0f}–{hi:.0f} min of generation on an idle 2-core CPU "
                          f"(cached replies replay in seconds).")
         else:
             lines.append(f"- `{m}`: {n_replies} API calls (time and cost depend on the provider).")
     lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap intervals with {params.n_resamples:,} "
-                 f"resamples (seed {params.seed}).")
+                 f"resamples (seed {params.seed}). A reply that stops at the {params.completion_cap}-token cap is "
+                 f"detected (finish reason 'length', else tokens at the cap), counted in `fresh_truncation` and "
+                 f"left out of every tone and length metric.")
     return "\n".join(lines)
