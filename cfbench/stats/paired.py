@@ -73,7 +73,7 @@ __all__ = [
 
 _STAT_COLUMNS = [
     "n", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high", "t", "t_p", "wilcoxon_stat", "wilcoxon_p",
-    "cohens_d", "p_holm", "p_bh", "wilcoxon_method", "n_zero_diff",
+    "cohens_d", "p_holm", "p_bh", "wilcoxon_method", "n_zero_diff", "ci_method",
 ]
 
 #: ``ci_method`` values of :func:`paired_tests` -> the label written in ``result.attrs["ci_method"]``.
@@ -342,6 +342,8 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     "wilcoxon_stat": w_stat, "wilcoxon_p": w_p,
                     "cohens_d": float(cohens_dz(d)) if n >= 2 else np.nan,
                     "wilcoxon_method": w_method, "n_zero_diff": int((d == 0).sum()),
+                    "ci_method": CI_METHODS[ci_method] if np.isfinite(ci).all() else
+                    ("none: fewer than 2 units" if n < 2 else "none: the differences have no spread"),
                 })
             fam = pd.DataFrame(rows)
             fam["p_holm"] = adjust_pvalues(fam["wilcoxon_p"], "holm")

@@ -439,8 +439,8 @@ def describe_run(params: Params, config_name: str = "") -> str:
                          f"(cached replies replay in seconds).")
         else:
             lines.append(f"- `{m}`: {n_replies} API calls (time and cost depend on the provider).")
-    lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap intervals with {params.n_resamples:,} "
-                 f"resamples (seed {params.seed}). A reply that stops at the {params.completion_cap}-token cap is "
+    lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap-t intervals widened to include the t interval, "
+                 f"{params.n_resamples:,} resamples (seed {params.seed}; coverage in docs/statistics.md). A reply that stops at the {params.completion_cap}-token cap is "
                  f"detected (finish reason 'length', else tokens at the cap), counted in `fresh_truncation` and "
                  f"left out of every tone and length metric.")
     return "\n".join(lines)
