@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import re
+
 import pytest
 import yaml
 
@@ -103,8 +105,15 @@ def test_contract_file_problems_are_errors(name, field, record):
 def test_gap_interval_settings_are_checked():
     base = {"primary_metric": "equal_opportunity", "max_tpr_gap": 0.1, "max_fpr_gap": 0.1,
             "min_positive_per_slice": 1, "min_negative_per_slice": 1}
-    c = FairnessContract.from_mapping({**base, "gap_interval": {"method": "paired_bootstrap", "confidence": 0.9}})
-    assert (c.gap_interval.method, c.gap_interval.confidence) == ("paired_bootstrap", 0.9)
+    assert FairnessContract.from_mapping(base).gap_interval.method == "tango"
+    c = FairnessContract.from_mapping({**base, "gap_interval": {"method": "tango", "confidence": 0.9}})
+    assert (c.gap_interval.method, c.gap_interval.confidence) == ("tango", 0.9)
+    # methods that ignored the pairing, gave [0, 0] or failed the false-pass check are refused with the reason
+    for old, reason in (("newcombe", "independent samples"), ("paired_bootstrap", "[0, 0]"),
+                        ("newcombe_paired", "up to 9 %")):
+        with pytest.raises(InputError, match=re.escape(reason)) as info:
+            FairnessContract.from_mapping({**base, "gap_interval": {"method": old}})
+        assert info.value.field == "method" and "tango" in str(info.value)
     for bad, field in (({"method": "wald"}, "method"), ({"confidence": 1.0}, "confidence"),
                        ({"confidence": "0.95"}, "confidence"), ({"level": 0.9}, "gap_interval")):
         with pytest.raises(InputError) as info:

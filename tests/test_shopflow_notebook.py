@@ -52,7 +52,8 @@ def test_smoke_notebook_writes_summary_tables_and_figures(tmp_path, monkeypatch)
                  "judged_calibration.png", "seed_calibration.png", "judged_candidate_comparison.csv"):
         assert (out / name).stat().st_size > 0, name
     iv = pd.read_csv(out / "judged_interval_checks.csv").set_index("check")
-    assert (iv["upper"] >= iv["value"]).all() and set(iv["status"]) <= {"PASS", "FAIL"}
+    assert (iv["gap_upper"] >= iv["value"].abs()).all() and set(iv["status"]) <= {"PASS", "FAIL"}
+    assert ((iv["ci_low"] <= iv["value"]) & (iv["value"] <= iv["ci_high"])).all()
     nb = nbformat.read(out / "shopflow.ipynb", as_version=4)
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     for line in ("Fixture type: synthetic matched wording audit", "Routing threshold: 0.70",

@@ -59,16 +59,24 @@ def test_findings_are_generated_from_the_numbers(smoke):
     text = result.findings()
     assert text.startswith("### What this run shows")
     seed = result.summary["seed"]
-    boot = seed["bootstrap_tpr_diff"]
-    assert f"[{boot['ci_low']:+.3f}, {boot['ci_high']:+.3f}]" in text
-    assert f"p = {seed['mcnemar']['p_value']:.3g}" in text
-    assert "not** distinguishable from noise" in text  # the seed's 6-vs-6 TPR difference
+    tests = result.tables["seed_stratum_tests"].set_index("stratum")
+    # the TPR question is answered on the ready pairs, the FPR question on the needs-review pairs
+    for stratum, p_key in (("ready pairs", "ready"), ("needs-review pairs", "needs_review")):
+        row = tests.loc[stratum]
+        assert f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]" in text
+        assert row["mcnemar_p"] == seed["mcnemar"][p_key]["p_value"]
+        assert f"asked on the {row['n_pairs']} {stratum}" in text
+    # the seed's pooled test (3 vs 0 over all 10 pairs) is kept, named as the extra row
+    assert "Extra, not an answer to either question: McNemar pooled over all 10 pairs (3 vs 0 discordant, p = 0.25)" \
+        in text
+    assert tests.at["all pairs", "question"].startswith("extra")
     assert "scripted test double" in text
     header = result.header()
     judged = result.summary["judged"]
     assert "judge `scripted:shopflow-ready`" in header and f"{judged['n_pairs_loaded']} pairs loaded" in header
-    up = result.audits["seed_candidate"].interval_checks.set_index("check").at["tpr_gap_upper", "upper"]
-    assert f"{up:.3f}" in text
+    civ = result.audits["seed_candidate"].interval_checks.set_index("check")
+    assert f"{civ.at['tpr_gap', 'gap_upper']:.3f}" in text
+    assert "not decidable at this n (6 pairs; even a zero gap needs at least 35)" in text
 
 
 def test_check_names_a_broken_invariant(smoke):
@@ -100,8 +108,9 @@ def _contract(tmp_path, extra: str) -> FairnessContract:
 
 
 def test_interval_rule_gates_release_only_when_required(tmp_path):
-    """200 identical pairs: point gap 0 passes; the Newcombe upper bound (~0.09 at n=200) passes a 0.10 limit,
-    and the same data cut to 20 pairs fail it — the interval rule needs evidence, the point rule does not."""
+    """200 identical pairs: point gap 0 passes; the Tango interval on 100 ready / 100 needs-review pairs lies
+    inside ±0.10 and passes, and the same data cut to 20 pairs (10 per stratum) cannot pass at all — the interval
+    rule needs evidence, the point rule does not."""
     rows = []
     for i in range(200):
         ready = i % 2 == 0
@@ -109,24 +118,62 @@ def test_interval_rule_gates_release_only_when_required(tmp_path):
             rows.append({"pair_id": f"q{i}", "variant": v, "expected_ready": ready, "channel": "chat",
                          "evidence_passed": True, "score": 0.9 if (ready and i % 20 != 0) else 0.1})
     frame = pd.DataFrame(rows)
-    gate = "  - name: gap_upper_bounds_under_limits\n    source: interval_checks\n"
+    gate = "  - name: gap_intervals_inside_limits\n    source: interval_checks\n"
     c = _contract(tmp_path, gate)
     big = audit_pairs(frame, c, threshold=0.5)
     small = audit_pairs(frame[frame.pair_id.isin([f"q{i}" for i in range(20)])], c, threshold=0.5)
     assert big.tpr_gap == 0.0 and small.tpr_gap == 0.0 and big.checks_ok and small.checks_ok
-    assert big.release.requirements["gap_upper_bounds_under_limits"] is big.interval_ok
+    assert big.release.requirements["gap_intervals_inside_limits"] is big.interval_ok
     assert big.interval_ok and not small.interval_ok
-    assert "gap_upper_bounds_under_limits" in small.release.missing
-    upper = big.interval_checks.set_index("check").at["tpr_gap_upper", "upper"]
-    assert 0 < upper < 0.2
+    assert "gap_intervals_inside_limits" in small.release.missing
+    b = big.interval_checks.set_index("check")
+    assert list(b["n_pairs"]) == [100, 100] and list(b["stratum"]) == ["ready pairs", "needs-review pairs"]
+    assert b.at["tpr_gap", "value"] == 0.0 and -0.1 < b.at["tpr_gap", "ci_low"] < 0 < b.at["tpr_gap", "ci_high"] < 0.1
+    assert b.at["tpr_gap", "gap_upper"] == pytest.approx(1.96 ** 2 / (100 + 1.96 ** 2), abs=1e-3)
+    s_ = small.interval_checks.set_index("check")
+    assert list(s_["n_pairs"]) == [10, 10] and not s_["pass_possible"].any() and (s_["n_needed"] == 35).all()
+    assert s_["verdict"].str.startswith("not decidable at this n (10 pairs").all()
 
 
-def test_paired_bootstrap_interval_rule(tmp_path):
-    c = _contract(tmp_path, "gap_interval:\n  method: paired_bootstrap\n  confidence: 0.9\n")
-    a = audit_pairs(load_pairs(shipped("seed_observations.csv")), c, threshold=0.7, n_boot=400, seed=3)
-    row = a.interval_checks.set_index("check").loc["tpr_gap_upper"]
-    assert row["method"] == "paired_bootstrap" and row["ci_low"] <= a.tpr_gap <= row["ci_high"]
-    assert row["upper"] == max(abs(row["ci_low"]), abs(row["ci_high"]))
+def test_signed_gap_lies_in_its_own_interval_and_the_sign_is_stated(tmp_path):
+    """The committed default once showed value 0.176 beside the interval [−0.449, 0.140]: an absolute gap next to
+    a signed interval. Now value and interval are the same signed quantity, named in `definition`."""
+    rows = []
+    # 17 needs-review pairs with 2 auto-served only as formal and 5 only as conversational (the committed default)
+    for i in range(17):
+        fa, ca = (True, False) if i < 2 else (False, True) if i < 7 else (i % 2 == 0, i % 2 == 0)
+        for v, sel in (("formal", fa), ("conversational", ca)):
+            rows.append({"pair_id": f"n{i}", "variant": v, "expected_ready": False, "channel": "chat",
+                         "evidence_passed": True, "score": 0.9 if sel else 0.1})
+    for i in range(27):  # 27 ready pairs, 5 only formal and 1 only conversational
+        fa, ca = (True, False) if i < 5 else (False, True) if i < 6 else (True, True)
+        for v, sel in (("formal", fa), ("conversational", ca)):
+            rows.append({"pair_id": f"p{i}", "variant": v, "expected_ready": True, "channel": "chat",
+                         "evidence_passed": True, "score": 0.9 if sel else 0.1})
+    a = audit_pairs(pd.DataFrame(rows), FairnessContract.from_yaml(shipped("contract.yaml")), threshold=0.5)
+    iv = a.interval_checks.set_index("check")
+    assert iv.at["fpr_gap", "definition"] == "FPR[formal] − FPR[conversational]"
+    assert iv.at["fpr_gap", "value"] == pytest.approx(-3 / 17)
+    assert iv.at["fpr_gap", "ci_low"] < iv.at["fpr_gap", "value"] < iv.at["fpr_gap", "ci_high"]
+    assert iv.at["tpr_gap", "value"] == pytest.approx(4 / 27) and (iv["zero"] == "inside").all()
+    assert a.checks.set_index("check").at["fpr_gap", "definition"] == "|FPR[formal] − FPR[conversational]|"
+    t = a.stratum_tests.set_index("stratum")
+    assert (t.at["ready pairs", "only_formal"], t.at["ready pairs", "only_conversational"]) == (5, 1)
+    assert t.at["ready pairs", "mcnemar_p"] == pytest.approx(0.21875)
+    assert (t.at["needs-review pairs", "only_formal"], t.at["needs-review pairs", "only_conversational"]) == (2, 5)
+    assert t.at["all pairs", "mcnemar_p"] == 1.0  # 7 vs 6: the pooled test hides both strata
+
+
+def test_contract_confidence_reaches_the_interval(tmp_path):
+    c = _contract(tmp_path, "gap_interval:\n  method: tango\n  confidence: 0.9\n")
+    a = audit_pairs(load_pairs(shipped("seed_observations.csv")), c, threshold=0.7)
+    a95 = audit_pairs(load_pairs(shipped("seed_observations.csv")), FairnessContract.from_yaml(shipped("contract.yaml")),
+                      threshold=0.7)
+    row, row95 = a.interval_checks.set_index("check").loc["tpr_gap"], a95.interval_checks.set_index("check").loc["tpr_gap"]
+    assert row["method"] == "tango" and row["confidence"] == 0.9 and row["ci_low"] <= row["value"] <= row["ci_high"]
+    assert row["value"] == pytest.approx(1 / 3)
+    assert row95["ci_low"] < row["ci_low"] and row["ci_high"] < row95["ci_high"]  # 90 % is narrower than 95 %
+    assert row["gap_upper"] == max(abs(row["ci_low"]), abs(row["ci_high"]))
 
 
 def test_gap_interval_matches_newcombe_1998_published_example():
@@ -149,6 +196,6 @@ def test_quickstart_own_pairs_csv_with_any_judge_spec(tmp_path):
                     variants=["formal", "conversational"], n_boot=100)
     result = run(params, out=tmp_path / "out", progress=False)
     assert set(result.tables["judged_rates"]["variant"]) == {"formal", "conversational"}
-    assert list(result.tables["judged_interval_checks"]["check"]) == ["tpr_gap_upper", "fpr_gap_upper"]
+    assert list(result.tables["judged_interval_checks"]["check"]) == ["tpr_gap", "fpr_gap"]
     assert result.summary["judged"]["n_pairs_loaded"] == 6 and result.check()
     assert (tmp_path / "out" / "judged_rates.csv").is_file()

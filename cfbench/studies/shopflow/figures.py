@@ -51,22 +51,76 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     return fig
 
 
-def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None,
+def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None, variants=None,
+                         tpr_limit: float | None = None, fpr_limit: float | None = None, n_pairs: int | None = None,
                          title: str = "") -> plt.Figure:
-    """TPR gap, FPR gap and overall selection rate against the routing threshold."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
-    ax.plot(sweep["threshold"], sweep["tpr_gap"], label="TPR gap", lw=1.8)
-    ax.plot(sweep["threshold"], sweep["fpr_gap"], label="FPR gap", lw=1.8)
-    ax.plot(sweep["threshold"], sweep["selection"], label="selection rate (all rows)", lw=1.2, ls="--",
-            color="grey")
+    """Signed TPR and FPR gaps (top) and the selection rate per wording (bottom) against the routing threshold.
+
+    The gaps are ``variants[0] − variants[1]`` (the interval rule's sign);
+    the contract's limits are drawn as labelled lines at ±limit with the
+    allowed band shaded. When no gap moves at any threshold, or no pair flips
+    at the chosen threshold, the figure says so in words; an undefined gap (no
+    rows of that class) is named rather than drawn as 0.
+    """
+    vs = list(variants) if variants is not None else [c[len("tpr_"):] for c in sweep.columns
+                                                      if c.startswith("tpr_") and c not in ("tpr_gap", "tpr_diff")]
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.0), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    x = sweep["threshold"].to_numpy(dtype=float)
+    signed = "tpr_diff" in sweep.columns
+    label_of = {"tpr": "TPR", "fpr": "FPR"}
+    notes = []
+    for i, (m, marker, ls) in enumerate((("tpr", "o", "-"), ("fpr", "s", "--"))):
+        y = sweep[f"{m}_diff" if signed else f"{m}_gap"].to_numpy(dtype=float)
+        if np.isnan(y).all():
+            notes.append(f"{label_of[m]} gap undefined at every threshold (no "
+                         f"{'ready' if m == 'tpr' else 'needs-review'} rows)")
+            continue
+        ax.plot(x, y, label=f"{label_of[m]} gap", lw=1.8, ls=ls, color=f"C{i}", marker=marker,
+                markevery=(5 * i, 10), ms=4)
+    limits = {k: v for k, v in (("TPR", tpr_limit), ("FPR", fpr_limit)) if v is not None}
+    if len(set(limits.values())) == 1 and len(limits) == 2:
+        limits = {"TPR and FPR": next(iter(limits.values()))}
+    for j, (name, lim) in enumerate(limits.items()):
+        style = dict(color="firebrick", lw=1.0, ls="-." if j == 0 else ":")
+        ax.axhline(lim, label=f"contract limit ±{lim:.2f} ({name} gap{'s' if ' and ' in name else ''})", **style)
+        if signed:
+            ax.axhline(-lim, **style)
+            ax.axhspan(-lim, lim, color="firebrick", alpha=0.06, lw=0)
     if threshold is not None:
-        ax.axvline(threshold, color="black", lw=0.8, ls=":")
+        for a in (ax, ax2):
+            a.axvline(threshold, color="black", lw=0.8, ls=":")
         ax.annotate(f"threshold {threshold:.2f}", (threshold, 1.0), fontsize=7, ha="left", va="top")
-    ax.set_xlabel("routing threshold (auto-serve if score >= threshold)")
-    ax.set_ylabel("gap or rate (0-1)")
-    ax.set_ylim(-0.02, 1.05)
+    gaps = sweep[[c for c in ("tpr_diff", "fpr_diff", "tpr_gap", "fpr_gap") if c in sweep.columns]]
+    if "n_flips" in sweep.columns and (sweep["n_flips"] == 0).all() and np.nan_to_num(gaps.to_numpy(float)).max() == 0:
+        notes.append("no pair changes route at any threshold: every gap is 0"
+                     + (f" (0 flips in {n_pairs} pairs)" if n_pairs else "") + "; the gap lines lie on top of each other")
+    elif threshold is not None and "n_flips" in sweep.columns:
+        at = sweep.loc[(sweep["threshold"] - threshold).abs().idxmin()]
+        if int(at["n_flips"]) == 0:
+            notes.append(f"0 flips at threshold {threshold:.2f}" + (f" in {n_pairs} pairs" if n_pairs else ""))
+    if notes:
+        ax.text(0.02, 0.04, "\n".join(notes), transform=ax.transAxes, fontsize=7, va="bottom",
+                bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="grey", alpha=0.9))
+    ax.set_ylim(-1.05 if signed else -0.02, 1.05)
+    ticks = [-1.0, -0.5, 0.0, 0.5, 1.0] if signed else [0.0, 0.25, 0.5, 0.75, 1.0]
+    for lim in limits.values():
+        ticks += [lim, -lim] if signed else [lim]
+    if any(lim < 0.15 for lim in limits.values()):
+        ticks.remove(0.0)  # the grey zero line marks it; its label would collide with ±limit
+    ax.set_yticks(sorted(set(round(t, 4) for t in ticks)))
+    ax.tick_params(axis="y", labelsize=7)
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_ylabel(f"gap, {vs[0]} − {vs[1]}" if signed and len(vs) == 2 else "|gap| (0-1)")
     ax.set_title(title or "Threshold sweep", fontsize=9)
-    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for i, v in enumerate(vs):
+        if f"selection_{v}" in sweep.columns:
+            ax2.plot(x, sweep[f"selection_{v}"], label=f"{v}", lw=1.4, ls=("-", "--", ":")[i % 3], color=f"C{i + 2}")
+    ax2.set_ylim(-0.02, 1.05)
+    ax2.set_ylabel("share auto-served")
+    ax2.set_xlabel("routing threshold (auto-serve if score >= threshold)")
+    ax2.legend(title="selection rate", frameon=False, fontsize=7, title_fontsize=7, loc="upper left",
+               bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     plt.close(fig)  # the caller owns it; pyplot keeps no reference
     return fig

@@ -78,8 +78,14 @@ def _audit_invariants(prefix: str, audit: PairAudit) -> dict[str, bool]:
         f"{prefix}: suppressed intersection cells carry no rate": bool(
             audit.intersections.loc[audit.intersections["tpr_status"] == "insufficient", "tpr"].isna().all()
             and audit.intersections.loc[audit.intersections["fpr_status"] == "insufficient", "fpr"].isna().all()),
-        f"{prefix}: each gap's interval upper bound is at least the point gap": bool(all(
-            math.isnan(r.upper) or math.isnan(r.value) or r.upper >= r.value - 1e-12
+        f"{prefix}: each signed gap lies inside its own interval, and gap_upper bounds its size": bool(all(
+            r.n_pairs == 0 or (r.ci_low - 1e-12 <= r.value <= r.ci_high + 1e-12
+                               and r.gap_upper >= abs(r.value) - 1e-12)
+            for r in audit.interval_checks.itertuples(index=False))),
+        f"{prefix}: no gap interval is a single point": bool(all(
+            r.n_pairs == 0 or r.ci_high > r.ci_low for r in audit.interval_checks.itertuples(index=False))),
+        f"{prefix}: a gap passes the interval rule only inside ±limit and at a decidable n": bool(all(
+            r.status == "FAIL" or (r.pass_possible and -r.limit <= r.ci_low and r.ci_high <= r.limit)
             for r in audit.interval_checks.itertuples(index=False))),
     }
     return checks
@@ -107,9 +113,6 @@ def invariants(result: "ShopflowResult") -> dict[str, bool]:
             seed["baseline_checks"] == {"tpr_gap": "FAIL", "fpr_gap": "FAIL"} and seed["minimum_support"] == "FAIL"
             and seed["candidate"]["tpr_gap"] == 0.0 and seed["candidate"]["fpr_gap"] == 0.0
             and seed["decision"] == "BLOCKED" and len(seed["missing"]) == 4)
-    boot = seed.get("bootstrap_tpr_diff")
-    if boot:
-        out["seed: bootstrap interval contains its estimate"] = boot["ci_low"] <= boot["estimate"] <= boot["ci_high"]
     judged = result.summary.get("judged")
     if judged:
         parsed = result.frames["requests_parsed"]
@@ -122,61 +125,89 @@ def invariants(result: "ShopflowResult") -> dict[str, bool]:
         out["judged: parse_ok exactly when a score source exists"] = bool(
             (parsed["parse_ok"] == parsed["score_source"].notna()).all())
         out["judged: no unparsed reply has a score"] = bool(parsed.loc[~parsed["parse_ok"], "score"].isna().all())
-        b = judged["bootstrap_tpr_diff"]
-        out["judged: bootstrap interval contains its estimate"] = b["ci_low"] <= b["estimate"] <= b["ci_high"]
     return out
 
 
 # --------------------------------------------------------------------------- findings
 
 
+_METHOD_WORDS = {"tango": "Tango score", "newcombe_paired": "Newcombe paired (method 10)"}
+_ZERO_WORDS = {
+    "inside": "0 lies inside it, so this difference cannot be told apart from noise",
+    "outside": "0 lies outside it, so this difference is unlikely to be noise alone",
+    "touches 0 (boundary)": "one end is exactly 0 (the interval touches 0 at its boundary), so this is a borderline "
+                            "case: neither clearly noise nor clearly a difference",
+    "undefined": "it is undefined",
+}
+
+
+def _stratum_sentence(row: Any, label: str, vs: Sequence[str]) -> str:
+    a_only, b_only = int(row[f"only_{vs[0]}"]), int(row[f"only_{vs[1]}"])
+    if int(row["n_pairs"]) == 0:
+        return f"{label}: no pair in the {row['stratum']}, so there is nothing to test."
+    return (f"{label} — asked on the {int(row['n_pairs'])} {row['stratum']}: {a_only} pair(s) were auto-served only "
+            f"in the {vs[0]} wording and {b_only} only in the {vs[1]} wording (exact McNemar p = "
+            f"{row['mcnemar_p']:.3g}). {row['definition']} = {row['estimate']:+.3f}; its {_METHOD_WORDS.get(row['ci_method'], row['ci_method'])} "
+            f"{row['confidence']:.0%} interval for matched pairs is [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]: "
+            f"{_ZERO_WORDS[row['zero']]}.")
+
+
+def _favours(row: Any, vs: Sequence[str]) -> str:
+    a_only, b_only = int(row[f"only_{vs[0]}"]), int(row[f"only_{vs[1]}"])
+    return vs[0] if a_only > b_only else vs[1] if b_only > a_only else "neither wording"
+
+
 def _interval_sentence(audit: PairAudit, check: str) -> str:
-    row = audit.interval_checks.set_index("check").loc[f"{check}_upper"]
+    rows = audit.interval_checks[audit.interval_checks["check"] == check]
     label = "TPR" if check == "tpr_gap" else "FPR"
-    if math.isnan(row["upper"]):
-        return f"the {label} gap's interval is undefined (a slice has no rows of that class)"
-    return (f"the {row['method']} {row['confidence']:.0%} interval of the {label} difference is "
-            f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], so the data allow a {label} gap up to "
-            f"{row['upper']:.3f} (limit {row['limit']:.2f}: interval rule {row['status']})")
+    out = []
+    for row in rows.itertuples(index=False):
+        if row.n_pairs == 0:
+            out.append(f"{label} gap: no {row.stratum}, so no interval (FAIL)")
+            continue
+        out.append(f"{label} gap ({row.definition}, {row.n_pairs} {row.stratum}): interval [{row.ci_low:+.3f}, "
+                   f"{row.ci_high:+.3f}], which allows a gap as large as {row.gap_upper:.3f} in size against the "
+                   f"limit ±{row.limit:.2f} — {row.verdict} ({row.status})")
+    return "; ".join(out)
 
 
 def _part_paragraphs(name: str, audit: PairAudit, summary: dict[str, Any], *, judged: bool) -> list[str]:
     vs = audit.variants
     s = summary
-    mc = s["mcnemar"]["all"] if judged else s["mcnemar"]
-    boot = s["bootstrap_tpr_diff"]
     n_pairs = s["n_pairs"]
     n_ready = int(audit.rates["n_pos"].iloc[0])
     n_review = int(audit.rates["n_neg"].iloc[0])
     checks = s["baseline_checks"] if "baseline_checks" in s else s["checks"]
-    distinguishable = not (boot["ci_low"] <= 0.0 <= boot["ci_high"])
+    r = audit.rates
     paras = [
-        f"**{name}.** {n_pairs} matched pairs ({n_ready} ready, {n_review} needing review per wording), "
-        f"routed at threshold {audit.threshold:.2f}: {audit.n_flips} pair(s) flip route between {vs[0]} and "
-        f"{vs[1]}. TPR is {_pct(audit.rates.at[vs[0], 'tpr'])} vs {_pct(audit.rates.at[vs[1], 'tpr'])} "
-        f"(gap {audit.tpr_gap:.3f}, point rule {checks['tpr_gap']}); FPR {_pct(audit.rates.at[vs[0], 'fpr'])} vs "
-        f"{_pct(audit.rates.at[vs[1], 'fpr'])} (gap {audit.fpr_gap:.3f}, point rule {checks['fpr_gap']}).",
-        f"Is the TPR difference distinguishable from noise? The paired bootstrap ({boot['n_boot']} resamples of "
-        f"pairs) puts TPR[{vs[0]}] − TPR[{vs[1]}] = {boot['estimate']:+.3f} in [{boot['ci_low']:+.3f}, "
-        f"{boot['ci_high']:+.3f}]: " + ("zero lies outside, so this difference is distinguishable from noise at "
-                                        "the 95% level" if distinguishable else
-                                        "zero lies inside, so the difference is **not** distinguishable from noise")
-        + f". The exact McNemar test on all {mc['n_pairs']} pairs sees {mc['a_only']} pair(s) auto-served only as "
-        f"{vs[0]} and {mc['b_only']} only as {vs[1]}: p = {mc['p_value']:.3g}"
-        + (" (a split this even carries no evidence either way)." if mc["p_value"] >= 0.5 else "."),
-        f"Interval rule: {_interval_sentence(audit, 'tpr_gap')}; {_interval_sentence(audit, 'fpr_gap')}. "
-        f"Resolution: with {n_ready} ready pairs per wording the TPR interval is about "
-        f"{_half_width(audit):.2f} wide on each side, so gaps smaller than that cannot be told apart from zero "
-        f"with this design; the contract's support minimum is {audit.contract.min_positive_per_slice} ready and "
-        f"{audit.contract.min_negative_per_slice} needs-review rows per wording (here: "
-        f"{'met' if audit.support_ok else 'not met'}).",
+        f"**{name}.** {n_pairs} matched pairs ({n_ready} ready, {n_review} needing review; each pair is the same "
+        f"request in both wordings), routed at threshold {audit.threshold:.2f}: {audit.n_flips} pair(s) change route "
+        f"between {vs[0]} and {vs[1]}. TPR is {_pct(r.at[vs[0], 'tpr'])} vs {_pct(r.at[vs[1], 'tpr'])}, FPR "
+        f"{_pct(r.at[vs[0], 'fpr'])} vs {_pct(r.at[vs[1], 'fpr'])}. Every gap below is {vs[0]} minus {vs[1]} "
+        f"(positive: the {vs[0]} wording is auto-served more often). Point rule (|gap| ≤ limit): TPR "
+        f"{checks['tpr_gap']}, FPR {checks['fpr_gap']}.",
     ]
+    tests = audit.stratum_tests
+    if len(tests):
+        by = {row["stratum"]: row for _, row in tests.iterrows()}
+        tpr, fpr, pooled = by["ready pairs"], by["needs-review pairs"], by["all pairs"]
+        paras.append("**Each rate is tested on its own pairs.** " + _stratum_sentence(tpr, "TPR difference", vs)
+                     + " " + _stratum_sentence(fpr, "FPR difference", vs))
+        mixed = {_favours(tpr, vs), _favours(fpr, vs)} == set(vs)
+        paras.append(
+            f"Extra, not an answer to either question: McNemar pooled over all {int(pooled['n_pairs'])} pairs "
+            f"({int(pooled[f'only_{vs[0]}'])} vs {int(pooled[f'only_{vs[1]}'])} discordant, p = "
+            f"{pooled['mcnemar_p']:.3g}) tests the overall auto-serve rate. "
+            + (f"Here it mixes ready pairs that favour {_favours(tpr, vs)} with needs-review pairs that favour "
+               f"{_favours(fpr, vs)}, so the two effects partly cancel and the pooled p says nothing about the TPR "
+               "gap." if mixed else "It blends the ready and needs-review pairs, so it cannot stand in for the "
+               "TPR or FPR test."))
+    paras.append(
+        f"**Interval rule** (pass only when the whole interval lies inside ±limit): "
+        f"{_interval_sentence(audit, 'tpr_gap')}; {_interval_sentence(audit, 'fpr_gap')}. The contract's support "
+        f"minimum is {audit.contract.min_positive_per_slice} ready and {audit.contract.min_negative_per_slice} "
+        f"needs-review rows per wording (here: {'met' if audit.support_ok else 'not met'}).")
     return paras
-
-
-def _half_width(audit: PairAudit) -> float:
-    row = audit.interval_checks.set_index("check").loc["tpr_gap_upper"]
-    return float((row["ci_high"] - row["ci_low"]) / 2) if not math.isnan(row["ci_low"]) else float("nan")
 
 
 def findings_markdown(result: "ShopflowResult") -> str:
@@ -187,11 +218,12 @@ def findings_markdown(result: "ShopflowResult") -> str:
         base, cand = result.audits["seed"], result.audits["seed_candidate"]
         parts += _part_paragraphs("Seed fixture" if seed.get("shipped_fixture") else "Scored pairs",
                                   base, seed, judged=False)
-        cand_iv = cand.interval_checks.set_index("check")
+        civ = cand.interval_checks[cand.interval_checks["check"] == "tpr_gap"].iloc[0]
         parts.append(
             f"The candidate rerun has TPR gap {cand.tpr_gap:.3f} and FPR gap {cand.fpr_gap:.3f} "
-            f"(point rule {'PASS' if cand.checks_ok else 'FAIL'}), yet its TPR gap could still be as large as "
-            f"{cand_iv.at['tpr_gap_upper', 'upper']:.3f} (interval rule {cand_iv.at['tpr_gap_upper', 'status']}). "
+            f"(point rule {'PASS' if cand.checks_ok else 'FAIL'}), yet on its {civ['n_pairs']} ready pairs the "
+            f"TPR gap could still be as large as {civ['gap_upper']:.3f} in size (interval "
+            f"[{civ['ci_low']:+.3f}, {civ['ci_high']:+.3f}]; {civ['verdict']}). "
             f"Release: **{cand.release.decision}**"
             + (f", missing {', '.join(cand.release.missing)}." if cand.release.missing else "."))
     judged = result.summary.get("judged")
@@ -213,9 +245,11 @@ def findings_markdown(result: "ShopflowResult") -> str:
         parts.append(f"**Judged audit: no result.** {result.judged_error}")
     parts.append(
         "**Which gate to read.** The point rule (observed gap ≤ maximum) suits a regression check on fixed "
-        "fixtures: it asks whether this judge treats *these* cases differently. The interval rule (upper "
-        "confidence bound ≤ maximum, non-inferiority style) suits a release claim about the population the pairs "
-        "sample: it passes only when the data show the gap is small. With a few dozen pairs it fails by design. "
+        "fixtures: it asks whether this judge treats *these* cases differently. The interval rule (the whole "
+        "matched-pair interval of the signed gap inside ±maximum) suits a release claim about the population the "
+        "pairs sample: it passes only when the data show the gap is small, and in simulated audits whose true gap "
+        "equals the maximum it passes at most 5 % of the time (`benchmarks/bench_gate_shopflow.py`). Below the "
+        "number of pairs in `n_needed` no outcome can pass, and the row says `not decidable at this n`. "
         "These pairs are synthetic fixtures; their wordings are test conditions, not demographic groups.")
     return "\n\n".join(parts)
 

@@ -6,6 +6,7 @@ a :class:`PairAudit` holding every table.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -16,12 +17,14 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.metrics import groups as G
+from cfbench.stats.matched import MatchedDifference, matched_difference, min_pairs_to_pass
 from cfbench.stats.mcnemar import McNemarResult, mcnemar_exact
 
 from .contract import FairnessContract, ReleaseRequirement
 from .policy import POSITIVE, SELECTED, pair_flips, rates as policy_rates, route_rows, stage_attribution
 
-__all__ = ["support_check", "metric_checks", "interval_checks", "intersection_table", "ReleaseDecision",
+__all__ = ["support_check", "metric_checks", "interval_checks", "stratum_tests", "stratum_difference",
+           "gap_gate", "pairs_needed", "intersection_table", "ReleaseDecision",
            "release_decision", "paired_mcnemar", "paired_bootstrap", "PairAudit", "audit_pairs",
            "compare_candidate"]
 
@@ -46,14 +49,21 @@ def support_check(rates: pd.DataFrame, contract: FairnessContract) -> pd.DataFra
 def metric_checks(rates: pd.DataFrame, contract: FairnessContract) -> pd.DataFrame:
     """The seed's point rule: PASS when the observed TPR (FPR) gap is at most its maximum.
 
+    ``value`` is the absolute gap (``definition`` says so); the interval rule's
+    table carries the signed gap instead.
+
     An undefined gap (a slice without positives or negatives) FAILs.
     """
+    slices = [str(s) for s in rates.index]
     rows = []
     for check, metric, limit_name in _GAPS:
         value, limit = G.metric_gap(rates, metric), getattr(contract, limit_name)
         ok = (not math.isnan(value)) and value <= limit
-        rows.append({"check": check, "role": _role(check, contract), "value": value, "limit": limit,
-                     "status": "PASS" if ok else "FAIL"})
+        m = metric.upper()
+        definition = (f"|{m}[{slices[0]}] − {m}[{slices[1]}]|" if len(slices) == 2
+                      else f"largest − smallest {m} over {len(slices)} slices")
+        rows.append({"check": check, "role": _role(check, contract), "definition": definition, "value": value,
+                     "limit": limit, "status": "PASS" if ok else "FAIL"})
     return pd.DataFrame(rows)
 
 
@@ -74,44 +84,120 @@ def paired_mcnemar(routed: pd.DataFrame, variants: Sequence[str], *, ready: bool
     return mcnemar_exact(paired["a"].to_numpy(), paired["b"].to_numpy())
 
 
-def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *, routed: pd.DataFrame | None = None,
-                    n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """The interval rule: PASS when the upper confidence bound of each gap is at most its maximum.
+#: The stratum of matched pairs whose test answers each gap's question.
+_STRATA = {"tpr": (True, "ready pairs"), "fpr": (False, "needs-review pairs"), "selection": (None, "all pairs")}
 
-    For every two slices the interval of the rate difference comes from
-    ``contract.gap_interval`` (Newcombe, or the paired bootstrap over
-    ``routed``); the gap's upper bound is the largest |bound| over all slice
-    pairs. Columns ``check, role, method, confidence, value, ci_low, ci_high,
-    upper, limit, status`` (``value`` is the point gap; ``ci_low``/``ci_high``
-    the interval of the difference for two slices, NaN for more).
+
+def _paired(routed: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
+    return G.paired_outcomes(routed, unit="pair_id", by="variant", variants=list(variants), outcome=SELECTED,
+                             positive=POSITIVE)
+
+
+def stratum_difference(routed: pd.DataFrame, variants: Sequence[str], metric: str, *, method: str = "tango",
+                       confidence: float = 0.95) -> MatchedDifference:
+    """``metric[variants[0]] − metric[variants[1]]`` on the pairs of the metric's own stratum.
+
+    TPR on the ready pairs, FPR on the needs-review pairs, selection on all
+    pairs; the interval is the matched-pair ``method`` and the test the exact
+    McNemar of those pairs.
     """
+    ready, _ = _STRATA[metric]
+    paired = _paired(routed, variants)
+    if ready is not None:
+        paired = paired[paired["positive"] == ready]
+    return matched_difference(paired["a"].to_numpy(), paired["b"].to_numpy(), method=method, confidence=confidence)
+
+
+@functools.lru_cache(maxsize=64)
+def pairs_needed(limit: float, method: str, confidence: float) -> int:
+    """Fewest pairs in a stratum at which a gap of ``limit`` could be passed at all (0 when none can)."""
+    if limit <= 0:
+        return 0
+    if limit >= 1:
+        return 1
+    return min_pairs_to_pass(limit, method=method, confidence=confidence)
+
+
+def gap_gate(ci_low, ci_high, limit: float):
+    """The interval rule on signed gaps: PASS only when the whole interval lies inside [−limit, +limit].
+
+    Vectorised over arrays of bounds; NaN bounds never pass.
+    """
+    lo, hi = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
+    return (lo >= -limit) & (hi <= limit)
+
+
+def _verdict(n: int, needed: int, passed: bool, limit: float, lo: float, hi: float) -> str:
+    if n == 0:
+        return "undefined: no pair in this stratum"
+    if lo > limit or hi < -limit:
+        return f"gap shown to exceed ±{limit:g} (the whole interval lies outside)"
+    if needed == 0:
+        return f"no n can show a gap within ±{limit:g}"
+    if n < needed:
+        return f"not decidable at this n ({n} pairs; even a zero gap needs at least {needed})"
+    return f"gap shown to lie within ±{limit:g}" if passed else f"gap not shown to lie within ±{limit:g}"
+
+
+def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
+                    routed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The interval rule: PASS only when the interval of each signed gap lies inside [−max, +max].
+
+    One row per gap (TPR, FPR) and pair of slices. ``value`` is the signed
+    difference named in ``definition`` (first slice minus second); ``ci_low``
+    and ``ci_high`` are the matched-pair interval (``contract.gap_interval``) of
+    that same signed quantity, computed on the pairs of the gap's own stratum
+    (TPR: ready pairs; FPR: needs-review pairs); ``gap_upper`` is the largest
+    |gap| the interval allows; ``zero`` says where 0 lies (``touches 0
+    (boundary)`` when a bound is exactly 0). ``n_needed`` is the fewest pairs
+    in the stratum at which any outcome could pass (``pass_possible``); below
+    it the row FAILs with the verdict ``not decidable at this n`` unless the
+    whole interval lies beyond the limit (``gap shown to exceed``).
+    """
+    if routed is None:
+        raise InputError("the matched-pair interval needs the routed rows", source="interval_checks",
+                         field="routed")
     gi = contract.gap_interval
     slices = list(rates.index)
     rows = []
     for check, metric, limit_name in _GAPS:
-        bounds = []
+        limit = float(getattr(contract, limit_name))
+        _, stratum = _STRATA[metric]
+        needed = pairs_needed(limit, gi.method, float(gi.confidence))
         for a, b in itertools.combinations(slices, 2):
-            if gi.method == "newcombe":
-                iv = G.gap_interval(rates, metric, a, b, confidence=gi.confidence)
-                bounds.append((iv["ci_low"], iv["ci_high"]))
-            else:
-                if routed is None:
-                    raise InputError("the paired bootstrap needs the routed rows", source="interval_checks",
-                                     field="routed")
-                if int(rates.at[a, "n_pos" if metric == "tpr" else "n_neg"]) == 0:
-                    bounds.append((math.nan, math.nan))
-                    continue
-                bi = paired_bootstrap(routed, [a, b], among=metric == "tpr", n_boot=n_boot, seed=seed,
-                                      confidence=gi.confidence)
-                bounds.append((bi.ci_low, bi.ci_high))
-        flat = np.array(bounds, dtype=float).ravel()
-        upper = math.nan if flat.size == 0 or np.isnan(flat).any() else float(np.abs(flat).max())
-        limit = getattr(contract, limit_name)
-        lo, hi = bounds[0] if len(bounds) == 1 else (math.nan, math.nan)
-        rows.append({"check": f"{check}_upper", "role": _role(check, contract), "method": gi.method,
-                     "confidence": gi.confidence, "value": G.metric_gap(rates, metric), "ci_low": lo,
-                     "ci_high": hi, "upper": upper, "limit": limit,
-                     "status": "PASS" if (not math.isnan(upper) and upper <= limit) else "FAIL"})
+            d = stratum_difference(routed, [a, b], metric, method=gi.method, confidence=gi.confidence)
+            passed = d.n_pairs > 0 and bool(gap_gate(d.ci_low, d.ci_high, limit))
+            gap_upper = math.nan if d.n_pairs == 0 else max(abs(d.ci_low), abs(d.ci_high))
+            rows.append({"check": check, "role": _role(check, contract), "stratum": stratum,
+                         "definition": f"{metric.upper()}[{a}] − {metric.upper()}[{b}]", "method": gi.method,
+                         "confidence": gi.confidence, "n_pairs": d.n_pairs, "a_only": d.a_only,
+                         "b_only": d.b_only, "value": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high,
+                         "zero": d.zero, "gap_upper": gap_upper, "limit": limit, "n_needed": needed,
+                         "pass_possible": bool(d.n_pairs > 0 and needed > 0 and d.n_pairs >= needed),
+                         "verdict": _verdict(d.n_pairs, needed, passed, limit, d.ci_low, d.ci_high),
+                         "status": "PASS" if passed else "FAIL"})
+    return pd.DataFrame(rows)
+
+
+def stratum_tests(routed: pd.DataFrame, variants: Sequence[str], *, method: str = "tango",
+                  confidence: float = 0.95) -> pd.DataFrame:
+    """Which test answers which question: exact McNemar and matched interval per stratum.
+
+    The TPR difference is answered on the ready pairs, the FPR difference on the
+    needs-review pairs; the pooled test over all pairs (a selection-rate
+    difference that mixes both questions) is the last row, named as an extra.
+    """
+    a, b = variants[0], variants[1]
+    rows = []
+    for metric, answers in (("tpr", "TPR difference"), ("fpr", "FPR difference"),
+                            ("selection", "extra: pooled over both strata (mixes the TPR and FPR questions)")):
+        d = stratum_difference(routed, [a, b], metric, method=method, confidence=confidence)
+        rows.append({"question": answers, "stratum": _STRATA[metric][1],
+                     "definition": f"{metric.upper() if metric != 'selection' else 'selection'}[{a}] − "
+                                   f"{metric.upper() if metric != 'selection' else 'selection'}[{b}]",
+                     "n_pairs": d.n_pairs, f"only_{a}": d.a_only, f"only_{b}": d.b_only,
+                     "mcnemar_p": d.mcnemar_p, "estimate": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high,
+                     "ci_method": method, "confidence": confidence, "zero": d.zero})
     return pd.DataFrame(rows)
 
 
@@ -167,6 +253,7 @@ class PairAudit:
     support: pd.DataFrame
     checks: pd.DataFrame
     interval_checks: pd.DataFrame
+    stratum_tests: pd.DataFrame
     calibration: pd.DataFrame
     intersections: pd.DataFrame
     attribution: pd.DataFrame
@@ -219,8 +306,11 @@ class PairAudit:
             "selection_gap": self.selection_gap,
             "wilson_tpr": {str(r["slice"]): [r["ci_low"], r["ci_high"]] for _, r in self.wilson_tpr.iterrows()},
             "checks": {r["check"]: r["status"] for _, r in self.checks.iterrows()},
-            "interval_checks": {r["check"]: {"upper": r["upper"], "limit": r["limit"], "status": r["status"],
-                                             "method": r["method"]} for _, r in self.interval_checks.iterrows()},
+            "interval_checks": {(r["check"] if len(self.interval_checks) == 2 else f"{r['check']}: {r['definition']}"): {k: (r[k].item() if hasattr(r[k], "item") else r[k]) for k in (
+                "definition", "stratum", "n_pairs", "value", "ci_low", "ci_high", "zero", "gap_upper", "limit",
+                "n_needed", "pass_possible", "verdict", "status", "method")}
+                for _, r in self.interval_checks.iterrows()},
+            "stratum_tests": self.stratum_tests.to_dict(orient="records"),
             "minimum_support": "PASS" if self.support_ok else "FAIL",
             "attribution": dict(zip(self.attribution["pair_id"], self.attribution["stage"])),
             "decision": self.release.decision,
@@ -231,25 +321,26 @@ class PairAudit:
 def audit_pairs(frame: pd.DataFrame, contract: FairnessContract, *, threshold: float,
                 variants: Sequence[str] | None = None, calibration_edges: Sequence[float] = (0.70, 0.90),
                 calibration_min_support: int = 10, intersection_dims: Sequence[str] = ("channel", "variant"),
-                n_boot: int = 2000, seed: int = 0) -> PairAudit:
+                ) -> PairAudit:
     """Run the full matched-pair audit on a scored pair frame.
 
     The release gate uses this audit's own checks and support; to gate a
     candidate judge, audit the candidate's scores and read its ``release``.
-    ``n_boot``/``seed`` are used only by a contract whose gap interval is the
-    paired bootstrap.
     """
     vs = list(variants) if variants is not None else list(dict.fromkeys(frame["variant"]))
     routed = route_rows(frame, threshold)
     rates = policy_rates(routed, variants=vs)
     checks = metric_checks(rates, contract)
-    intervals = interval_checks(rates, contract, routed=routed, n_boot=n_boot, seed=seed)
+    intervals = interval_checks(rates, contract, routed=routed)
+    gi = contract.gap_interval
+    tests = (stratum_tests(routed, vs, method=gi.method, confidence=gi.confidence) if len(vs) == 2
+             else pd.DataFrame())
     support = support_check(rates, contract)
     return PairAudit(
         threshold=float(threshold), variants=vs, contract=contract, routed=routed,
         flips=pair_flips(routed, variants=vs), rates=rates, gaps=G.pairwise_gaps(rates),
         wilson_tpr=G.wilson_table(rates, "tpr"), wilson_fpr=G.wilson_table(rates, "fpr"),
-        support=support, checks=checks, interval_checks=intervals,
+        support=support, checks=checks, interval_checks=intervals, stratum_tests=tests,
         calibration=G.calibration_table(routed, score="score", positive=POSITIVE, by="variant",
                                         edges=calibration_edges, min_support=calibration_min_support, order=vs),
         intersections=intersection_table(routed, contract, dims=intersection_dims),

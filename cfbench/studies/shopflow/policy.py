@@ -119,7 +119,10 @@ def threshold_sweep(frame: pd.DataFrame, thresholds: Iterable[float], *,
     """Selection rate, gaps and flip count as the routing threshold moves.
 
     Columns ``threshold, selection, selection_gap, tpr_gap, fpr_gap, n_flips``
-    plus ``selection_<v>, tpr_<v>, fpr_<v>`` per variant.
+    (gaps absolute, as the point rule reads them) plus ``selection_<v>,
+    tpr_<v>, fpr_<v>`` per variant and, for two variants, the signed
+    differences ``selection_diff, tpr_diff, fpr_diff`` (first variant minus
+    second, the sign convention of the interval rule).
     """
     vs = _variants(frame, variants)
     rows = []
@@ -132,5 +135,8 @@ def threshold_sweep(frame: pd.DataFrame, thresholds: Iterable[float], *,
         for v in vs:
             for m in G.RATE_METRICS:
                 row[f"{m}_{v}"] = float(r.at[v, m])
+        if len(vs) == 2:
+            for m in G.RATE_METRICS:
+                row[f"{m}_diff"] = float(r.at[vs[0], m] - r.at[vs[1], m])
         rows.append(row)
     return pd.DataFrame(rows)

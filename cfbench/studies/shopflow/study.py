@@ -32,6 +32,10 @@ from .policy import check_threshold, threshold_sweep
 __all__ = ["Params", "ShopflowResult", "run", "iter_requests"]
 
 _DATA = Path(__file__).resolve().parent / "data"
+#: McNemar per stratum: the TPR question is the ready pairs', the FPR question the needs-review pairs';
+#: "all" (pooled) is an extra that mixes both.
+_STRATA = (("ready", True), ("needs_review", False), ("all", None))
+_BOOT_ROLE = "descriptive percentile bootstrap; not used by the gate or the findings"
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class Params:
     sweep_start: float = 0.05  # threshold sweep: first threshold
     sweep_stop: float = 0.95  # threshold sweep: last threshold
     sweep_step: float = 0.01  # threshold sweep: step
-    n_boot: int = 2000  # paired bootstrap resamples
+    n_boot: int = 2000  # resamples of the descriptive paired bootstrap (no gate or finding uses it)
     seed: int = 20260001  # seed of every bootstrap
 
     def __post_init__(self) -> None:
@@ -114,17 +118,17 @@ def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResul
     vs = list(params.variants)
     path = params.path("seed_observations_path")
     kw = dict(threshold=params.seed_threshold, variants=vs, calibration_edges=params.seed_calibration_edges,
-              calibration_min_support=params.calibration_min_support, n_boot=params.n_boot, seed=params.seed)
+              calibration_min_support=params.calibration_min_support)
     base = audit_pairs(load_pairs(path, score_column="score", variants=vs), contract, **kw)
     cand = audit_pairs(load_pairs(path, score_column="candidate_score", variants=vs), contract, **kw)
     result.audits.update(seed=base, seed_candidate=cand)
     comparison = compare_candidate(base, cand)
     sweep = threshold_sweep(base.routed, params.sweep_thresholds(), variants=vs)
-    mcnemar = paired_mcnemar(base.routed, vs)
-    boot = paired_bootstrap(base.routed, vs, among=True, n_boot=params.n_boot, seed=params.seed)
+    mcnemar = {k: vars(paired_mcnemar(base.routed, vs, ready=r)) for k, r in _STRATA}
     result.tables.update({
         "seed_rates": base.rates.reset_index(), "seed_flips": base.flips, "seed_rate_intervals": base.rate_intervals(),
         "seed_checks": base.checks, "seed_interval_checks": base.interval_checks,
+        "seed_stratum_tests": base.stratum_tests,
         "seed_support": base.support.reset_index(), "seed_calibration": base.calibration,
         "seed_intersections": base.intersections, "seed_attribution": base.attribution,
         "seed_candidate_comparison": comparison, "seed_candidate_interval_checks": cand.interval_checks,
@@ -138,7 +142,7 @@ def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResul
         # the release gate is evaluated on the candidate, as in the seed
         "decision": cand.release.decision, "missing": list(cand.release.missing),
         "requirements": cand.release.requirements,
-        "mcnemar": vars(mcnemar), "bootstrap_tpr_diff": vars(boot),
+        "mcnemar": mcnemar,
         "source": _shown_path(path), "shipped_fixture": not params.seed_observations_path,
     })
     result.summary["seed"] = summary
@@ -204,11 +208,10 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
     result.frames["pairs"] = pairs
     run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
     kw = dict(threshold=params.judged_threshold, variants=vs, calibration_edges=params.judged_calibration_edges,
-              calibration_min_support=params.calibration_min_support, n_boot=params.n_boot, seed=params.seed)
+              calibration_min_support=params.calibration_min_support)
     audit = audit_pairs(scored.frame, contract, **kw)
     result.audits["judged"] = audit
-    mcn = {k: paired_mcnemar(audit.routed, vs, ready=r) for k, r in
-           (("all", None), ("ready", True), ("needs_review", False))}
+    mcn = {k: paired_mcnemar(audit.routed, vs, ready=r) for k, r in _STRATA}
     boot = paired_bootstrap(audit.routed, vs, among=True, n_boot=params.n_boot, seed=params.seed)
     has_neg = bool((~audit.routed["expected_ready"]).any())
     boot_fpr = (paired_bootstrap(audit.routed, vs, among=False, n_boot=params.n_boot, seed=params.seed)
@@ -223,7 +226,8 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
     result.tables.update({
         "judged_rows": rows, "judged_rates": audit.rates.reset_index(), "judged_flips": audit.flips,
         "judged_rate_intervals": audit.rate_intervals(), "judged_checks": audit.checks,
-        "judged_interval_checks": audit.interval_checks, "judged_support": audit.support.reset_index(),
+        "judged_interval_checks": audit.interval_checks, "judged_stratum_tests": audit.stratum_tests,
+        "judged_support": audit.support.reset_index(),
         "judged_calibration": audit.calibration, "judged_intersections": audit.intersections,
         "judged_attribution": audit.attribution, "judged_threshold_sweep": sweep,
         "judged_pairwise_gaps": audit.gaps, "judged_excluded": scored.excluded,
@@ -240,8 +244,10 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
         "min_yes_no_mass": float(parsed["yes_no_mass"].min()),
         "mean_score": rows.groupby("variant")["score"].mean().to_dict(),
         "mcnemar": {k: vars(v) for k, v in mcn.items()},
-        "bootstrap_tpr_diff": {**vars(boot), "difference": f"tpr[{vs[0]}] - tpr[{vs[1]}]"},
-        "bootstrap_fpr_diff": ({**vars(boot_fpr), "difference": f"fpr[{vs[0]}] - fpr[{vs[1]}]"}
+        # descriptive only (the notebook shows them): the gate and the findings use the matched-pair interval
+        # of judged_interval_checks / judged_stratum_tests; a percentile bootstrap is [0, 0] with no discordant pair
+        "bootstrap_tpr_diff": {**vars(boot), "difference": f"tpr[{vs[0]}] - tpr[{vs[1]}]", "role": _BOOT_ROLE},
+        "bootstrap_fpr_diff": ({**vars(boot_fpr), "difference": f"fpr[{vs[0]}] - fpr[{vs[1]}]", "role": _BOOT_ROLE}
                                if boot_fpr is not None else None),
         "judge_stats": run_.stats,
     })
@@ -273,8 +279,9 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
     result.figures[f"{part}_rates"] = P.plot_slice_rates(
         audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs, 95% Wilson)")
     result.figures[f"{part}_threshold_sweep"] = P.plot_threshold_sweep(
-        result.tables[f"{part}_threshold_sweep"], threshold=audit.threshold,
-        title=f"{who}: gaps vs routing threshold ({n_pairs} pairs)")
+        result.tables[f"{part}_threshold_sweep"], threshold=audit.threshold, variants=audit.variants,
+        tpr_limit=audit.contract.max_tpr_gap, fpr_limit=audit.contract.max_fpr_gap, n_pairs=n_pairs,
+        title=f"{who}: signed gaps vs routing threshold ({n_pairs} pairs; same pairs at every threshold)")
     result.figures[f"{part}_calibration"] = P.plot_calibration(
         audit.calibration, title=f"{who}: share ready by score band (hatched: n < {params.calibration_min_support})")
 

@@ -1,0 +1,125 @@
+"""Matched-pair intervals (cfbench.stats.matched) against independent computations and published values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq, minimize_scalar
+from scipy.stats import multinomial, norm
+
+from cfbench.core.errors import InputError
+from cfbench.stats.matched import (matched_counts_pmf, matched_difference, min_pairs_to_pass,
+                                   newcombe_paired_interval, tango_interval, zero_position)
+
+Z = norm.ppf(0.975)
+
+
+def _score_z_slow(delta: float, b: int, c: int, n: int) -> float:
+    """Tango's statistic with the restricted MLE found numerically (no closed form): maximise the trinomial
+    log-likelihood of (p10, p01) = (q + delta, q) over the feasible q."""
+    lo_q, hi_q = max(0.0, -delta), (1 - delta) / 2
+
+    def negll(q):
+        p10, p01, pc = q + delta, q, 1 - 2 * q - delta
+        out = 0.0
+        for k, p in ((b, p10), (c, p01), (n - b - c, pc)):
+            if k:
+                out -= k * math.log(max(p, 1e-300))
+        return out
+
+    q = minimize_scalar(negll, bounds=(lo_q, hi_q), method="bounded", options={"xatol": 1e-13}).x
+    var = n * (2 * q + delta * (1 - delta))
+    return (b - c - n * delta) / math.sqrt(var)
+
+
+@pytest.mark.parametrize("b,c,n", [(5, 1, 27), (2, 5, 17), (3, 0, 10), (0, 4, 6), (12, 7, 44), (6, 16, 161),
+                                   (1, 1, 20), (9, 0, 9)])
+def test_tango_bounds_solve_the_score_equation_with_a_numerical_mle(b, c, n):
+    lo, hi = (float(x) for x in tango_interval(b, c, n))
+    est = (b - c) / n
+    inner = min(max(est, -1 + 1e-9), 1 - 1e-9)
+    want_lo = -1.0 if c == n else brentq(lambda d: _score_z_slow(d, b, c, n) - Z, -1 + 1e-9, inner)
+    want_hi = 1.0 if b == n else brentq(lambda d: _score_z_slow(d, b, c, n) + Z, inner, 1 - 1e-9)
+    assert lo == pytest.approx(want_lo, abs=2e-6) and hi == pytest.approx(want_hi, abs=2e-6)
+    assert lo <= est <= hi
+
+
+def test_zero_discordant_pairs_never_give_a_point():
+    """No discordant pair: [−z²/(n+z²), +z²/(n+z²)] at every n — the [0, 0] of a percentile bootstrap is a bug."""
+    n = np.arange(1, 301)
+    lo, hi = tango_interval(np.zeros_like(n), np.zeros_like(n), n)
+    want = Z ** 2 / (n + Z ** 2)
+    assert np.allclose(hi, want, atol=1e-9) and np.allclose(lo, -want, atol=1e-9)
+    assert (hi - lo > 0.02).all()
+    a, b = newcombe_paired_interval(n // 2, 0, 0, n - n // 2)
+    assert (b - a > 0).all()
+
+
+def test_all_pairs_discordant_one_way_reach_the_edge():
+    lo, hi = tango_interval(6, 0, 6)
+    assert float(hi) == 1.0 and 0 < float(lo) < 1
+    lo, hi = tango_interval(0, 6, 6)
+    assert float(lo) == -1.0 and -1 < float(hi) < 0
+
+
+def test_newcombe_paired_matches_the_published_example():
+    """Fagerland, Lydersen & Laake's paired 2x2 example (Cavo et al. 2012, [[59, 6], [16, 80]]): Newcombe's
+    square-and-add (method 10) gives −0.0621 (95% CI −0.1186 to −0.0046)."""
+    lo, hi = newcombe_paired_interval(59, 6, 16, 80)
+    assert (round(float(lo), 4), round(float(hi), 4)) == (-0.1186, -0.0046)
+
+
+def test_vectorised_equals_one_at_a_time():
+    rng = np.random.default_rng(5)
+    b = rng.integers(0, 10, 40)
+    c = rng.integers(0, 10, 40)
+    n = b + c + rng.integers(0, 30, 40) + 1
+    lo, hi = tango_interval(b, c, n)
+    for i in range(0, 40, 7):
+        one = tango_interval(int(b[i]), int(c[i]), int(n[i]))
+        assert (float(one[0]), float(one[1])) == (pytest.approx(lo[i]), pytest.approx(hi[i]))
+
+
+def test_matched_difference_counts_and_mcnemar():
+    a = [True] * 5 + [False] * 1 + [True] * 21
+    b = [False] * 5 + [True] * 1 + [True] * 21
+    d = matched_difference(a, b)
+    assert (d.n_pairs, d.a_only, d.b_only) == (27, 5, 1)
+    assert d.estimate == pytest.approx(4 / 27) and d.mcnemar_p == pytest.approx(0.21875)
+    assert d.ci_low < 0 < d.ci_high and d.zero == "inside"
+    empty = matched_difference([], [])
+    assert empty.n_pairs == 0 and math.isnan(empty.estimate) and empty.zero == "undefined"
+    with pytest.raises(InputError):
+        matched_difference([True], [True, False])
+    with pytest.raises(InputError):
+        matched_difference([True], [False], method="wald")
+
+
+def test_zero_on_the_boundary_is_named():
+    assert zero_position(0.0, 0.32) == "touches 0 (boundary)"
+    assert zero_position(-0.5, 0.0) == "touches 0 (boundary)"
+    assert zero_position(-0.1, 0.2) == "inside" and zero_position(0.01, 0.2) == "outside"
+
+
+def test_min_pairs_to_pass_is_exact():
+    """At the returned n a zero gap passes ±0.10; one pair fewer, no outcome at all passes."""
+    need = min_pairs_to_pass(0.10)
+    assert need == math.ceil(Z ** 2 * 0.9 / 0.1) == 35
+    for n, any_pass in ((need - 1, False), (need, True)):
+        b, c = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+        keep = b + c <= n
+        lo, hi = tango_interval(b[keep], c[keep], n)
+        assert bool(((lo >= -0.1) & (hi <= 0.1)).any()) is any_pass
+    assert min_pairs_to_pass(0.05) > need > min_pairs_to_pass(0.2)
+
+
+def test_trinomial_pmf_matches_scipy():
+    b, c, p = matched_counts_pmf(12, 0.15, 0.05)
+    assert p.sum() == pytest.approx(1.0)
+    ref = multinomial(12, [0.15, 0.05, 0.80])
+    for i in (0, 5, 17, 40):
+        assert p[i] == pytest.approx(ref.pmf([b[i], c[i], 12 - b[i] - c[i]]))
+    b, c, p = matched_counts_pmf(10, 0.0, 0.0)  # no discordance: all mass on (0, 0)
+    assert p[(b == 0) & (c == 0)].item() == pytest.approx(1.0) and p.sum() == pytest.approx(1.0)
