@@ -154,7 +154,7 @@ def _per_item(ch: pd.DataFrame, cue: str, targets: pd.Series) -> pd.DataFrame:
         out.append({"item_id": item, "num1": sum(x == t for x, _ in pairs), "num2": sum(y == t for _, y in pairs),
                     "den": len(pairs), "flips": sum(x != y for x, y in pairs),
                     "noise_flips": sum(x != y for x, y in noise), "noise_den": len(noise)})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=["item_id", "num1", "num2", "den", "flips", "noise_flips", "noise_den"])
 
 
 def _isna(x) -> bool:
