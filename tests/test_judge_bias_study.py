@@ -94,15 +94,33 @@ def test_iter_requests_are_exactly_what_run_sends(smoke):
                 for r in planned}) == len(planned)
 
 
-def test_parse_failures_are_counted_never_verdicts_and_a_garbage_judge_breaks_no_invariant_silently(tmp_path):
+def test_a_judge_with_no_parseable_reply_stops_with_the_reason(tmp_path):
     params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100, judge="scripted:garbage")
-    result = run(params, progress=False)
-    assert result.summary["n_parse_failures"] == result.summary["n_requests"]
-    assert result.tables["cues"]["n_items"].eq(0).all()
-    assert result.tables["cues"]["shift_ci_method"].str.startswith("none:").all()
-    assert result.tables["position"]["ci_method"].str.startswith("none:").all()
+    with pytest.raises(InputError, match="all 28 pairwise replies .* are parse failures"):
+        run(params, out=tmp_path, progress=False)
+    assert (tmp_path / "answers.csv").is_file() and not (tmp_path / "cues.csv").exists()
+
+
+def test_partial_parse_failures_are_counted_and_excluded_not_read_as_verdicts(tmp_path):
+    from cfbench.judges.scripted import register_script
+    from cfbench.studies.judge_bias.tasks import _script
+
+    good = _script(False)
+    # every request of the first item's "source" cue and one baseline answer fail to parse
+    register_script("judge-bias-test-partial", lambda r: "Both replies are fine" if (
+        "/source/" in r.request_id or r.request_id.endswith("/baseline/realA")) and "cc" in r.request_id else good(r))
+    params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100,
+                    judge="scripted:judge-bias-test-partial")
+    result = run(params, out=tmp_path, progress=False)
     result.check()
-    assert f"{result.summary['n_requests']} parse failures" in result.findings()
+    pf = result.tables["parse_failures"].set_index(["task", "condition"])
+    assert pf.loc[("pairwise", "source"), "failures"] == 4 and pf.loc[("pairwise", "baseline"), "failures"] == 4
+    cues = result.tables["cues"].set_index("cue")
+    assert cues.loc["source", "n_items"] == 0 and cues.loc["source", "shift_ci_method"].startswith("none:")
+    assert result.tables["position"].set_index("metric").loc["position_consistency", "n_items"] == 0
+    # authority is compared with the baseline answer in the same order: items asked in order realA lost theirs
+    in_b = int((result.tables["items"]["single_order"] == "realB").sum())
+    assert cues.loc["authority", "n_items"] == in_b and in_b > 0
 
 
 def test_check_names_a_broken_invariant(smoke):

@@ -189,6 +189,16 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
                          source="judge_bias", field="judge")
     parsed = parse_judgments(run_.judgments)
     result.frames.update(judgments=run_.judgments, parsed=parsed)
+    pw = parsed[parsed["task"] == "pairwise"]
+    if not pw["parse_ok"].any():
+        failed = int((~run_.judgments["ok"].astype(bool)).sum())
+        if out is not None:
+            writer = out if isinstance(out, RunOutput) else RunOutput(out)
+            writer.table("items", items)
+            writer.table("answers", parsed)
+        raise InputError(f"all {len(pw)} pairwise replies from {params.judge} are parse failures ({failed} failed "
+                         f"calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, accuracy or cue number is "
+                         "computed", source="judge_bias", field="judge")
     ch = M.choices(parsed)
     targets = pd.Series(p.targets)
     T = result.tables
