@@ -176,3 +176,27 @@ def test_notebook_runs_on_smoke_with_papermill_and_embeds_its_figures(tmp_path):
                     for o in c.get("outputs", []))
     assert "from **star**" in texts and "scripted test double" in texts
     assert json.loads((tmp_path / "summary.json").read_text())["config"] == "smoke"
+
+
+def test_audit_on_the_callers_own_pairs_for_two_judges(tmp_path):
+    from cfbench.studies import judge_bias
+
+    pairs = [{"id": f"t{k}", "kind": "control",
+              "context": [{"speaker": "agent", "text": "Hello, how can I help?"},
+                          {"speaker": "customer", "text": f"My parcel number {k} never arrived."}],
+              "reply": f"Sorry to hear that. Could you confirm the address for parcel {k}?",
+              "alternative": "Have a lovely weekend!"} for k in range(5)]
+    res = judge_bias.audit(pairs, judges=["scripted:judge-bias-hash", "scripted:judge-bias-authority"],
+                           cues=["position", "authority"], out=tmp_path, progress=False, n_boot=100)
+    assert set(res) == {"scripted:judge-bias-hash", "scripted:judge-bias-authority"}
+    for spec, r in res.items():
+        r.check()
+        assert r.summary["source"] == "user" and list(r.tables["cues"]["cue"]) == ["position", "authority"]
+        assert (tmp_path / spec.replace(":", "_") / "cues.csv").is_file()
+    bad = [dict(pairs[0]), dict(pairs[1], context=[{"speaker": "customer", "text": "hi"},
+                                                   {"speaker": "agent", "text": "hello"}])]
+    with pytest.raises(InputError, match="t1.*context.*must end with a customer turn"):
+        judge_bias.audit(bad, judges=["scripted:judge-bias-hash"])
+    with pytest.raises(InputError, match="alternative"):
+        judge_bias.audit([pairs[0], dict(pairs[1], alternative=pairs[1]["reply"].upper())],
+                         judges=["scripted:judge-bias-hash"])

@@ -49,7 +49,7 @@ def invariants(result: Any) -> dict[str, bool]:
         "adjusted p-values not below raw": bool(((cues["p_adjusted"] >= cues["p_sign"] - 1e-12)
                                                  | cues["p_sign"].isna()).all()),
         "one row per requested cue": list(cues["cue"]) == list(p.cues),
-        "item source recorded": S.get("source") in ("star", "synthetic"),
+        "item source recorded": S.get("source") in ("star", "synthetic", "user"),
     }
     if "pointwise" in T and len(T["pointwise"]):
         checks["pointwise intervals valid"] = _interval_rows_ok(T["pointwise"], "score_shift", "ci_low", "ci_high",

@@ -33,7 +33,7 @@ from cfbench.core.seeding import rng_for
 from cfbench.io.star import SPEAKER_OF, TURN_ACTIONS, star_dialogue
 from cfbench.io.transcripts import load_transcripts
 
-__all__ = ["Item", "normalise", "star_points", "star_items", "synthetic_items", "load_items", "SYNTHETIC_PATH",
+__all__ = ["Item", "items_from_pairs", "normalise", "star_points", "star_items", "synthetic_items", "load_items", "SYNTHETIC_PATH",
            "default_star_dir"]
 
 #: The synthetic contact-center calls shipped with cfbench (read by path; no study import).
@@ -209,3 +209,44 @@ def load_items(star_path: str, *, n_draft: int, n_control: int, seed: int, conte
         raise InputError("is not a folder of STAR dialogues", source="parameters", field="star_path")
     return (synthetic_items(n_control=n_draft + n_control, seed=seed, context_turns=context_turns), "synthetic",
             "no STAR folder beside the project; the synthetic calls have no drafts, so every item is a control")
+
+
+def items_from_pairs(pairs: Any, *, source: str = "pairs") -> list[Item]:
+    """Items from the caller's own pairs (see :func:`cfbench.studies.judge_bias.study.audit`); every
+    problem is an InputError naming the record and field."""
+    out: list[Item] = []
+    seen: set[str] = set()
+    for k, rec in enumerate(pairs):
+        rid = str(rec.get("id", f"pair{k}")) if isinstance(rec, dict) else f"pair{k}"
+        if not isinstance(rec, dict):
+            raise InputError("must be a mapping", source=source, record=rid)
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", rid) or rid in seen:
+            raise InputError("must be unique and use only letters, digits and _ . : -", source=source, record=rid,
+                             field="id")
+        seen.add(rid)
+        ctx = rec.get("context")
+        if not isinstance(ctx, list) or not ctx:
+            raise InputError("must be a non-empty list of {speaker, text} turns", source=source, record=rid,
+                             field="context")
+        turns = []
+        for j, t in enumerate(ctx):
+            if not (isinstance(t, dict) and t.get("speaker") in ("agent", "customer") and isinstance(t.get("text"), str)
+                    and t["text"].strip()):
+                raise InputError("must be {speaker: agent|customer, text: non-empty}", source=source, record=rid,
+                                 field=f"context[{j}]")
+            turns.append((t["speaker"], t["text"].strip()))
+        if turns[-1][0] != "customer":
+            raise InputError("must end with a customer turn", source=source, record=rid, field="context")
+        for f in ("reply", "alternative"):
+            if not isinstance(rec.get(f), str) or not rec[f].strip():
+                raise InputError("is missing or empty", source=source, record=rid, field=f)
+        if normalise(rec["reply"]) == normalise(rec["alternative"]):
+            raise InputError("is the same text as reply (after normalising)", source=source, record=rid,
+                             field="alternative")
+        kind = rec.get("kind", "alternative")
+        if not isinstance(kind, str):
+            raise InputError("must be a string", source=source, record=rid, field="kind")
+        out.append(Item(rid, "user", rid, kind, tuple(turns), rec["reply"].strip(), rec["alternative"].strip()))
+    if len(out) < 2:
+        raise InputError(f"needs at least 2 pairs, got {len(out)}", source=source, record="<all>")
+    return out

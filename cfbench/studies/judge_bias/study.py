@@ -28,10 +28,10 @@ from cfbench.report import RunOutput, StudyResult
 
 from . import findings as F
 from . import metrics as M
-from .items import Item, load_items
+from .items import Item, items_from_pairs, load_items
 from .tasks import PROMPT_VERSION, build_request, parse_judgments
 
-__all__ = ["Params", "JudgeBiasResult", "run", "iter_requests", "plan"]
+__all__ = ["Params", "JudgeBiasResult", "run", "iter_requests", "plan", "audit"]
 
 POINTWISE_CUES = tuple(c for c in BATTERY if "pointwise" in get_cue(c).tasks)
 
@@ -101,10 +101,14 @@ def _pair(item: Item, order: str) -> CandidatePair:
     return base if order == "realA" else get_cue("position").apply(base, "alt")
 
 
-def plan(params: Params) -> Plan:
-    """Items and every request ``run(params)`` sends, in item order (requests of one item share a prefix)."""
-    items, source, why = load_items(params.star_path, n_draft=params.n_draft, n_control=params.n_control,
-                                    seed=params.seed, context_turns=params.context_turns)
+def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
+    """Items and every request ``run(params)`` sends, in item order (requests of one item share a prefix).
+    ``items`` (e.g. from :func:`items_from_pairs`) replaces the STAR/synthetic selection."""
+    if items is None:
+        items, source, why = load_items(params.star_path, n_draft=params.n_draft, n_control=params.n_control,
+                                        seed=params.seed, context_turns=params.context_turns)
+    else:
+        source, why = "user", f"{len(items)} pairs given by the caller"
     targets, orders, reqs, shown = {}, {}, [], []
     kw = dict(temperature=params.temperature, seed=params.seed)
     for it in items:
@@ -167,13 +171,13 @@ class JudgeBiasResult(StudyResult):
 
 
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
-        config_name: str | None = None, progress: bool = True) -> JudgeBiasResult:
+        config_name: str | None = None, progress: bool = True, items: "list[Item] | None" = None) -> JudgeBiasResult:
     """Build the items, judge every request, compute the tables and figures; write them under ``out``."""
     from cfbench.judges import run_requests
 
     if not isinstance(params, Params):
         raise InputError(f"expected judge_bias Params, got {type(params).__name__}", source="judge_bias.run")
-    p = plan(params)
+    p = plan(params, items)
     result = JudgeBiasResult(params=params)
     if config_name is not None:
         result.summary["config"] = config_name
@@ -237,3 +241,24 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
+
+
+def audit(pairs: Any, judges: "list[str] | tuple[str, ...]", cues: "tuple[str, ...] | list[str]" = BATTERY, *,
+          pointwise_cues: "tuple[str, ...] | list[str]" = (), out: "str | os.PathLike[str] | None" = None,
+          progress: bool = True, **params: Any) -> dict[str, JudgeBiasResult]:
+    """The battery on your own pairs, once per judge: ``{judge: JudgeBiasResult}``.
+
+    ``pairs``: mappings with ``context`` (a list of ``{"speaker": "agent"|"customer", "text"}`` ending with a
+    customer turn), ``reply`` (the reference reply), ``alternative``, and optionally ``id`` and ``kind``
+    (``control`` when the alternative is known worse: accuracy is reported on those). Other keyword
+    arguments are :class:`Params` fields. With ``out`` each judge writes to ``out/<judge spec, sanitised>``.
+    """
+    items = items_from_pairs(pairs)
+    results = {}
+    for judge in judges:
+        p = Params(judge=judge, cues=tuple(cues), pointwise_cues=tuple(pointwise_cues), n_draft=0,
+                   n_control=len(items), **params)
+        where = None if out is None else os.path.join(os.fspath(out), "".join(c if c.isalnum() or c in "-_." else "_"
+                                                                                for c in judge))
+        results[judge] = run(p, out=where, progress=progress, items=items)
+    return results
