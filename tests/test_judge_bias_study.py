@@ -90,8 +90,8 @@ def test_iter_requests_are_exactly_what_run_sends(smoke):
     planned = list(iter_requests(result.params))
     assert [r.request_id for r in planned] == result.sent_ids
     assert [r.request_id for r in planned] == list(result.frames["judgments"]["request_id"])
-    assert len({r.cache_key("scripted:judge-bias-authority") if hasattr(r, "cache_key") else r.request_id
-                for r in planned}) == len(planned)
+    # the cache keys (judge, whole messages, settings) of the planned requests are the ones the run used
+    assert [r.cache_key(result.params.judge) for r in planned] == list(result.frames["judgments"]["key"])
 
 
 def test_a_judge_with_no_parseable_reply_stops_with_the_reason(tmp_path):
@@ -200,3 +200,13 @@ def test_audit_on_the_callers_own_pairs_for_two_judges(tmp_path):
     with pytest.raises(InputError, match="alternative"):
         judge_bias.audit([pairs[0], dict(pairs[1], alternative=pairs[1]["reply"].upper())],
                          judges=["scripted:judge-bias-hash"])
+
+
+def test_estimate_seconds_counts_the_configs_calls():
+    from cfbench.studies import judge_bias
+
+    default = _config("default")
+    assert judge_bias.n_requests(Params.from_config(default)) == 28
+    est = judge_bias.estimate_seconds(default)
+    assert est == 60 + 28 * 10.0 and 240 <= est <= 400  # "about 5 minutes" as the config says
+    assert judge_bias.estimate_seconds(_config("smoke")) < 5

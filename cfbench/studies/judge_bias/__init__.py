@@ -31,7 +31,7 @@ __all__ = ["Params", "run", "audit", "JudgeBiasResult", "iter_requests", "plan",
 
 
 def __getattr__(name: str):
-    if name in ("Params", "run", "audit", "JudgeBiasResult", "iter_requests", "plan", "n_requests"):
+    if name in ("Params", "run", "audit", "JudgeBiasResult", "iter_requests", "plan", "n_requests", "estimate_seconds"):
         from . import study
 
         return getattr(study, name)

@@ -154,6 +154,20 @@ def n_requests(params: Params) -> int:
     return per_item * (params.n_draft + params.n_control)
 
 
+#: Seconds per call used by :func:`estimate_seconds`: measured once on the shared 2-core box
+#: (12.0-12.6 s per ~210-token pairwise call of local:qwen2.5-coder-1.5b at load ~7, 63 s model load).
+SECONDS_PER_CALL = {"local": 10.0, "scripted": 0.02}
+MODEL_LOAD_S = {"local": 60.0}
+
+
+def estimate_seconds(params: "Params | Mapping[str, Any]") -> float:
+    """Expected wall time of a live run with nothing cached (for ``cfbench reproduce``'s overall ETA)."""
+    if not isinstance(params, Params):
+        params = Params.from_config(params)
+    backend = params.judge.split(":", 1)[0]
+    return MODEL_LOAD_S.get(backend, 0.0) + n_requests(params) * SECONDS_PER_CALL.get(backend, 1.0)
+
+
 @dataclass
 class JudgeBiasResult(StudyResult):
     """Every table, figure and number of a judge-bias run."""
