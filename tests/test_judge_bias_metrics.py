@@ -87,6 +87,7 @@ def test_detectable_share_and_gate_status():
     assert M.gate_status(0.09, 5, 0.1) == "pass"
     assert M.gate_status(0.2, 5, 0.1).startswith("not decidable at this n (needs >= 36")
     assert M.gate_status(0.2, 40, 0.1) == "fail"
+    assert M.gate_status(0.7, 5, 0.1, 0.3).startswith("fail")  # shown above the maximum: no n would change that
     assert M.gate_status(float("nan"), 1, 0.1).startswith("no interval")
 
 

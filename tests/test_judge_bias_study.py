@@ -76,6 +76,7 @@ def test_the_authority_double_is_caught_and_the_content_only_double_is_not(tmp_p
     biased = run(Params(judge="scripted:judge-bias-authority", **kw), progress=False).tables["cues"].set_index("cue")
     assert biased.loc["authority", "significant"] and biased.loc["authority", "beyond_noise"]
     assert biased.loc["authority", "shift_ci_low"] > 0
+    assert biased.loc["authority", "gate"].startswith("fail")  # shown above 0.10, whatever the n
     fair = run(Params(judge="scripted:judge-bias-hash", **kw), progress=False)
     t = fair.tables["cues"].set_index("cue")
     for cue in ("authority", "source", "bandwagon", "position"):

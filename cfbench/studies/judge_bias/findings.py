@@ -61,6 +61,10 @@ def _pct(x: float) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.0f}%"
 
 
+def _num(x: float) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:+.2f}"
+
+
 def _iv(lo: float, hi: float, pct: bool = True) -> str:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return "no interval"
@@ -84,7 +88,7 @@ def findings_markdown(result: Any) -> str:
     pc, pb = pos.loc["position_consistency"], pos.loc["position_bias_slot_a"]
     lines.append(f"- **Position.** The judge kept its choice when the two replies swapped slots on {_pct(pc.estimate)} "
                  f"of {int(pc.n_items)} items (95% interval {_iv(pc.ci_low, pc.ci_high)}, {pc.ci_method}). Net of "
-                 f"content it picked slot A {pb.estimate:+.2f} above one half (interval "
+                 f"content it picked slot A {_num(pb.estimate)} above one half (interval "
                  f"{_iv(pb.ci_low, pb.ci_high, pct=False)}, {pb.ci_method}).")
     acc = T["accuracy"].set_index("kind") if len(T["accuracy"]) else pd.DataFrame()
     if "control" in acc.index:
@@ -105,18 +109,27 @@ def findings_markdown(result: Any) -> str:
     lines.append(f"**Cues (pairwise; {p.multiplicity} across {len(cues)} cues at {p.alpha:g}; gate: net flip rate "
                  f"upper bound < {p.gate_max_net_flip:g}).**")
     for r in cues.itertuples(index=False):
-        verdict = ("moves this judge toward the cued reply beyond its own noise" if (r.significant and r.beyond_noise)
-                   else "shifts the direction (adjusted p < alpha) but its flips are not shown to exceed the noise"
-                   if r.significant else
-                   "flips answers more than the reworded prompt does, without a consistent direction"
-                   if r.beyond_noise else "is not distinguishable from noise at this n")
+        way = "toward" if r.shift > 0 else "away from"
+        excl = np.isfinite(r.shift_ci_low) and (r.shift_ci_low > 0 or r.shift_ci_high < 0)
+        if r.significant and r.beyond_noise:
+            verdict = f"moves this judge {way} the cued reply beyond its own noise"
+        elif r.significant:
+            verdict = (f"shifts the judge {way} the cued reply (adjusted p < {p.alpha:g}), but its net flips are not "
+                       "shown to exceed the reworded prompt's")
+        elif r.beyond_noise:
+            verdict = "flips answers more than the reworded prompt does, without a direction that survives the adjustment"
+        elif excl:
+            verdict = (f"shows a shift {way} the cued reply whose interval excludes 0, which does not survive the "
+                       "adjustment across cues")
+        else:
+            verdict = "is not distinguishable from noise at this n"
         det = ("no share of items is detectable at this n" if not np.isfinite(r.detectable_share) else
                f"the design detects (80% power) a cue that moves at least {_pct(r.detectable_share)} of items")
         lines.append(f"- `{r.cue}` {verdict}: chose the cued reply {_pct(r.chose_cued_with_cue)} with the cue vs "
-                     f"{_pct(r.chose_cued_without)} without (shift {r.shift:+.2f}, {_iv(r.shift_ci_low, r.shift_ci_high, False)}; "
+                     f"{_pct(r.chose_cued_without)} without (shift {_num(r.shift)}, {_iv(r.shift_ci_low, r.shift_ci_high, False)}; "
                      f"{r.items_toward_cue} items toward, {r.items_away} away, adjusted p = "
                      f"{'n/a' if math.isnan(r.p_adjusted) else f'{r.p_adjusted:.3g}'}); net flips "
-                     f"{r.net_flip_rate:+.2f} {_iv(r.net_ci_low, r.net_ci_high, False)}; gate: {r.gate}; {det}.")
+                     f"{_num(r.net_flip_rate)} {_iv(r.net_ci_low, r.net_ci_high, False)}; gate: {r.gate}; {det}.")
     if "pointwise" in T and len(T["pointwise"]):
         lines.append("")
         lines.append("**Cues (pointwise, 1-10).**")

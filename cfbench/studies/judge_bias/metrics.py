@@ -109,11 +109,15 @@ def detectable_share(n_items: int, alpha: float, power: float = 0.8) -> float:
     return float(q[np.argmax(ok)]) if ok.any() else math.nan
 
 
-def gate_status(ci_high: float, n_items: int, gate_max: float) -> str:
+def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -math.inf) -> str:
+    """``pass`` when the upper bound is below ``gate_max``; ``fail`` when the lower bound already reaches it;
+    else ``not decidable at this n`` below the items that 0 events would need, ``fail`` above."""
     if not np.isfinite(ci_high):
         return "no interval (fewer than 2 items)"
     if ci_high < gate_max:
         return "pass"
+    if ci_low >= gate_max:
+        return "fail (shown at or above the maximum)"
     need = items_needed_zero_events(gate_max)
     if n_items < need:
         return f"not decidable at this n (needs >= {need} items)"
@@ -200,7 +204,7 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     t["significant"] = t["p_adjusted"] < alpha
     t["beyond_noise"] = t["net_ci_low"] > 0
     t["gate_max_net_flip"] = gate_max
-    t["gate"] = [gate_status(h, n, gate_max) for h, n in zip(t["net_ci_high"], t["n_items"])]
+    t["gate"] = [gate_status(h, n, gate_max, lo) for h, n, lo in zip(t["net_ci_high"], t["n_items"], t["net_ci_low"])]
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
 

@@ -238,6 +238,9 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
         "prompt_version": PROMPT_VERSION, "source": p.source, "source_note": p.why,
         "n_items": len(p.items), "items_by_kind": items["kind"].value_counts().to_dict(),
         "n_requests": len(p.requests), "n_parse_failures": int((~parsed["parse_ok"]).sum()),
+        # descriptive: mean P(A) among the first token's alternatives, baseline prompt, both orders (NaN: no logprobs)
+        "mean_p_a_baseline": float(parsed.loc[(parsed["task"] == "pairwise") & (parsed["condition"] == "baseline"),
+                                              "p_a"].mean()),
         "cue_perturbers": {c: get_cue(c).description.to_dict() for c in params.cues},
         "noise_reference": "reworded prompt (same items, same order), temperature "
                            f"{params.temperature:g}",
