@@ -92,3 +92,11 @@ def test_without_star_the_synthetic_calls_give_control_items_and_say_so():
     items, source, why = load_items("none", n_draft=2, n_control=3, seed=1, context_turns=4)
     assert source == "synthetic" and len(items) == 5 and {i.kind for i in items} == {"control"}
     assert "none" in why
+
+
+def test_star_items_never_repeat_the_same_prompt():
+    from cfbench.studies.judge_bias.items import star_items
+
+    items = star_items(star_dir(), n_draft=60, n_control=60, seed=20260027, context_turns=6)
+    keys = {(tuple((s, normalise(t)) for s, t in i.context), normalise(i.real), normalise(i.alt)) for i in items}
+    assert len(keys) == len(items) == 120

@@ -13,7 +13,8 @@ the turns): the reply the wizard actually sent (``pick_suggestion``) against
 Without STAR the shipped synthetic contact-center calls give ``control`` items
 only (the actual next agent turn vs an agent turn from elsewhere in the call).
 Selection is seeded: dialogues are shuffled by ``(seed, "dialogues")`` and one
-point per dialogue is drawn by ``(seed, dialogue id, kind)``.
+point per dialogue is drawn by ``(seed, dialogue id, kind)``; an item whose
+context and replies repeat an earlier one (STAR has templated openings) is skipped.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def star_items(star_dir: str | os.PathLike[str], *, n_draft: int, n_control: int
     order = rng_for(seed, "dialogues").permutation(len(files))
     need = {"draft": n_draft, "control": n_control}
     out: list[Item] = []
+    seen: set[tuple] = set()  # the same context and replies in two dialogues would be the same prompt twice
     for j in order:
         if all(v == 0 for v in need.values()):
             break
@@ -153,8 +155,13 @@ def star_items(star_dir: str | os.PathLike[str], *, n_draft: int, n_control: int
                 alt = _control(turns, p["turn"], rng)
                 if alt is None:
                     continue
-            out.append(Item(f"{did}-{kind}", "star", did, kind, _context(turns, p["turn"], context_turns),
-                            turns[p["turn"]][1], alt))
+            item = Item(f"{did}-{kind}", "star", did, kind, _context(turns, p["turn"], context_turns),
+                        turns[p["turn"]][1], alt)
+            key = (tuple((sp, normalise(t)) for sp, t in item.context), normalise(item.real), normalise(item.alt))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(item)
             need[kind] -= 1
             break
     if any(need.values()):
