@@ -1,0 +1,143 @@
+"""Cues for judge-bias audits: perturbers that act on the *candidate replies* a judge compares.
+
+The transcript perturbers (:mod:`cfbench.perturb.base`) rewrite turns of one
+transcript; a judge-bias cue instead changes how two candidate replies are
+presented (their order, a label beside one, a note after both, filler appended
+to one). That does not fit ``Perturber.perturb(transcript, ident, ...)``, so
+this module is the minimal base for them. It reuses the frozen
+:class:`~cfbench.perturb.base.Description` (``name@version`` plus the
+parameters that shape the output, data-file version included), so a cued item
+records which code and phrasing made it, as a transcript variant does.
+
+A :class:`CandidatePair` is the uncued presentation: ``texts`` maps each
+candidate key (e.g. ``"real"``, ``"alt"``) to its reply, ``order`` lists the
+keys in slot order (slot A first). A cue returns a new pair with the change
+applied to ``target`` (the *cued* candidate) and ``cue`` recording what was
+done. Cues never touch the conversation context.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .base import Description, load_data
+
+__all__ = ["CandidatePair", "CandidateCue", "register_cue", "get_cue", "cues", "cue_phrases", "SLOTS",
+           "content_guard"]
+
+SLOTS = ("A", "B")
+
+
+@dataclass(frozen=True)
+class CandidatePair:
+    """Two candidate replies as shown to a judge (``order[0]`` is Reply A)."""
+
+    texts: Mapping[str, str]
+    order: tuple[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)  # key -> label shown beside the reply
+    note: str = ""  # a line shown after both replies
+    cue: str = "none"  # name@version of the cue applied ("none" for the plain pair)
+    target: str = ""  # the cued candidate's key ("" when no cue)
+
+    def __post_init__(self) -> None:
+        if len(self.order) != 2 or set(self.order) != set(self.texts):
+            raise ValueError(f"order {self.order} must list the two candidate keys {sorted(self.texts)}")
+
+    def slot_of(self, key: str) -> str:
+        return SLOTS[self.order.index(key)]
+
+    def key_in(self, slot: str) -> str:
+        return self.order[SLOTS.index(slot)]
+
+    def swapped(self) -> "CandidatePair":
+        return replace(self, order=(self.order[1], self.order[0]))
+
+
+class CandidateCue:
+    """Base class: subclasses set ``name``, ``version``, ``does`` and implement :meth:`apply`."""
+
+    name: str = ""
+    version: int = 1
+    does: str = ""
+    #: tasks the cue applies to ("pairwise", "pointwise")
+    tasks: tuple[str, ...] = ("pairwise", "pointwise")
+
+    def parameters(self) -> Mapping[str, Any]:
+        return {}
+
+    @property
+    def description(self) -> Description:
+        return Description(name=self.name, version=self.version, does=self.does,
+                           parameters=tuple(sorted((k, _frozen(v)) for k, v in self.parameters().items())))
+
+    def apply(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> CandidatePair:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _check_target(self, pair: CandidatePair, target: str) -> None:
+        if target not in pair.texts:
+            raise ValueError(f"cue {self.name}: target {target!r} is not a candidate ({sorted(pair.texts)})")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _frozen(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+_CUES: dict[str, CandidateCue] = {}
+
+
+def register_cue(cue: CandidateCue) -> CandidateCue:
+    if not cue.name:
+        raise ValueError("a cue needs a name")
+    _CUES[cue.name] = cue
+    return cue
+
+
+def get_cue(name: str) -> CandidateCue:
+    if name not in _CUES:
+        raise KeyError(f"unknown judge-bias cue {name!r}; known: {sorted(_CUES)}")
+    return _CUES[name]
+
+
+def cues() -> dict[str, CandidateCue]:
+    """Cue name -> registered cue (a copy); importing :mod:`cfbench.perturb.judge_cues` registers all."""
+    return dict(_CUES)
+
+
+def cue_phrases() -> dict[str, Any]:
+    """The phrasing file ``cfbench/data/perturb/judge_cues.yaml`` (cached)."""
+    return load_data("judge_cues.yaml")
+
+
+# --- the content guard used by the verbosity cue -------------------------------------------------
+
+#: verbs that commit the service side to an action or an outcome
+COMMITMENT_WORDS = frozenset("""will shall guarantee guaranteed promise promised refund refunded credit credited
+    send sent book booked cancel cancelled canceled schedule scheduled confirm confirmed arrange arranged
+    replace replaced ship shipped deliver delivered waive waived reserve reserved order ordered
+    transfer transferred call email update updated fix fixed resolve resolved""".split())
+_WORD = re.compile(r"[A-Za-z']+")
+
+
+def content_guard(added: str) -> list[str]:
+    """Why ``added`` (text appended to a reply) might carry content; empty when it adds none.
+
+    Flags: any digit; a capitalised word that does not start a sentence (a likely
+    named entity; "I" is allowed); a commitment verb from :data:`COMMITMENT_WORDS`.
+    """
+    problems = []
+    if any(ch.isdigit() for ch in added):
+        problems.append("adds a digit")
+    for sentence in re.split(r"(?<=[.!?])\s+", added.strip()):
+        words = _WORD.findall(sentence)
+        for w in words[1:]:
+            if w[0].isupper() and w not in ("I", "I'm", "I'll", "I've", "I'd"):
+                problems.append(f"adds a capitalised word {w!r} (possible name)")
+    for w in _WORD.findall(added.lower()):
+        if w in COMMITMENT_WORDS or w.endswith("'ll"):
+            problems.append(f"adds a commitment word {w!r}")
+    return problems

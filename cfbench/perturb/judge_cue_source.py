@@ -1,0 +1,32 @@
+"""Source attribution: the cued reply is labelled as written by a human agent, the other by an AI assistant.
+
+For a single reply (pointwise) only the cued label is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from .judge_cue_base import CandidateCue, CandidatePair, cue_phrases, register_cue
+
+
+class SourceCue(CandidateCue):
+    name = "source"
+    version = 1
+    does = ("labels the cued reply as written by a human agent and the other as written by an AI assistant; "
+            "reply texts unchanged")
+
+    def parameters(self) -> Mapping[str, Any]:
+        d = cue_phrases()
+        return {"cued_label": d["source"]["cued_label"], "other_label": d["source"]["other_label"],
+                "phrases_version": d["version"]}
+
+    def apply(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> CandidatePair:
+        self._check_target(pair, target)
+        p = self.parameters()
+        labels = {k: (p["cued_label"] if k == target else p["other_label"]) for k in pair.texts}
+        return replace(pair, labels=labels, cue=self.description.tag, target=target)
+
+
+SOURCE = register_cue(SourceCue())

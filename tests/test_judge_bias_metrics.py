@@ -1,0 +1,95 @@
+"""Judge-bias metrics against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from cfbench.studies.judge_bias import metrics as M
+
+
+def _parsed(rows):
+    return pd.DataFrame([{"item_id": i, "task": "pairwise", "condition": c, "order": o, "answer": a,
+                          "parse_ok": a is not None, "score": np.nan} for i, c, o, a in rows])
+
+
+# i1: real in both orders (consistent, one slot-A pick); i2: slot A both times (inconsistent);
+# i3: alt in both orders (consistent, one slot-A pick)
+BASE = [("i1", "baseline", "realA", "A"), ("i1", "baseline", "realB", "B"),
+        ("i2", "baseline", "realA", "A"), ("i2", "baseline", "realB", "A"),
+        ("i3", "baseline", "realA", "B"), ("i3", "baseline", "realB", "A")]
+
+
+def test_choices_map_slots_to_candidates():
+    ch = M.choices(_parsed(BASE + [("i4", "baseline", "realA", None)]))
+    assert list(ch["chose"][:6]) == ["real", "real", "real", "alt", "alt", "alt"] and pd.isna(ch["chose"].iloc[6])
+
+
+def test_position_consistency_and_bias_by_hand():
+    t = M.position_table(M.choices(_parsed(BASE)), n_boot=200, seed=0).set_index("metric")
+    pc = t.loc["position_consistency"]
+    assert pc.estimate == pytest.approx(2 / 3) and pc.n_items == 3
+    # one pair per item: the exact Clopper-Pearson interval for 2 of 3
+    assert pc.ci_low == pytest.approx(stats.beta.ppf(0.025, 2, 2)) and pc.ci_high == pytest.approx(stats.beta.ppf(0.975, 3, 1))
+    pb = t.loc["position_bias_slot_a"]
+    assert pb.estimate == pytest.approx((0 + 0.5 + 0) / 3) and pb.ci_low < pb.estimate < pb.ci_high
+
+
+def test_accuracy_counts_answers_preferring_the_sent_reply_on_controls():
+    items = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "kind": ["control", "control", "draft"]})
+    t = M.accuracy_table(M.choices(_parsed(BASE)), items).set_index("kind")
+    assert t.loc["control", "estimate"] == pytest.approx(3 / 4) and t.loc["control", "n_pairs"] == 4
+    # one draft item: no interval is formed (never [0, 0]); the method says why
+    assert t.loc["draft", "estimate"] == 0 and math.isnan(t.loc["draft", "ci_high"])
+    assert t.loc["draft", "ci_method"].startswith("none: one item")
+
+
+def test_cue_shift_net_flips_and_sign_test_by_hand():
+    rows = BASE + [
+        ("i1", "authority", "realA", "B"), ("i1", "reworded", "realA", "A"),   # target alt: moved to it; no noise
+        ("i2", "authority", "realA", "A"), ("i2", "reworded", "realA", "B"),   # target real: stays; reworded flips
+        ("i3", "authority", "realB", "A"), ("i3", "reworded", "realB", "A"),   # target alt: already chosen
+    ]
+    targets = pd.Series({"i1": "alt", "i2": "real", "i3": "alt"})
+    t = M.cue_table(M.choices(_parsed(rows)), targets, ["authority", "position"], gate_max=0.1, alpha=0.05,
+                    multiplicity="holm", n_boot=300, seed=0).set_index("cue")
+    a = t.loc["authority"]
+    assert a.chose_cued_with_cue == pytest.approx(1.0) and a.chose_cued_without == pytest.approx(2 / 3)
+    assert a["shift"] == pytest.approx(1 / 3) and (a.items_toward_cue, a.items_away) == (1, 0) and a.p_sign == 1.0
+    assert a.flip_rate == pytest.approx(1 / 3) and a.noise_flip_rate == pytest.approx(1 / 3)
+    assert a.net_flip_rate == pytest.approx(0.0) and a.net_ci_low < 0 < a.net_ci_high
+    assert a.gate == "not decidable at this n (needs >= 36 items)"
+    # position: target in slot A vs in slot B under the base prompt; i1 (alt): real both times -> 0;
+    # i2 (real): A both times -> chose real in A, alt in B -> +1; i3 (alt): alt both times -> 0
+    p = t.loc["position"]
+    assert p["shift"] == pytest.approx(1 / 3) and p.flip_rate == pytest.approx(1 / 3)
+    assert t["p_adjusted"].ge(t["p_sign"]).all()
+
+
+def test_no_movement_never_gives_a_zero_width_interval():
+    rows = BASE + [(i, c, o, a) for i, _, o, a in BASE[::2] for c in ("source", "reworded")]
+    targets = pd.Series({"i1": "alt", "i2": "real", "i3": "alt"})
+    s = M.cue_table(M.choices(_parsed(rows)), targets, ["source"], gate_max=0.1, alpha=0.05, multiplicity="holm",
+                    n_boot=200, seed=0).iloc[0]
+    bound = 1 - 0.025 ** (1 / 3)  # worst case over [-1, 1] from 3 items showing the same difference 0
+    assert s["shift"] == 0 and s.shift_ci_low == pytest.approx(-bound) and s.shift_ci_high == pytest.approx(bound)
+    assert s.shift_ci_method.startswith("no spread") and math.isnan(s.p_sign)
+
+
+def test_detectable_share_and_gate_status():
+    # 8 items at 0.05 / 5 cues: the sign test needs all 8 items moving (2 * 0.5**7 > 0.01), so q**8 >= 0.8
+    assert M.detectable_share(8, 0.01) == pytest.approx(0.8 ** (1 / 8), abs=1e-3)
+    assert math.isnan(M.detectable_share(4, 0.05))  # 2 * 0.5**4 = 0.125 > 0.05 at every share
+    assert M.gate_status(0.09, 5, 0.1) == "pass"
+    assert M.gate_status(0.2, 5, 0.1).startswith("not decidable at this n (needs >= 36")
+    assert M.gate_status(0.2, 40, 0.1) == "fail"
+    assert M.gate_status(0.7, 5, 0.1, 0.3).startswith("fail")  # shown above the maximum: no n would change that
+    assert M.gate_status(float("nan"), 1, 0.1).startswith("no interval")
+
+
+def test_sign_test_by_hand():
+    assert M.sign_test(np.array([1, 1, 1, 0, -1, np.nan])) == (3, 1, pytest.approx(0.625))
