@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine:
-#   make reproduce   run all three studies on the default config (embedded local judge)
+#   make reproduce   run all four studies on the default config (embedded local judge)
 #   make test        run the test suite
 # Both create .venv and install cfbench with the local judge and JupyterLab on first use.
 
