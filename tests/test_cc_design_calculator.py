@@ -83,12 +83,13 @@ def test_power_at_the_stated_masd_mde_is_80_percent_for_the_printed_interval(n):
     assert abs(hits / reps - 0.8) <= 3 * se + 0.01, (n, mde, hits / reps)
 
 
-def test_masd_mde_is_wider_than_a_t_test_and_nan_below_3_items():
+def test_masd_mde_is_wider_than_a_t_test_and_nan_where_the_interval_is_unbounded():
     from statsmodels.stats.power import TTestPower
 
     t_only = TTestPower().solve_power(nobs=8, alpha=0.05, power=0.8) * SD_PYES
     assert mean_mde(8, sd=SD_PYES) > t_only
-    assert math.isnan(mean_mde(2, sd=1.0)) and math.isnan(mean_mde(8, sd=0.0))
+    assert math.isnan(mean_mde(2, sd=1.0)) and math.isnan(mean_mde(3, sd=1.0)) and math.isnan(mean_mde(8, sd=0.0))
+    assert math.isfinite(mean_mde(4, sd=1.0))
 
 
 def test_sd_pyes_is_the_measured_value_the_docs_cite():

@@ -147,8 +147,9 @@ def mean_mde(n: float, *, sd: float, alpha: float = 0.05, power: float = 0.8, n_
     over ``n`` items, union) lies above 0 with probability ``power``, for normal per-item values of SD
     ``sd``. That interval is location-scale equivariant, so ``reps`` seeded standard-normal samples
     give it exactly: the ``power`` quantile of minus their lower bounds, times ``sd``. ``n`` is rounded
-    down to whole items; NaN below 3 (at 2 items a resample of one repeated item leaves the
-    bootstrap-t bound unbounded). It is larger than the t test's MDE (the union is wider): at 8
+    down to whole items. NaN below 3 items, and whenever the needed mean is not finite in practice
+    (over 10^6 SD: at 3 items one resample in 9 repeats a single item, whose bootstrap-t bound is
+    unbounded, so the printed lower bound is clipped to 0). It is larger than the t test's MDE (the union is wider): at 8
     items 1.33 SD, against 1.16 for t alone.
 
     >>> round(mean_mde(8, sd=1.0), 2)
@@ -158,7 +159,8 @@ def mean_mde(n: float, *, sd: float, alpha: float = 0.05, power: float = 0.8, n_
     if n < 3 or sd <= 0:
         return float("nan")
     lo = _std_lower_bounds(n, 1 - alpha, int(n_boot), int(reps), int(seed))
-    return float(sd * np.quantile(-lo, power))
+    need = float(np.quantile(-lo, power))
+    return float(sd * need) if np.isfinite(need) and need < 1e6 else float("nan")
 
 
 def _pairs_per_unit(params: Params, plan: Any) -> pd.Series:
