@@ -152,7 +152,7 @@ def rate_table(rates: pd.DataFrame, metric: str, *, method: str = "clopper-pears
     >>> import pandas as pd
     >>> r = pd.DataFrame({"tp": [0], "n_pos": [8]}, index=["a"])
     >>> row = rate_table(r, "tpr").iloc[0]
-    >>> (row["ci_low"], round(row["ci_high"], 3), row["ci_method"])
+    >>> (float(row["ci_low"]), round(float(row["ci_high"]), 3), row["ci_method"])
     (0.0, 0.369, 'clopper-pearson (exact)')
     """
     _check_metric(metric)
