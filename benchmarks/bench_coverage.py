@@ -2,7 +2,7 @@
 
 Simulated audits with a known truth (:mod:`cfbench.stats.coverage`), run through the
 interval code the tables use, over n in {5, 8, 12, 20, 60, 200} items x true effect
-(0 included) x pairs per item (1, and 3 with the pairs of an item correlated through
+(0 included) x pairs per item (per-slice rates: n in {4, ..., 50} rows per slice, ShopFlow's sizes) (1, and 3 with the pairs of an item correlated through
 an item-level rate or scale). Printed as Markdown tables: coverage of the nominal
 95 % interval and, beside it, the one-sided miss above (upper bound below the truth:
 what a gate on the upper bound turns into a false pass). Then the gate's false-pass
@@ -41,6 +41,38 @@ def matched_rate_diff_coverage(*, n_units: int, pa: float, pb: float, reps: int,
         lo[i], hi[i] = d["ci_low"], d["ci_high"]
     return _summary(lo, hi, pa - pb)
 
+def slice_rate_coverage(*, n: int, p: float, method: str, reps: int, seed: int) -> dict:
+    """Coverage of ``cfbench.metrics.groups.rate_table`` (ShopFlow's per-wording rates: independent rows,
+    no clustering): the table is run on every outcome 0..n once and each simulated audit picks its row."""
+    import numpy as np
+    import pandas as pd
+
+    from cfbench.metrics.groups import rate_table
+
+    t = rate_table(pd.DataFrame({"tp": np.arange(n + 1), "n_pos": n}), "tpr", method=method)
+    lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+    k = np.random.default_rng(seed).binomial(n, p, size=reps)
+    return _summary(lo[k], hi[k], p)
+
+
+def slice_rate_exact_worst(*, n: int, method: str) -> dict:
+    """Exact (binomial sum) worst coverage and worst one-sided miss over true rates 0.001..0.999 (step 0.001)."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from cfbench.metrics.groups import rate_table
+
+    t = rate_table(pd.DataFrame({"tp": np.arange(n + 1), "n_pos": n}), "tpr", method=method)
+    lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+    ps = np.arange(1, 1000) / 1000
+    w = stats.binom.pmf(np.arange(n + 1)[None, :], n, ps[:, None])
+    cov = (w * ((lo[None, :] <= ps[:, None]) & (ps[:, None] <= hi[None, :]))).sum(axis=1)
+    miss = (w * (hi[None, :] < ps[:, None])).sum(axis=1)
+    return {"coverage": float(cov.min()), "miss_high": float(miss.max())}
+
+
+SLICE_NS = (4, 6, 10, 17, 27, 44, 50)
 NS = (5, 8, 12, 20, 60, 200)
 START, END = "<!-- bench_coverage:start -->", "<!-- bench_coverage:end -->"
 
@@ -112,6 +144,23 @@ def main() -> None:
     part = _table("Differences on the same items: MOVER (net CFR: 1 counterfactual pair + 3 repeat pairs per "
                   "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
+    lines += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for p in (0.005, 0.02, 0.05, 0.2, 0.5, 0.8, 0.95, 0.98, 0.995):
+        rows.append((f"rate p={p:g}, Clopper-Pearson",
+                     {n: slice_rate_coverage(n=n, p=p, method="clopper-pearson", reps=R, seed=n) for n in SLICE_NS}))
+    for method in ("clopper-pearson", "wilson"):
+        rows.append((f"worst over p = 0.001..0.999, {method}, exact",
+                     {n: slice_rate_exact_worst(n=n, method=method) for n in SLICE_NS}))
+    part = ["**Per-slice rates (ShopFlow's selection / TPR / FPR per wording, `groups.rate_table`): Clopper-Pearson "
+            "(exact); Wilson, which the seed prints, for comparison** - coverage % (one-sided miss above %); the "
+            "`exact` rows are binomial sums, the worst cell over a grid of 999 true rates (the worst coverage and "
+            "the worst one-sided miss need not fall at the same rate)", "",
+            "| case | " + " | ".join(f"n={n}" for n in SLICE_NS) + " |", "|---|" + "---|" * len(SLICE_NS)]
+    part += [f"| {label} | " + " | ".join(_cell(cells[n]) for n in SLICE_NS) + " |" for label, cells in rows]
+    part.append("")
     lines += part
     print("\n".join(part), flush=True)
 

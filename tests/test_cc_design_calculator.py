@@ -9,46 +9,92 @@ import pytest
 import yaml
 from pathlib import Path
 
-from cfbench.studies.contact_center_qa.calculator import cfr_mde, design_table, mean_mde
+from cfbench.stats.intervals import mean_interval_t, paired_difference
+from cfbench.studies.contact_center_qa.calculator import SD_PYES, cfr_mde, design_table, mean_mde
 from cfbench.studies.contact_center_qa.study import Params
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _power_by_hand(n, pairs, p):
-    """P(at least m of n items show a flip), m from the bootstrap rule, with math.comb (no scipy)."""
-    m = next(m for m in range(1, n + 1) if (1 - m / n) ** n < 0.025)
-    q = 1 - (1 - p) ** pairs
-    return sum(math.comb(n, k) * q ** k * (1 - q) ** (n - k) for k in range(m, n + 1))
+def _net_lower_by_hand(k: int, n: int) -> float:
+    """Lower bound of CFR minus robustness with k of n transcripts flipping (one pair each) and no repeat
+    flip, from the formulas in docs/statistics.md: Clopper-Pearson lower bound of k/n (scipy beta), repeat
+    side [0, 1 - 0.025^(1/n)], MOVER with correlation 0."""
+    from scipy.stats import beta
+
+    e = k / n
+    lo = 0.0 if k == 0 else beta.ppf(0.025, k, n - k + 1)
+    return e - math.sqrt((e - lo) ** 2 + (1 - 0.025 ** (1 / n)) ** 2)
 
 
-@pytest.mark.parametrize("n,pairs", [(8, 1), (9, 1), (12, 2), (20, 1.5)])
-def test_cfr_mde_is_the_smallest_p_with_80_percent_power(n, pairs):
-    p = cfr_mde(n, pairs)
-    assert _power_by_hand(n, pairs, p) >= 0.8 > _power_by_hand(n, pairs, p - 0.001)
+def _power_by_hand(n, p):
+    return sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1) if _net_lower_by_hand(k, n) > 0)
 
 
-def test_cfr_mde_bootstrap_rule_matches_a_simulated_bootstrap():
-    """With m flipping items of n, the share of resamples holding none is below 2.5 % exactly from m on."""
-    rng = np.random.default_rng(0)
-    n = 9
-    m = next(m for m in range(1, n + 1) if (1 - m / n) ** n < 0.025)
-    for k, expect_excluded in ((m - 1, False), (m, True)):
-        flips = np.r_[np.ones(k), np.zeros(n - k)]
-        boots = flips[rng.integers(0, n, size=(20000, n))].mean(axis=1)
-        assert (np.quantile(boots, 0.025) > 0) == expect_excluded
+@pytest.mark.parametrize("n", [4, 8, 9, 12, 20])
+def test_cfr_mde_is_the_smallest_p_with_80_percent_power(n):
+    p = cfr_mde(n, 1)
+    assert _power_by_hand(n, p) >= 0.8 > _power_by_hand(n, p - 0.00025)
 
 
-def test_cfr_mde_needs_two_items():
+def _simulated_power(n, m, p, reps, seed):
+    """Share of simulated rows whose cfr_minus_robustness interval, computed by the code the table uses
+    (cfbench.stats.intervals.paired_difference: counterfactual pairs against 3 repeat pairs per transcript
+    with no repeat flip, as at temperature 0), lies above 0."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        ev = rng.binomial(m, p, size=n).astype(float)
+        d = paired_difference(ev, np.full(n, float(m)), np.zeros(n), np.full(n, 3.0), kind="rate")
+        hits += d["ci_low"] > 0
+    return hits / reps
+
+
+@pytest.mark.parametrize("n,m", [(8, 1), (12, 1), (12, 2), (20, 3)])
+def test_power_at_the_stated_cfr_mde_is_80_percent_in_a_simulation_of_the_printed_interval(n, m):
+    reps = 1500
+    se = math.sqrt(0.8 * 0.2 / reps)  # 1.0 point
+    mde = cfr_mde(n, m)
+    at = _simulated_power(n, m, mde, reps, seed=100 + n + m)
+    assert 0.8 - 3 * se - 0.01 <= at <= 0.8 + 3 * se + 0.04, (n, m, mde, at)
+    # and it is the *smallest* such rate: 0.05 below it the power is clearly under 80 %
+    assert _simulated_power(n, m, mde - 0.05, reps, seed=200 + n + m) < 0.8 - 3 * se, (n, m, mde)
+
+
+def test_one_flip_is_never_enough_at_temperature_0():
+    """The repeat side's bound 1 - 0.025^(1/n) keeps a single flipping transcript from counting."""
+    for n in (4, 8, 20, 60):
+        assert _net_lower_by_hand(1, n) < 0
     assert math.isnan(cfr_mde(1, 5)) and math.isnan(cfr_mde(5, 0))
+    assert cfr_mde(4, 1) > cfr_mde(8, 1) > cfr_mde(20, 1)
 
 
-@pytest.mark.parametrize("n", [9, 25, 100])
-def test_mean_mde_matches_statsmodels(n):
-    from statsmodels.stats.power import NormalIndPower
+@pytest.mark.parametrize("n", [4, 8, 20])
+def test_power_at_the_stated_masd_mde_is_80_percent_for_the_printed_interval(n):
+    """mean_interval_t (bootstrap-t and t, union) on normal per-transcript values at the stated MDE."""
+    reps, sd = 800, SD_PYES
+    se = math.sqrt(0.8 * 0.2 / reps)  # 1.4 points
+    mde = mean_mde(n, sd=sd)
+    rng = np.random.default_rng(300 + n)
+    hits = 0
+    for _ in range(reps):
+        lo, _, _ = mean_interval_t(rng.normal(mde, sd, size=n), np.ones(n), n_boot=1000, rng=rng)
+        hits += lo > 0
+    assert abs(hits / reps - 0.8) <= 3 * se + 0.01, (n, mde, hits / reps)
 
-    d = NormalIndPower().solve_power(effect_size=None, nobs1=n, alpha=0.05, power=0.8, ratio=0)
-    assert mean_mde(n, sd=1.73) == pytest.approx(d * 1.73, rel=1e-3)
+
+def test_masd_mde_is_wider_than_a_t_test_and_nan_where_the_interval_is_unbounded():
+    from statsmodels.stats.power import TTestPower
+
+    t_only = TTestPower().solve_power(nobs=8, alpha=0.05, power=0.8) * SD_PYES
+    assert mean_mde(8, sd=SD_PYES) > t_only
+    assert math.isnan(mean_mde(2, sd=1.0)) and math.isnan(mean_mde(3, sd=1.0)) and math.isnan(mean_mde(8, sd=0.0))
+    assert math.isfinite(mean_mde(4, sd=1.0))
+
+
+def test_sd_pyes_is_the_measured_value_the_docs_cite():
+    doc = (REPO / "docs" / "contact_center_design.md").read_text()
+    assert SD_PYES == 2.70 and "2.70" in doc
 
 
 def test_design_table_picks_within_budget_and_the_default_follows_it():
@@ -65,3 +111,5 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     # with the real-dialogue arm (real_items STAR dialogues, tests/test_star_arm.py sizes both parts) the
     # synthetic part was halved to stay in budget (configs/contact_center_qa/default.yaml says what was traded)
     assert p.n_items >= (4 if p.real_items else 8) and row["est_minutes"] <= 25, row["est_minutes"]
+    # the gate's items_needed rule: a 10 pp gate needs 36 transcripts, which no default design has
+    assert row["gate_items_needed"] == 36 and not row["gate_decidable"]

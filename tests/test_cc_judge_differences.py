@@ -104,4 +104,4 @@ def test_findings_never_call_a_one_item_row_beyond_noise():
     res.tables["cfr_minus_robustness"] = cmr
     text = findings_markdown(res)
     assert "beyond the judge's own repeat noise" not in text
-    assert "1 dimension(s) have no interval" in text and "1 without an interval" in text
+    assert "1 dimension has no interval" in text and "1 without an interval" in text

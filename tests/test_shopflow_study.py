@@ -79,6 +79,28 @@ def test_findings_are_generated_from_the_numbers(smoke):
     assert "not decidable at this n (6 pairs; even a zero gap needs at least 35)" in text
 
 
+def test_rate_intervals_are_exact_and_the_percentile_bootstrap_is_gone(smoke):
+    result, out = smoke
+    s = json.loads((out / "summary.json").read_text())
+    assert not any(k.startswith("bootstrap") for k in s["judged"])
+    for part in ("seed", "judged"):
+        t = result.tables[f"{part}_rate_intervals"]
+        assert set(t["ci_method"]) <= {"clopper-pearson (exact)", "none: no row in the denominator"}
+        assert (pd.read_csv(out / f"{part}_rate_intervals.csv")["ci_method"] == t["ci_method"]).all()
+        ti = s[part]["tpr_intervals"]
+        assert s[part]["tpr_ci_method"] == "clopper-pearson (exact)"
+        assert set(ti) == set(s[part]["rates"])
+    # the seed's 5/6 and 3/6 ready rows: exact intervals (scipy's beta quantiles) beside the seed's Wilson lines
+    from scipy.stats import beta
+    ti = s["seed"]["tpr_intervals"]
+    assert ti["formal"] == pytest.approx([beta.ppf(0.025, 5, 2), beta.ppf(0.975, 6, 1)])
+    assert ti["conversational"] == pytest.approx([beta.ppf(0.025, 3, 4), beta.ppf(0.975, 4, 3)])
+    text = result.findings()
+    assert "formal 5/6 [35.9%, 99.6%]" in text and "conversational 3/6 [11.8%, 88.2%]" in text
+    assert "TPR=5/6 95% interval=[43.6%, 97.0%]" in "\n".join(result.seed_lines)  # the seed's own line
+    assert "Bootstrap" not in result.header()
+
+
 def test_check_names_a_broken_invariant(smoke):
     result, _ = smoke
     routed = result.audits["judged"].routed

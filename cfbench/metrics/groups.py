@@ -7,9 +7,11 @@ say ready"), ``by`` the slice.
 
 Per slice: selection rate (selected / all), true positive rate (selected /
 positives) and false positive rate (selected / negatives), with counts. Gaps
-are max − min across slices; intervals are Wilson per slice and Newcombe for a
-difference of two slices (:mod:`cfbench.stats.proportions`), or a paired
-bootstrap when the slices are matched (:func:`paired_rate_diff_bootstrap`).
+are max − min across slices. Per-slice rate intervals are exact Clopper-Pearson
+(:func:`rate_table`; Wilson only on request, :func:`wilson_table`, because at the
+small slices audits have it undercovers near 0 and 1, ``docs/statistics.md``);
+Newcombe for a difference of two independent slices (:func:`gap_interval`) and,
+for matched slices, :func:`paired_rate_diff_interval`.
 
 >>> import pandas as pd
 >>> f = pd.DataFrame({"v": ["a", "b", "a", "b"], "sel": [True, False, True, True],
@@ -30,6 +32,7 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.stats.bootstrap import percentile_interval, resample_indices
+from cfbench.stats.intervals import clopper_pearson
 from cfbench.stats.proportions import newcombe_interval, wilson_interval
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "fpr_gap",
     "selection_gap",
     "pairwise_gaps",
+    "RATE_CI_METHODS",
+    "rate_table",
     "wilson_table",
     "gap_interval",
     "score_band_labels",
@@ -123,29 +128,70 @@ def pairwise_gaps(rates: pd.DataFrame, metrics: Sequence[str] = RATE_METRICS) ->
     return pd.DataFrame(rows, columns=["metric", "slice_a", "slice_b", "difference", "gap"])
 
 
-def wilson_table(rates: pd.DataFrame, metric: str, *, confidence: float = 0.95) -> pd.DataFrame:
-    """Wilson interval per slice for ``metric`` (``selection``/``tpr``/``fpr``) of :func:`slice_rates`.
+#: ``method`` of :func:`rate_table` -> the ``ci_method`` text its rows carry
+RATE_CI_METHODS = {
+    "clopper-pearson": "clopper-pearson (exact)",
+    "wilson": "wilson score (undercovers near 0 and 1 at small n; docs/statistics.md)",
+}
 
-    Columns ``slice, metric, successes, n, estimate, ci_low, ci_high``; a slice
-    with ``n == 0`` has NaN estimate and bounds.
+
+def rate_table(rates: pd.DataFrame, metric: str, *, method: str = "clopper-pearson",
+               confidence: float = 0.95) -> pd.DataFrame:
+    """Interval per slice for ``metric`` (``selection``/``tpr``/``fpr``) of :func:`slice_rates`.
+
+    ``method="clopper-pearson"`` (default): the exact binomial interval, whose
+    one-sided misses stay at or below 2.5 % for every true rate and n (checked
+    by simulation in ``tests/test_coverage_groups.py`` at the slice sizes
+    audits use, 4-50 rows). ``method="wilson"``: the Wilson score interval,
+    kept for reproducing texts that print it; at those sizes its coverage
+    falls to about 83 % for true rates near 0 or 1.
+    Columns ``slice, metric, successes, n, estimate, ci_low, ci_high, ci_method``;
+    a slice with ``n == 0`` has NaN estimate and bounds and ``ci_method``
+    ``none: no row in the denominator``.
+
+    >>> import pandas as pd
+    >>> r = pd.DataFrame({"tp": [0], "n_pos": [8]}, index=["a"])
+    >>> row = rate_table(r, "tpr").iloc[0]
+    >>> (float(row["ci_low"]), round(float(row["ci_high"]), 3), row["ci_method"])
+    (0.0, 0.369, 'clopper-pearson (exact)')
     """
     _check_metric(metric)
+    if method not in RATE_CI_METHODS:
+        raise InputError(f"unknown interval method (known: {list(RATE_CI_METHODS)})", source="rate_table",
+                         field="method")
     num, den = _METRIC_COUNTS[metric]
     rows = []
     for s, r in rates.iterrows():
         k, n = int(r[num]), int(r[den])
-        low, high = wilson_interval(k, n, confidence=confidence) if n > 0 else (math.nan, math.nan)
+        if n == 0:
+            low, high, how = math.nan, math.nan, "none: no row in the denominator"
+        elif method == "wilson":
+            (low, high), how = wilson_interval(k, n, confidence=confidence), RATE_CI_METHODS[method]
+        else:
+            lo, hi = clopper_pearson(np.array([k], float), np.array([n], float), confidence)
+            low, high, how = float(lo[0]), float(hi[0]), RATE_CI_METHODS[method]
         rows.append({"slice": s, "metric": metric, "successes": k, "n": n,
-                     "estimate": k / n if n else math.nan, "ci_low": low, "ci_high": high})
-    return pd.DataFrame(rows, columns=["slice", "metric", "successes", "n", "estimate", "ci_low", "ci_high"])
+                     "estimate": k / n if n else math.nan, "ci_low": low, "ci_high": high, "ci_method": how})
+    return pd.DataFrame(rows, columns=["slice", "metric", "successes", "n", "estimate", "ci_low", "ci_high",
+                                       "ci_method"])
+
+
+def wilson_table(rates: pd.DataFrame, metric: str, *, confidence: float = 0.95) -> pd.DataFrame:
+    """:func:`rate_table` with the Wilson score interval (for reproducing texts that print Wilson).
+
+    Not the default of any cfbench table: at 4-50 rows per slice Wilson covers
+    as little as 83 % for true rates near 0 or 1 (``docs/statistics.md``).
+    """
+    return rate_table(rates, metric, method="wilson", confidence=confidence)
 
 
 def gap_interval(rates: pd.DataFrame, metric: str, a: Any, b: Any, *, confidence: float = 0.95) -> dict:
     """Newcombe interval of ``rate[a] − rate[b]`` and the upper bound it puts on the gap |a − b|.
 
     Newcombe's hybrid score interval treats the two slices as independent
-    samples; for matched pairs that is conservative when outcomes within a pair
-    are positively correlated (see :func:`paired_rate_diff_bootstrap`).
+    samples; for matched slices use :func:`paired_rate_diff_interval`. No
+    cfbench table reports it (ShopFlow's contract refuses it for its matched
+    pairs); ``docs/statistics.md`` gives its simulated coverage.
     Returns ``difference, ci_low, ci_high, gap_upper`` with
     ``gap_upper = max(|ci_low|, |ci_high|)``; all NaN when a slice has no rows
     in the rate's denominator.
@@ -249,6 +295,10 @@ class BootstrapInterval:
 def paired_rate_diff_bootstrap(paired: pd.DataFrame, *, among: bool, n_boot: int, seed: int,
                                confidence: float = 0.95) -> BootstrapInterval:
     """Percentile bootstrap of rate(a) − rate(b) among units whose ``positive`` equals ``among``.
+
+    No cfbench table or finding reports it: its interval is ``[0, 0]`` when no
+    unit is discordant and it undercovers at small n. Use
+    :func:`paired_rate_diff_interval` (coverage simulated in ``docs/statistics.md``).
 
     ``paired`` is :func:`paired_outcomes`. ``among=True`` gives the TPR
     difference, ``among=False`` the FPR difference. Units are resampled whole,

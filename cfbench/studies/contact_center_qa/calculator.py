@@ -3,24 +3,34 @@
 Each candidate is a :class:`~cfbench.studies.contact_center_qa.study.Params`; it is
 planned for real on the transcripts it would audit (variants made, requests
 deduplicated, nothing called) and costed with :func:`.design.estimate_cost`.
-Power is computed per dimension row:
+Power is computed per dimension row, for the intervals the tables print
+(``docs/statistics.md``):
 
-``cfr_mde_pp``   the smallest true CFR (percentage points; the repeat-noise floor at
-                 temperature 0 is 0) whose item-bootstrap interval excludes 0 with
-                 probability ``power`` (see :func:`cfr_mde`)
-``masd_mde``     the smallest shift of the mean per-unit MASD of P(Yes) (points of
-                 probability x 100) detectable at ``alpha``/``power`` by a normal test,
-                 given the per-unit standard deviation ``sd_pyes``
+``cfr_mde_pp``   the smallest true CFR (percentage points per pair) at which the row's
+                 ``cfr_minus_robustness`` interval (MOVER of two cluster-adjusted
+                 Clopper-Pearson intervals over transcripts) lies above 0 with
+                 probability ``power``, when the judge repeats itself at temperature 0
+                 (repeat flips 0; see :func:`cfr_mde`). That is the findings' "beyond the
+                 judge's own repeat noise".
+``masd_mde``     the smallest mean per-transcript MASD of P(Yes) (points of probability
+                 x 100) whose printed 95 % interval over transcripts (bootstrap-t and t,
+                 union) lies above 0 with probability ``power``, for normal per-transcript
+                 values of SD ``sd_pyes`` (see :func:`mean_mde`)
+``gate_items_needed``  transcripts a row needs before the net-CFR gate can pass at all
+                 (:func:`cfbench.stats.intervals.items_needed_zero_events`); ``gate_decidable``
+                 says whether the design has them
 
-The effective number of pairs of a row is ``units x P / (1 + (P - 1) rho)`` for
-``P`` pairs per unit with intra-unit correlation ``rho`` (pairs of one unit share
-their conditions). ``*_in_budget`` columns scale ``n_items`` to what fits in
+The effective number of pairs per transcript and row is ``Q x P / (1 + (P - 1) rho)``
+for ``Q`` questions and ``P`` pairs per unit with intra-unit correlation ``rho`` (pairs
+of one unit share their conditions), rounded down to whole independent pairs for the CFR
+(at least 1). ``*_in_budget`` columns scale ``n_items`` to what fits in
 ``budget_minutes`` so designs of different sizes compare directly.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -28,53 +38,129 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cfbench.stats.bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
+from cfbench.stats.intervals import (bootstrap_t_rows, clopper_pearson, clustered_rate_intervals,
+                                     items_needed_zero_events, worst_case_bound)
 from cfbench.studies.contact_center_qa import design as _design
 from cfbench.studies.contact_center_qa.study import Params, load_items, plan_for
 
-__all__ = ["cfr_mde", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
+__all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
-#: per-unit SD of the MASD of P(Yes) x 100 from an earlier default run (mean 2.2 points); the committed
-#: default (8 transcripts x 15 dimensions = 120 units) measures 2.70 around a mean of 2.83, so MDEs
-#: computed with this value are optimistic (docs/contact_center_design.md)
-SD_PYES = 1.73
+#: per-transcript SD of the MASD of P(Yes) x 100 measured on the 8-transcript default run (8 transcripts
+#: x 15 dimensions = 120 units: SD 2.70 around a mean of 2.83; an earlier run had measured 1.73, which made
+#: the MASD MDEs optimistic by about 2.70 / 1.73). docs/contact_center_design.md
+SD_PYES = 2.70
+
+_GRID = np.linspace(0.0, 1.0, 4001)[1:]  # true CFRs searched, step 0.00025
 
 
-def cfr_mde(n_items: int, pairs_per_item: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest true flip rate per pair that the study's item-bootstrap interval detects with ``power``.
+def _net_lower(events: np.ndarray, pairs: int, confidence: float) -> np.ndarray:
+    """Lower bound of ``cfr_minus_robustness`` per simulated row when the repeats show no flip.
 
-    At temperature 0 the embedded judge repeats itself, so the noise floor is 0 and
-    a row is distinguishable from noise when its percentile item-bootstrap interval
-    excludes 0: when fewer than a share ``alpha / 2`` of resamples miss every item
-    with a flip, i.e. when at least ``m`` of the ``n_items`` items flip, with
-    ``(1 - m / n) ** n < alpha / 2``. An item with ``pairs_per_item`` independent
-    pairs flips at least once with probability ``1 - (1 - p) ** pairs_per_item``;
-    the MDE is the smallest ``p`` with ``P(at least m flipping items) >= power``.
-    NaN when no ``m <= n_items`` suffices.
+    ``events`` is rows x items (flips per transcript, ``pairs`` pairs each). The CFR side is
+    :func:`clustered_rate_intervals`; with 0 repeat flips the repeat side is ``[0, 1 - a^(1/K)]``
+    (item as unit) and the item correlation 0, so the MOVER lower bound is
+    ``e - sqrt((e - l)^2 + u2^2)`` (what :func:`cfbench.stats.intervals.paired_difference` returns).
+    """
+    rows, k = events.shape
+    group = np.repeat(np.arange(rows), k)
+    e, lo, _, _ = clustered_rate_intervals(events.ravel().astype(float), np.full(events.size, float(pairs)), group,
+                                           n_groups=rows, confidence=confidence)
+    u2 = worst_case_bound(k, confidence)
+    return e - np.sqrt((e - lo) ** 2 + u2 ** 2)
 
-    >>> round(cfr_mde(12, 2), 2)
-    0.23
+
+@functools.lru_cache(maxsize=256)
+def _detect_table(n_items: int, confidence: float) -> np.ndarray:
+    """One pair per transcript: whether k flipping transcripts of ``n_items`` give a net lower bound > 0."""
+    k = np.arange(n_items + 1, dtype=float)
+    lo, _ = clopper_pearson(k, np.full(k.shape, float(n_items)), confidence)
+    e = k / n_items
+    return e - np.sqrt((e - lo) ** 2 + worst_case_bound(n_items, confidence) ** 2) > 0
+
+
+def cfr_power(p: float | np.ndarray, n_items: int, pairs_per_item: int = 1, *, alpha: float = 0.05,
+              reps: int = 4000, seed: int = 0) -> np.ndarray:
+    """Probability that a row whose pairs flip at true rate ``p`` shows a ``cfr_minus_robustness``
+    interval above 0 (repeat flips 0). One pair per transcript: exact (binomial sum over the number of
+    flipping transcripts). Several independent pairs per transcript: ``reps`` seeded simulated rows
+    run through the interval code (the same draws at every ``p``, so the power rises with ``p``)."""
+    p = np.atleast_1d(np.asarray(p, float))
+    if n_items < 2:
+        return np.zeros(p.shape)
+    if pairs_per_item == 1:
+        ok = _detect_table(n_items, 1 - alpha)
+        return stats.binom.pmf(np.arange(n_items + 1)[None, :], n_items, p[:, None])[:, ok].sum(axis=1)
+    u = np.random.default_rng(seed).random((reps, n_items, pairs_per_item))
+    return np.array([np.mean(_net_lower((u < q).sum(axis=2), pairs_per_item, 1 - alpha) > 0) for q in p])
+
+
+def cfr_mde(n_items: int, pairs_per_item: float, *, alpha: float = 0.05, power: float = 0.8,
+            reps: int = 4000, seed: int = 0) -> float:
+    """Smallest true flip rate per pair at which the row's net-CFR interval lies above 0 with ``power``.
+
+    The interval is the one ``tables["cfr_minus_robustness"]`` prints (MOVER of the
+    cluster-adjusted Clopper-Pearson interval of the CFR and that of the repeat flip rate), at
+    temperature 0 where the judge repeats itself (0 repeat flips: the repeat side is
+    ``[0, 1 - 0.025^(1/n)]``, so at least one flip is never enough). ``pairs_per_item`` is rounded
+    down to whole independent pairs (at least 1). Searched on a grid of step 0.00025; NaN when even
+    a flip on every pair is not detected with ``power`` (or fewer than 2 transcripts).
+
+    >>> round(cfr_mde(8, 1), 3)  # 5 of 8 transcripts must flip
+    0.697
     """
     if n_items < 2 or pairs_per_item <= 0:
         return float("nan")
-    m = next((m for m in range(1, n_items + 1) if (1 - m / n_items) ** n_items < alpha / 2), None)
-    if m is None:
+    m = max(1, int(math.floor(pairs_per_item + 1e-9)))
+    if m == 1:
+        pw = cfr_power(_GRID, n_items, 1, alpha=alpha)
+        hit = np.nonzero(pw >= power)[0]
+        return float(_GRID[hit[0]]) if hit.size else float("nan")
+    lo, hi = 0, _GRID.size - 1  # bisection on the common-random-number power curve
+    if cfr_power(_GRID[hi], n_items, m, alpha=alpha, reps=reps, seed=seed)[0] < power:
         return float("nan")
-    for p in np.linspace(0, 1, 4001)[1:]:
-        q = 1 - (1 - p) ** pairs_per_item
-        if stats.binom.sf(m - 1, n_items, q) >= power:
-            return float(p)
-    return float("nan")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cfr_power(_GRID[mid], n_items, m, alpha=alpha, reps=reps, seed=seed)[0] >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(_GRID[lo])
 
 
-def mean_mde(n: float, *, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest mean shift detectable by a two-sided normal test with ``n`` units of SD ``sd``.
+@functools.lru_cache(maxsize=256)
+def _std_lower_bounds(n: int, confidence: float, n_boot: int, reps: int, seed: int) -> np.ndarray:
+    """Lower bounds of the printed mean interval (bootstrap-t and t over items, union) for ``reps``
+    seeded samples of ``n`` standard normal per-item values."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((reps, n))
+    if n > MAX_BOOTSTRAP_ITEMS or n_boot <= 0:
+        return z.mean(axis=1) - stats.t.ppf(0.5 + confidence / 2, n - 1) * z.std(axis=1, ddof=1) / math.sqrt(n)
+    lo, _ = bootstrap_t_rows(z, np.ones_like(z), resample_counts(n, n_boot, rng), confidence)
+    return lo
 
-    >>> round(mean_mde(25, sd=1.0), 3)
-    0.56
+
+def mean_mde(n: float, *, sd: float, alpha: float = 0.05, power: float = 0.8, n_boot: int = 1000,
+             reps: int = 4000, seed: int = 0) -> float:
+    """Smallest mean per-item value (e.g. a dimension's MASD of P(Yes)) at which the interval the tables
+    print (:func:`cfbench.stats.intervals.mean_interval_t`: bootstrap-t with ``n_boot`` resamples and t
+    over ``n`` items, union) lies above 0 with probability ``power``, for normal per-item values of SD
+    ``sd``. That interval is location-scale equivariant, so ``reps`` seeded standard-normal samples
+    give it exactly: the ``power`` quantile of minus their lower bounds, times ``sd``. ``n`` is rounded
+    down to whole items. NaN below 3 items, and whenever the needed mean is not finite in practice
+    (over 10^6 SD: at 3 items one resample in 9 repeats a single item, whose bootstrap-t bound is
+    unbounded, so the printed lower bound is clipped to 0). It is larger than the t test's MDE (the union is wider): at 8
+    items 1.33 SD, against 1.16 for t alone.
+
+    >>> round(mean_mde(8, sd=1.0), 2)
+    1.33
     """
-    if n <= 0:
+    n = int(math.floor(n + 1e-9))
+    if n < 3 or sd <= 0:
         return float("nan")
-    return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * sd / math.sqrt(n))
+    lo = _std_lower_bounds(n, 1 - alpha, int(n_boot), int(reps), int(seed))
+    need = float(np.quantile(-lo, power))
+    return float(sd * need) if np.isfinite(need) and need < 1e6 else float("nan")
 
 
 def _pairs_per_unit(params: Params, plan: Any) -> pd.Series:
@@ -92,26 +178,30 @@ def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float
     worst = float(per_item.min()) if len(per_item) else 0.0
     return {"pairs_per_unit": float(ppu.mean()) if len(ppu) else float("nan"),
             "eff_pairs_per_row": worst * n_items,
-            "cfr_mde_pp": 100 * cfr_mde(n_items, worst, alpha=alpha, power=power),
-            "masd_mde": mean_mde(worst * n_items, sd=sd, alpha=alpha, power=power)}
+            "cfr_mde_pp": 100 * cfr_mde(n_items, worst, alpha=alpha, power=power) if worst > 0 else float("nan"),
+            "masd_mde": mean_mde(n_items, sd=sd, alpha=alpha, power=power)}
 
 
 def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0, rho: float = 0.5,
                  sd_pyes: float = SD_PYES, alpha: float = 0.05, power: float = 0.8,
-                 min_items: int = 8, cost: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                 min_items: int = 8, gate_max_net_cfr: float = 0.10,
+                 cost: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per candidate design: requests, estimated minutes, MDEs, and MDEs within the budget.
 
     Each candidate is planned on the transcripts its parameters select (a dry
     run). Columns: ``design``, ``n_items``, ``questions``, ``conditions``,
     ``requests``, ``est_minutes``, ``pairs_per_unit``, ``eff_pairs_per_row``,
     ``cfr_mde_pp``, ``masd_mde``, ``items_in_budget``, ``cfr_mde_pp_in_budget``,
-    ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``).
+    ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``),
+    ``gate_items_needed`` (transcripts before the net-CFR gate at ``gate_max_net_cfr`` can pass at
+    all) and ``gate_decidable`` (``n_items >= gate_items_needed``).
     The smallest ``cfr_mde_pp_in_budget`` among designs that meet ``min_items`` is the pick.
     A candidate is :class:`Params` (planned here) or a run's result, whose own plan is used; a
     plan-only preview's plan covers its first transcripts, and its minutes are scaled to the
     whole design (whose requests were counted by streaming).
     """
     rows = []
+    needed = items_needed_zero_events(gate_max_net_cfr, confidence=1 - alpha)
     for name, params in candidates.items():
         if getattr(params, "plan", None) is not None:  # a ContactCenterResult: nothing is planned again
             full = params.summary.get("plan_only") or {}
@@ -133,7 +223,8 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
         fit = int(math.floor(n_items * budget_minutes / minutes)) if minutes > 0 else 0
         scaled = _row_power(params, plan, n_items=fit, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
         row |= {"items_in_budget": fit, "cfr_mde_pp_in_budget": scaled["cfr_mde_pp"],
-                "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items}
+                "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items,
+                "gate_items_needed": needed, "gate_decidable": n_items >= needed}
         rows.append(row)
     out = pd.DataFrame(rows)
     ok = out[out["meets_min_items"]]

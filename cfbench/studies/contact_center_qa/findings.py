@@ -30,6 +30,21 @@ def zero_flip_upper_bound(n_pairs: int, *, level: float = 0.95) -> float:
     return 1.0 - (1.0 - level) ** (1.0 / n_pairs)
 
 
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    """``1 transcript``, ``2 transcripts``: a count with its noun in the right number."""
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _of(n: int, total: int, word: str) -> str:
+    """``1 of 1 dimension``, ``2 of 3 dimensions``."""
+    return f"{n} of {_count(total, word)}"
+
+
+def _range(lo: int, hi: int, word: str) -> str:
+    """``4 transcripts``, ``1 transcript``, ``3-4 transcripts`` (a range only when the ends differ)."""
+    return _count(lo, word) if lo == hi else f"{lo}-{hi} {word}s"
+
+
 def _pct(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
@@ -40,7 +55,8 @@ def _interval(lo: float, hi: float, scale: float = 100.0, unit: str = "") -> str
     return f"[{scale * lo:.1f}, {scale * hi:.1f}]{unit}"
 
 
-def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int) -> list[str]:
+def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int,
+                 n_requested: int | None = None) -> list[str]:
     lines = [f"**{judge}** - {n_parsed} replies read, {n_failed} parse failures excluded from every metric."]
     if n_parsed == 0:
         lines.append("No reply could be read as an answer in the output contract, so this run reports no "
@@ -50,10 +66,15 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     cmr_all = t.get("cfr_minus_robustness", pd.DataFrame())
     cmr_all = cmr_all[cmr_all["judge"] == judge] if len(cmr_all) else cmr_all
     cmr = cmr_all[cmr_all["baseline"] == "robustness"] if len(cmr_all) else cmr_all
-    n_items = cfr["n_items"]
-    lines.append(f"CFR rows: {len(cfr)} dimensions, {int(n_items.min()) if len(n_items) else 0}-"
-                 f"{int(n_items.max()) if len(n_items) else 0} transcripts per row, "
-                 f"{int(cfr['n_pairs'].sum())} compared pairs in all.")
+    judged = cfr[cfr["n_pairs"] > 0]
+    n_items = judged["n_items"]
+    n_dims = int(judged["dimension"].nunique())
+    asked = n_requested if n_requested is not None else int(cfr["dimension"].nunique())
+    lines.append(f"CFR rows: {_of(n_dims, asked, 'requested dimension')}, "
+                 + (_range(int(n_items.min()), int(n_items.max()), "transcript") + " per row, " if len(n_items)
+                    else "")
+                 + f"{_count(int(cfr['n_pairs'].sum()), 'compared pair')} in all"
+                 + (" (the others are listed under Not measured)." if n_dims < asked else "."))
     has_ci = cmr["ci_low"].notna() & cmr["ci_high"].notna() if len(cmr) else pd.Series(dtype=bool)
     above = cmr[has_ci & (cmr["ci_low"] > 0)] if len(cmr) else cmr
     no_ci = cmr[~has_ci] if len(cmr) else cmr
@@ -65,7 +86,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
                      "CFR minus robustness includes 0.")
     if len(no_ci):
-        lines.append(f"{len(no_ci)} dimension(s) have no interval for CFR minus robustness "
+        lines.append(f"{_count(len(no_ci), 'dimension')} {'has' if len(no_ci) == 1 else 'have'} no interval for CFR minus robustness "
                      f"({', '.join(map(str, no_ci['dimension']))}: fewer than 2 transcripts with both kinds of "
                      "pairs), so nothing is said about them either way.")
     gate = t.get("net_cfr_gate", pd.DataFrame())
@@ -77,8 +98,8 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
         what = "the question asked in other words" if base == "robustness_wording" else f"repeats ({base})"
         hits = sub[sub["ci_low"] > 0]
-        lines.append(f"Against {what} (flip rate {_pct(ref)}): {len(hits)} of {len(sub)} dimensions flip more, "
-                     "interval above 0" + (": " + ", ".join(hits["dimension"]) if len(hits) else "") + ".")
+        lines.append(f"Against {what} (flip rate {_pct(ref)}): {_of(len(hits), len(sub), 'dimension')} "
+                     f"{'flips' if len(hits) == 1 else 'flip'} more, interval above 0" + (": " + ", ".join(hits["dimension"]) if len(hits) else "") + ".")
     flipped = cfr[cfr["cfr"] > 0]
     zero = cfr[(cfr["cfr"] == 0) & (cfr["n_pairs"] > 0) & cfr["ci_high"].notna()]
     if len(flipped):
@@ -88,8 +109,9 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
             for r in top.itertuples()) + ".")
     if len(zero):
         w = zero.sort_values(["ci_high", "n_pairs"], ascending=[False, True]).iloc[0]
-        lines.append(f"{len(zero)} dimension(s) show no flip: no flips observed in {int(w.n_pairs)} pairs "
-                     f"({int(w.n_items)} transcripts) in the least covered of them; a CFR up to {_pct(w.ci_high)} "
+        lines.append(f"{_count(len(zero), 'dimension')} {'shows' if len(zero) == 1 else 'show'} no flip: no flips "
+                     f"observed in {_count(int(w.n_pairs), 'pair')} ({_count(int(w.n_items), 'transcript')}) in the "
+                     f"least covered of them; a CFR up to {_pct(w.ci_high)} "
                      "cannot be ruled out (upper bound of its 95% interval).")
     m = t["masd"]
     m = m[(m["judge"] == judge) & (m["arm"] == "baseline") & (m["score"] == "p_yes")] if len(m) else m
@@ -106,7 +128,8 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     if len(acc) and acc["n"].iloc[0] > 0:
         a = acc.iloc[0]
         lines.append(f"Accuracy on the originals: {_pct(a.accuracy)} {_interval(a.ci_low, a.ci_high, unit=' %')} "
-                     f"(Clopper-Pearson clustered by transcript, n={int(a.n)} answers; {int(a.n_unparsed)} unparsed).")
+                     f"(Clopper-Pearson clustered by transcript, {_count(int(a.n), 'answer')}; {int(a.n_unparsed)} "
+                     "unparsed).")
     ev = t.get("evidence_checks", pd.DataFrame())
     ev = ev[(ev["judge"] == judge) & (ev["arm"] == "fairness")] if len(ev) else ev
     if len(ev) and ev["n_yes"].iloc[0] > 0:
@@ -127,8 +150,9 @@ def _gate_line(gate: pd.DataFrame) -> str:
     no_ci = int(verdict.str.startswith("no interval").sum())
     n_fail = int((verdict == "fail").sum())
     parts = [f"Gate on CFR net of repeat noise (at most {mx:.0f} pp; passes only when the upper bound of the "
-             f"95% interval lies below it): {int(gate['point_pass'].sum())} of {len(gate)} dimensions are at or "
-             "under it on the point estimate alone, which rules nothing out"]
+             f"95% interval lies below it): {_of(int(gate['point_pass'].sum()), len(gate), 'dimension')} "
+             f"{'is' if int(gate['point_pass'].sum()) == 1 else 'are'} at or under it on the point estimate alone, "
+             "which rules nothing out"]
     if n_pass:
         names = ", ".join(map(str, gate.loc[verdict == "pass", "dimension"]))
         parts.append(f"{n_pass} shown to stay under {mx:.0f} pp ({names})")
@@ -136,7 +160,7 @@ def _gate_line(gate: pd.DataFrame) -> str:
         parts.append(f"none is shown to stay under {mx:.0f} pp")
     if len(undecided):
         need = int(undecided["items_needed"].iloc[0])
-        parts.append(f"{len(undecided)} not decidable at this n: with {int(undecided['n_items'].max())} transcripts "
+        parts.append(f"{len(undecided)} not decidable at this n: with {_count(int(undecided['n_items'].max()), 'transcript')} "
                      f"even 0 flips could not pass; that takes at least {need} transcripts")
     if n_fail:
         parts.append(f"{n_fail} fail (the interval reaches the maximum)")
@@ -157,7 +181,7 @@ def _differences_lines(t: dict[str, pd.DataFrame]) -> list[str]:
         desc = "; ".join(f"{r.metric} {r.dimension} {scale.get(r.metric, 1.0) * r.delta:+.1f} "
                          f"{_interval(r.ci_low, r.ci_high, scale=scale.get(r.metric, 1.0))}"
                          for r in sure.itertuples())
-        out.append(f"**{a} minus {b}** on the same transcripts: {len(sure)} of {len(g)} differences (CFR and "
+        out.append(f"**{a} minus {b}** on the same transcripts: {_of(len(sure), len(g), 'difference')} (CFR and "
                    "accuracy in pp, MASD in points) have a paired 95% interval that excludes 0"
                    + (f": {desc}." if len(sure) else "; the others are not distinguishable from no difference."))
     return out
@@ -190,18 +214,23 @@ def findings_markdown(result: Any) -> str:
     n_items = len(s.get("items", []))
     head = (f"### What this run shows\n\n{n_items} transcript{'s' if n_items != 1 else ''}, "
             f"{len(s.get('questions', []))} question{'s' if len(s.get('questions', [])) != 1 else ''}, "
-            f"{len(s.get('dimensions', []))} dimensions, judges: {', '.join(s.get('judges', []))}; "
+            f"{_count(len(s.get('dimensions', [])), 'dimension')} requested, judges: {', '.join(s.get('judges', []))}; "
             f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% intervals over transcripts: "
             "Clopper-Pearson with a cluster adjustment for rates, bootstrap-t "
             f"({p.n_boot} resamples) for mean score differences, MOVER for differences on the same transcripts; "
             "a row resting on one transcript has none (docs/statistics.md). An effect counts as "
             "distinguishable from noise only when its interval excludes 0.")
     parts = [head]
+    w = t.get("warnings")
+    if w is not None and len(w):
+        parts += [f"**Not measured:** {m.rstrip()}" + ("" if m.rstrip().endswith((".", ")")) else ".")
+                  for m in w["message"].astype(str)]  # one paragraph each
     if any(str(j).startswith("scripted:") for j in s.get("judges", [])):
         parts.append("_A scripted test double is among the judges: its numbers exercise the pipeline and "
                      "say nothing about any model._")
     for judge in s.get("judges", []):
         parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(
-            _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0))))))
+            _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0)),
+                         n_requested=len(s.get("dimensions", []))))))
     parts += _differences_lines(t)
     return "\n\n".join(parts)

@@ -3,8 +3,8 @@
 Does a judge plus a score threshold send matched formal and conversational
 requests down different routes (auto-serve vs human review)? The study routes
 each scored pair, measures pair flips, selection/TPR/FPR per wording, their
-gaps against a release contract (point rule and interval rule), Wilson
-intervals, matched-pair intervals and exact McNemar tests per stratum (TPR on
+gaps against a release contract (point rule and interval rule), exact
+(Clopper-Pearson) rate intervals, matched-pair intervals and exact McNemar tests per stratum (TPR on
 the ready pairs, FPR on the needs-review pairs), calibration by score
 band, channel × wording support, and a release decision.
 
@@ -29,13 +29,13 @@ from pathlib import Path
 from . import readiness  # noqa: F401  (registers the scripted test double)
 from .contract import FairnessContract, GapInterval, ReleaseRequirement
 from .gate import (PairAudit, ReleaseDecision, audit_pairs, compare_candidate, gap_gate, interval_checks,
-                   intersection_table, metric_checks, paired_bootstrap, paired_mcnemar, pairs_needed,
+                   intersection_table, metric_checks, paired_mcnemar, pairs_needed,
                    release_decision, stratum_difference, stratum_tests, support_check)
 from .policy import ROUTES, check_threshold, pair_flips, rates, route_rows, stage_attribution, threshold_sweep
 
 __all__ = ["Params", "run", "ShopflowResult", "iter_requests", "shipped", "FairnessContract", "GapInterval", "ReleaseRequirement",
            "PairAudit", "ReleaseDecision", "audit_pairs", "compare_candidate",
-           "interval_checks", "intersection_table", "metric_checks", "paired_bootstrap", "paired_mcnemar",
+           "interval_checks", "intersection_table", "metric_checks", "paired_mcnemar",
            "gap_gate", "pairs_needed", "stratum_difference", "stratum_tests",
            "release_decision", "support_check", "ROUTES", "check_threshold", "pair_flips", "rates", "route_rows",
            "stage_attribution", "threshold_sweep"]

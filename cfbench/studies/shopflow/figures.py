@@ -20,9 +20,10 @@ __all__ = ["plot_slice_rates", "plot_threshold_sweep", "plot_calibration"]
 
 
 def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """Bars of each rate per slice with Wilson error bars.
+    """Bars of each rate per slice with the interval of each row (``ci_method``; Clopper-Pearson from
+    :meth:`PairAudit.rate_intervals`) as error bars.
 
-    ``wilson`` stacks :func:`~cfbench.metrics.groups.wilson_table` outputs
+    ``wilson`` stacks :func:`~cfbench.metrics.groups.rate_table` outputs
     (columns ``slice, metric, successes, n, estimate, ci_low, ci_high``).
     """
     metrics = list(dict.fromkeys(wilson["metric"]))
@@ -43,7 +44,7 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     ax.set_xticks(x, [labels.get(m, m) for m in metrics])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share auto-served (0-1)")
-    ax.set_title(title or "Auto-serve rates by slice (95% Wilson intervals)", fontsize=9)
+    ax.set_title(title or "Auto-serve rates by slice (95% intervals)", fontsize=9)
     ax.legend(title="wording (bar label: k/n)", frameon=False, fontsize=8, title_fontsize=8,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()

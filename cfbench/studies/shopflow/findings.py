@@ -66,9 +66,13 @@ def _audit_invariants(prefix: str, audit: PairAudit) -> dict[str, bool]:
     checks = {
         f"{prefix}: decision is BLOCKED exactly when a requirement is missing":
             s["decision"] in ("APPROVED", "BLOCKED") and (s["decision"] == "BLOCKED") == bool(s["missing"]),
-        f"{prefix}: every defined TPR lies inside its Wilson interval":
-            all(math.isnan(rr["tpr"]) or s["wilson_tpr"][sl][0] - 1e-12 <= rr["tpr"] <= s["wilson_tpr"][sl][1] + 1e-12
+        f"{prefix}: every defined TPR lies inside its Clopper-Pearson and Wilson intervals":
+            all(math.isnan(rr["tpr"]) or all(s[k][sl][0] - 1e-12 <= rr["tpr"] <= s[k][sl][1] + 1e-12
+                                             for k in ("tpr_intervals", "wilson_tpr"))
                 for sl, rr in s["rates"].items()),
+        f"{prefix}: every rate interval names its method and none is a point": bool(all(
+            r.n == 0 or (r.ci_high > r.ci_low and r.ci_method.startswith("clopper-pearson"))
+            for r in audit.rate_intervals().itertuples(index=False))),
         f"{prefix}: each slice's positives + negatives = its rows":
             all(rr["n_pos"] + rr["n_neg"] == s["n_rows"] // n_variants for rr in s["rates"].values()),
         f"{prefix}: flips are audited pairs": {f[0] for f in s["flips"]} <= set(audit.routed["pair_id"]),
@@ -226,6 +230,15 @@ def findings_markdown(result: "ShopflowResult") -> str:
             f"[{civ['ci_low']:+.3f}, {civ['ci_high']:+.3f}]; {civ['verdict']}). "
             f"Release: **{cand.release.decision}**"
             + (f", missing {', '.join(cand.release.missing)}." if cand.release.missing else "."))
+        ti = base.tpr_intervals.set_index("slice")
+        vs = base.variants
+        parts.append(
+            "The seed prints Wilson intervals for the TPRs (reproduced above); with "
+            + " and ".join(f"{int(ti.at[v, 'n'])}" for v in vs)
+            + " ready rows per wording Wilson can cover as little as 83 % (docs/statistics.md), so the tables "
+            "report exact Clopper-Pearson intervals instead: "
+            + "; ".join(f"{v} {int(ti.at[v, 'successes'])}/{int(ti.at[v, 'n'])} "
+                        f"[{_pct(ti.at[v, 'ci_low'])}, {_pct(ti.at[v, 'ci_high'])}]" for v in vs) + ".")
     judged = result.summary.get("judged")
     if judged:
         audit = result.audits["judged"]
@@ -268,5 +281,5 @@ def run_header(result: "ShopflowResult") -> str:
                  + f", {judged['n_pairs_loaded']} pairs loaded, {judged['n_pairs']} audited, "
                  f"{judged['n_pairs_excluded']} excluded, threshold {p.judged_threshold:.2f}; "
                  f"{stats.get('n_called', 0)} calls made and {stats.get('n_cached', 0)} read from the cache "
-                 f"in {stats.get('wall_s', float('nan')):.1f} s. Bootstrap: {p.n_boot} resamples, seed {p.seed}.")
+                 f"in {stats.get('wall_s', float('nan')):.1f} s.")
     return text

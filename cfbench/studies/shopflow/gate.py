@@ -25,7 +25,7 @@ from .policy import POSITIVE, SELECTED, pair_flips, rates as policy_rates, route
 
 __all__ = ["support_check", "metric_checks", "interval_checks", "stratum_tests", "stratum_difference",
            "gap_gate", "pairs_needed", "intersection_table", "ReleaseDecision",
-           "release_decision", "paired_mcnemar", "paired_bootstrap", "PairAudit", "audit_pairs",
+           "release_decision", "paired_mcnemar", "PairAudit", "audit_pairs",
            "compare_candidate"]
 
 _GAPS = (("tpr_gap", "tpr", "max_tpr_gap"), ("fpr_gap", "fpr", "max_fpr_gap"))
@@ -65,14 +65,6 @@ def metric_checks(rates: pd.DataFrame, contract: FairnessContract) -> pd.DataFra
         rows.append({"check": check, "role": _role(check, contract), "definition": definition, "value": value,
                      "limit": limit, "status": "PASS" if ok else "FAIL"})
     return pd.DataFrame(rows)
-
-
-def paired_bootstrap(routed: pd.DataFrame, variants: Sequence[str], *, among: bool, n_boot: int, seed: int,
-                     confidence: float = 0.95) -> G.BootstrapInterval:
-    """Paired bootstrap of rate(variants[0]) − rate(variants[1]); ``among=True`` TPR, ``False`` FPR."""
-    paired = G.paired_outcomes(routed, unit="pair_id", by="variant", variants=variants, outcome=SELECTED,
-                               positive=POSITIVE)
-    return G.paired_rate_diff_bootstrap(paired, among=among, n_boot=n_boot, seed=seed, confidence=confidence)
 
 
 def paired_mcnemar(routed: pd.DataFrame, variants: Sequence[str], *, ready: bool | None = None) -> McNemarResult:
@@ -248,8 +240,9 @@ class PairAudit:
     flips: pd.DataFrame
     rates: pd.DataFrame
     gaps: pd.DataFrame
-    wilson_tpr: pd.DataFrame
-    wilson_fpr: pd.DataFrame
+    tpr_intervals: pd.DataFrame  # Clopper-Pearson per slice (rate_table)
+    fpr_intervals: pd.DataFrame
+    wilson_tpr: pd.DataFrame  # the seed's Wilson interval, for its printed lines only
     support: pd.DataFrame
     checks: pd.DataFrame
     interval_checks: pd.DataFrame
@@ -288,11 +281,12 @@ class PairAudit:
         return bool((self.interval_checks["status"] == "PASS").all())
 
     def rate_intervals(self) -> pd.DataFrame:
-        """Wilson interval of every rate per slice (selection, TPR, FPR stacked)."""
-        return pd.concat([G.wilson_table(self.rates, m) for m in G.RATE_METRICS], ignore_index=True)
+        """Clopper-Pearson interval of every rate per slice (selection, TPR, FPR stacked; ``ci_method``
+        names it). Wilson, which the seed prints, undercovers at these slice sizes (``docs/statistics.md``)."""
+        return pd.concat([G.rate_table(self.rates, m) for m in G.RATE_METRICS], ignore_index=True)
 
     def summary(self) -> dict[str, Any]:
-        """Flips, rates, gaps, Wilson TPR, checks (point and interval), decision."""
+        """Flips, rates, gaps, TPR intervals (Clopper-Pearson, and the seed's Wilson), checks, decision."""
         return {
             "threshold": self.threshold,
             "n_pairs": int(self.routed["pair_id"].nunique()),
@@ -304,6 +298,9 @@ class PairAudit:
             "tpr_gap": self.tpr_gap,
             "fpr_gap": self.fpr_gap,
             "selection_gap": self.selection_gap,
+            "tpr_intervals": {str(r["slice"]): [r["ci_low"], r["ci_high"]] for _, r in self.tpr_intervals.iterrows()},
+            "tpr_ci_method": G.RATE_CI_METHODS["clopper-pearson"],
+            # the seed prints Wilson; kept to reproduce its lines, not read by any gate or finding
             "wilson_tpr": {str(r["slice"]): [r["ci_low"], r["ci_high"]] for _, r in self.wilson_tpr.iterrows()},
             "checks": {r["check"]: r["status"] for _, r in self.checks.iterrows()},
             "interval_checks": {(r["check"] if len(self.interval_checks) == 2 else f"{r['check']}: {r['definition']}"): {k: (r[k].item() if hasattr(r[k], "item") else r[k]) for k in (
@@ -339,7 +336,8 @@ def audit_pairs(frame: pd.DataFrame, contract: FairnessContract, *, threshold: f
     return PairAudit(
         threshold=float(threshold), variants=vs, contract=contract, routed=routed,
         flips=pair_flips(routed, variants=vs), rates=rates, gaps=G.pairwise_gaps(rates),
-        wilson_tpr=G.wilson_table(rates, "tpr"), wilson_fpr=G.wilson_table(rates, "fpr"),
+        tpr_intervals=G.rate_table(rates, "tpr"), fpr_intervals=G.rate_table(rates, "fpr"),
+        wilson_tpr=G.wilson_table(rates, "tpr"),
         support=support, checks=checks, interval_checks=intervals, stratum_tests=tests,
         calibration=G.calibration_table(routed, score="score", positive=POSITIVE, by="variant",
                                         edges=calibration_edges, min_support=calibration_min_support, order=vs),

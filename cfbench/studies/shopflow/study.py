@@ -2,8 +2,8 @@
 
 Part 1 ("seed") recomputes every figure the seed prints from its ten labelled
 synthetic pairs; part 2 ("judged") runs the same audit on a real judge's
-P(ready) for cfbench's matched pairs, with McNemar, paired bootstraps, the
-interval rule and a threshold sweep. The notebook ``notebooks/shopflow.ipynb``
+P(ready) for cfbench's matched pairs, with McNemar and Tango's matched-pair
+interval per stratum, the interval rule and a threshold sweep. The notebook ``notebooks/shopflow.ipynb``
 is this call plus display.
 """
 
@@ -26,7 +26,7 @@ from cfbench.report import RunOutput, StudyResult
 from . import findings as F
 from . import readiness as R
 from .contract import FairnessContract
-from .gate import PairAudit, audit_pairs, compare_candidate, paired_bootstrap, paired_mcnemar
+from .gate import PairAudit, audit_pairs, compare_candidate, paired_mcnemar
 from .policy import check_threshold, threshold_sweep
 
 __all__ = ["Params", "ShopflowResult", "run", "iter_requests"]
@@ -35,7 +35,6 @@ _DATA = Path(__file__).resolve().parent / "data"
 #: McNemar per stratum: the TPR question is the ready pairs', the FPR question the needs-review pairs';
 #: "all" (pooled) is an extra that mixes both.
 _STRATA = (("ready", True), ("needs_review", False), ("all", None))
-_BOOT_ROLE = "descriptive percentile bootstrap; not used by the gate or the findings"
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,11 @@ class Params:
     sweep_start: float = 0.05  # threshold sweep: first threshold
     sweep_stop: float = 0.95  # threshold sweep: last threshold
     sweep_step: float = 0.01  # threshold sweep: step
-    n_boot: int = 2000  # resamples of the descriptive paired bootstrap (no gate or finding uses it)
-    seed: int = 20260001  # seed of every bootstrap
+    # n_boot and seed: unused since ShopFlow dropped its descriptive percentile bootstrap (every interval
+    # it reports is exact or computed exactly: Clopper-Pearson rates, Tango gaps); still accepted so the
+    # configs and notebooks that set them load
+    n_boot: int = 2000  # unused (see above)
+    seed: int = 20260001  # unused (see above)
 
     def __post_init__(self) -> None:
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
@@ -212,10 +214,6 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
     audit = audit_pairs(scored.frame, contract, **kw)
     result.audits["judged"] = audit
     mcn = {k: paired_mcnemar(audit.routed, vs, ready=r) for k, r in _STRATA}
-    boot = paired_bootstrap(audit.routed, vs, among=True, n_boot=params.n_boot, seed=params.seed)
-    has_neg = bool((~audit.routed["expected_ready"]).any())
-    boot_fpr = (paired_bootstrap(audit.routed, vs, among=False, n_boot=params.n_boot, seed=params.seed)
-                if has_neg else None)
     sweep = threshold_sweep(scored.frame, params.sweep_thresholds(), variants=vs)
     rows = audit.routed.merge(scored.parsed[["pair_id", "variant", "score_source", "yes_no_mass", "raw"]],
                               on=["pair_id", "variant"], how="left")
@@ -244,11 +242,6 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
         "min_yes_no_mass": float(parsed["yes_no_mass"].min()),
         "mean_score": rows.groupby("variant")["score"].mean().to_dict(),
         "mcnemar": {k: vars(v) for k, v in mcn.items()},
-        # descriptive only (the notebook shows them): the gate and the findings use the matched-pair interval
-        # of judged_interval_checks / judged_stratum_tests; a percentile bootstrap is [0, 0] with no discordant pair
-        "bootstrap_tpr_diff": {**vars(boot), "difference": f"tpr[{vs[0]}] - tpr[{vs[1]}]", "role": _BOOT_ROLE},
-        "bootstrap_fpr_diff": ({**vars(boot_fpr), "difference": f"fpr[{vs[0]}] - fpr[{vs[1]}]", "role": _BOOT_ROLE}
-                               if boot_fpr is not None else None),
         "judge_stats": run_.stats,
     })
     if params.candidate_prompt:
@@ -277,7 +270,7 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
     who = "seed fixture" if part == "seed" else params.judge
     n_pairs = audit.routed["pair_id"].nunique()
     result.figures[f"{part}_rates"] = P.plot_slice_rates(
-        audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs, 95% Wilson)")
+        audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs, 95% Clopper-Pearson)")
     result.figures[f"{part}_threshold_sweep"] = P.plot_threshold_sweep(
         result.tables[f"{part}_threshold_sweep"], threshold=audit.threshold, variants=audit.variants,
         tpr_limit=audit.contract.max_tpr_gap, fpr_limit=audit.contract.max_fpr_gap, n_pairs=n_pairs,
