@@ -593,6 +593,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     }
     _write_provenance(staging / f"{run.study}.ipynb", info)
     (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    _write_view_page(staging, run)
     _check_ours(final, force=force)  # still ours (or forced) at the swap
     old = None
     if final.exists():
@@ -752,6 +753,19 @@ def _portable_paths(notebook: Path, run: _Run) -> None:
     meta["input_path"] = f"notebooks/{run.study}.ipynb"
     meta["output_path"] = f"results/{run.study}/{run.config}/{run.study}.ipynb"
     notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _write_view_page(folder: Path, run: _Run) -> None:
+    """The run explorer page (``view.html``) of a finished run, provenance from its ``run_info.json``.
+    A page that cannot be built costs one warning line, never the run."""
+    try:
+        from .view import write_view
+
+        write_view(folder, folder / "view.html")
+    except Exception as exc:  # noqa: BLE001 - the results stand without their page
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "
+              f"the results are complete, run `cfbench view` on the folder to retry", file=sys.stderr, flush=True)
 
 
 def _remove_cache_leaks() -> list[str]:
