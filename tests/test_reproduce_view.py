@@ -53,3 +53,23 @@ def test_a_page_that_cannot_be_built_costs_one_warning_not_the_run(fake_notebook
     assert (folder / "run_info.json").is_file() and not (folder / "view.html").exists()
     warnings = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
     assert len(warnings) == 1 and "view.html not written (ValueError: no way)" in warnings[0], warnings
+
+
+def test_the_page_shows_the_commit_not_an_object(tmp_path):
+    from cfbench.view import write_view
+    from cfbench.view.cdp import Chromium, chromium_path
+
+    if chromium_path() is None:
+        pytest.skip("no Chromium installed (/usr/bin/chromium)")
+    (tmp_path / "run_info.json").write_text(json.dumps({
+        "study": "shopflow", "config": "smoke", "replay": False, "mode": "live", "wall_s": 3.5,
+        "machine": "x86_64", "cpus": 2, "python": "3.11.7", "overrides": {"n_boot": 50},
+        "commit": {"sha": "0123456789abcdef0123", "dirty": True}}))
+    page = write_view(tmp_path)
+    with Chromium() as b:
+        b.open(page.resolve().as_uri())
+        facts = b.eval("Object.fromEntries([...document.querySelectorAll('dd[data-key]')]"
+                       ".map(d => [d.dataset.key, d.textContent]))")
+    assert facts["commit"] == "0123456789ab with uncommitted changes to tracked files"
+    assert facts["live or replay"].startswith("live") and facts["wall time"].startswith("3.5 s")
+    assert '"n_boot": 50' in facts["overrides"]
