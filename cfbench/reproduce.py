@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping
 
 from .core.errors import InputError
 from .core.files import read_yaml
-from .core.secrets import find_secret_leaks
+from .core.secrets import SecretLeakError, find_secret_leaks
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -574,11 +574,15 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _shutdown(km)
     wall = time.perf_counter() - t0
     _portable_paths(staging / f"{run.study}.ipynb", run)
-    leaks = find_secret_leaks(staging) + _cache_leaks()
+    leaks = ([str(Path(p).relative_to(staging)) for p in find_secret_leaks(staging)]
+             + [f"the response cache ({hit})" for hit in _cache_leaks()])
     if leaks:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise RuntimeError(f"a secret from the environment was written to {', '.join(leaks)}; "
-                           "the run's outputs were deleted")
+        shutil.rmtree(staging, ignore_errors=True)  # this run's own staging folder
+        removed = _remove_cache_leaks()
+        shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
+        raise SecretLeakError(f"{run.study}: a credential from the environment was written to {shown}; "
+                              f"the run's outputs were deleted and {len(removed)} cache row(s) holding it "
+                              "removed (previous results left untouched)")
     info = {
         "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
@@ -589,6 +593,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     }
     _write_provenance(staging / f"{run.study}.ipynb", info)
     (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    _write_view_page(staging, run)
     _check_ours(final, force=force)  # still ours (or forced) at the swap
     old = None
     if final.exists():
@@ -748,6 +753,27 @@ def _portable_paths(notebook: Path, run: _Run) -> None:
     meta["input_path"] = f"notebooks/{run.study}.ipynb"
     meta["output_path"] = f"results/{run.study}/{run.config}/{run.study}.ipynb"
     notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _write_view_page(folder: Path, run: _Run) -> None:
+    """The run explorer page (``view.html``) of a finished run, provenance from its ``run_info.json``.
+    A page that cannot be built costs one warning line, never the run."""
+    try:
+        from .view import write_view
+
+        write_view(folder, folder / "view.html")
+    except Exception as exc:  # noqa: BLE001 - the results stand without their page
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "
+              f"the results are complete, run `cfbench view` on the folder to retry", file=sys.stderr, flush=True)
+
+
+def _remove_cache_leaks() -> list[str]:
+    """Delete the response-cache rows that hold a credential; their names."""
+    from .judges.cache import ResponseCache, default_cache_path, remove_leaking_rows
+
+    path = default_cache_path()
+    return remove_leaking_rows(ResponseCache(path)) if path.is_file() else []
 
 
 def _cache_leaks() -> list[str]:

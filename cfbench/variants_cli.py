@@ -18,6 +18,7 @@ Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -64,19 +65,39 @@ def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | N
                  sample: int | None = None) -> dict[str, Path]:
     """Make the variants of ``file`` (or of ``limit`` / a seeded ``sample`` of its transcripts) into
     ``out``; returns the written paths."""
+    from cfbench.core.errors import InputError
     from cfbench.perturb import make_variants, rejection_table
     from cfbench.perturb.review import review_html
 
+    out = Path(out)
+    _check_out_folder(out)  # before the work, not after it
     ts = select_transcripts(load_any(file), limit=limit, sample=sample, seed=seed)
     v = make_variants(ts, dimensions=dimensions, seed=seed, decisions=decisions, progress=progress)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder ({exc.strerror or type(exc).__name__})",
+                         source=str(out), field="--out") from None
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
              "review": out / "review.html"}
     v.to_parquet(paths["variants"], index=False)
     rejection_table(v).to_csv(paths["rejections"], index=False)
-    paths["review"].write_text(review_html(v, ts, title=Path(file).name), encoding="utf-8")
+    # a file name the file system gives in no encoding (undecodable bytes) is shown with \x escapes
+    title = os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
+    paths["review"].write_text(review_html(v, ts, title=title), encoding="utf-8")
     return paths
+
+
+def _check_out_folder(out: Path) -> None:
+    """``--out`` must be a folder, or a path whose nearest existing parent is a folder."""
+    from cfbench.core.errors import InputError
+
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == out else f"has a file in its path ({p})"
+                raise InputError(f"--out must be a folder; this path {what}", source=str(out), field="--out")
+            return
 
 
 def _cmd(args: argparse.Namespace) -> int:

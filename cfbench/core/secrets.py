@@ -280,6 +280,29 @@ class SecretLeakError(ValueError):
 scrub_secrets = scrub
 
 
+#: The view page's data block: JSON ``{"encoding": "gzip+base64", "payload": ...}`` (cfbench.view.page).
+_PACKED_BLOCK = re.compile(r'<script type="application/json" id="cfbench-data">(.*?)</script>', re.S)
+
+
+def _packed_page_data(page: str) -> list[str]:
+    """The decompressed data blocks of a cfbench view page (gzip then base64 inside a JSON
+    script element); a block that does not decode is returned as it stands."""
+    import gzip
+    import json
+
+    out = []
+    for m in _PACKED_BLOCK.finditer(page):
+        try:
+            box = json.loads(m.group(1))
+            packed = box["payload"] if isinstance(box, dict) and box.get("encoding") == "gzip+base64" else None
+            if packed is None:
+                continue
+            out.append(gzip.decompress(base64.b64decode(packed)).decode("utf-8", "replace"))
+        except (ValueError, KeyError, TypeError, OSError, EOFError):  # not our encoding: the raw text was scanned
+            continue
+    return out
+
+
 def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[str]:
     """Files under ``directory`` that hold a credential from the environment (any form, or a piece)."""
     from pathlib import Path
@@ -296,6 +319,8 @@ def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str,
             import pyarrow.parquet as pq
 
             text += "\n".join(map(str, pq.read_table(path).to_pylist()))
+        if path.suffix in (".html", ".htm"):
+            text += "\n".join(_packed_page_data(text))
         if echoed_credential(text, creds=creds):
             hits.append(str(path))
     return hits

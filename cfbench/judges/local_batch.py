@@ -28,7 +28,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -85,16 +85,22 @@ class BatchEngine:
         self._mem = L.llama_get_memory(self._ctx)
         self._batch = L.llama_batch_init(n_batch, 0, slots)
         self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._active: dict[int, _Job] = {}
+        self._dead: BaseException | None = None  # set when the worker thread died
         self._thread = threading.Thread(target=self._loop, name="cfbench-local-batch", daemon=True)
         self._closed = False
         self._thread.start()
 
     # ------------------------------------------------------------------ public
     def submit(self, request: Request, tokens: list[int], stops: list[str], seed: int) -> Future:
+        if self._dead is not None:
+            raise JudgeError(f"the local batch engine stopped: {type(self._dead).__name__}: {self._dead}")
         if self._closed:
             raise JudgeError("the local batch engine is closed")
         fut: Future = Future()
         self._queue.put(_Job(request, tokens, [s for s in [*stops, *request.config.stop] if s], seed, fut))
+        if self._dead is not None:  # died between the check and the put: nobody would take the job
+            self._drain(self._dead)
         return fut
 
     def close(self) -> None:
@@ -143,20 +149,52 @@ class BatchEngine:
         b.n_tokens = i + 1
         return i
 
-    def _finish(self, slot: int, job: _Job, reason: str, text: str) -> None:
-        self._L.llama_sampler_free(job.sampler)
-        self._L.llama_memory_seq_rm(self._mem, slot, -1, -1)
-        job.future.set_result(Response(text=text, top_logprobs=None, prompt_tokens=len(job.tokens),
-                                       completion_tokens=len(job.out), prompt_tokens_evaluated=len(job.tokens),
-                                       finish_reason=reason))
-
-    def _fail(self, slot: int | None, job: _Job, exc: BaseException) -> None:
+    def _release(self, slot: int | None, job: _Job) -> None:
+        """Free a job's sampler and its slot's KV cells."""
         if job.sampler is not None:
             self._L.llama_sampler_free(job.sampler)
+            job.sampler = None
         if slot is not None:
             self._L.llama_memory_seq_rm(self._mem, slot, -1, -1)
-        if not job.future.done():
+
+    def _finish(self, slot: int, job: _Job, reason: str, text: str) -> None:
+        self._release(slot, job)
+        try:  # the caller may have given up (the runner's timeout cancels the future)
+            job.future.set_result(Response(text=text, top_logprobs=None, prompt_tokens=len(job.tokens),
+                                           completion_tokens=len(job.out), prompt_tokens_evaluated=len(job.tokens),
+                                           finish_reason=reason))
+        except InvalidStateError:
+            pass
+
+    def _fail(self, slot: int | None, job: _Job, exc: BaseException) -> None:
+        self._release(slot, job)
+        try:
             job.future.set_exception(exc)
+        except InvalidStateError:  # cancelled or already resolved
+            pass
+
+    def _drain(self, exc: BaseException) -> None:
+        """Fail every running and queued job: nobody waits forever on a dead engine."""
+        for slot, job in list(self._active.items()):
+            try:
+                self._fail(slot, job, exc)
+            except BaseException:  # noqa: BLE001 - freeing may fail too; the caller must still learn
+                if not job.future.done():
+                    try:
+                        job.future.set_exception(exc)
+                    except InvalidStateError:
+                        pass
+        self._active.clear()
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                try:
+                    job.future.set_exception(exc)
+                except InvalidStateError:
+                    pass
 
     def _accept(self, slot: int, job: _Job, token: int) -> bool:
         """Record a sampled token; True when the reply is finished (and resolved)."""
@@ -178,10 +216,23 @@ class BatchEngine:
         return False
 
     def _loop(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - the waiting calls learn of it instead of hanging
+            err = JudgeError(f"the local batch engine stopped: {type(exc).__name__}: {exc}")
+            self._dead = err
+            self._drain(err)
+
+    def _run(self) -> None:
         L = self._L
-        active: dict[int, _Job] = {}
+        active = self._active
         closing = False
         while True:
+            # a call whose caller gave up (cancelled future) leaves its slot at once
+            for slot, job in list(active.items()):
+                if job.future.done():
+                    self._release(slot, job)
+                    del active[slot]
             # fill free slots (block only when nothing is running)
             while not closing and len(active) < self.slots:
                 try:
@@ -191,6 +242,8 @@ class BatchEngine:
                 if job is None:
                     closing = True
                     break
+                if job.future.done():  # cancelled while queued
+                    continue
                 slot = next(s for s in range(self.slots) if s not in active)
                 try:
                     job.sampler = self._sampler(job)

@@ -126,7 +126,7 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
     requests = list(requests)
     store = _resolve_cache(cache)
     keys = dict(zip(request_keys(spec, requests), requests))
-    cached = store.has_many(list(keys)) if store is not None else set()
+    cached = store.has_many(list(keys), judge=spec) if store is not None else set()
     if store is not None and remember:
         new = [k for k in keys if k not in cached]
         store.remember_requests(spec, [keys[k] for k in new], keys=new)
@@ -430,11 +430,11 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     store = _resolve_cache(cache)
     with _gc_paused():
         # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error)
-        outcomes: dict[str, tuple] = _hit_outcomes(store.get_rows(unique)) if store is not None else {}
+        outcomes: dict[str, tuple] = _hit_outcomes(store.get_rows(unique, judge=spec)) if store is not None else {}
     hits = set(outcomes)  # get_rows returns only the keys asked for
     todo = [k for k in unique if k not in hits]
     if mode == "replay" and todo:
-        recorded = store.failures_many(todo) if store is not None else {}
+        recorded = store.failures_many(todo, judge=spec) if store is not None else {}
         missing = [k for k in todo if k not in recorded]
         if missing:
             raise CacheMissError(
@@ -604,13 +604,16 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     with _gc_paused():
         frame = _frame(requests, keys, spec, outcomes, hits)
     n_failed = sum(1 for o in outcomes.values() if o[6] is not None)
-    ptok = sum((r.prompt_tokens or 0) for r in fresh)
-    ctok = sum((r.completion_tokens or 0) for r in fresh)
-    etok = sum((r.prompt_tokens_evaluated or 0) for r in fresh)
-    cost = math.nan
-    if price_table and spec in price_table:
-        p_in, p_out = price_table[spec]
-        cost = (ptok * p_in + ctok * p_out) / 1e6
+    if mode == "replay":  # what the cached replies used (their recorded usage), not 0
+        used = [outcomes[k] for k in hits]
+        ptok = sum((o[2] or 0) for o in used)
+        ctok = sum((o[3] or 0) for o in used)
+        etok = sum((o[4] or 0) for o in used)
+    else:
+        ptok = sum((r.prompt_tokens or 0) for r in fresh)
+        ctok = sum((r.completion_tokens or 0) for r in fresh)
+        etok = sum((r.prompt_tokens_evaluated or 0) for r in fresh)
+    cost, cost_note = _cost(spec, ptok, ctok, price_table)
     stats = {
         "judge": spec,
         "mode": mode,
@@ -624,6 +627,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         "prompt_tokens_evaluated": etok,
         "completion_tokens": ctok,
         "cost_usd": cost,
+        "cost_note": cost_note,
         "wall_s": time.perf_counter() - t_start,
     }
     if gate is not None and gate.adaptive:
@@ -633,6 +637,35 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
                     spec, n_failed, len(unique), 100 * stats["non_completion_rate"])
     return RunResult(frame, stats)
+
+
+def _cost(spec: str, ptok: int, ctok: int,
+          price_table: Mapping[str, tuple[float, float]] | None) -> tuple[float, str]:
+    """(USD, how it was priced) for ``ptok`` prompt and ``ctok`` completion tokens of ``spec``.
+    ``local:`` and ``scripted:`` judges cost 0 (no API); ``openai:`` models are priced from the
+    price table (:mod:`cfbench.judges.pricing`, list price, not the Batch API discount); other
+    backends and unpriced models give NaN, with the reason."""
+    if price_table and spec in price_table:
+        p_in, p_out = price_table[spec]
+        return (ptok * p_in + ctok * p_out) / 1e6, "price_table argument"
+    backend = spec.partition(":")[0]
+    if backend == "local":
+        return 0.0, "0: local model on this machine, no API cost"
+    if backend == "scripted":
+        return 0.0, "0: scripted test double, no API cost"
+    if backend == "openai":
+        from .pricing import estimate_cost, load_prices
+
+        model = spec.partition(":")[2].partition("@")[0]
+        try:
+            est = estimate_cost(model, ptok, ctok, load_prices(), batch=False)
+        except Exception as exc:  # noqa: BLE001 - a bad $CFBENCH_PRICES must not lose the run's results
+            return math.nan, f"not priced: {exc}"
+        if est["total_usd"] is None:
+            return math.nan, est["note"]
+        return est["total_usd"], (f"estimate: recorded usage at list price of {est['priced_as']} "
+                                  f"(as of {est.get('as_of')}), no Batch API discount")
+    return math.nan, f"not priced: no price table for the {backend!r} backend"
 
 
 def _keys_and_unique(spec: str, requests: list[Request]) -> tuple[list[str], dict[str, Request]]:

@@ -304,7 +304,10 @@
     const live = ri.replay === true ? "replay (every answer from the response cache)" : ri.replay === false ? "live (models called)" : "not recorded";
     fact("study", D.study);
     fact("config", ri.config || sm.config || "not recorded");
-    fact("commit", ri.commit || sm.commit || "not recorded in run_info.json");
+    const cm = ri.commit || sm.commit;  // run_info.json: {sha, dirty} (older runs: a string)
+    fact("commit", !cm ? "not recorded in run_info.json" : typeof cm === "object"
+      ? String(cm.sha || "?").slice(0, 12) + (cm.dirty ? " with uncommitted changes to tracked files" : " (clean)")
+      : cm);
     fact("live or replay", live);
     fact("machine", [ri.machine, ri.cpus ? ri.cpus + " CPUs" : null, ri.python ? "Python " + ri.python : null].filter(Boolean).join(", ") || "not recorded");
     fact("wall time", ri.wall_s !== undefined ? ri.wall_s + " s (this execution)" : "not recorded");

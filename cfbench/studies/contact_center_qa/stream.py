@@ -144,15 +144,18 @@ def _settings(backend: str, config: GenerationConfig) -> str:
 
 
 def count_requests(params: Any, *, transcripts: Iterable[Any] | None = None) -> dict[str, Any]:
-    """Stream :func:`iter_requests` and count: distinct requests per judge, per task and arm, prompt characters."""
+    """Stream :func:`iter_requests` and count: distinct requests per judge, per task and arm, prompt
+    characters and the output-token allowance (the sum of ``max_tokens``)."""
     by: Counter = Counter()
     chars = 0
+    max_out = 0
     n = 0
     for r in iter_requests(params, transcripts=transcripts):
         parts = r.request_id.split("/")  # task/question/arm/item/variant/...
         by[(parts[0], parts[2] if len(parts) > 2 else "")] += 1
         chars += sum(len(m["content"]) for m in r.messages)
+        max_out += r.config.max_tokens
         n += 1
     return {"n_requests_per_judge": n, "n_judges": len(params.judges), "n_requests": n * len(params.judges),
-            "prompt_chars_per_judge": chars,
+            "prompt_chars_per_judge": chars, "max_output_tokens_per_judge": max_out,
             "by_task_arm": {f"{t}/{a}": c for (t, a), c in sorted(by.items())}}

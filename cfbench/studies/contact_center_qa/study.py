@@ -132,7 +132,7 @@ class ContactCenterResult(StudyResult):
                     f"requests per judge, {f['n_requests']:,} for the {len(s['judges'])} judges, counted by "
                     f"streaming in {f['count_s']:.0f} s. Too many to plan in memory: the cells below show the "
                     f"first {f['preview_items']} transcripts (every judgment missing). Send the whole design "
-                    f"with `{f['batch_command']}`.")
+                    f"with `{f['batch_command']}`." + _plan_cost_line(f.get("cost_by_judge") or []))
         n, nq = len(s["items"]), len(s["questions"])
         cost = self.frames["cost"]
         est = float(cost["est_seconds"].sum()) / 60 if len(cost) else float("nan")
@@ -303,12 +303,61 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
                           f"{config_name or 'CONFIG'}.yaml --judge {judges[0]} --out batch/"
                           f"{config_name or 'run'}"),
     }
+    result.summary["plan_only"]["cost_by_judge"] = plan_cost_by_judge(judges, counts)
+    result.frames["plan_cost_estimate"] = pd.DataFrame(result.summary["plan_only"]["cost_by_judge"])
     result.frames["plan_summary_full"] = pd.DataFrame(
         [{"judge": j, "task": k.split("/")[0], "arm": k.split("/")[1], "n_requests": v}
          for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
     return result
+
+
+def _plan_cost_line(rows: Sequence[dict[str, Any]]) -> str:
+    """The plan-only header's cost sentence: per judge, requests, estimated tokens, estimated USD."""
+    parts = []
+    for r in rows:
+        usd = r["cost_usd_est"]
+        cost = "not priced" if usd is None else ("$0 (no API)" if usd == 0 else f"≈ ${usd:,.2f}")
+        parts.append(f"{r['judge']}: {r['n_requests']:,} requests, ≈ {r['prompt_tokens_est']:,} prompt tokens "
+                     f"(estimated from characters) + at most {r['max_output_tokens']:,} output tokens, {cost}")
+    return (" Estimated per judge: " + "; ".join(parts) + ".") if parts else ""
+
+
+def plan_cost_by_judge(judges: Sequence[str], counts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Requests, estimated tokens and estimated cost per judge of a streamed plan-only count.
+
+    Prompt tokens are estimated from characters (:func:`cfbench.judges.pricing.estimate_from_chars`:
+    characters / 4 plus the chat framing), output tokens are the ``max_tokens`` allowance (an upper
+    bound); ``openai:`` judges are priced at the Batch API price of the shipped table (what the
+    suggested ``cfbench batch plan`` would send), ``local:`` and ``scripted:`` cost 0 (no API),
+    other backends are not priced (cost None, with the reason)."""
+    from cfbench.judges.pricing import estimate_from_chars, load_prices
+
+    prices = None
+    rows = []
+    n, chars = counts["n_requests_per_judge"], counts["prompt_chars_per_judge"]
+    max_out = counts.get("max_output_tokens_per_judge", 0)
+    for spec in judges:
+        backend, _, rest = spec.partition(":")
+        model = rest.partition("@")[0]
+        if prices is None:
+            prices = load_prices()
+        est = estimate_from_chars(model, n, chars, max_out, prices, batch=True)
+        row = {"judge": spec, "n_requests": n, "prompt_chars": chars,
+               "prompt_tokens_est": est["prompt_tokens"], "max_output_tokens": max_out,
+               "token_method": est["method"]}
+        if backend == "openai":
+            c = est["cost"]
+            row.update(cost_usd_est=c["total_usd"],
+                       cost_note=(f"Batch API price of {c['priced_as']} (as of {c.get('as_of')}), output at its "
+                                  "max_tokens allowance" if c["total_usd"] is not None else c["note"]))
+        elif backend in ("local", "scripted"):
+            row.update(cost_usd_est=0.0, cost_note=f"0: {backend} judge, no API cost")
+        else:
+            row.update(cost_usd_est=None, cost_note=f"not priced: no price table for the {backend!r} backend")
+        rows.append(row)
+    return rows
 
 
 #: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.

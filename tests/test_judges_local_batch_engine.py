@@ -1,0 +1,225 @@
+"""The local batch engine's bookkeeping on a fake llama.cpp (no model loaded): a call the runner
+gave up on leaves its slot, and an engine that dies fails its callers instead of hanging them."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import threading
+import time
+from concurrent.futures import CancelledError
+from concurrent.futures import TimeoutError as FutureTimeout
+from types import SimpleNamespace
+
+import pytest
+
+from cfbench.judges import GenerationConfig, Request, run_requests
+from cfbench.judges.base import Judge, JudgeError, Response
+from cfbench.judges.local import LocalJudge
+from cfbench.judges.local_batch import BatchEngine
+from cfbench.judges.runner import _FirstTimeout
+
+
+class FakeLlama:
+    """Just enough of llama_cpp's C API for BatchEngine: every decode sleeps ``step_s``; every
+    sampled token is 7 (piece ``b"a"``), never end-of-generation, so a reply ends at max_tokens."""
+
+    def __init__(self, step_s: float = 0.005, sample_error_after: int | None = None):
+        self.step_s = step_s
+        self.sample_error_after = sample_error_after
+        self.samples = 0
+        self.decodes = 0
+        self.seq_rm: list[int] = []
+        self.freed = 0
+        self.made = 0
+
+    def llama_context_default_params(self):
+        return SimpleNamespace()
+
+    def llama_init_from_model(self, model, cp):
+        return object()
+
+    def llama_model_get_vocab(self, model):
+        return object()
+
+    def llama_get_memory(self, ctx):
+        return object()
+
+    def llama_batch_init(self, n, embd, seqs):
+        return SimpleNamespace(token=[0] * n, pos=[0] * n, n_seq_id=[0] * n, seq_id=[[0] for _ in range(n)],
+                               logits=[False] * n, n_tokens=0)
+
+    def llama_batch_free(self, b):
+        pass
+
+    def llama_free(self, ctx):
+        pass
+
+    def llama_sampler_chain_default_params(self):
+        return None
+
+    def llama_sampler_chain_init(self, p):
+        self.made += 1
+        return object()
+
+    def llama_sampler_chain_add(self, chain, s):
+        pass
+
+    def llama_sampler_init_greedy(self):
+        return object()
+
+    def llama_sampler_init_penalties(self, *a):
+        return object()
+
+    def llama_sampler_init_top_p(self, *a):
+        return object()
+
+    def llama_sampler_init_temp(self, *a):
+        return object()
+
+    def llama_sampler_init_dist(self, *a):
+        return object()
+
+    def llama_sampler_free(self, s):
+        self.freed += 1
+
+    def llama_memory_seq_rm(self, mem, seq, p0, p1):
+        self.seq_rm.append(seq)
+
+    def llama_decode(self, ctx, batch):
+        self.decodes += 1
+        time.sleep(self.step_s)
+        return 0
+
+    def llama_sampler_sample(self, sampler, ctx, idx):
+        self.samples += 1
+        if self.sample_error_after is not None and self.samples > self.sample_error_after:
+            raise ValueError("sampler blew up")
+        return 7
+
+    def llama_vocab_is_eog(self, vocab, token):
+        return False
+
+    def llama_token_to_piece(self, vocab, token, buf, n, lstrip, special):
+        ctypes.memmove(buf, b"a", 1)
+        return 1
+
+
+def req(rid: str, max_tokens: int) -> Request:
+    return Request(rid, ({"role": "user", "content": rid},),
+                   GenerationConfig(temperature=0.0, max_tokens=max_tokens, seed=1))
+
+
+def engine(fake: FakeLlama, slots: int = 2) -> BatchEngine:
+    return BatchEngine(fake, object(), slots=slots, slot_ctx=512, n_batch=64, n_threads=1,
+                       compute_lock=threading.Lock())
+
+
+def test_a_cancelled_call_frees_its_slot_and_the_engine_keeps_serving():
+    fake = FakeLlama(step_s=0.005)
+    eng = engine(fake, slots=2)
+    try:
+        long = eng.submit(req("long", 400), [1, 2, 3], [], 1)  # ~2 s of decoding
+        time.sleep(0.1)
+        assert long.cancel()  # what asyncio.wrap_future does when the runner's timeout fires
+        queued = [eng.submit(req(f"q{i}", 300), [1, 2], [], 1) for i in range(3)]
+        assert queued[2].cancel()  # cancelled while still queued: never takes a slot
+        ok = eng.submit(req("after", 5), [1, 2], [], 1)
+        # before the fix the engine later called set_result on the cancelled future, its thread
+        # died on InvalidStateError, and every later call waited forever
+        for f in (*queued[:2], ok):
+            assert f.result(timeout=20).finish_reason == "length"
+        assert ok.result().completion_tokens == 5
+        assert eng._thread.is_alive()
+        with pytest.raises(CancelledError):
+            long.result(timeout=0)
+        # the cancelled call left long before its 400 tokens: ok finished well under 400 steps later
+        assert fake.samples < 2 * 400
+    finally:
+        eng.close()
+    assert fake.made == 4 and fake.freed == 4  # the call cancelled in the queue never got a sampler; all others freed
+
+
+def test_an_engine_that_dies_fails_its_waiting_calls_instead_of_hanging():
+    fake = FakeLlama(step_s=0.002, sample_error_after=3)
+    eng = engine(fake, slots=2)
+    try:
+        running = [eng.submit(req(f"r{i}", 50), [1, 2], [], 1) for i in range(4)]  # 2 run, 2 queued
+        for f in running:
+            with pytest.raises(JudgeError, match="stopped: ValueError: sampler blew up"):
+                f.result(timeout=10)
+        assert not eng._thread.is_alive()
+        with pytest.raises(JudgeError, match="stopped"):
+            eng.submit(req("late", 5), [1], [], 1)  # a new call is refused, not queued forever
+    finally:
+        eng.close()
+
+
+class EngineJudge(Judge):
+    """A judge on the fake engine, with the local backend's runner-facing attributes."""
+
+    name = "engine-stub"
+    max_concurrency = 2
+    adaptive_concurrency = getattr(LocalJudge, "adaptive_concurrency", False)
+
+    def __init__(self, fake: FakeLlama):
+        self.spec = "engine:stub"
+        self.eng = engine(fake, slots=2)
+
+    async def acomplete(self, request: Request) -> Response:
+        return await asyncio.wrap_future(self.eng.submit(request, [1, 2, 3], [], 1))
+
+
+def test_the_runner_timeout_cancels_an_engine_call_and_the_run_finishes(tmp_path):
+    fake = FakeLlama(step_s=0.01)
+    judge = EngineJudge(fake)
+    try:
+        # 'slow' needs ~3 s of decoding; the runner cuts it at 0.3 s on each of its 2 attempts
+        reqs = [req("slow", 300), *(req(f"fast{i}", 3) for i in range(4))]
+        res = run_requests(judge, reqs, cache=False, progress=False, timeout_s=0.3, max_attempts=2,
+                           backoff_s=0.01)
+        j = res.judgments.set_index("request_id")
+        assert not j.loc["slow", "ok"] and "timeout" in j.loc["slow", "error"]
+        assert j.drop(index="slow").ok.all()
+        assert judge.eng._thread.is_alive()
+        # after the run, the engine still answers
+        assert judge.eng.submit(req("again", 2), [1], [], 1).result(timeout=10).completion_tokens == 2
+    finally:
+        judge.eng.close()
+
+
+class TimedJudge(Judge):
+    """Replies in ``fast_s``, except request 'long' which takes ``long_s`` (a long generation)."""
+
+    name = "timed"
+    max_concurrency = 4
+
+    def __init__(self, adaptive: bool, fast_s: float = 0.001, long_s: float = 0.5):
+        self.spec = f"timed:{adaptive}"
+        self.adaptive_concurrency = adaptive
+        self.fast_s, self.long_s = fast_s, long_s
+        self.calls: dict[str, int] = {}
+
+    async def acomplete(self, request: Request) -> Response:
+        self.calls[request.request_id] = self.calls.get(request.request_id, 0) + 1
+        await asyncio.sleep(self.long_s if request.request_id == "long" else self.fast_s)
+        return Response(text="Yes", top_logprobs=None, prompt_tokens=3, completion_tokens=1,
+                        finish_reason="stop")
+
+
+def test_the_p95_cuts_apply_to_network_backends_only_never_to_local(monkeypatch):
+    assert not getattr(LocalJudge, "adaptive_concurrency", False)
+    monkeypatch.setattr(_FirstTimeout, "FLOOR_S", 0.01)
+    monkeypatch.setattr(_FirstTimeout, "MIN_SAMPLES", 5)
+    reqs = [req(f"f{i}", 5) for i in range(30)] + [req("long", 5)]  # 'long' runs after the cut is known
+
+    local_like = TimedJudge(adaptive=getattr(LocalJudge, "adaptive_concurrency", False))
+    res = run_requests(local_like, reqs, cache=False, progress=False, timeout_s=30, max_attempts=3)
+    assert res.judgments.ok.all()
+    assert local_like.calls["long"] == 1  # never cut, never re-sent
+
+    network_like = TimedJudge(adaptive=True)  # the control: the same call on a network backend is cut
+    res = run_requests(network_like, reqs, cache=False, progress=False, timeout_s=30, max_attempts=2,
+                       backoff_s=0.01)
+    j = res.judgments.set_index("request_id")
+    assert network_like.calls["long"] == 2 and not j.loc["long", "ok"]
