@@ -708,7 +708,8 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
     the items that have pairs in both (``n_items``). The interval is
     :func:`cfbench.stats.intervals.paired_difference`: MOVER from the two
     cluster-adjusted Clopper-Pearson intervals (bootstrap-t for scores), with
-    the correlation of the two terms' item contributions. Fewer than two
+    the correlation of the two terms' item contributions capped at 0 (an
+    estimated correlation near 1 on matched sides collapsed the interval). Fewer than two
     shared items: NaN bounds and a ``ci_method`` saying so. An interval above
     0 says the counterfactual signal exceeds the judge's own repeat noise on
     these items.
@@ -893,7 +894,7 @@ def judge_differences(frame: pd.DataFrame, *, value: str, kind: str, condition: 
     that have pairs for both judges, and the difference gets the paired
     MOVER interval of :func:`cfbench.stats.intervals.paired_difference`
     (Clopper-Pearson sides for CFR, bootstrap-t sides for MASD, with the
-    correlation of the two judges' item contributions).
+    correlation of the two judges' item contributions capped at 0).
     Columns: ``by`` (without the judge), then :data:`DIFFERENCE_COLUMNS`.
     """
     by = [c for c in _as_list(by) if c != judge]

@@ -330,7 +330,7 @@ def paired_rate_diff_bootstrap(paired: pd.DataFrame, *, among: bool, n_boot: int
 def paired_rate_diff_interval(paired: pd.DataFrame, *, among: bool, confidence: float = 0.95) -> dict:
     """rate(a) − rate(b) among units whose ``positive`` equals ``among``, with a paired interval that
     holds its level at small n (:func:`cfbench.stats.intervals.paired_difference`: MOVER of two
-    Clopper-Pearson intervals with the correlation of the matched outcomes).
+    Clopper-Pearson intervals, the correlation of the matched outcomes capped at 0).
 
     The alternative to :func:`paired_rate_diff_bootstrap`, whose percentile interval is ``[0, 0]``
     when neither variant is ever selected and undercovers at small n (``docs/statistics.md``).
