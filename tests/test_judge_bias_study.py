@@ -151,7 +151,7 @@ def test_notebook_parameters_mirror_params():
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
     src = "".join(cell["source"])
     defaults = {n.target.id: ast.literal_eval(n.value) for n in ast.parse(src).body}
-    assert list(defaults)[:2] == ["output_dir", "config_name"] and defaults["output_dir"].startswith("../results/")
+    assert list(defaults)[:2] == ["output_dir", "config_name"] and defaults["output_dir"] == ""  # results/judge_bias/lab/
     assert list(defaults)[2:] == [f.name for f in fields(Params)]
     for f in fields(Params):
         v = defaults[f.name]

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_studies_are_discovered_from_the_package():
-    assert set(studies()) == {"contact_center_qa", "identity_tone", "shopflow"}
+    assert set(studies()) == {"contact_center_qa", "identity_tone", "judge_bias", "shopflow"}
 
 
 def test_a_failed_run_leaves_the_previous_results_untouched(tmp_path):

@@ -17,7 +17,7 @@ from cfbench.reproduce import MARKER, provenance_markdown, reproduce, studies
 
 pytest.importorskip("papermill")
 REPO = Path(__file__).resolve().parents[1]
-STUDIES = ("contact_center_qa", "identity_tone", "shopflow")
+STUDIES = ("contact_center_qa", "identity_tone", "judge_bias", "shopflow")
 
 
 @pytest.fixture(scope="module")
