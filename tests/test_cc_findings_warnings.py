@@ -12,6 +12,7 @@ import pytest
 
 from cfbench.studies.contact_center_qa.findings import findings_markdown
 from cfbench.studies.contact_center_qa.study import WARNING_COLUMNS
+from star_util import need_star
 
 
 def _result(cfr: pd.DataFrame, warn: pd.DataFrame, dims: list[str]) -> SimpleNamespace:
@@ -62,12 +63,7 @@ def test_counts_are_grammatical():
         assert "1 dimensions" not in text and "dimension(s)" not in text
 
 
-def _star_dir() -> Path:
-    for up in Path(__file__).resolve().parents:
-        d = up / "shared" / "data" / "star" / "dialogues"
-        if d.is_dir():
-            return d
-    pytest.skip("STAR dialogues not found in shared/data/star beside the checkout")
+_star_dir = need_star
 
 
 def test_star_audit_names_the_dimension_it_could_not_measure():

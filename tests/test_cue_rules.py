@@ -16,6 +16,7 @@ import pytest
 from cfbench.perturb.base import load_data
 from cfbench.perturb.cues import stands_for, unexplained_cues
 from cfbench.perturb.validate import fact_tokens
+from star_util import need_star
 
 CUES = load_data("cues.yaml")
 ALL = [(dim, group, kind, cue) for dim in ("ethnicity", "religion") for group, kinds in CUES[dim].items()
@@ -95,12 +96,7 @@ def test_the_reviewed_out_cues_are_gone():
     assert CUES["version"] == 3
 
 
-def _star_dir() -> Path:
-    for up in Path(__file__).resolve().parents:
-        d = up / "shared" / "data" / "star" / "dialogues"
-        if d.is_dir():
-            return d
-    pytest.skip("STAR dialogues not found in shared/data/star beside the checkout")
+_star_dir = need_star
 
 
 def test_cues_placed_into_real_star_dialogues_pass_the_guards():

@@ -21,16 +21,12 @@ from cfbench import plugins
 from cfbench.core.errors import InputError
 
 from plugin_pkg import write_plugin
+from star_util import need_star
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _star_dir() -> Path:
-    for up in Path(__file__).resolve().parents:
-        d = up / "shared" / "data" / "star" / "dialogues"
-        if d.is_dir():
-            return d
-    pytest.skip("STAR dialogues not found in shared/data/star beside the checkout")
+_star_dir = need_star
 
 
 # ------------------------------------------------------------------------------------------ unit

@@ -18,16 +18,12 @@ from cfbench.io.transcripts import Transcript, Turn
 from cfbench.studies.contact_center_qa import Params, run
 from cfbench.studies.contact_center_qa import design as D
 from cfbench.studies.contact_center_qa.study import REAL_TABLES, load_items, plan_for, real_dialogues
+from star_util import need_star
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _star_dir() -> Path:
-    for up in Path(__file__).resolve().parents:
-        d = up / "shared" / "data" / "star" / "dialogues"
-        if d.is_dir():
-            return d
-    pytest.skip("STAR dialogues not found in shared/data/star beside the checkout")
+_star_dir = need_star
 
 
 SMALL = Params(n_items=2, dimensions=("gender", "priming", "politeness"), conditions_per_dimension=1,
