@@ -73,18 +73,45 @@ def project_root() -> Path:
     raise FileNotFoundError(f"cannot find the study notebooks and configs beside {here}; reinstall cfbench")
 
 
+def study_files(study: str, root: Path | None = None) -> tuple[Path, Path]:
+    """``(notebook, configs folder)`` of a study.
+
+    cfbench's own studies: ``notebooks/<study>.ipynb`` and ``configs/<study>/``. A study a plugin
+    package adds (entry-point group ``cfbench.studies``) ships both beside its module:
+    ``<module folder>/<study>.ipynb`` and ``<module folder>/configs/<config>.yaml``.
+    """
+    root = root or project_root()
+    own = root / "notebooks" / f"{study}.ipynb", root / "configs" / study
+    if own[0].is_file():
+        return own
+    from .studies import _plugin_studies
+
+    module = _plugin_studies().get(study)
+    if module:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            here = Path(spec.origin).parent
+            return here / f"{study}.ipynb", here / "configs"
+    return own
+
+
 def studies(root: Path | None = None) -> list[str]:
-    """The studies that can run: a package under ``cfbench.studies`` with ``notebooks/<name>.ipynb``."""
+    """The studies that can run: a study package (cfbench's own or a plugin's) whose notebook exists."""
     from .studies import available
 
     root = root or project_root()
-    return [s for s in available() if (root / "notebooks" / f"{s}.ipynb").is_file()]
+    return [s for s in available() if study_files(s, root)[0].is_file()]
 
 
 def load_config(study: str, config: str, *, root: Path | None = None) -> dict[str, Any]:
     """Parameters of one study under one shipped config, validated."""
     root = root or project_root()
-    path = root / "configs" / study / f"{config}.yaml"
+    path = study_files(study, root)[1] / f"{config}.yaml"
     if not path.is_file():
         raise InputError(f"no such config file (configs exist for: {', '.join(CONFIGS)})", source=str(path))
     return load_config_file(path, study, root=root)
@@ -122,7 +149,7 @@ def load_config_file(path: str | os.PathLike[str], study: str, *, root: Path | N
                              source=source(name), field=name)
         if name in _RUNNER_PARAMS:
             raise InputError("is set by cfbench reproduce, not by a config", source=source(name), field=name)
-    notebook = root / "notebooks" / f"{study}.ipynb"
+    notebook = study_files(study, root)[0]
     if notebook.is_file():
         _check_against_notebook(params, notebook, source=source)
     return params
@@ -309,13 +336,13 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
             name = config
             params = load_config(s, config, root=root)
             if overrides:
-                params = load_config_file(root / "configs" / s / f"{config}.yaml", s, root=root,
+                params = load_config_file(study_files(s, root)[1] / f"{config}.yaml", s, root=root,
                                           overrides=overrides)
             file_params = None
             label = f"--config {config}"
         overridden = set(overrides or {})
         _check_against_study(params, s, source=lambda n: f"-p {n}" if n in overridden else
-                             str(config_file if config_file is not None else root / "configs" / s / f"{config}.yaml"))
+                             str(config_file if config_file is not None else study_files(s, root)[1] / f"{config}.yaml"))
         if separate:
             name = results_folder_name(name, overrides, file_params)
         runs.append(_Run(s, name, _absolute_paths(params), label, tuple((overrides or {}).items())))
@@ -553,7 +580,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     km = _kernel_manager()
     try:
         pm.execute_notebook(
-            str(root / "notebooks" / f"{run.study}.ipynb"),
+            str(study_files(run.study, root)[0]),
             str(staging / f"{run.study}.ipynb"),
             parameters=params,
             cwd=str(staging),

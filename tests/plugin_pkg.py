@@ -7,6 +7,7 @@ dimension (``tenure_cue``) that only a ``--plugin`` flag or a ``plugins:`` confi
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -30,6 +31,9 @@ mini_quiz = "mini_cfplugin.quiz"
 
 [tool.setuptools]
 packages = ["mini_cfplugin"]
+
+[tool.setuptools.package-data]
+mini_cfplugin = ["*.ipynb", "configs/*.yaml"]
 """
 
 DIMS = '''
@@ -109,6 +113,26 @@ def run(params, out=None):
 '''
 
 
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "execution_count": None, "id": "params", "metadata": {"tags": ["parameters"]},
+         "outputs": [], "source": ['output_dir: str = ""  # where the run writes\n',
+                                   'config_name: str = "smoke"  # a label\n',
+                                   'judges: list = ["scripted:yes"]  # judge specs\n']},
+        {"cell_type": "code", "execution_count": None, "id": "run", "metadata": {}, "outputs": [],
+         "source": ["from pathlib import Path\n",
+                    "from mini_cfplugin.quiz import Params, run\n",
+                    "result = run(Params(judges=tuple(judges)))\n",
+                    "result.tables['answers'].to_csv(Path(output_dir or '.') / 'answers.csv', index=False)\n",
+                    "result.tables['answers']"]},
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}
+
+SMOKE = 'judges: ["kw:thank", "scripted:yes"]\n'
+
+
 def write_plugin(root: Path) -> Path:
     """Write the package source under ``root``; returns its folder."""
     pkg = root / "mini-plugin"
@@ -117,4 +141,8 @@ def write_plugin(root: Path) -> Path:
     (pkg / "mini_cfplugin" / "__init__.py").write_text("")
     for name, body in (("dims", DIMS), ("extra", EXTRA), ("judge", JUDGE), ("quiz", QUIZ)):
         (pkg / "mini_cfplugin" / f"{name}.py").write_text(textwrap.dedent(body))
+    # the study's notebook and configs ship beside its module, where `cfbench reproduce` looks for them
+    (pkg / "mini_cfplugin" / "mini_quiz.ipynb").write_text(json.dumps(NOTEBOOK, indent=1))
+    (pkg / "mini_cfplugin" / "configs").mkdir()
+    (pkg / "mini_cfplugin" / "configs" / "smoke.yaml").write_text(SMOKE)
     return pkg

@@ -203,3 +203,22 @@ def test_a_plugin_study_is_found_and_runs_with_the_plugin_judge(plugin_env):
     assert r.stdout.strip().splitlines()[-1] == "[['kw:thank', 'Yes 70'], ['scripted:yes', 'Yes']]"
     listing = _run(env, "-m", "cfbench.plugins")
     assert "cfbench.studies" in listing.stdout and "mini_cfplugin.quiz" in listing.stdout
+
+
+def test_reproduce_runs_a_plugin_study_from_the_notebook_and_configs_it_ships(plugin_env):
+    tmp, env = plugin_env
+    results = tmp / "results-study"
+    r = _run(env, "-m", "cfbench.cli", "reproduce", "--study", "mini_quiz", "--config", "smoke",
+             "--results", str(results))
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = results / "mini_quiz" / "smoke"
+    answers = pd.read_csv(run / "answers.csv")
+    assert answers.values.tolist() == [["kw:thank", "Yes 70"], ["scripted:yes", "Yes"]]
+    nb = json.loads((run / "mini_quiz.ipynb").read_text())
+    assert any("How this notebook was produced" in "".join(c["source"]) for c in nb["cells"])
+    info = json.loads((run / "run_info.json").read_text())
+    assert info["study"] == "mini_quiz" and info["config"] == "smoke"
+    missing = _run(env, "-m", "cfbench.cli", "reproduce", "--study", "mini_quiz", "--config", "paper",
+                   "--results", str(results))
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "configs" in missing.stderr and "paper.yaml" in missing.stderr
