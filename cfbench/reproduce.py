@@ -682,7 +682,11 @@ def _cache_state() -> dict[str, Any]:
 
 
 def _git_commit(root: Path) -> dict[str, Any] | None:
-    """The checkout's commit and whether tracked files had uncommitted changes (None outside git)."""
+    """The checkout's commit and whether tracked files had uncommitted changes (None outside git).
+
+    ``results/`` is left out of that check: it holds what runs write (a run of several studies replaces
+    the committed results of the first before the second starts), not the code that produced them.
+    """
     import subprocess
 
     try:
@@ -692,7 +696,8 @@ def _git_commit(root: Path) -> dict[str, Any] | None:
             return None
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=20, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)results"],
                                capture_output=True, text=True, timeout=60, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

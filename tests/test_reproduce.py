@@ -77,3 +77,25 @@ def test_a_config_that_repeats_a_parameter_is_an_error(tmp_path):
     with pytest.raises(InputError) as err:
         load_config_file(path, "shopflow")
     assert err.value.field == "n_boot" and "lines 1 and 3" in str(err.value)
+
+
+def test_the_commit_is_dirty_for_changed_code_but_not_for_results_a_run_replaced(tmp_path):
+    """A multi-study run replaces committed results/ before the next study starts; that is output, not code."""
+    import subprocess
+
+    from cfbench.reproduce import _git_commit
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "results" / "a").mkdir(parents=True)
+    (tmp_path / "results" / "a" / "t.csv").write_text("x\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    assert _git_commit(tmp_path)["dirty"] is False
+    (tmp_path / "results" / "a" / "t.csv").write_text("x\n2\n")
+    assert _git_commit(tmp_path)["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert _git_commit(tmp_path)["dirty"] is True
