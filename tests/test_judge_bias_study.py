@@ -207,7 +207,7 @@ def test_estimate_seconds_counts_the_configs_calls():
     from cfbench.studies import judge_bias
 
     default = _config("default")
-    assert judge_bias.n_requests(Params.from_config(default)) == 28
+    assert judge_bias.n_requests(Params.from_config(default)) == 112
     est = judge_bias.estimate_seconds(default)
-    assert est == 60 + 28 * 10.0 and 240 <= est <= 400  # "about 5 minutes" as the config says
+    assert est == 15 + 112 * 2.0 and 180 <= est <= 300  # "about 4 minutes" as the config says
     assert judge_bias.estimate_seconds(_config("smoke")) < 5

@@ -154,10 +154,11 @@ def n_requests(params: Params) -> int:
     return per_item * (params.n_draft + params.n_control)
 
 
-#: Seconds per call used by :func:`estimate_seconds`: measured once on the shared 2-core box
-#: (12.0-12.6 s per ~210-token pairwise call of local:qwen2.5-coder-1.5b at load ~7, 63 s model load).
-SECONDS_PER_CALL = {"local": 10.0, "scripted": 0.02}
-MODEL_LOAD_S = {"local": 60.0}
+#: Seconds per pairwise call and for loading the model, from the live default run of 2026-11-24 on the idle
+#: 2-core AMD EPYC (28 calls of local:qwen2.5-coder-1.5b, ~210 prompt tokens, max_tokens 1: 59 s of notebook
+#: with the model load); on a loaded machine expect several times more.
+SECONDS_PER_CALL = {"local": 2.0, "scripted": 0.02}
+MODEL_LOAD_S = {"local": 15.0}
 
 
 def estimate_seconds(params: "Params | Mapping[str, Any]") -> float:
