@@ -384,10 +384,15 @@ def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     return fig
 
 
+#: Verdict kinds of the gate figure, in legend order, and their colours.
+GATE_KINDS = ("passes", "not decidable at this n (too few transcripts)", "fails (upper bound at or above the maximum)")
+GATE_COLOURS = ("#55a868", "#8c8c8c", "#c44e52")
+
+
 def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
                       labels: Mapping[str, str] | None = None):
-    """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its item-bootstrap
-    interval (seaborn points), a line at 0 and a line at the gate's maximum; each row says whether it
+    """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its interval over
+    transcripts (seaborn points, coloured by verdict: passes / not decidable at this n / fails), a line at 0 and a line at the gate's maximum; each row says whether it
     passes on the point estimate and on the interval's upper bound."""
     import seaborn as sns
 
@@ -404,9 +409,10 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         est, lo, hi = (sub[k].to_numpy(float) * 100 for k in ("estimate", "ci_low", "ci_high"))
         ax.errorbar(est, np.arange(len(sub)), xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="none",
                     ecolor="#555555", capsize=2, linewidth=0.9)
-        sns.scatterplot(x=est, y=np.arange(len(sub)), hue=np.where(sub["interval_pass"].astype(bool), "passes",
-                                                                    "fails (upper bound above the maximum)"),
-                        palette={"passes": "#55a868", "fails (upper bound above the maximum)": "#c44e52"},
+        verdict = sub["verdict"].astype(str) if "verdict" in sub.columns else pd.Series([""] * len(sub))
+        kind = np.where(sub["interval_pass"].astype(bool), GATE_KINDS[0],
+                        np.where(verdict.str.startswith("not decidable").to_numpy(), GATE_KINDS[1], GATE_KINDS[2]))
+        sns.scatterplot(x=est, y=np.arange(len(sub)), hue=kind, palette=dict(zip(GATE_KINDS, GATE_COLOURS)),
                         ax=ax, s=30, zorder=3, legend=ax is axes[0][0])
         mx = float(sub["max_net"].dropna().iloc[0]) * 100 if sub["max_net"].notna().any() else None
         ax.axvline(0, color="black", linewidth=0.8)
@@ -414,9 +420,7 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
             ax.axvline(mx, color="#c44e52", linestyle="--", linewidth=1)
             ax.annotate(f"gate: at most {mx:.0f} pp ", (mx, -0.6), fontsize=7, color="#c44e52", ha="right",
                         va="center", annotation_clip=False)
-        if len(sub) and np.nan_to_num(np.abs(est)).max() == 0 and "counterfactual" not in sub.columns:
-            ax.text(0.5, 0.02, "estimate 0 in every dimension: no flips beyond repeat noise", transform=ax.transAxes,
-                    ha="center", va="bottom", fontsize=7, color="#444444")
+        all_zero = bool(len(sub)) and np.nan_to_num(np.abs(est)).max() == 0
         ax.set_xlim(min(-1.0, float(np.nanmin(lo)) - 1 if np.isfinite(lo).any() else -1.0),
                     max((mx or 0) * 1.15, float(np.nanmax(hi)) * 1.1 if np.isfinite(hi).any() else 0, 1.0))
         ax.set_yticks(np.arange(len(sub)), sub["label"])
@@ -424,7 +428,8 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         ax.set_xlabel("CFR minus repeat-noise flip rate (pp)")
         n_items = int(sub["n_items"].max()) if sub["n_items"].notna().any() else 0
         ax.set_title(f"{judge}: {int(sub['interval_pass'].sum())} of {len(sub)} pass on the interval, "
-                     f"{int(sub['point_pass'].sum())} on the point\n({n_items} transcripts; 95% item bootstrap)",
+                     f"{int(sub['point_pass'].sum())} on the point\n({n_items} transcripts; 95% intervals over "
+                     f"transcripts, method in ci_method)" + ("\nestimate 0 in every dimension" if all_zero else ""),
                      fontsize=8)
     if axes[0][0].get_legend() is not None:
         sns.move_legend(axes[0][0], "upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
@@ -472,7 +477,7 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
         ax.set_ylim(len(sub) - 0.4, -0.6)
         ax.set_xlabel(f"MASD of {score} (points, 0-100 scale)")
         n_pairs = int(sub["n_pairs"].sum()) if sub["n_pairs"].notna().any() else 0
-        ax.set_title(f"{judge}: {score} shift per dimension vs rewording\n({n_pairs} pairs; 95% item bootstrap)",
+        ax.set_title(f"{judge}: {score} shift per dimension vs rewording\n({n_pairs} pairs; 95% intervals over transcripts)",
                      fontsize=8)
         if len(ax.get_legend_handles_labels()[0]):
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
