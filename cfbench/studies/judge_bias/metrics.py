@@ -199,14 +199,19 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     t = pd.DataFrame(rows)
     if t.empty:
         return t
-    t["p_adjusted"] = adjust_pvalues(t["p_sign"].to_numpy(float), multiplicity)
-    t["multiplicity"] = multiplicity
-    t["significant"] = t["p_adjusted"] < alpha
-    t["beyond_noise"] = t["net_ci_low"] > 0
+    _adjust(t, multiplicity=multiplicity, alpha=alpha)
     t["gate_max_net_flip"] = gate_max
     t["gate"] = [gate_status(h, n, gate_max, lo) for h, n, lo in zip(t["net_ci_high"], t["n_items"], t["net_ci_low"])]
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
+
+
+def _adjust(t: pd.DataFrame, *, multiplicity: str, alpha: float) -> None:
+    """Sign-test p-values adjusted across the cues of one table, and which rows clear alpha or the noise."""
+    t["p_adjusted"] = adjust_pvalues(t["p_sign"].to_numpy(float), multiplicity)
+    t["multiplicity"] = multiplicity
+    t["significant"] = t["p_adjusted"] < alpha
+    t["beyond_noise"] = t["net_ci_low"] > 0
 
 
 def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, multiplicity: str, n_boot: int,
@@ -234,8 +239,5 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
     t = pd.DataFrame(rows)
     if t.empty:
         return t
-    t["p_adjusted"] = adjust_pvalues(t["p_sign"].to_numpy(float), multiplicity)
-    t["multiplicity"] = multiplicity
-    t["significant"] = t["p_adjusted"] < alpha
-    t["beyond_noise"] = t["net_ci_low"] > 0
+    _adjust(t, multiplicity=multiplicity, alpha=alpha)
     return t
