@@ -1,0 +1,144 @@
+"""Cued pairs as variant rows: the review page and Table 9 for the judge-bias cues.
+
+:func:`cue_variants` turns items (anything with ``item_id``, ``real``, ``alt``) x cues into the
+tidy variants frame :func:`cfbench.perturb.make_variants` returns
+(:data:`cfbench.core.schema.VARIANT_COLUMNS` + ``perturber``, ``rejected_by``), so
+:func:`cfbench.perturb.review.review_html`, :func:`cfbench.perturb.apply_decisions` and
+:func:`cfbench.perturb.rejection_table` (Table 9) apply to cues unchanged.
+
+A presentation is written as "turns", one per candidate in the uncued order (speaker = the
+candidate key, text = ``Reply A (label): reply`` as the judge sees it), then the note (speaker
+``note``) when there is one. The original row of an item is the uncued pair; a cue row holds the
+cued presentation with an edit per changed line (``replace``) and the note as an ``insert``, so
+the page's word diff shows exactly the cue's span (a slot letter, a label, padding, a sign-off).
+Dimension ``cue:<name>``, condition = the cued candidate's key, perturber ``name@version``.
+The guard's verdict (:meth:`CandidateCue.guard`, seeded) is ``valid`` / ``rejection_reason``
+with ``rejected_by="guard"``; a cue that leaves the presentation as it was (``position`` with the cued
+reply already in slot A) is an unchanged comparison row (operation ``none``, not counted as made in
+Table 9); a cue whose task list leaves out ``task`` is a not-applicable row.
+Nothing is dropped: every (item, cue, target) gives one row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from cfbench.core.schema import VARIANT_COLUMNS
+
+from ._variants import PROVENANCE_COLUMNS, apply_decisions, original_variant_id, variant_id
+from .judge_cue_base import CandidateCue, CandidatePair, get_cue
+from . import judge_cues as _judge_cues  # noqa: F401  (registers the cues)
+
+__all__ = ["cue_variants", "presentation_turns", "plain_pair", "cue_dimension"]
+
+
+def cue_dimension(name: str) -> str:
+    """The ``dimension`` value of a cue's rows."""
+    return f"cue:{name}"
+
+
+def _field(item: Any, name: str) -> Any:
+    return item[name] if isinstance(item, Mapping) else getattr(item, name)
+
+
+def plain_pair(item: Any) -> CandidatePair:
+    """The uncued pair of an item: ``real`` in slot A, ``alt`` in slot B."""
+    return CandidatePair({"real": str(_field(item, "real")), "alt": str(_field(item, "alt"))}, ("real", "alt"))
+
+
+def presentation_turns(pair: CandidatePair, keys: Sequence[str]) -> list[dict[str, str]]:
+    """The pair as the judge sees it, one "turn" per candidate in ``keys`` order, then the note if any."""
+    out = []
+    for k in keys:
+        label = pair.labels.get(k, "")
+        out.append({"speaker": k, "text": f"Reply {pair.slot_of(k)}{f' ({label})' if label else ''}: {pair.texts[k]}"})
+    if pair.note:
+        out.append({"speaker": "note", "text": pair.note})
+    return out
+
+
+def _edits(before: list[dict[str, str]], after: list[dict[str, str]]) -> list[dict[str, Any]]:
+    edits = []
+    for i, (b, a) in enumerate(zip(before, after)):
+        if b["text"] != a["text"]:
+            edits.append({"turn": i, "op": "replace", "speaker": a["speaker"], "before": b["text"], "after": a["text"]})
+    for i in range(len(before), len(after)):
+        edits.append({"turn": i, "op": "insert", "speaker": after[i]["speaker"], "before": "", "after": after[i]["text"]})
+    for i in range(len(after), len(before)):  # a note the cue removed: shown as emptied
+        edits.append({"turn": i, "op": "replace", "speaker": before[i]["speaker"], "before": before[i]["text"],
+                      "after": ""})
+    return edits
+
+
+_OPERATION = {"position": "turn_transformation", "verbosity": "turn_transformation",
+              "agent_identity": "turn_transformation"}
+
+
+def _row(item_id: str, dim: str, cond: str, vid: str, operation: str, turns: Any, edits: list, seed: int,
+         applicable: bool, reason: str, problems: list[str], perturber: str) -> dict[str, Any]:
+    return {"item_id": item_id, "dimension": dim, "condition": cond, "variant_id": vid, "operation": operation,
+            "turns": turns, "header": None, "edits": edits, "seed": seed, "applicable": applicable,
+            "reason": reason, "valid": bool(applicable and not problems),
+            "rejection_reason": "not applicable" if not applicable else "; ".join(problems),
+            "perturber": perturber,
+            "rejected_by": "not applicable" if not applicable else ("guard" if problems else "")}
+
+
+def cue_variants(items: Iterable[Any], cues: Sequence[str | CandidateCue], *, seed: int = 0,
+                 targets: Mapping[str, str] | None = None, task: str = "pairwise", decisions: Any = None,
+                 make: Any = None) -> pd.DataFrame:
+    """One ``original`` row per item (the uncued pair) and one row per (item, cue, cued candidate).
+
+    ``items``: objects or mappings with ``item_id``, ``real``, ``alt`` (e.g. the judge-bias study's
+    items). ``cues``: registered names or cue objects. ``targets``: item id -> the cued candidate
+    (``"real"``/``"alt"``); None = both candidates, one row each. ``seed`` is the seed the cues draw
+    with (the study's ``Params.seed``), and the guard checks the seeded choice. ``decisions``: the CSV
+    the review page exports (rejected rows become invalid, ``rejected_by="human"``). ``make``
+    (for tests of the guard) replaces a cue's ``make``: ``make(cue, pair, target, seed, item_id)``.
+    """
+    objs = [c if isinstance(c, CandidateCue) else get_cue(c) for c in cues]
+    names = [c.name for c in objs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"cues listed twice: {names}")
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for it in items:
+        iid = str(_field(it, "item_id"))
+        if iid in seen:
+            raise ValueError(f"item {iid!r} listed twice")
+        seen.add(iid)
+        plain = plain_pair(it)
+        keys = list(plain.order)
+        base = presentation_turns(plain, keys)
+        r = _row(iid, "original", "original", original_variant_id(iid), "none", base, [], seed, True, "", [],
+                 "original")
+        rows.append(r)
+        tlist = list(plain.order) if targets is None else [targets[iid]]
+        for cue in objs:
+            dim = cue_dimension(cue.name)
+            tag = cue.description.tag
+            for target in tlist:
+                vid = variant_id(iid, dim, target)
+                if task not in cue.tasks:
+                    rows.append(_row(iid, dim, target, vid, _OPERATION.get(cue.name, "context_injection"), None, [],
+                                     seed, False, f"the cue does not apply to the {task} task (tasks: "
+                                     f"{', '.join(cue.tasks)})", [], tag))
+                    continue
+                cued = (make(cue, plain, target, seed, iid) if make is not None
+                        else cue.make(plain, target, seed=seed, item_id=iid))
+                problems = cue.guard(plain, cued, seed=seed, item_id=iid)
+                turns = presentation_turns(cued, keys) if set(cued.texts) == set(plain.texts) else \
+                    [{"speaker": k, "text": str(v)} for k, v in cued.texts.items()]
+                reason = "; ".join(f"{k}: {v}" for k, v in dict(cued.stands_for).items())
+                edits = _edits(base, turns)
+                operation = _OPERATION.get(cue.name, "context_injection")
+                if not edits and not problems:  # e.g. position with the cued reply already in slot A
+                    operation = "none"
+                    reason = reason or "the cue leaves this presentation as it was (the comparison condition)"
+                rows.append(_row(iid, dim, target, vid, operation, turns, edits, seed, True, reason, problems, tag))
+    frame = pd.DataFrame(rows, columns=VARIANT_COLUMNS + PROVENANCE_COLUMNS)
+    if decisions is not None:
+        frame = apply_decisions(frame, decisions)
+    return frame
