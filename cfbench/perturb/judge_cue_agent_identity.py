@@ -175,6 +175,9 @@ class AgentIdentityCue(CandidateCue):
             base = plain.texts[k].rstrip()
             head = base + _sep(base)
             text = cued.texts[k]
+            if text.rstrip() == base:
+                problems.append(f"the {role} reply {k!r} is not signed")
+                continue
             if not text.startswith(head):
                 problems.append(f"the {role} reply {k!r} does not start with its uncued text {base[:40]!r}")
                 continue
