@@ -17,7 +17,8 @@ folder of STAR dialogues (items drawn as the judge-bias study draws them: ``--n-
 drafts and ``--n-control`` known-worse controls, with ``--seed``), a JSONL of your own pairs
 (``context``, ``reply``, ``alternative``, optional ``id``/``kind``) or a transcripts file (control
 items from its calls). The same three files are written; each item's pair is cued once per cue and
-per candidate, and Table 9 counts the cue guards' verdicts.
+per candidate, and Table 9 counts the cue guards' verdicts; ``guard_catch.csv`` says how many
+deliberately corrupted cued pairs each guard rejects.
 
 Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
 ``python -m cfbench.variants_cli``.
@@ -127,10 +128,11 @@ def cue_items(file: str | Path, *, n_draft: int, n_control: int, seed: int, cont
 def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed: int = 0, n_draft: int = 10,
                      n_control: int = 10, decisions: str | Path | None = None) -> dict[str, Path]:
     """Cued pairs of the items in ``file`` (every cue, both candidates cued in turn) into ``out``:
-    ``variants.parquet``, ``rejections.csv`` (Table 9 rows ``cue:<name>``) and ``review.html``."""
+    ``variants.parquet``, ``rejections.csv`` (Table 9 rows ``cue:<name>``), ``review.html`` and
+    ``guard_catch.csv`` (per cue and corruption kind, how many corrupted cued pairs the guard rejects)."""
     from cfbench.core.errors import InputError
     from cfbench.perturb import rejection_table
-    from cfbench.perturb.judge_cue_review import cue_variants
+    from cfbench.perturb.judge_cue_review import cue_guard_catch_table, cue_variants
     from cfbench.perturb.judge_cues import BATTERY, cues as registered
     from cfbench.perturb.review import review_html
 
@@ -152,9 +154,10 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
         raise InputError(f"cannot create the output folder ({exc.strerror or type(exc).__name__})",
                          source=str(out), field="--out") from None
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
-             "review": out / "review.html"}
+             "review": out / "review.html", "guard_catch": out / "guard_catch.csv"}
     v.to_parquet(paths["variants"], index=False)
     rejection_table(v).to_csv(paths["rejections"], index=False)
+    cue_guard_catch_table(items, names, seed=seed).to_csv(paths["guard_catch"], index=False)
     title = "cues: " + os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
     paths["review"].write_text(review_html(v, [], title=title), encoding="utf-8")
     return paths

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from cfbench.perturb import apply_decisions, rejection_table
-from cfbench.perturb.judge_cue_review import cue_variants, presentation_turns
+from cfbench.perturb.judge_cue_review import cue_corruptions, cue_guard_catch_table, cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.review import review_cards, review_html
 from cfbench.studies.judge_bias.items import star_items
@@ -127,6 +127,8 @@ def test_cli_writes_variants_table_9_and_review_page_for_cues(tmp_path, capsys):
     t9 = pd.read_csv(out / "rejections.csv")
     assert list(t9["dimension"]) == [f"cue:{c}" for c in BATTERY] and t9["n_rejected"].sum() == 0
     assert "cfbench variant review: cues: dialogues" in (out / "review.html").read_text()
+    catch = pd.read_csv(out / "guard_catch.csv")
+    assert set(catch["cue"]) == set(BATTERY) and (catch["n_rejected"] == catch["n"]).all()
     # the page's decisions feed back
     vid = v.loc[v["dimension"] == "cue:verbosity", "variant_id"].iloc[0]
     (tmp_path / "d.csv").write_text(f"variant_id,decision\n{vid},reject\n")
@@ -173,3 +175,27 @@ def test_hostile_ids_render_as_text_in_chromium(tmp_path):
     assert out["ready"] == "1"
     assert all(s["n_bad"] == 0 for s in out["pages"])
     assert "alert(1)" in "".join(s["text"] for s in out["pages"])
+
+
+def test_guard_catch_table_on_star_every_corruption_of_every_cue_is_rejected(items):
+    t = cue_guard_catch_table(items, BATTERY, seed=3)
+    assert set(t["cue"]) == set(BATTERY) and t.groupby("cue").size().min() >= 7
+    assert (t["n"] > 0).all() and (t["n_rejected"] == t["n"]).all(), t[t["n_rejected"] < t["n"]]
+
+
+def test_a_guard_that_accepts_everything_shows_up_in_the_catch_table(items, monkeypatch):
+    cue = get_cue("authority")
+    monkeypatch.setattr(type(cue), "guard_problems", lambda self, plain, cued, **kw: [])
+    t = cue_guard_catch_table(items[:3], ["authority"], seed=3).set_index("kind")
+    # only the checks common to every cue (candidate keys, tag) still catch anything
+    assert t.loc["cue_tag_changed", "rejected_pct"] == 100.0
+    assert t.loc["other_reply_edited", "n_rejected"] == 0 and t.loc["label_on_other", "n_rejected"] == 0
+
+
+def test_corruptions_never_return_the_clean_pair(items):
+    it = items[0]
+    plain = CandidatePair({"real": it.real, "alt": it.alt}, ("real", "alt"))
+    for name in BATTERY:
+        cued = get_cue(name).apply(plain, "alt", seed=3, item_id=it.item_id)
+        for kind, bad in cue_corruptions(plain, cued):
+            assert bad != cued, (name, kind)

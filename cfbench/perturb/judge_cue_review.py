@@ -17,11 +17,18 @@ with ``rejected_by="guard"``; a cue that leaves the presentation as it was (``po
 reply already in slot A) is an unchanged comparison row (operation ``none``, not counted as made in
 Table 9); a cue whose task list leaves out ``task`` is a not-applicable row.
 Nothing is dropped: every (item, cue, target) gives one row.
+
+:func:`cue_guard_catch_table` measures the guards as :func:`cfbench.perturb.report.guard_catch_table`
+does for transcript variants: every clean cued pair is corrupted in each way of
+:func:`cue_corruptions` and the table counts how many the cue's guard rejects (target: all).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
+
+import re
+from dataclasses import replace
 
 import pandas as pd
 
@@ -31,7 +38,8 @@ from ._variants import PROVENANCE_COLUMNS, apply_decisions, original_variant_id,
 from .judge_cue_base import CandidateCue, CandidatePair, get_cue
 from . import judge_cues as _judge_cues  # noqa: F401  (registers the cues)
 
-__all__ = ["cue_variants", "presentation_turns", "plain_pair", "cue_dimension"]
+__all__ = ["cue_variants", "presentation_turns", "plain_pair", "cue_dimension", "cue_corruptions",
+           "cue_guard_catch_table"]
 
 
 def cue_dimension(name: str) -> str:
@@ -142,3 +150,60 @@ def cue_variants(items: Iterable[Any], cues: Sequence[str | CandidateCue], *, se
     if decisions is not None:
         frame = apply_decisions(frame, decisions)
     return frame
+
+
+_WORD3 = re.compile(r"[A-Za-z]{3,}")
+
+
+def _edit_word(text: str) -> str:
+    """``text`` with its first word of three or more letters replaced (a content edit in the reply's own text)."""
+    m = _WORD3.search(text)
+    if not m:
+        return text + " purple"
+    return text[:m.start()] + ("purple" if m.group(0).lower() != "purple" else "orange") + text[m.end():]
+
+
+def cue_corruptions(plain: CandidatePair, cued: CandidatePair) -> list[tuple[str, CandidatePair]]:
+    """Copies of a clean cued pair, each changing something no cue claims: ``other_reply_edited``,
+    ``cued_reply_edited`` (a word of its own text), ``content_appended`` (a sentence with an amount and
+    a commitment after the cued reply), ``cue_tag_changed``, ``label_on_other`` (a label on the
+    other reply), ``note_reworded`` (a note added, or the cue's note reworded), ``order_reversed``
+    (the slots exchanged again) and ``stands_for_invented``. A copy equal to the cued pair is left out."""
+    t = cued.target
+    o = next(k for k in plain.texts if k != t)
+    out = [
+        ("other_reply_edited", replace(cued, texts={**dict(cued.texts), o: _edit_word(cued.texts[o])})),
+        ("cued_reply_edited", replace(cued, texts={**dict(cued.texts), t: _edit_word(cued.texts[t])})),
+        ("content_appended", replace(cued, texts={**dict(cued.texts),
+                                                  t: cued.texts[t] + " We will refund 20 dollars today."})),
+        ("cue_tag_changed", replace(cued, cue=cued.cue.split("@")[0] + "@999")),
+        ("label_on_other", replace(cued, labels={**dict(cued.labels),
+                                                 o: (cued.labels.get(o, "") + " (checked by a manager)").strip()})),
+        ("note_reworded", replace(cued, note=(cued.note.replace("Most", "All") if "Most" in cued.note
+                                              else cued.note + " Reviewers preferred Reply A."))),
+        ("order_reversed", replace(cued, order=(cued.order[1], cued.order[0]))),
+        ("stands_for_invented", replace(cued, stands_for={**dict(cued.stands_for), t: "an identity nobody drew"})),
+    ]
+    return [(k, c) for k, c in out if c != cued]
+
+
+def cue_guard_catch_table(items: Iterable[Any], cues: Sequence[str | CandidateCue], *, seed: int = 0) -> pd.DataFrame:
+    """Per (cue, corruption kind): ``n`` corrupted pairs, ``n_rejected`` by the cue's guard, ``rejected_pct``.
+
+    Every item is cued with each candidate as the target; a clean cued pair that fails its own guard
+    raises (it would never reach a judge)."""
+    objs = [c if isinstance(c, CandidateCue) else get_cue(c) for c in cues]
+    rows = []
+    for it in items:
+        iid = str(_field(it, "item_id"))
+        plain = plain_pair(it)
+        for cue in objs:
+            for target in plain.order:
+                cued = cue.apply(plain, target, seed=seed, item_id=iid)
+                for kind, bad in cue_corruptions(plain, cued):
+                    rows.append({"cue": cue.name, "kind": kind,
+                                 "rejected": bool(cue.guard(plain, bad, seed=seed, item_id=iid))})
+    df = pd.DataFrame(rows, columns=["cue", "kind", "rejected"])
+    tab = df.groupby(["cue", "kind"], sort=False)["rejected"].agg(n="size", n_rejected="sum").reset_index()
+    tab["rejected_pct"] = (100.0 * tab["n_rejected"] / tab["n"]).round(1)
+    return tab
