@@ -199,3 +199,12 @@ def test_corruptions_never_return_the_clean_pair(items):
         cued = get_cue(name).apply(plain, "alt", seed=3, item_id=it.item_id)
         for kind, bad in cue_corruptions(plain, cued):
             assert bad != cued, (name, kind)
+
+
+def test_orders_start_the_cues_from_the_studys_single_order(items):
+    orders = {it.item_id: ("alt", "real") for it in items}
+    v = cue_variants(items, ["bandwagon", "position"], seed=3, targets={it.item_id: "alt" for it in items},
+                     orders=orders)
+    bw = v[v["dimension"] == "cue:bandwagon"]
+    assert bw["valid"].all() and all(r[-1]["after"].endswith("Reply A.") for r in bw["edits"])
+    assert (v.loc[v["dimension"] == "cue:position", "operation"] == "none").all()  # alt already in slot A

@@ -51,9 +51,9 @@ def _field(item: Any, name: str) -> Any:
     return item[name] if isinstance(item, Mapping) else getattr(item, name)
 
 
-def plain_pair(item: Any) -> CandidatePair:
-    """The uncued pair of an item: ``real`` in slot A, ``alt`` in slot B."""
-    return CandidatePair({"real": str(_field(item, "real")), "alt": str(_field(item, "alt"))}, ("real", "alt"))
+def plain_pair(item: Any, order: Sequence[str] = ("real", "alt")) -> CandidatePair:
+    """The uncued pair of an item: ``real`` in slot A, ``alt`` in slot B (or ``order``)."""
+    return CandidatePair({"real": str(_field(item, "real")), "alt": str(_field(item, "alt"))}, tuple(order))
 
 
 def presentation_turns(pair: CandidatePair, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -95,13 +95,14 @@ def _row(item_id: str, dim: str, cond: str, vid: str, operation: str, turns: Any
 
 
 def cue_variants(items: Iterable[Any], cues: Sequence[str | CandidateCue], *, seed: int = 0,
-                 targets: Mapping[str, str] | None = None, task: str = "pairwise", decisions: Any = None,
-                 make: Any = None) -> pd.DataFrame:
+                 targets: Mapping[str, str] | None = None, orders: Mapping[str, Sequence[str]] | None = None,
+                 task: str = "pairwise", decisions: Any = None, make: Any = None) -> pd.DataFrame:
     """One ``original`` row per item (the uncued pair) and one row per (item, cue, cued candidate).
 
     ``items``: objects or mappings with ``item_id``, ``real``, ``alt`` (e.g. the judge-bias study's
     items). ``cues``: registered names or cue objects. ``targets``: item id -> the cued candidate
-    (``"real"``/``"alt"``); None = both candidates, one row each. ``seed`` is the seed the cues draw
+    (``"real"``/``"alt"``); None = both candidates, one row each. ``orders``: item id -> the uncued
+    slot order the cues start from (e.g. ``("alt", "real")``; default real in slot A). ``seed`` is the seed the cues draw
     with (the study's ``Params.seed``), and the guard checks the seeded choice. ``decisions``: the CSV
     the review page exports (rejected rows become invalid, ``rejected_by="human"``). ``make``
     (for tests of the guard) replaces a cue's ``make``: ``make(cue, pair, target, seed, item_id)``.
@@ -117,7 +118,7 @@ def cue_variants(items: Iterable[Any], cues: Sequence[str | CandidateCue], *, se
         if iid in seen:
             raise ValueError(f"item {iid!r} listed twice")
         seen.add(iid)
-        plain = plain_pair(it)
+        plain = plain_pair(it, orders[iid] if orders is not None else ("real", "alt"))
         keys = list(plain.order)
         base = presentation_turns(plain, keys)
         r = _row(iid, "original", "original", original_variant_id(iid), "none", base, [], seed, True, "", [],
