@@ -170,3 +170,21 @@ def test_the_guard_rejects_a_pair_whose_candidates_changed(star_pairs):
         bad = CandidatePair({"real": cued.texts["real"], "draft": cued.texts["alt"]}, ("real", "draft"),
                             cue=cued.cue, target="draft")
         assert cue.guard(plain, bad) and "candidate keys changed" in cue.guard(plain, bad)[0]
+
+
+@pytest.mark.parametrize("real, alt", [
+    ("ok", "Sure thing!  \n"),  # no terminal punctuation; trailing whitespace and newline
+    ("¡Hola! ¿En qué puedo ayudarle?", "Kind regards, Megan"),  # non-ASCII; a reply that already signs off
+    ("I'll send it to Megan Connor today.", "What is your booking number?"),  # names of the lexicon in the text
+])
+def test_edge_replies_pass_every_guard_and_keep_their_text(real, alt):
+    plain = CandidatePair({"real": real, "alt": alt}, ("real", "alt"))
+    for name in BATTERY:
+        cue = get_cue(name)
+        for target in plain.order:
+            cued = cue.apply(plain, target, seed=SEED, item_id="edge")
+            for k in plain.order:
+                assert cued.texts[k].startswith(plain.texts[k].rstrip())
+            if name == "agent_identity":
+                signed = {cued.texts[k].rpartition(", ")[2] for k in plain.order}
+                assert not signed & {"Megan", "Connor"}  # names already there are never drawn

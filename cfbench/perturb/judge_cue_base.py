@@ -12,8 +12,16 @@ records which code and phrasing made it, as a transcript variant does.
 A :class:`CandidatePair` is the uncued presentation: ``texts`` maps each
 candidate key (e.g. ``"real"``, ``"alt"``) to its reply, ``order`` lists the
 keys in slot order (slot A first). A cue returns a new pair with the change
-applied to ``target`` (the *cued* candidate) and ``cue`` recording what was
-done. Cues never touch the conversation context.
+applied to ``target`` (the *cued* candidate), ``cue`` recording what was
+done and, where the cue makes a candidate signal something (an agent identity),
+``stands_for`` saying what. Cues never touch the conversation context.
+
+Every cue has a guard: :meth:`CandidateCue.guard` lists what a cued pair changed
+beyond the cue's claim (reply texts are compared byte for byte with the uncued
+pair; labels, notes, sign-offs must be exactly the registered phrasings), and
+:meth:`CandidateCue.apply` raises :class:`CueGuardError` (one line) when the list
+is not empty. :mod:`cfbench.perturb.judge_cue_review` makes cued pairs into
+variant rows for the review page and Table 9.
 """
 
 from __future__ import annotations
