@@ -100,7 +100,7 @@ def test_religion_contrast_with_culture_well_wishes_on_star(star_pairs):
         w_islam = next(w for w in lex["islam"]["closing"] if w in cued.texts["real"])
         bad = replace(cued, texts={**dict(cued.texts), "real": cued.texts["real"].replace(
             w_islam, lex["christianity"]["closing"][0])})
-        with pytest.raises(CueGuardError, match="not a registered sign-off of a islam identity"):
+        with pytest.raises(CueGuardError, match="not a registered sign-off of the islam identity"):
             cue.check(plain, bad, item_id=iid)
 
 

@@ -89,11 +89,10 @@ class AgentIdentityCue(CandidateCue):
             raise ValueError(f"agent identity cue {name!r}: culture well-wishes belong to ethnicity/religion, "
                              "not to the gender contrast")
         self.name, self.axis, self.cued, self.other, self.with_cue = name, axis, cued, other, with_cue
-        what = {"gender": f"a {cued}-coded and a {other}-coded name of one ethnicity group",
-                "ethnicity": f"a {cued}-coded and an {other}-coded name", "religion": f"a {cued}-coded and a "
-                f"{other}-coded name"}[axis]
-        self.does = (f"signs the cued reply and the other reply with {what}"
-                     + (" after a closing well-wish of each group" if with_cue else "")
+        same = "of one ethnicity group" if axis == "gender" else "of one gender"
+        self.does = (f"signs the cued reply with an agent name coded {cued} and the other reply with one coded "
+                     f"{other}, {same}"
+                     + (", each after a closing well-wish of its group" if with_cue else "")
                      + " (seeded); reply texts otherwise unchanged")
 
     def parameters(self) -> Mapping[str, Any]:
@@ -184,8 +183,8 @@ class AgentIdentityCue(CandidateCue):
             tail = text[len(head):]
             ident = self._allowed(role).get(tail)
             if ident is None:
-                problems.append(f"the {role} reply {k!r} ends with {tail!r}, not a registered sign-off of a "
-                                f"{self.cued if role == 'cued' else self.other} identity")
+                problems.append(f"the {role} reply {k!r} ends with {tail!r}, not a registered sign-off of "
+                                f"the {self.cued if role == 'cued' else self.other} identity")
                 continue
             found[role] = ident
             if want is not None and ident != want[role]:
