@@ -11,6 +11,15 @@ transcripts (in the order the file or folder lists them), ``--sample N`` a
 random N of them drawn with ``--seed`` (the same seed the perturbers use), so a
 review of a large corpus can start on a manageable, reproducible subset.
 
+With ``--cues NAME ...`` (the judge-bias cues, ``all`` = the battery) the rows are cued
+candidate pairs instead (:func:`cfbench.perturb.judge_cue_review.cue_variants`): ``FILE`` is a
+folder of STAR dialogues (items drawn as the judge-bias study draws them: ``--n-draft`` typed
+drafts and ``--n-control`` known-worse controls, with ``--seed``), a JSONL of your own pairs
+(``context``, ``reply``, ``alternative``, optional ``id``/``kind``) or a transcripts file (control
+items from its calls). The same three files are written; each item's pair is cued once per cue and
+per candidate, and Table 9 counts the cue guards' verdicts; ``guard_catch.csv`` says how many
+deliberately corrupted cued pairs each guard rejects.
+
 Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
 ``python -m cfbench.variants_cli``.
 """
@@ -24,7 +33,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run_variants", "load_any", "select_transcripts", "main"]
+__all__ = ["add_parser", "run_variants", "run_cue_variants", "cue_items", "load_any", "select_transcripts", "main"]
 
 
 def load_any(path: str | Path) -> list[Any]:
@@ -88,6 +97,72 @@ def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | N
     return paths
 
 
+def cue_items(file: str | Path, *, n_draft: int, n_control: int, seed: int, context_turns: int = 6) -> list[Any]:
+    """Judge-bias items from a STAR folder, a JSONL of pairs or a transcripts file (see the module doc)."""
+    import json
+
+    from cfbench.core.errors import InputError
+    from cfbench.core.files import read_text
+    from cfbench.studies.judge_bias.items import items_from_pairs, star_items, synthetic_items
+
+    path = Path(file)
+    if path.is_dir():
+        return star_items(path, n_draft=n_draft, n_control=n_control, seed=seed, context_turns=context_turns)
+    if not path.is_file():
+        raise InputError("does not exist", source=str(path), record="<file>")
+    first = None
+    if path.suffix.lower() == ".jsonl":
+        lines = [ln for ln in read_text(path).splitlines() if ln.strip()]
+        records = []
+        for k, ln in enumerate(lines):
+            try:
+                records.append(json.loads(ln))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON ({exc.msg})", source=str(path), record=f"line {k + 1}") from None
+        first = records[0] if records else None
+        if isinstance(first, dict) and "reply" in first and "alternative" in first:
+            return items_from_pairs(records, source=str(path))
+    return synthetic_items(path, n_control=n_draft + n_control, seed=seed, context_turns=context_turns)
+
+
+def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed: int = 0, n_draft: int = 10,
+                     n_control: int = 10, decisions: str | Path | None = None) -> dict[str, Path]:
+    """Cued pairs of the items in ``file`` (every cue, both candidates cued in turn) into ``out``:
+    ``variants.parquet``, ``rejections.csv`` (Table 9 rows ``cue:<name>``), ``review.html`` and
+    ``guard_catch.csv`` (per cue and corruption kind, how many corrupted cued pairs the guard rejects)."""
+    from cfbench.core.errors import InputError
+    from cfbench.perturb import rejection_table
+    from cfbench.perturb.judge_cue_review import cue_guard_catch_table, cue_variants
+    from cfbench.perturb.judge_cues import BATTERY, cues as registered
+    from cfbench.perturb.review import review_html
+
+    names = list(BATTERY) if cues == ["all"] else list(cues)
+    unknown = [c for c in names if c not in registered()]
+    if unknown:
+        raise InputError(f"unknown cue(s) {unknown} (known: {', '.join(sorted(registered()))}, or all)",
+                         source="command line", field="--cues")
+    for name, n in (("--n-draft", n_draft), ("--n-control", n_control)):
+        if not isinstance(n, int) or n < 0:
+            raise InputError(f"must be a whole number >= 0, got {n!r}", source="command line", field=name)
+    out = Path(out)
+    _check_out_folder(out)
+    items = cue_items(file, n_draft=n_draft, n_control=n_control, seed=seed)
+    v = cue_variants(items, names, seed=seed, decisions=decisions)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder ({exc.strerror or type(exc).__name__})",
+                         source=str(out), field="--out") from None
+    paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
+             "review": out / "review.html", "guard_catch": out / "guard_catch.csv"}
+    v.to_parquet(paths["variants"], index=False)
+    rejection_table(v).to_csv(paths["rejections"], index=False)
+    cue_guard_catch_table(items, names, seed=seed).to_csv(paths["guard_catch"], index=False)
+    title = "cues: " + os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
+    paths["review"].write_text(review_html(v, [], title=title), encoding="utf-8")
+    return paths
+
+
 def _check_out_folder(out: Path) -> None:
     """``--out`` must be a folder, or a path whose nearest existing parent is a folder."""
     from cfbench.core.errors import InputError
@@ -101,6 +176,18 @@ def _check_out_folder(out: Path) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    if args.cues:
+        from cfbench.core.errors import InputError
+
+        if args.dimensions or args.limit is not None or args.sample is not None:
+            raise InputError("--cues makes cued candidate pairs; --dimensions, --limit and --sample are for "
+                             "transcript variants", source="command line", field="--cues")
+        names = [c for part in args.cues for c in part.split(",") if c]
+        paths = run_cue_variants(args.file, args.out, cues=names, seed=args.seed, n_draft=args.n_draft,
+                                 n_control=args.n_control, decisions=args.decisions)
+        for p in paths.values():
+            print(p)
+        return 0
     dims = None
     if args.dimensions:
         dims = [d for part in args.dimensions for d in part.split(",") if d]
@@ -123,6 +210,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N", help="only the first N transcripts")
     p.add_argument("--sample", type=int, metavar="N", help="a random N transcripts (drawn with --seed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--cues", nargs="+", metavar="CUE",
+                   help="judge-bias cues (space- or comma-separated, or all): review cued candidate pairs instead")
+    p.add_argument("--n-draft", type=int, default=10, metavar="N",
+                   help="with --cues and a STAR folder: items pairing the sent reply with the typed draft")
+    p.add_argument("--n-control", type=int, default=10, metavar="N",
+                   help="with --cues: items pairing the sent reply with a reply from elsewhere (known worse)")
     p.set_defaults(func=_cmd)
     return p
 

@@ -12,8 +12,16 @@ records which code and phrasing made it, as a transcript variant does.
 A :class:`CandidatePair` is the uncued presentation: ``texts`` maps each
 candidate key (e.g. ``"real"``, ``"alt"``) to its reply, ``order`` lists the
 keys in slot order (slot A first). A cue returns a new pair with the change
-applied to ``target`` (the *cued* candidate) and ``cue`` recording what was
-done. Cues never touch the conversation context.
+applied to ``target`` (the *cued* candidate), ``cue`` recording what was
+done and, where the cue makes a candidate signal something (an agent identity),
+``stands_for`` saying what. Cues never touch the conversation context.
+
+Every cue has a guard: :meth:`CandidateCue.guard` lists what a cued pair changed
+beyond the cue's claim (reply texts are compared byte for byte with the uncued
+pair; labels, notes, sign-offs must be exactly the registered phrasings), and
+:meth:`CandidateCue.apply` raises :class:`CueGuardError` (one line) when the list
+is not empty. :mod:`cfbench.perturb.judge_cue_review` makes cued pairs into
+variant rows for the review page and Table 9.
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ from typing import Any, Mapping
 
 from .base import Description, load_data
 
-__all__ = ["CandidatePair", "CandidateCue", "register_cue", "get_cue", "cues", "cue_phrases", "SLOTS",
-           "content_guard"]
+__all__ = ["CandidatePair", "CandidateCue", "CueGuardError", "register_cue", "get_cue", "cues", "cue_phrases",
+           "SLOTS", "content_guard", "unchanged_problems"]
 
 SLOTS = ("A", "B")
 
@@ -40,6 +48,8 @@ class CandidatePair:
     note: str = ""  # a line shown after both replies
     cue: str = "none"  # name@version of the cue applied ("none" for the plain pair)
     target: str = ""  # the cued candidate's key ("" when no cue)
+    #: key -> what the cue makes that candidate stand for (e.g. the agent identity a sign-off signals)
+    stands_for: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.order) != 2 or set(self.order) != set(self.texts):
@@ -55,8 +65,19 @@ class CandidatePair:
         return replace(self, order=(self.order[1], self.order[0]))
 
 
+class CueGuardError(ValueError):
+    """A cued pair changed more (or other) than its cue claims; the message is one line."""
+
+
 class CandidateCue:
-    """Base class: subclasses set ``name``, ``version``, ``does`` and implement :meth:`apply`."""
+    """Base class: subclasses set ``name``, ``version``, ``does`` and implement :meth:`make` (the change)
+    and :meth:`guard_problems` (what the change may not do).
+
+    :meth:`apply` is ``make`` followed by :meth:`check`: a cued pair that fails its guard raises
+    :class:`CueGuardError` instead of reaching a judge. :meth:`guard` returns the problems as a list
+    (empty = the cued pair changed only what the cue claims); the review frame
+    (:func:`cfbench.perturb.judge_cue_review.cue_variants`) records them as the guard's verdict.
+    """
 
     name: str = ""
     version: int = 1
@@ -72,8 +93,47 @@ class CandidateCue:
         return Description(name=self.name, version=self.version, does=self.does,
                            parameters=tuple(sorted((k, _frozen(v)) for k, v in self.parameters().items())))
 
-    def apply(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> CandidatePair:  # pragma: no cover - interface
+    def make(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> CandidatePair:  # pragma: no cover - interface
+        """The cued pair, unchecked."""
         raise NotImplementedError
+
+    def apply(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> CandidatePair:
+        """The cued pair; raises :class:`CueGuardError` when it fails the cue's guard."""
+        self._check_target(pair, target)
+        cued = self.make(pair, target, seed=seed, item_id=item_id)
+        self.check(pair, cued, seed=seed, item_id=item_id)
+        return cued
+
+    def guard(self, plain: CandidatePair, cued: CandidatePair, *, seed: int | None = None,
+              item_id: str = "") -> list[str]:
+        """Why ``cued`` is not ``plain`` changed by this cue alone (empty = it is).
+
+        Common to every cue: the same candidate keys, the cue's ``name@version`` and a target that
+        is one of the candidates. ``seed`` (with ``item_id``), when given, lets a seeded cue also
+        check that its choice is the one that seed makes.
+        """
+        problems: list[str] = []
+        if set(cued.texts) != set(plain.texts):
+            problems.append(f"candidate keys changed ({sorted(plain.texts)} -> {sorted(cued.texts)})")
+            return problems
+        if cued.cue != self.description.tag:
+            problems.append(f"cue recorded as {cued.cue!r}, not {self.description.tag!r}")
+        if cued.target not in plain.texts:
+            problems.append(f"target {cued.target!r} is not a candidate ({sorted(plain.texts)})")
+            return problems
+        return problems + self.guard_problems(plain, cued, seed=seed, item_id=item_id)
+
+    def guard_problems(self, plain: CandidatePair, cued: CandidatePair, *, seed: int | None = None,
+                       item_id: str = "") -> list[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def check(self, plain: CandidatePair, cued: CandidatePair, *, seed: int | None = None, item_id: str = "") -> None:
+        """Raise :class:`CueGuardError` (one line: cue, item, first problem, how many more) when the guard fails."""
+        problems = self.guard(plain, cued, seed=seed, item_id=item_id)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            where = f" on {item_id}" if item_id else ""
+            raise CueGuardError(" ".join(f"cue {self.name}{where} fails its guard: {problems[0]}{more}".split()))
 
     def _check_target(self, pair: CandidatePair, target: str) -> None:
         if target not in pair.texts:
@@ -81,6 +141,27 @@ class CandidateCue:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def unchanged_problems(plain: CandidatePair, cued: CandidatePair, *fields: str) -> list[str]:
+    """What changed among ``fields`` ("texts", "order", "labels", "note", "stands_for") between the two
+    presentations; reply texts are compared byte for byte."""
+    out = []
+    for f in fields:
+        a, b = getattr(plain, f), getattr(cued, f)
+        if f == "texts":
+            for k in plain.texts:
+                if cued.texts.get(k) != plain.texts[k]:
+                    out.append(f"the text of candidate {k!r} changed")
+        elif f == "order":
+            if tuple(a) != tuple(b):
+                out.append(f"the order changed ({tuple(a)} -> {tuple(b)})")
+        elif f in ("labels", "stands_for"):
+            if dict(a) != dict(b):
+                out.append(f"{f} changed ({dict(a)} -> {dict(b)})")
+        elif a != b:
+            out.append(f"{f} changed ({a!r} -> {b!r})")
+    return out
 
 
 def _frozen(v: Any) -> Any:
