@@ -73,11 +73,11 @@ def test_the_authority_double_is_caught_and_the_content_only_double_is_not(tmp_p
     """A judge that follows the supervisor label moves toward it beyond noise at 30 items; a judge that
     reads only the reply texts shows no label-cue shift and full position consistency."""
     kw = dict(star_path=str(star_dir()), n_draft=15, n_control=15, pointwise_cues=(), n_boot=300)
-    biased = run(Params(judge="scripted:judge-bias-authority", **kw), progress=False).tables["cues"].set_index("cue")
+    biased = run(Params(judges=("scripted:judge-bias-authority",), **kw), progress=False).tables["cues"].set_index("cue")
     assert biased.loc["authority", "significant"] and biased.loc["authority", "beyond_noise"]
     assert biased.loc["authority", "shift_ci_low"] > 0
     assert biased.loc["authority", "gate"].startswith("fail")  # shown above 0.10, whatever the n
-    fair = run(Params(judge="scripted:judge-bias-hash", **kw), progress=False)
+    fair = run(Params(judges=("scripted:judge-bias-hash",), **kw), progress=False)
     t = fair.tables["cues"].set_index("cue")
     for cue in ("authority", "source", "bandwagon", "position"):
         assert t.loc[cue, "shift"] == 0 and not t.loc[cue, "significant"]
@@ -96,7 +96,7 @@ def test_iter_requests_are_exactly_what_run_sends(smoke):
 
 
 def test_a_judge_with_no_parseable_reply_stops_with_the_reason(tmp_path):
-    params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100, judge="scripted:garbage")
+    params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100, judges=("scripted:garbage",))
     with pytest.raises(InputError, match="all 28 pairwise replies .* are parse failures"):
         run(params, out=tmp_path, progress=False)
     assert (tmp_path / "answers.csv").is_file() and not (tmp_path / "cues.csv").exists()
@@ -111,7 +111,7 @@ def test_partial_parse_failures_are_counted_and_excluded_not_read_as_verdicts(tm
     register_script("judge-bias-test-partial", lambda r: "Both replies are fine" if (
         "/source/" in r.request_id or r.request_id.endswith("/baseline/realA")) and "cc" in r.request_id else good(r))
     params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100,
-                    judge="scripted:judge-bias-test-partial")
+                    judges=("scripted:judge-bias-test-partial",))
     result = run(params, out=tmp_path, progress=False)
     result.check()
     pf = result.tables["parse_failures"].set_index(["task", "condition"])
