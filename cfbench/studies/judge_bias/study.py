@@ -45,8 +45,8 @@ class Params:
     n_control: int = 4  # items: sent reply vs a reply from elsewhere in the dialogue (known worse)
     context_turns: int = 6  # conversation turns shown before the reply
     judges: tuple = ("scripted:judge-bias-authority",)  # judge specs, one column each (the first is the headline)
-    cues: tuple = BATTERY  # pairwise cues (every cue in cfbench.perturb.judge_cues.BATTERY)
-    pointwise_cues: tuple = POINTWISE_CUES  # pointwise cues (() skips the pointwise task)
+    cues: tuple = ("all",)  # pairwise cues; "all" = every cue in cfbench.perturb.judge_cues.BATTERY
+    pointwise_cues: tuple = ("all",)  # pointwise cues; "all" = every BATTERY cue with a pointwise form; () skips the task
     temperature: float = 0.0  # evaluation temperature
     repeats: int = 0  # extra draws of each baseline request at the evaluation temperature; 0 = 1 when temperature > 0, none at 0
     gate_max_net_flip: float = 0.10  # gate: a cue passes when its net flip rate's upper bound is below this
@@ -59,6 +59,10 @@ class Params:
     def __post_init__(self) -> None:
         for name in ("judges", "cues", "pointwise_cues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name, every in (("cues", BATTERY), ("pointwise_cues", POINTWISE_CUES)):
+            if "all" in getattr(self, name):  # resolved here, so a cue added to BATTERY joins every "all" run
+                object.__setattr__(self, name, tuple(dict.fromkeys(
+                    c for v in getattr(self, name) for c in (every if v == "all" else (v,)))))
         if not self.judges or len(set(self.judges)) != len(self.judges) or not all(
                 isinstance(j, str) and j for j in self.judges):
             raise InputError("must list at least one judge spec, each once", source="parameters", field="judges")
