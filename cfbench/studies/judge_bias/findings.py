@@ -8,6 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.stats.intervals import items_needed_zero_events
+
+from .metrics import items_needed_score_gate
+
 __all__ = ["invariants", "findings_markdown", "run_header"]
 
 
@@ -45,9 +49,10 @@ def invariants(result: Any) -> dict[str, bool]:
                                                        "shift_ci_method"),
         "net flip intervals valid": _interval_rows_ok(cues, "net_flip_rate", "net_ci_low", "net_ci_high",
                                                       "net_ci_method"),
-        "gate passes only below the maximum against every noise reference": all(
-            (g == "pass") == all(np.isfinite(h) and h < p.gate_max_net_flip for h in hs)
-            for g, hs in zip(cues["gate"], _highs(cues))),
+        "gate passes exactly when below the maximum against every noise reference at a decidable n": all(
+            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_net_flip for h in hs)
+                              and n >= items_needed_zero_events(p.gate_max_net_flip))
+            for g, hs, n in zip(cues["gate"], _highs(cues), cues["n_items"])),
         "adjusted p-values not below raw": bool(((cues["p_adjusted"] >= cues["p_sign"] - 1e-12)
                                                  | cues["p_sign"].isna()).all()),
         "one row per judge and requested cue": list(zip(cues["judge"], cues["cue"]))
@@ -60,9 +65,11 @@ def invariants(result: Any) -> dict[str, bool]:
     if "pointwise" in T and len(T["pointwise"]):
         pw = T["pointwise"]
         checks["pointwise intervals valid"] = _interval_rows_ok(pw, "score_shift", "ci_low", "ci_high", "ci_method")
-        checks["pointwise gate passes only below the maximum against every noise reference"] = all(
-            (g == "pass") == all(np.isfinite(h) and h < p.gate_max_score_shift for h in hs)
-            for g, hs in zip(pw["gate"], _highs(pw)))
+        checks["pointwise gate passes exactly when below the maximum against every noise reference at a "
+               "decidable n"] = all(
+            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_score_shift for h in hs)
+                              and n >= items_needed_score_gate(p.gate_max_score_shift))
+            for g, hs, n in zip(pw["gate"], _highs(pw), pw["n_items_net"]))
     return checks
 
 
