@@ -46,7 +46,7 @@ def _judge_colors(t: pd.DataFrame) -> list[str]:
 
 
 def _size(t: pd.DataFrame) -> tuple[float, float]:
-    return 7.5, 0.45 * max(len(t), 2) + 1.4
+    return 10.0, 0.45 * max(len(t), 2) + 1.4
 
 
 def plot_cue_shifts(t: pd.DataFrame, *, title: str):
