@@ -109,3 +109,9 @@ def _sim_pointwise(n, cue, ref, reps=800, seed=7):
 @pytest.mark.parametrize("n", POINTWISE_SIZES)
 def test_pointwise_gate_false_pass_at_the_maximum_stays_below_5_percent(n, shape):
     assert _sim_pointwise(n, *SHAPES[shape]) <= 0.05
+
+
+@pytest.mark.parametrize("n,p1,p0", [(n, p0 + 0.10, p0) for n in (36, 120) for p0 in (0.01, 0.05, 0.20)])
+def test_reworded_reference_gate_false_pass_at_the_default_and_paper_sizes(n, p1, p0):
+    fp, _ = _sim(n, p1, p0)
+    assert fp <= 0.05

@@ -119,7 +119,7 @@ def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -
 
     No pass below ``need`` items: there the mean interval of a few items with rare, fractional differences
     (repeat flips averaged over orders) false-passes more than 5 % at a true value equal to the maximum
-    (13 % at 8 items, 9 % at 16; tests/test_judge_bias_gate_coverage.py); from ``need`` on it stays below 5 %."""
+    (16 % at 8 items, 7 % at 16; tests/test_judge_bias_gate_coverage.py); from ``need`` on it stays below 5 %."""
     if not np.isfinite(ci_high):
         return "no interval (fewer than 2 items)"
     if ci_low >= gate_max:
