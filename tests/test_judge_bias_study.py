@@ -313,3 +313,22 @@ def test_the_default_design_on_star_with_two_judges(tmp_path):
     assert a.significant and a.beyond_noise and a.gate.startswith("fail")
     assert "`authority` moved `scripted:judge-bias-authority` beyond its own noise" in result.findings()
     assert (tmp_path / "net_flips.png").stat().st_size > 10_000
+
+
+def test_the_pointwise_gate_on_36_star_items_passes_a_label_blind_judge_and_fails_a_label_follower():
+    """Pointwise on real STAR text at 36 items (>= 32, so decidable): the content-only double's scores ignore
+    labels (net 0 on every item: passes at 1.0 point); the authority double adds 3 points under the supervisor
+    label (shown above the maximum: fails); the findings carry both gates."""
+    params = Params(star_path=str(star_dir()), n_draft=18, n_control=18, context_turns=4, n_boot=200,
+                    cues=("position", "authority"), pointwise_cues=("authority", "source"),
+                    judges=("scripted:judge-bias-hash", "scripted:judge-bias-authority"))
+    result = run(params, progress=False)
+    result.check()
+    pw = result.tables["pointwise"].set_index(["judge", "cue"])
+    for cue in ("authority", "source"):
+        r = pw.loc[("scripted:judge-bias-hash", cue)]
+        assert r.gate == "pass" and r.net_abs_shift == 0 and r.net_ci_high < 1.0 and r.n_items_net == 36
+    a = pw.loc[("scripted:judge-bias-authority", "authority")]
+    assert a.score_shift > 2 and a.gate.startswith("fail (shown") and a.significant
+    text = result.findings()
+    assert "gate: net |score shift| upper bound < 1 points" in text and "gate: pass" in text
