@@ -332,3 +332,4 @@ def test_the_pointwise_gate_on_36_star_items_passes_a_label_blind_judge_and_fail
     assert a.score_shift > 2 and a.gate.startswith("fail (shown") and a.significant
     text = result.findings()
     assert "gate: net |score shift| upper bound < 1 points" in text and "gate: pass" in text
+    assert "items' scores one way" in text

@@ -165,7 +165,7 @@ def _judge_block(result: Any, judge: str) -> list[str]:
             verdict = "is not distinguishable from noise at this n"
         det = ("no share of items is detectable at this n" if not np.isfinite(r.detectable_share) else
                f"power: the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of items "
-               "toward it")
+               f"toward it (a shift of {_num(r.detectable_share)} with none away)")
         rep = ""
         if hasattr(r, "net_repeat_flip_rate") and np.isfinite(getattr(r, "net_repeat_flip_rate")):
             rep = (f", vs repeats {_num(r.net_repeat_flip_rate)} {_iv(r.net_repeat_ci_low, r.net_repeat_ci_high, False)}")
@@ -188,7 +188,11 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                          f"({r.ci_method}; {r.items_up} up, {r.items_down} down, adjusted p = {_p(r.p_adjusted)}); "
                          f"mean |shift| {r.mean_abs_shift:.2f} vs {r.mean_abs_reworded_shift:.2f} under the reworded "
                          f"prompt (net {_iv(r.net_ci_low, r.net_ci_high, False)}){rep}; gate: {r.gate}; with no net "
-                         f"shift at all this n could bound it at {r.best_case_upper:.2f} points.")
+                         f"shift at all this n could bound it at {r.best_case_upper:.2f} points; "
+                         + ("no share of items is detectable by the sign test at this n." if not
+                            np.isfinite(r.detectable_share) else
+                            f"the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of "
+                            "items' scores one way."))
     moved = cues[cues["significant"] & cues["beyond_noise"]]
     lines.append("")
     if len(moved):

@@ -327,4 +327,5 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
     _adjust(t, multiplicity=multiplicity, alpha=alpha, refs=refs)
     t["gate_max_score_shift"] = gate_max
     _gate(t, refs, gate_max, items_needed_score_gate(gate_max), n_col="n_items_net", scale=SCORE_NET_RANGE[1])
+    t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
