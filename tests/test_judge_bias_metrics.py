@@ -84,7 +84,9 @@ def test_detectable_share_and_gate_status():
     # 8 items at 0.05 / 5 cues: the sign test needs all 8 items moving (2 * 0.5**7 > 0.01), so q**8 >= 0.8
     assert M.detectable_share(8, 0.01) == pytest.approx(0.8 ** (1 / 8), abs=1e-3)
     assert math.isnan(M.detectable_share(4, 0.05))  # 2 * 0.5**4 = 0.125 > 0.05 at every share
-    assert M.gate_status(0.09, 5, 0.1) == "pass"
+    # no pass below 36 items, even with an upper bound under the maximum (see the coverage test)
+    assert M.gate_status(0.09, 5, 0.1).startswith("not decidable at this n (needs >= 36")
+    assert M.gate_status(0.09, 36, 0.1) == "pass"
     assert M.gate_status(0.2, 5, 0.1).startswith("not decidable at this n (needs >= 36")
     assert M.gate_status(0.2, 40, 0.1) == "fail"
     assert M.gate_status(0.7, 5, 0.1, 0.3).startswith("fail")  # shown above the maximum: no n would change that
@@ -93,3 +95,64 @@ def test_detectable_share_and_gate_status():
 
 def test_sign_test_by_hand():
     assert M.sign_test(np.array([1, 1, 1, 0, -1, np.nan])) == (3, 1, pytest.approx(0.625))
+
+
+def _pointwise(rows):
+    return pd.DataFrame([{"item_id": i, "task": "pointwise", "condition": c, "order": "real", "answer": None,
+                          "parse_ok": True, "score": float(v)} for i, c, v in rows])
+
+
+def test_repeat_noise_row_and_the_two_reference_rule_by_hand():
+    # repeats of the baseline in both orders: i1 flips in realA, i2 in neither, i3 in both
+    rep = [("i1", "repeat1", "realA", "B"), ("i1", "repeat1", "realB", "B"),
+           ("i2", "repeat1", "realA", "A"), ("i2", "repeat1", "realB", "A"),
+           ("i3", "repeat1", "realA", "A"), ("i3", "repeat1", "realB", "B")]
+    cue = [("i1", "authority", "realA", "B"), ("i1", "reworded", "realA", "A"),
+           ("i2", "authority", "realA", "B"), ("i2", "reworded", "realA", "B"),
+           ("i3", "authority", "realB", "A"), ("i3", "reworded", "realB", "A")]
+    ch = M.choices(_parsed(BASE + rep + cue))
+    nz = M.noise_table(ch).set_index("metric")
+    assert nz.loc["repeat_flip_rate", "estimate"] == pytest.approx(3 / 6) and nz.loc["repeat_flip_rate", "n_pairs"] == 6
+    assert nz.loc["reworded_prompt_flip_rate", "estimate"] == pytest.approx(1 / 3)
+    t = M.cue_table(ch, pd.Series({"i1": "alt", "i2": "alt", "i3": "alt"}), ["authority"], gate_max=0.1, alpha=0.05,
+                    multiplicity="holm", n_boot=300, seed=0).iloc[0]
+    # per item: cue flips (1, 1, 0); reworded flips (0, 1, 0); repeat flip shares (1/2, 0, 1)
+    assert t.flip_rate == pytest.approx(2 / 3) and t.repeat_flip_rate == pytest.approx(1 / 2)
+    assert t.net_flip_rate == pytest.approx(1 / 3) and t.net_repeat_flip_rate == pytest.approx((0.5 + 1 - 1) / 3)
+    # the reference with the larger upper bound decides the gate; beyond noise needs both lower bounds above 0
+    decider = "repeats" if t.net_repeat_ci_high > t.net_ci_high else "reworded"
+    assert t.gate_reference == decider
+    assert t.beyond_noise == (t.net_ci_low > 0 and t.net_repeat_ci_low > 0)
+
+
+def test_without_repeats_there_is_no_repeat_row_or_column():
+    ch = M.choices(_parsed(BASE + [(i, "reworded", o, a) for i, _, o, a in BASE[::2]]))
+    assert list(M.noise_table(ch)["metric"]) == ["reworded_prompt_flip_rate"]
+    t = M.cue_table(ch, pd.Series({"i1": "alt", "i2": "real", "i3": "alt"}), ["position"], gate_max=0.1,
+                    alpha=0.05, multiplicity="holm", n_boot=100, seed=0)
+    assert "net_repeat_flip_rate" not in t.columns and set(t["gate_reference"]) == {"reworded"}
+
+
+def test_pointwise_net_shift_and_gate_by_hand():
+    # 40 items: the cue adds 1 point on items 0-3, the reworded prompt moves item 4 by 2, repeats move item 5 by 1
+    rows = []
+    for k in range(40):
+        i = f"i{k:02d}"
+        rows += [(i, "baseline", 5), (i, "authority", 6 if k < 4 else 5), (i, "reworded", 7 if k == 4 else 5),
+                 (i, "repeat1", 6 if k == 5 else 5)]
+    t = M.pointwise_table(_pointwise(rows), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+                          gate_max=1.0).iloc[0]
+    assert t.score_shift == pytest.approx(4 / 40) and (t.items_up, t.items_down) == (4, 0)
+    assert t.mean_abs_reworded_shift == pytest.approx(2 / 40) and t.mean_abs_repeat_shift == pytest.approx(1 / 40)
+    assert t.net_abs_shift == pytest.approx((4 - 2) / 40) and t.net_repeat_abs_shift == pytest.approx((4 - 1) / 40)
+    assert t.net_ci_high < 1.0 and t.net_repeat_ci_high < 1.0 and t.gate == "pass"
+    assert t.best_case_upper == pytest.approx(9 * (1 - 0.025 ** (1 / 40)))
+    # the same at 8 items: the bounds are not what decides - 8 < 32 items cannot support a pass
+    small = [r for r in rows if int(r[0][1:]) < 8]
+    s = M.pointwise_table(_pointwise(small), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+                          gate_max=1.0).iloc[0]
+    assert s.gate == "not decidable at this n (needs >= 32 items)" and M.items_needed_score_gate(1.0) == 32
+    # a cue shown to move scores by more than the maximum fails whatever the n
+    big = [(i, c, (v + 4 if c == "authority" else v)) for i, c, v in small]
+    assert M.pointwise_table(_pointwise(big), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+                             gate_max=1.0).iloc[0].gate.startswith("fail (shown")

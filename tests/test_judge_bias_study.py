@@ -48,22 +48,34 @@ def test_smoke_run_on_star_writes_tables_figures_and_passes_its_check(smoke):
     assert checks and all(checks.values())
     S = json.loads((out / "summary.json").read_text())
     assert S["source"] == "star" and S["judge_is_test_double"] and S["n_requests"] == n_requests(result.params)
+    assert S["judges"] == list(result.params.judges) and S["n_requests_all_judges"] == 2 * S["n_requests"]
     assert S["items_by_kind"] == {"draft": 4, "control": 4}
     for name in ("items", "answers", "position", "accuracy", "noise", "cues", "pointwise", "parse_failures"):
         assert (out / f"{name}.csv").is_file(), name
     for fig in ("cue_shifts", "net_flips", "pointwise_shifts"):
         assert (out / f"{fig}.png").stat().st_size > 10_000
     cues = pd.read_csv(out / "cues.csv")
-    assert list(cues["cue"]) == list(result.params.cues)
+    assert list(zip(cues["judge"], cues["cue"])) == [(j, c) for j in result.params.judges for c in result.params.cues]
     assert cues["shift_ci_method"].notna().all() and (cues["shift_ci_high"] > cues["shift_ci_low"]).all()
+    # 8 items: no gate row can pass, pairwise or pointwise
+    assert cues["gate"].str.startswith(("not decidable at this n", "fail (shown")).all()
+    pw = pd.read_csv(out / "pointwise.csv")
+    assert pw["gate"].str.startswith(("not decidable at this n (needs >= 32", "fail (shown")).all()
 
 
 def test_findings_come_from_the_numbers_and_flag_the_test_double(smoke):
     result, _ = smoke
     text = result.findings()
     assert "scripted test double" in text and "star" in text
-    c = result.tables["cues"].set_index("cue")
-    assert f"{c.loc['authority', 'chose_cued_with_cue'] * 100:.0f}%" in text
+    for judge in result.params.judges:  # one section per judge, with its own numbers
+        assert f"### `{judge}`" in text
+        c = result.tables["cues"]
+        c = c[c["judge"] == judge].set_index("cue")
+        section = text.split(f"### `{judge}`")[1].split("### ")[0]
+        assert f"chose the cued reply {c.loc['authority', 'chose_cued_with_cue'] * 100:.0f}% with the cue" in section
+        assert "power: the sign test detects" in section and "this n could bound net flips at 37%" in section
+    assert "(headline judge)" in text and "(comparison judge" in text and "**Across judges:**" in text
+    assert "What this cannot show" in text
     for cue in result.params.cues:
         assert f"`{cue}`" in text
     assert "not decidable at this n" in text  # 8 items cannot pass a 0.10 gate
@@ -73,11 +85,11 @@ def test_the_authority_double_is_caught_and_the_content_only_double_is_not(tmp_p
     """A judge that follows the supervisor label moves toward it beyond noise at 30 items; a judge that
     reads only the reply texts shows no label-cue shift and full position consistency."""
     kw = dict(star_path=str(star_dir()), n_draft=15, n_control=15, pointwise_cues=(), n_boot=300)
-    biased = run(Params(judge="scripted:judge-bias-authority", **kw), progress=False).tables["cues"].set_index("cue")
+    biased = run(Params(judges=("scripted:judge-bias-authority",), **kw), progress=False).tables["cues"].set_index("cue")
     assert biased.loc["authority", "significant"] and biased.loc["authority", "beyond_noise"]
     assert biased.loc["authority", "shift_ci_low"] > 0
     assert biased.loc["authority", "gate"].startswith("fail")  # shown above 0.10, whatever the n
-    fair = run(Params(judge="scripted:judge-bias-hash", **kw), progress=False)
+    fair = run(Params(judges=("scripted:judge-bias-hash",), **kw), progress=False)
     t = fair.tables["cues"].set_index("cue")
     for cue in ("authority", "source", "bandwagon", "position"):
         assert t.loc[cue, "shift"] == 0 and not t.loc[cue, "significant"]
@@ -90,13 +102,16 @@ def test_iter_requests_are_exactly_what_run_sends(smoke):
     result, _ = smoke
     planned = list(iter_requests(result.params))
     assert [r.request_id for r in planned] == result.sent_ids
-    assert [r.request_id for r in planned] == list(result.frames["judgments"]["request_id"])
-    # the cache keys (judge, whole messages, settings) of the planned requests are the ones the run used
-    assert [r.cache_key(result.params.judge) for r in planned] == list(result.frames["judgments"]["key"])
+    J = result.frames["judgments"]
+    for judge in result.params.judges:  # every judge is sent exactly the planned requests
+        mine = J[J["judge"] == judge]
+        assert [r.request_id for r in planned] == list(mine["request_id"])
+        # the cache keys (judge, whole messages, settings, repeat index) of the planned requests are the run's
+        assert [r.cache_key(judge) for r in planned] == list(mine["key"])
 
 
 def test_a_judge_with_no_parseable_reply_stops_with_the_reason(tmp_path):
-    params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100, judge="scripted:garbage")
+    params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100, judges=("scripted:garbage",))
     with pytest.raises(InputError, match="all 28 pairwise replies .* are parse failures"):
         run(params, out=tmp_path, progress=False)
     assert (tmp_path / "answers.csv").is_file() and not (tmp_path / "cues.csv").exists()
@@ -111,7 +126,7 @@ def test_partial_parse_failures_are_counted_and_excluded_not_read_as_verdicts(tm
     register_script("judge-bias-test-partial", lambda r: "Both replies are fine" if (
         "/source/" in r.request_id or r.request_id.endswith("/baseline/realA")) and "cc" in r.request_id else good(r))
     params = Params(star_path="none", n_draft=0, n_control=4, pointwise_cues=(), n_boot=100,
-                    judge="scripted:judge-bias-test-partial")
+                    judges=("scripted:judge-bias-test-partial",))
     result = run(params, out=tmp_path, progress=False)
     result.check()
     pf = result.tables["parse_failures"].set_index(["task", "condition"])
@@ -157,6 +172,8 @@ def test_notebook_parameters_mirror_params():
         v = defaults[f.name]
         assert (tuple(v) if isinstance(v, list) else v) == f.default, f.name
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+    pm = pytest.importorskip("papermill")  # papermill reads every parameter (a comment it cannot parse drops one)
+    assert list(pm.inspect_notebook(str(REPO / "notebooks" / "judge_bias.ipynb"))) == list(defaults)
 
 
 @pytest.mark.slow
@@ -204,10 +221,115 @@ def test_audit_on_the_callers_own_pairs_for_two_judges(tmp_path):
 
 
 def test_estimate_seconds_counts_the_configs_calls():
+    """The default's header: 36 items, 2 + 1 + (cues - 1) calls per item and judge, both local judges,
+    at 1.83 s / 0.77 s per call plus 8 s per model load; at least 36 items, so a gate can pass."""
+    from cfbench.perturb.judge_cues import BATTERY
     from cfbench.studies import judge_bias
 
     default = _config("default")
-    assert judge_bias.n_requests(Params.from_config(default)) == 112
+    p = Params.from_config(default)
+    assert p.cues == BATTERY and p.n_repeats == 0 and not p.pointwise_cues
+    assert p.n_draft + p.n_control == 36 and p.judges == ("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-0.5b")
+    per_judge = 36 * (3 + len(BATTERY) - 1)
+    assert judge_bias.n_requests(p) == per_judge == len(plan(p).requests)
     est = judge_bias.estimate_seconds(default)
-    assert est == 15 + 112 * 2.0 and 180 <= est <= 300  # "about 4 minutes" as the config says
+    assert est == pytest.approx(8 + per_judge * 1.83 + 8 + per_judge * 0.77)
+    assert est <= 13 * 60  # the header's ~11 min (12.8 min with a sixth cue)
+    header = (REPO / "configs" / "judge_bias" / "default.yaml").read_text()
+    if len(BATTERY) == 5:
+        assert f"36 x 7 = {per_judge} calls per judge" in header and f"{est / 60:.1f} min" in header
     assert judge_bias.estimate_seconds(_config("smoke")) < 5
+
+
+def test_repeats_are_sent_at_a_positive_temperature_with_the_repeat_index_in_the_key(smoke):
+    result, _ = smoke
+    p = result.params
+    assert p.temperature > 0 and p.n_repeats == 1
+    planned = {r.request_id: r for r in iter_requests(p)}
+    reps = [r for rid, r in planned.items() if "/repeat1/" in rid]
+    assert len(reps) == 8 * 3  # both baseline orders (pairwise) and the pointwise baseline, per item
+    for r in reps:
+        base = planned[r.request_id.replace("/repeat1/", "/baseline/")]
+        assert r.messages == base.messages and r.repeat == 1 and base.repeat == 0
+        assert r.cache_key(p.judge) != base.cache_key(p.judge)
+    noise = result.tables["noise"].set_index(["judge", "metric"])
+    assert noise.loc[("scripted:judge-bias-authority", "repeat_flip_rate"), "estimate"] == 0  # deterministic
+    assert noise.loc[("scripted:judge-bias-sampled", "repeat_flip_rate"), "estimate"] > 0  # 20% of draws turn
+    assert "repeat_flip_rate" in result.tables["cues"].columns and "net_repeat_abs_shift" in result.tables["pointwise"]
+    assert "a claim must hold against both references" in result.summary["noise_reference"]
+
+
+def test_at_temperature_0_no_repeat_is_sent_and_the_run_says_why():
+    p = Params(star_path="none", n_draft=0, n_control=3, pointwise_cues=())
+    assert p.n_repeats == 0 and not any("/repeat" in r.request_id for r in iter_requests(p))
+    assert n_requests(p) == len(list(iter_requests(p)))
+    result = run(p, progress=False)
+    assert list(result.tables["noise"]["metric"]) == ["reworded_prompt_flip_rate"]
+    assert "identical by construction" in result.summary["noise_reference"]
+    assert "identical by construction, so the rewording is the only reference" in result.findings()
+    # asked for explicitly (an API judge may vary at temperature 0), repeats are sent
+    p2 = Params(star_path="none", n_draft=0, n_control=3, pointwise_cues=(), repeats=2)
+    ids = [r.request_id for r in iter_requests(p2)]
+    assert sum("/repeat2/" in i for i in ids) == 3 * 2 and n_requests(p2) == len(ids)
+
+
+def test_all_resolves_to_the_battery_and_a_single_judge_config_still_loads():
+    from cfbench.perturb.judge_cues import BATTERY, get_cue
+
+    p = Params()
+    assert p.cues == BATTERY and p.pointwise_cues == tuple(c for c in BATTERY if "pointwise" in get_cue(c).tasks)
+    assert Params(cues=("position", "all")).cues == BATTERY  # no cue twice
+    assert Params.from_config({"judge": "scripted:judge-bias-hash"}).judges == ("scripted:judge-bias-hash",)
+    with pytest.raises(InputError, match="judges"):
+        Params(judges=("scripted:judge-bias-hash", "scripted:judge-bias-hash"))
+    with pytest.raises(InputError, match="repeats"):
+        Params(repeats=-1)
+    with pytest.raises(InputError, match="gate_max_score_shift"):
+        Params(gate_max_score_shift=0)
+
+
+def test_without_star_the_synthetic_calls_give_the_defaults_36_items():
+    p = Params.from_config(_config("default"), star_path="none")
+    pl = plan(p)
+    assert pl.source == "synthetic" and len(pl.items) == 36 and len({i.item_id for i in pl.items}) == 36
+    assert len({(i.context, i.real) for i in pl.items}) == 36  # distinct points, not the same one twice
+    assert [i.item_id for i in plan(Params(star_path="none", n_draft=0, n_control=5)).items] == \
+        [i.item_id for i in pl.items[:5]]  # the first round is what a smaller run draws
+
+
+def test_the_default_design_on_star_with_two_judges(tmp_path):
+    """The default config's design (36 STAR items, every cue, two judges, pairwise only) on scripted doubles:
+    36 items make the gate decidable, and a content-only judge with no noise passes every label cue."""
+    params = Params.from_config(_config("default"), star_path=str(star_dir()), n_boot=200,
+                                judges=["scripted:judge-bias-hash", "scripted:judge-bias-authority"])
+    result = run(params, out=tmp_path, progress=False)
+    result.check()
+    S = result.summary
+    assert S["source"] == "star" and S["items_by_kind"] == {"draft": 18, "control": 18}
+    c = result.tables["cues"].set_index(["judge", "cue"])
+    for cue in ("authority", "source", "bandwagon"):
+        assert c.loc[("scripted:judge-bias-hash", cue), "gate"] == "pass"
+    a = c.loc[("scripted:judge-bias-authority", "authority")]
+    assert a.significant and a.beyond_noise and a.gate.startswith("fail")
+    assert "`authority` moved `scripted:judge-bias-authority` beyond its own noise" in result.findings()
+    assert (tmp_path / "net_flips.png").stat().st_size > 10_000
+
+
+def test_the_pointwise_gate_on_36_star_items_passes_a_label_blind_judge_and_fails_a_label_follower():
+    """Pointwise on real STAR text at 36 items (>= 32, so decidable): the content-only double's scores ignore
+    labels (net 0 on every item: passes at 1.0 point); the authority double adds 3 points under the supervisor
+    label (shown above the maximum: fails); the findings carry both gates."""
+    params = Params(star_path=str(star_dir()), n_draft=18, n_control=18, context_turns=4, n_boot=200,
+                    cues=("position", "authority"), pointwise_cues=("authority", "source"),
+                    judges=("scripted:judge-bias-hash", "scripted:judge-bias-authority"))
+    result = run(params, progress=False)
+    result.check()
+    pw = result.tables["pointwise"].set_index(["judge", "cue"])
+    for cue in ("authority", "source"):
+        r = pw.loc[("scripted:judge-bias-hash", cue)]
+        assert r.gate == "pass" and r.net_abs_shift == 0 and r.net_ci_high < 1.0 and r.n_items_net == 36
+    a = pw.loc[("scripted:judge-bias-authority", "authority")]
+    assert a.score_shift > 2 and a.gate.startswith("fail (shown") and a.significant
+    text = result.findings()
+    assert "gate: net |score shift| upper bound < 1 points" in text and "gate: pass" in text
+    assert "items' scores one way" in text

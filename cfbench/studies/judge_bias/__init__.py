@@ -18,8 +18,8 @@ Quickstart on your own pairs::
 On STAR (or the shipped synthetic calls)::
 
     from cfbench.studies.judge_bias import Params, run
-    result = run(Params(judge="local:qwen2.5-coder-1.5b", n_draft=4, n_control=4), out="results/my_bias")
-    result.tables["cues"]        # shift toward the cued reply, net flips, adjusted p, gate
+    result = run(Params(judges=("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-0.5b"), n_draft=4, n_control=4), out="results/my_bias")
+    result.tables["cues"]        # per judge and cue: shift toward the cued reply, net flips, adjusted p, gate
     print(result.findings())
     result.check()
 """

@@ -28,40 +28,78 @@ def _forest(ax, labels, est, lo, hi, *, colors=None):
     return y
 
 
+def _short(judge: str) -> str:
+    return judge.split(":", 1)[-1]
+
+
+def _labels(t: pd.DataFrame, extra) -> list[str]:
+    """``cue [extra]`` plus the judge's short name when the table has more than one judge."""
+    many = "judge" in t.columns and t["judge"].nunique() > 1
+    return [f"{r.cue}{' · ' + _short(r.judge) if many else ''} {e}".rstrip()
+            for r, e in zip(t.itertuples(index=False), extra)]
+
+
+def _judge_colors(t: pd.DataFrame) -> list[str]:
+    judges = list(dict.fromkeys(t["judge"])) if "judge" in t.columns else [None]
+    return [f"C{judges.index(j) if 'judge' in t.columns else 0}" for j in (t["judge"] if "judge" in t.columns
+                                                                             else [None] * len(t))]
+
+
+def _size(t: pd.DataFrame) -> tuple[float, float]:
+    return 10.0, 0.45 * max(len(t), 2) + 1.4
+
+
 def plot_cue_shifts(t: pd.DataFrame, *, title: str):
-    """P(choose the cued reply | cue) - P(choose it | no cue), 95% MOVER intervals; * marks adjusted p < alpha."""
-    fig, ax = plt.subplots(figsize=(7, 0.6 * max(len(t), 2) + 1.2))
+    """P(choose the cued reply | cue) - P(choose it | no cue), 95% intervals over items; one colour per judge;
+    * marks adjusted p < alpha."""
+    fig, ax = plt.subplots(figsize=_size(t))
     if len(t):
-        labels = [f"{c}{' *' if s else ''} (n={n})" for c, s, n in zip(t["cue"], t["significant"], t["n_items"])]
-        _forest(ax, labels, t["shift"], t["shift_ci_low"], t["shift_ci_high"])
+        labels = _labels(t, [f"{'* ' if s else ''}(n={n})" for s, n in zip(t["significant"], t["n_items"])])
+        _forest(ax, labels, t["shift"], t["shift_ci_low"], t["shift_ci_high"], colors=_judge_colors(t))
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("shift toward the cued reply (share of answers), 95% interval over items")
+    ax.set_xlabel("shift toward the cued reply (share of answers), 95% interval over items; * adjusted p < alpha")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
 
 def plot_net_flips(t: pd.DataFrame, *, gate_max: float, title: str):
-    """Cue flip rate minus the reworded prompt's flip rate, with the gate maximum."""
-    fig, ax = plt.subplots(figsize=(7, 0.6 * max(len(t), 2) + 1.2))
+    """Cue flip rate minus the noise reference that decides the gate, with the gate maximum; colour = verdict."""
+    fig, ax = plt.subplots(figsize=_size(t))
     if len(t):
+        rep = "gate_reference" in t.columns and (t["gate_reference"] == "repeats").any()
+        use_rep = (t["gate_reference"] == "repeats").to_numpy() if rep else np.zeros(len(t), bool)
+        est = np.where(use_rep, t.get("net_repeat_flip_rate", np.nan), t["net_flip_rate"])
+        lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
+        hi = np.where(use_rep, t.get("net_repeat_ci_high", np.nan), t["net_ci_high"])
         colors = ["C2" if g == "pass" else ("C1" if str(g).startswith("not decidable") else "C3") for g in t["gate"]]
-        _forest(ax, [f"{c} ({g.split(' (')[0]})" for c, g in zip(t["cue"], t["gate"])], t["net_flip_rate"],
-                t["net_ci_low"], t["net_ci_high"], colors=colors)
+        _forest(ax, _labels(t, [f"({g.split(' (')[0]}; vs {r})" for g, r in zip(t["gate"], t["gate_reference"])]),
+                est, lo, hi, colors=colors)
     ax.axvline(gate_max, color="C3", lw=1)
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel(f"net flip rate (cue - reworded prompt), 95% interval; red line: gate maximum {gate_max:g}")
+    ax.set_xlabel(f"net flip rate (cue - noise reference), 95% interval; green pass, orange not decidable at this "
+                  f"n, red fail; red line: gate maximum {gate_max:g}", fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def plot_pointwise(t: pd.DataFrame, *, title: str):
-    """Mean score shift of the cued reply (1-10 scale), 95% interval over items."""
-    fig, ax = plt.subplots(figsize=(7, 0.6 * max(len(t), 2) + 1.2))
-    labels = [f"{c}{' *' if s else ''} (n={n})" for c, s, n in zip(t["cue"], t["significant"], t["n_items"])]
-    _forest(ax, labels, t["score_shift"], t["ci_low"], t["ci_high"])
-    ax.set_xlabel("score with cue - score without (same reply), 95% interval over items")
-    ax.set_title(title, fontsize=9)
+def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None):
+    """Left: mean score shift of the cued reply (1-10 scale); right: net |shift| beyond the noise reference with
+    the gate maximum; 95% intervals over items."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 0.45 * max(len(t), 2) + 1.6), sharey=True)
+    labels = _labels(t, [f"{'* ' if s else ''}(n={n})" for s, n in zip(t["significant"], t["n_items"])])
+    _forest(ax, labels, t["score_shift"], t["ci_low"], t["ci_high"], colors=_judge_colors(t))
+    ax.set_xlabel("score with cue - score without (same reply)", fontsize=8)
+    colors = ["C2" if g == "pass" else ("C1" if str(g).startswith("not decidable") else "C3") for g in t["gate"]]
+    use_rep = (t["gate_reference"] == "repeats").to_numpy()
+    est = np.where(use_rep, t.get("net_repeat_abs_shift", np.nan), t["net_abs_shift"])
+    lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
+    hi = np.where(use_rep, t.get("net_repeat_ci_high", np.nan), t["net_ci_high"])
+    _forest(ax2, labels, est, lo, hi, colors=colors)
+    if gate_max is not None:
+        ax2.axvline(gate_max, color="C3", lw=1)
+    ax2.set_xlabel("net |shift| beyond the noise reference (points); red line: gate maximum", fontsize=8)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig

@@ -8,6 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.stats.intervals import items_needed_zero_events
+
+from .metrics import items_needed_score_gate
+
 __all__ = ["invariants", "findings_markdown", "run_header"]
 
 
@@ -28,10 +32,11 @@ def invariants(result: Any) -> dict[str, bool]:
     T, S, p = result.tables, result.summary, result.params
     parsed = result.frames["parsed"]
     cues = T["cues"]
+    n_j = len(p.judges)
     checks = {
-        "every planned request answered or recorded as failed": len(result.frames["judgments"]) == S["n_requests"]
-                                                                  == len(result.sent_ids),
-        "every reply parsed or counted as a parse failure": len(parsed) == S["n_requests"]
+        "every planned request answered or recorded as failed, per judge":
+            len(result.frames["judgments"]) == S["n_requests"] * n_j == len(result.sent_ids) * n_j,
+        "every reply parsed or counted as a parse failure": len(parsed) == S["n_requests"] * n_j
         and int(T["parse_failures"]["failures"].sum()) == S["n_parse_failures"],
         "pairwise answers are A or B only": set(parsed.loc[parsed["parse_ok"] & (parsed["task"] == "pairwise"),
                                                        "answer"]) <= {"A", "B"},
@@ -44,17 +49,33 @@ def invariants(result: Any) -> dict[str, bool]:
                                                        "shift_ci_method"),
         "net flip intervals valid": _interval_rows_ok(cues, "net_flip_rate", "net_ci_low", "net_ci_high",
                                                       "net_ci_method"),
-        "gate passes only below the maximum": all((g == "pass") == (np.isfinite(h) and h < p.gate_max_net_flip)
-                                                  for g, h in zip(cues["gate"], cues["net_ci_high"])),
+        "gate passes exactly when below the maximum against every noise reference at a decidable n": all(
+            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_net_flip for h in hs)
+                              and n >= items_needed_zero_events(p.gate_max_net_flip))
+            for g, hs, n in zip(cues["gate"], _highs(cues), cues["n_items"])),
         "adjusted p-values not below raw": bool(((cues["p_adjusted"] >= cues["p_sign"] - 1e-12)
                                                  | cues["p_sign"].isna()).all()),
-        "one row per requested cue": list(cues["cue"]) == list(p.cues),
+        "one row per judge and requested cue": list(zip(cues["judge"], cues["cue"]))
+        == [(j, c) for j in p.judges for c in p.cues],
+        "repeat noise row exactly when repeats were sent": all(
+            ("repeat_flip_rate" in set(T["noise"].loc[T["noise"]["judge"] == j, "metric"])) == (p.n_repeats > 0)
+            for j in p.judges),
         "item source recorded": S.get("source") in ("star", "synthetic", "user"),
     }
     if "pointwise" in T and len(T["pointwise"]):
-        checks["pointwise intervals valid"] = _interval_rows_ok(T["pointwise"], "score_shift", "ci_low", "ci_high",
-                                                                "ci_method")
+        pw = T["pointwise"]
+        checks["pointwise intervals valid"] = _interval_rows_ok(pw, "score_shift", "ci_low", "ci_high", "ci_method")
+        checks["pointwise gate passes exactly when below the maximum against every noise reference at a "
+               "decidable n"] = all(
+            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_score_shift for h in hs)
+                              and n >= items_needed_score_gate(p.gate_max_score_shift))
+            for g, hs, n in zip(pw["gate"], _highs(pw), pw["n_items_net"]))
     return checks
+
+
+def _highs(t: pd.DataFrame) -> list[list[float]]:
+    cols = ["net_ci_high"] + (["net_repeat_ci_high"] if "net_repeat_ci_high" in t.columns else [])
+    return [[float(x) for x in row] for row in t[cols].to_numpy()]
 
 
 def _pct(x: float) -> str:
@@ -71,26 +92,36 @@ def _iv(lo: float, hi: float, pct: bool = True) -> str:
     return f"[{_pct(lo)}, {_pct(hi)}]" if pct else f"[{lo:+.2f}, {hi:+.2f}]"
 
 
+def _p(x: float) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3g}"
+
+
 def run_header(result: Any) -> str:
     S = result.summary
     kinds = ", ".join(f"{v} {k}" for k, v in S["items_by_kind"].items())
-    double = (" **This judge is a scripted test double: its numbers show the machinery works and say nothing about "
-              "any model.**" if S["judge_is_test_double"] else "")
-    return (f"Judge `{S['judge']}` on {S['n_items']} items ({kinds}) from **{S['source']}** ({S['source_note']}); "
-            f"{S['n_requests']} requests, {S['n_parse_failures']} parse failures (never read as a verdict). "
-            f"Noise reference: {S['noise_reference']}.{double}")
+    judges = S["judges"]
+    who = (f"Judge `{judges[0]}`" if len(judges) == 1 else
+           f"Judges `{judges[0]}` (headline) and {', '.join(f'`{j}`' for j in judges[1:])} (comparison)")
+    double = (" **A scripted test double is among the judges: its numbers show the machinery works and say nothing "
+              "about any model.**" if S["test_double_judges"] else "")
+    return (f"{who} on {S['n_items']} items ({kinds}) from **{S['source']}** ({S['source_note']}); "
+            f"{S['n_requests']} requests per judge, {S['n_parse_failures']} parse failures in all (never read as a "
+            f"verdict). Noise reference: {S['noise_reference']}.{double}")
 
 
-def findings_markdown(result: Any) -> str:
+def _judge_block(result: Any, judge: str) -> list[str]:
     T, p = result.tables, result.params
-    lines = [run_header(result), ""]
-    pos = T["position"].set_index("metric")
+    sel = {k: v[v["judge"] == judge] for k, v in T.items() if isinstance(v, pd.DataFrame) and "judge" in v.columns}
+    role = ("headline judge" if judge == p.judges[0] else
+            "comparison judge, on the same items, measured against its own noise")
+    lines = [f"### `{judge}` ({role})", ""]
+    pos = sel["position"].set_index("metric")
     pc, pb = pos.loc["position_consistency"], pos.loc["position_bias_slot_a"]
     lines.append(f"- **Position.** The judge kept its choice when the two replies swapped slots on {_pct(pc.estimate)} "
                  f"of {int(pc.n_items)} items (95% interval {_iv(pc.ci_low, pc.ci_high)}, {pc.ci_method}). Net of "
                  f"content it picked slot A {_num(pb.estimate)} above one half (interval "
                  f"{_iv(pb.ci_low, pb.ci_high, pct=False)}, {pb.ci_method}).")
-    acc = T["accuracy"].set_index("kind") if len(T["accuracy"]) else pd.DataFrame()
+    acc = sel["accuracy"].set_index("kind") if len(sel["accuracy"]) else pd.DataFrame()
     if "control" in acc.index:
         a = acc.loc["control"]
         lines.append(f"- **Accuracy on known-worse controls.** It preferred the reply actually sent in {_pct(a.estimate)} "
@@ -100,14 +131,23 @@ def findings_markdown(result: Any) -> str:
         a = acc.loc["draft"]
         lines.append(f"- Against the agent's own typed drafts it preferred the sent reply in {_pct(a.estimate)} of "
                      f"{int(a.n_pairs)} answers ({_iv(a.ci_low, a.ci_high)}); there is no right answer here.")
-    nz = T["noise"].iloc[0]
-    lines.append(f"- **Noise reference.** Rewording the prompt changed the choice in {_pct(nz.estimate)} of "
-                 f"{int(nz.n_pairs)} answers ({_iv(nz.ci_low, nz.ci_high)}).")
-    cues = T["cues"]
-    moved = cues[cues["significant"] & cues["beyond_noise"]]
+    nz = sel["noise"].set_index("metric")
+    r = nz.loc["reworded_prompt_flip_rate"]
+    text = (f"- **Noise references.** Rewording the prompt changed the choice in {_pct(r.estimate)} of "
+            f"{int(r.n_pairs)} answers ({_iv(r.ci_low, r.ci_high)})")
+    if "repeat_flip_rate" in nz.index:
+        q = nz.loc["repeat_flip_rate"]
+        text += (f"; asking the same prompt again at temperature {p.temperature:g} changed it in {_pct(q.estimate)} of "
+                 f"{int(q.n_pairs)} answers ({_iv(q.ci_low, q.ci_high)}). A cue is said to move the judge only "
+                 "beyond both, and passes the gate only if it passes against both.")
+    else:
+        text += (f". No repeats: at temperature {p.temperature:g} a repeat is identical by construction, so the "
+                 "rewording is the only reference.")
+    lines.append(text)
+    cues = sel["cues"]
     lines.append("")
     lines.append(f"**Cues (pairwise; {p.multiplicity} across {len(cues)} cues at {p.alpha:g}; gate: net flip rate "
-                 f"upper bound < {p.gate_max_net_flip:g}).**")
+                 f"upper bound < {p.gate_max_net_flip:g} against every noise reference).**")
     for r in cues.itertuples(index=False):
         way = "toward" if r.shift > 0 else "away from"
         excl = np.isfinite(r.shift_ci_low) and (r.shift_ci_low > 0 or r.shift_ci_high < 0)
@@ -115,37 +155,73 @@ def findings_markdown(result: Any) -> str:
             verdict = f"moves this judge {way} the cued reply beyond its own noise"
         elif r.significant:
             verdict = (f"shifts the judge {way} the cued reply (adjusted p < {p.alpha:g}), but its net flips are not "
-                       "shown to exceed the reworded prompt's")
+                       "shown to exceed its noise")
         elif r.beyond_noise:
-            verdict = "flips answers more than the reworded prompt does, without a direction that survives the adjustment"
+            verdict = "flips answers more than the noise does, without a direction that survives the adjustment"
         elif excl:
             verdict = (f"shows a shift {way} the cued reply whose interval excludes 0, which does not survive the "
                        "adjustment across cues")
         else:
             verdict = "is not distinguishable from noise at this n"
         det = ("no share of items is detectable at this n" if not np.isfinite(r.detectable_share) else
-               f"the design detects (80% power) a cue that moves at least {_pct(r.detectable_share)} of items")
+               f"power: the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of items "
+               f"toward it (a shift of {_num(r.detectable_share)} with none away)")
+        rep = ""
+        if hasattr(r, "net_repeat_flip_rate") and np.isfinite(getattr(r, "net_repeat_flip_rate")):
+            rep = (f", vs repeats {_num(r.net_repeat_flip_rate)} {_iv(r.net_repeat_ci_low, r.net_repeat_ci_high, False)}")
         lines.append(f"- `{r.cue}` {verdict}: chose the cued reply {_pct(r.chose_cued_with_cue)} with the cue vs "
                      f"{_pct(r.chose_cued_without)} without (shift {_num(r.shift)}, {_iv(r.shift_ci_low, r.shift_ci_high, False)}; "
-                     f"{r.items_toward_cue} items toward, {r.items_away} away, adjusted p = "
-                     f"{'n/a' if math.isnan(r.p_adjusted) else f'{r.p_adjusted:.3g}'}); net flips "
-                     f"{_num(r.net_flip_rate)} {_iv(r.net_ci_low, r.net_ci_high, False)}; gate: {r.gate}; {det}.")
-    if "pointwise" in T and len(T["pointwise"]):
+                     f"{r.items_toward_cue} items toward, {r.items_away} away, adjusted p = {_p(r.p_adjusted)}); "
+                     f"net flips vs rewording {_num(r.net_flip_rate)} {_iv(r.net_ci_low, r.net_ci_high, False)}{rep}; "
+                     f"gate: {r.gate}; {det}; with no net flip at all this n could bound net flips at "
+                     f"{_pct(r.best_case_upper)}.")
+    if "pointwise" in sel and len(sel["pointwise"]):
         lines.append("")
-        lines.append("**Cues (pointwise, 1-10).**")
-        for r in T["pointwise"].itertuples(index=False):
+        lines.append(f"**Cues (pointwise, 1-10; gate: net |score shift| upper bound < {p.gate_max_score_shift:g} "
+                     "points against every noise reference).**")
+        for r in sel["pointwise"].itertuples(index=False):
+            rep = ""
+            if hasattr(r, "net_repeat_abs_shift") and np.isfinite(getattr(r, "net_repeat_abs_shift")):
+                rep = (f", {r.mean_abs_repeat_shift:.2f} between repeats (net "
+                       f"{_iv(r.net_repeat_ci_low, r.net_repeat_ci_high, False)})")
             lines.append(f"- `{r.cue}`: score shift {r.score_shift:+.2f} points {_iv(r.ci_low, r.ci_high, False)} "
-                         f"({r.ci_method}; {r.items_up} up, {r.items_down} down, adjusted p = "
-                         f"{'n/a' if math.isnan(r.p_adjusted) else f'{r.p_adjusted:.3g}'}); mean |shift| "
-                         f"{r.mean_abs_shift:.2f} vs {r.mean_abs_reworded_shift:.2f} under the reworded prompt "
-                         f"(net {_iv(r.net_ci_low, r.net_ci_high, False)}).")
+                         f"({r.ci_method}; {r.items_up} up, {r.items_down} down, adjusted p = {_p(r.p_adjusted)}); "
+                         f"mean |shift| {r.mean_abs_shift:.2f} vs {r.mean_abs_reworded_shift:.2f} under the reworded "
+                         f"prompt (net {_iv(r.net_ci_low, r.net_ci_high, False)}){rep}; gate: {r.gate}; with no net "
+                         f"shift at all this n could bound it at {r.best_case_upper:.2f} points; "
+                         + ("no share of items is detectable by the sign test at this n." if not
+                            np.isfinite(r.detectable_share) else
+                            f"the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of "
+                            "items' scores one way."))
+    moved = cues[cues["significant"] & cues["beyond_noise"]]
     lines.append("")
     if len(moved):
-        lines.append(f"**In short:** {', '.join(f'`{c}`' for c in moved['cue'])} moved this judge beyond its own noise.")
+        lines.append(f"**In short:** {', '.join(f'`{c}`' for c in moved['cue'])} moved `{judge}` beyond its own "
+                     "noise.")
     else:
-        lines.append("**In short:** no cue moved this judge beyond its own noise at this n; that is not evidence that "
+        lines.append(f"**In short:** no cue moved `{judge}` beyond its own noise at this n; that is not evidence that "
                      "the cues do not matter - read the detectable shares and the gate rows above.")
     passed = cues[cues["gate"] == "pass"]["cue"].tolist()
-    lines.append(f"Gate: {', '.join(passed) if passed else 'no cue'} shown to keep net flips under "
+    lines.append(f"Gate: {', '.join(f'`{c}`' for c in passed) if passed else 'no cue'} shown to keep net flips under "
                  f"{p.gate_max_net_flip:g}.")
-    return "\n".join(lines)
+    return lines
+
+
+def findings_markdown(result: Any) -> str:
+    p = result.params
+    lines = [run_header(result), ""]
+    for judge in p.judges:
+        lines += _judge_block(result, judge) + [""]
+    if len(p.judges) > 1:
+        c = result.tables["cues"]
+        both = [cue for cue in p.cues if all(((c["judge"] == j) & (c["cue"] == cue) & c["significant"]
+                                              & c["beyond_noise"]).any() for j in p.judges)]
+        lines.append(f"**Across judges:** {', '.join(f'`{x}`' for x in both) if both else 'no cue'} moved every judge "
+                     "beyond its own noise. Each judge is measured against its own noise on the same items; the "
+                     "judges are not compared with each other by a test, so a cue listed for one judge and not "
+                     "another is not shown to affect them differently.")
+    lines.append("")
+    lines.append("What this cannot show: the cues are one phrasing each on these items and prompts; a cue that is "
+                 "'not distinguishable from noise' may still move the judge by less than the detectable share; "
+                 "the drafts have no right answer, and accuracy is measured on the controls only.")
+    return "\n".join(lines).rstrip() + "\n"

@@ -11,7 +11,8 @@ the turns): the reply the wizard actually sent (``pick_suggestion``) against
   judge should prefer the real reply.
 
 Without STAR the shipped synthetic contact-center calls give ``control`` items
-only (the actual next agent turn vs an agent turn from elsewhere in the call).
+only (the actual next agent turn vs an agent turn from elsewhere in the call; one
+point per call, then further points of the same calls when more items are asked).
 Selection is seeded: dialogues are shuffled by ``(seed, "dialogues")`` and one
 point per dialogue is drawn by ``(seed, dialogue id, kind)``; an item whose
 context and replies repeat an earlier one (STAR has templated openings) is skipped.
@@ -173,25 +174,35 @@ def star_items(star_dir: str | os.PathLike[str], *, n_draft: int, n_control: int
 
 def synthetic_items(path: str | os.PathLike[str] = SYNTHETIC_PATH, *, n_control: int, seed: int,
                     context_turns: int = 6) -> list[Item]:
-    """``n_control`` control items from the synthetic calls (they have no drafts), one per call, seeded."""
+    """``n_control`` control items from the synthetic calls (they have no drafts), seeded: one point per call
+    first; when more items are asked than there are calls, further rounds take another point of each call
+    (ids ``<call>-control``, then ``<call>-control2``, ...)."""
     calls = load_transcripts(path)
     order = rng_for(seed, "dialogues").permutation(len(calls))
     out: list[Item] = []
-    for j in order:
-        if len(out) == n_control:
+    used: dict[str, set[int]] = {}
+    for rnd in range(1, 100):
+        added = 0
+        for j in order:
+            if len(out) == n_control:
+                break
+            t = calls[int(j)]
+            turns = [(turn.speaker, turn.text) for turn in t.turns]
+            pts = [i for i in range(1, len(turns)) if turns[i][0] == "agent" and turns[i - 1][0] == "customer"
+                   and i not in used.get(t.id, set())]
+            rng = rng_for(seed, t.id, "control") if rnd == 1 else rng_for(seed, t.id, "control", rnd)
+            if not pts:
+                continue
+            at = pts[int(rng.integers(len(pts)))]
+            used.setdefault(t.id, set()).add(at)
+            alt = _control(turns, at, rng)
+            if alt is None:
+                continue
+            out.append(Item(f"{t.id}-control" + (f"{rnd}" if rnd > 1 else ""), "synthetic", t.id, "control",
+                            _context(turns, at, context_turns), turns[at][1], alt))
+            added += 1
+        if len(out) == n_control or not added:
             break
-        t = calls[int(j)]
-        turns = [(turn.speaker, turn.text) for turn in t.turns]
-        pts = [i for i in range(1, len(turns)) if turns[i][0] == "agent" and turns[i - 1][0] == "customer"]
-        rng = rng_for(seed, t.id, "control")
-        if not pts:
-            continue
-        at = pts[int(rng.integers(len(pts)))]
-        alt = _control(turns, at, rng)
-        if alt is None:
-            continue
-        out.append(Item(f"{t.id}-control", "synthetic", t.id, "control", _context(turns, at, context_turns),
-                        turns[at][1], alt))
     if len(out) < n_control:
         raise InputError(f"only {len(out)} control items found (asked {n_control})", source=str(path),
                          record="<file>", field="n_control")

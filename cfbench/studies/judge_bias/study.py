@@ -44,19 +44,33 @@ class Params:
     n_draft: int = 4  # items: sent reply vs the agent's own typed draft (STAR only)
     n_control: int = 4  # items: sent reply vs a reply from elsewhere in the dialogue (known worse)
     context_turns: int = 6  # conversation turns shown before the reply
-    judge: str = "scripted:judge-bias-authority"  # judge spec
-    cues: tuple = BATTERY  # pairwise cues (position, verbosity, authority, source, bandwagon)
-    pointwise_cues: tuple = POINTWISE_CUES  # pointwise cues (() skips the pointwise task)
+    judges: tuple = ("scripted:judge-bias-authority",)  # judge specs, one column each (the first is the headline)
+    cues: tuple = ("all",)  # pairwise cues; "all" = every cue in cfbench.perturb.judge_cues.BATTERY
+    pointwise_cues: tuple = ("all",)  # pointwise cues; "all" = every BATTERY cue with a pointwise form; () skips the task
     temperature: float = 0.0  # evaluation temperature
+    repeats: int = 0  # extra draws of each baseline request at the evaluation temperature; 0 = 1 when temperature > 0, none at 0
     gate_max_net_flip: float = 0.10  # gate: a cue passes when its net flip rate's upper bound is below this
+    gate_max_score_shift: float = 1.0  # pointwise gate: net |score shift| (points) upper bound must be below this
     alpha: float = 0.05  # family-wise level of the adjusted sign tests
     multiplicity: str = "holm"  # holm / fdr_bh, across the cues of one task
     n_boot: int = 1000  # bootstrap-t resamples of the mean intervals
     seed: int = 20260027  # item selection, cue targets, orders, padding
 
     def __post_init__(self) -> None:
-        for name in ("cues", "pointwise_cues"):
+        for name in ("judges", "cues", "pointwise_cues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name, every in (("cues", BATTERY), ("pointwise_cues", POINTWISE_CUES)):
+            if "all" in getattr(self, name):  # resolved here, so a cue added to BATTERY joins every "all" run
+                object.__setattr__(self, name, tuple(dict.fromkeys(
+                    c for v in getattr(self, name) for c in (every if v == "all" else (v,)))))
+        if not self.judges or len(set(self.judges)) != len(self.judges) or not all(
+                isinstance(j, str) and j for j in self.judges):
+            raise InputError("must list at least one judge spec, each once", source="parameters", field="judges")
+        if self.repeats < 0:
+            raise InputError("must be >= 0 (0 = one repeat when temperature > 0, none at 0)", source="parameters",
+                             field="repeats")
+        if not 0 < self.gate_max_score_shift < 9:
+            raise InputError("must lie in (0, 9) points", source="parameters", field="gate_max_score_shift")
         for c in self.cues:
             if c not in BATTERY:
                 raise InputError(f"unknown cue {c!r} (known: {', '.join(BATTERY)})", source="parameters", field="cues")
@@ -78,10 +92,24 @@ class Params:
         if self.n_boot < 1:
             raise InputError("must be positive", source="parameters", field="n_boot")
 
+    @property
+    def judge(self) -> str:
+        """The headline judge (the first of ``judges``)."""
+        return self.judges[0]
+
+    @property
+    def n_repeats(self) -> int:
+        """Repeats actually sent: ``repeats`` when set, else 1 at a positive temperature and 0 at temperature 0
+        (greedy decoding repeats itself by construction; the reworded prompt is then the only reference)."""
+        return self.repeats if self.repeats > 0 else (1 if self.temperature > 0 else 0)
+
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
                     **overrides: Any) -> "Params":
         data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
+        for d in (data, overrides):  # an older config's single `judge: spec`
+            if "judge" in d and "judges" not in d and isinstance(d["judge"], str):
+                d["judges"] = [d.pop("judge")]
         return params_from_mapping(cls, data, source=source, **overrides)
 
 
@@ -117,9 +145,10 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
         order = "realA" if rng.random() < 0.5 else "realB"
         targets[it.item_id], orders[it.item_id] = target, order
 
-        def add(pair: CandidatePair, task: str, prompt: str, condition: str, ordr: str, only: str | None = None):
+        def add(pair: CandidatePair, task: str, prompt: str, condition: str, ordr: str, only: str | None = None,
+                repeat: int = 0):
             reqs.append(build_request(it, pair, task=task, prompt=prompt, condition=condition, order=ordr,
-                                      only=only, **kw))
+                                      only=only, repeat=repeat, **kw))
             shown.append({"request_id": reqs[-1].request_id, "item_id": it.item_id, "task": task,
                           "condition": condition, "order": ordr, "cue": pair.cue, "target": pair.target or target,
                           "slot_a": pair.order[0], "labels": dict(pair.labels), "note": pair.note,
@@ -127,6 +156,8 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
 
         for o in ("realA", "realB"):
             add(_pair(it, o), "pairwise", "base", "baseline", o)
+            for r in range(1, params.n_repeats + 1):  # the same prompt drawn again (repeat index in the cache key)
+                add(_pair(it, o), "pairwise", "base", f"repeat{r}", o, repeat=r)
         add(_pair(it, order), "pairwise", "reworded", "reworded", order)
         for cue in params.cues:
             if cue == "position":
@@ -136,6 +167,8 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
         if params.pointwise_cues:
             plain = _pair(it, "realA")
             add(plain, "pointwise", "base", "baseline", target, only=target)
+            for r in range(1, params.n_repeats + 1):
+                add(plain, "pointwise", "base", f"repeat{r}", target, only=target, repeat=r)
             add(plain, "pointwise", "reworded", "reworded", target, only=target)
             for cue in params.pointwise_cues:
                 pair = get_cue(cue).apply(plain, target, seed=params.seed, item_id=it.item_id)
@@ -149,24 +182,34 @@ def iter_requests(params: Params) -> Iterator[Any]:
 
 
 def n_requests(params: Params) -> int:
-    per_item = 3 + sum(c != "position" for c in params.cues) + (2 + len(params.pointwise_cues)
-                                                                 if params.pointwise_cues else 0)
+    """Requests per judge (``iter_requests`` yields these once; each judge in ``judges`` is sent all of them)."""
+    k = params.n_repeats
+    per_item = 2 * (1 + k) + 1 + sum(c != "position" for c in params.cues) + (
+        2 + k + len(params.pointwise_cues) if params.pointwise_cues else 0)
     return per_item * (params.n_draft + params.n_control)
 
 
-#: Seconds per pairwise call and for loading the model, from the live default run of 2026-11-24 on the idle
-#: 2-core AMD EPYC (28 calls of local:qwen2.5-coder-1.5b, ~210 prompt tokens, max_tokens 1: 59 s of notebook
-#: with the model load); on a loaded machine expect several times more.
-SECONDS_PER_CALL = {"local": 2.0, "scripted": 0.02}
-MODEL_LOAD_S = {"local": 15.0}
+#: Seconds per one-token pairwise call (~190 prompt tokens, requests of one item sharing their prefix) and
+#: per model load, on the idle 2-core AMD EPYC. 1.5B: the two live default runs of 2026-11-24, 28 calls in
+#: 59 s and 112 calls in 212.5 s of notebook, give 1.83 s per call and ~8 s fixed ((212.5 - 59) / 84 = 1.83).
+#: 0.5B: 0.42 of the 1.5B's cost per judgment (docs/local_judge.md, run3: prompt and generation both 2.4x
+#: faster), 0.77 s. On a loaded machine expect several times more.
+SECONDS_PER_CALL = {"local:qwen2.5-coder-1.5b": 1.83, "local:qwen2.5-coder-0.5b": 0.77, "local": 1.83,
+                    "scripted": 0.02}
+MODEL_LOAD_S = {"local": 8.0}
+
+
+def _rate(table: Mapping[str, float], judge: str, default: float) -> float:
+    return table.get(judge, table.get(judge.split(":", 1)[0], default))
 
 
 def estimate_seconds(params: "Params | Mapping[str, Any]") -> float:
-    """Expected wall time of a live run with nothing cached (for ``cfbench reproduce``'s overall ETA)."""
+    """Expected wall time of a live run with nothing cached (for ``cfbench reproduce``'s overall ETA):
+    per judge, its model load plus its calls at the measured per-call rate."""
     if not isinstance(params, Params):
         params = Params.from_config(params)
-    backend = params.judge.split(":", 1)[0]
-    return MODEL_LOAD_S.get(backend, 0.0) + n_requests(params) * SECONDS_PER_CALL.get(backend, 1.0)
+    n = n_requests(params)
+    return sum(_rate(MODEL_LOAD_S, j, 0.0) + n * _rate(SECONDS_PER_CALL, j, 1.0) for j in params.judges)
 
 
 @dataclass
@@ -201,64 +244,97 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     items["single_order"] = items["item_id"].map(p.cue_order)
     result.frames.update(items=items, shown=pd.DataFrame(p.cued))
     result.sent_ids = [r.request_id for r in p.requests]
-    run_ = run_requests(params.judge, p.requests, desc="judge bias", progress=progress)
-    if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
-        raise InputError(f"plan only: {len(p.requests)} requests recorded for {params.judge} and none answered; "
-                         "send them (`cfbench batch plan --study judge_bias -f CONFIG`), then rerun with --replay",
-                         source="judge_bias", field="judge")
-    parsed = parse_judgments(run_.judgments)
-    result.frames.update(judgments=run_.judgments, parsed=parsed)
-    pw = parsed[parsed["task"] == "pairwise"]
-    if not pw["parse_ok"].any():
-        failed = int((~run_.judgments["ok"].astype(bool)).sum())
-        if out is not None:
-            writer = out if isinstance(out, RunOutput) else RunOutput(out)
-            writer.table("items", items)
-            writer.table("answers", parsed)
-        raise InputError(f"all {len(pw)} pairwise replies from {params.judge} are parse failures ({failed} failed "
-                         f"calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, accuracy or cue number is "
-                         "computed", source="judge_bias", field="judge")
-    ch = M.choices(parsed)
     targets = pd.Series(p.targets)
+    per: dict[str, dict[str, pd.DataFrame]] = {}
+    judgments, parsed_all, stats = [], [], {}
+    for judge in params.judges:
+        run_ = run_requests(judge, p.requests, desc=f"judge bias {judge}", progress=progress)
+        if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
+            raise InputError(f"plan only: {len(p.requests)} requests recorded for {judge} and none answered; "
+                             "send them (`cfbench batch plan --study judge_bias -f CONFIG`), then rerun with --replay",
+                             source="judge_bias", field="judges")
+        parsed = parse_judgments(run_.judgments)
+        judgments.append(run_.judgments.assign(judge=judge))
+        parsed_all.append(parsed.assign(judge=judge))
+        stats[judge] = run_.stats
+        pw = parsed[parsed["task"] == "pairwise"]
+        if not pw["parse_ok"].any():
+            failed = int((~run_.judgments["ok"].astype(bool)).sum())
+            if out is not None:
+                writer = out if isinstance(out, RunOutput) else RunOutput(out)
+                writer.table("items", items)
+                writer.table("answers", pd.concat(parsed_all, ignore_index=True))
+            raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures ({failed} failed "
+                             f"calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, accuracy or cue number is "
+                             "computed", source="judge_bias", field="judges")
+        ch = M.choices(parsed)
+        t = {"parse_failures": (parsed.groupby(["task", "condition"])["parse_ok"]
+                                .agg(n="size", parsed="sum").reset_index()
+                                .assign(failures=lambda d: d["n"] - d["parsed"])),
+             "position": M.position_table(ch, n_boot=params.n_boot, seed=params.seed),
+             "accuracy": M.accuracy_table(ch, items),
+             "noise": M.noise_table(ch),
+             "cues": M.cue_table(ch, targets, params.cues, gate_max=params.gate_max_net_flip, alpha=params.alpha,
+                                 multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)}
+        if params.pointwise_cues:
+            t["pointwise"] = M.pointwise_table(parsed, params.pointwise_cues, alpha=params.alpha,
+                                               multiplicity=params.multiplicity, n_boot=params.n_boot,
+                                               seed=params.seed, gate_max=params.gate_max_score_shift)
+        per[judge] = t
+    judgments = pd.concat(judgments, ignore_index=True)
+    parsed = pd.concat(parsed_all, ignore_index=True)
+    result.frames.update(judgments=judgments, parsed=parsed)
     T = result.tables
     T["items"] = items
-    T["answers"] = parsed.drop(columns=["raw"]).assign(raw=parsed["raw"].astype(str).str.slice(0, 80))
-    T["parse_failures"] = (parsed.groupby(["task", "condition"])["parse_ok"]
-                           .agg(n="size", parsed="sum").reset_index()
-                           .assign(failures=lambda d: d["n"] - d["parsed"]))
-    T["position"] = M.position_table(ch, n_boot=params.n_boot, seed=params.seed)
-    T["accuracy"] = M.accuracy_table(ch, items)
-    T["noise"] = M.noise_table(ch)
-    T["cues"] = M.cue_table(ch, targets, params.cues, gate_max=params.gate_max_net_flip, alpha=params.alpha,
-                            multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)
-    if params.pointwise_cues:
-        T["pointwise"] = M.pointwise_table(parsed, params.pointwise_cues, alpha=params.alpha,
-                                           multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)
+    cols = ["judge"] + [c for c in parsed.columns if c not in ("judge", "raw")]
+    T["answers"] = parsed[cols].assign(raw=parsed["raw"].astype(str).str.slice(0, 80))
+    for name in per[params.judges[0]]:  # one table per quantity, a `judge` column first, judges in order
+        T[name] = pd.concat([per[j][name].assign(judge=j) for j in params.judges], ignore_index=True)
+        T[name] = T[name][["judge"] + [c for c in T[name].columns if c != "judge"]]
+    k = params.n_repeats
+    pw_base = parsed[(parsed["task"] == "pairwise") & (parsed["condition"] == "baseline")]
     result.summary.update({
-        "judge": params.judge, "judge_is_test_double": params.judge.startswith("scripted:"),
+        "judge": params.judge, "judges": list(params.judges),
+        "judge_is_test_double": params.judge.startswith("scripted:"),
+        "test_double_judges": [j for j in params.judges if j.startswith("scripted:")],
         "prompt_version": PROMPT_VERSION, "source": p.source, "source_note": p.why,
         "n_items": len(p.items), "items_by_kind": items["kind"].value_counts().to_dict(),
-        "n_requests": len(p.requests), "n_parse_failures": int((~parsed["parse_ok"]).sum()),
+        "n_requests": len(p.requests), "n_requests_all_judges": len(p.requests) * len(params.judges),
+        "n_parse_failures": int((~parsed["parse_ok"]).sum()),
+        "n_parse_failures_by_judge": {j: int((~parsed.loc[parsed["judge"] == j, "parse_ok"]).sum())
+                                      for j in params.judges},
         # descriptive: mean P(A) among the first token's alternatives, baseline prompt, both orders (NaN: no logprobs)
-        "mean_p_a_baseline": float(parsed.loc[(parsed["task"] == "pairwise") & (parsed["condition"] == "baseline"),
-                                              "p_a"].mean()),
+        "mean_p_a_baseline": {j: float(pw_base.loc[pw_base["judge"] == j, "p_a"].mean()) for j in params.judges},
         "cue_perturbers": {c: get_cue(c).description.to_dict() for c in params.cues},
-        "noise_reference": "reworded prompt (same items, same order), temperature "
-                           f"{params.temperature:g}",
-        "judge_stats": run_.stats,
+        "repeats": k,
+        "noise_reference": noise_reference_note(params),
+        "judge_stats": stats,
     })
     from . import figures as P
 
-    result.figures["cue_shifts"] = P.plot_cue_shifts(T["cues"], title=f"{params.judge}: shift toward the cued reply "
-                                                     f"({len(p.items)} items, {p.source})")
+    where = f"{len(p.items)} items, {p.source}"
+    result.figures["cue_shifts"] = P.plot_cue_shifts(T["cues"], title=f"Shift toward the cued reply ({where})")
     result.figures["net_flips"] = P.plot_net_flips(T["cues"], gate_max=params.gate_max_net_flip,
-                                                   title=f"{params.judge}: cue flip rate minus reworded-prompt flips")
+                                                   title=f"Cue flip rate minus the judge's own noise ({where})")
     if params.pointwise_cues and not T["pointwise"].empty:
-        result.figures["pointwise_shifts"] = P.plot_pointwise(T["pointwise"],
-                                                              title=f"{params.judge}: score shift (1-10 scale)")
+        result.figures["pointwise_shifts"] = P.plot_pointwise(T["pointwise"], gate_max=params.gate_max_score_shift,
+                                                              title=f"Score shift, 1-10 scale ({where})")
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
+
+
+def noise_reference_note(params: Params) -> str:
+    """One line: which noise references this run has, and why (repeats identical by construction at T = 0)."""
+    k = params.n_repeats
+    if k == 0:
+        return (f"reworded prompt (same items, same order) at temperature {params.temperature:g}; no repeats: at "
+                "temperature 0 a repeat of the same prompt is identical by construction (greedy decoding), so "
+                "the rewording is the reference")
+    zero = (" (at temperature 0 a local judge's repeats are identical by construction; an API judge's may not be)"
+            if params.temperature == 0 else "")
+    return (f"reworded prompt (same items, same order) and {k} repeat{'s' if k > 1 else ''} of each baseline "
+            f"request at temperature {params.temperature:g}{zero}; a claim must hold against both references")
 
 
 def audit(pairs: Any, judges: "list[str] | tuple[str, ...]", cues: "tuple[str, ...] | list[str]" = BATTERY, *,
@@ -274,7 +350,7 @@ def audit(pairs: Any, judges: "list[str] | tuple[str, ...]", cues: "tuple[str, .
     items = items_from_pairs(pairs)
     results = {}
     for judge in judges:
-        p = Params(judge=judge, cues=tuple(cues), pointwise_cues=tuple(pointwise_cues), n_draft=0,
+        p = Params(judges=(judge,), cues=tuple(cues), pointwise_cues=tuple(pointwise_cues), n_draft=0,
                    n_control=len(items), **params)
         where = None if out is None else os.path.join(os.fspath(out), "".join(c if c.isalnum() or c in "-_." else "_"
                                                                                 for c in judge))

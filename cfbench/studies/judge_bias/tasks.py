@@ -14,8 +14,9 @@ Each task has a ``base`` prompt and a ``reworded`` prompt (same instruction in
 other words): the judge's answer change under rewording is the noise reference
 the cue shifts are compared with.
 
-Scripted test doubles (``scripted:judge-bias-hash``, ``scripted:judge-bias-authority``)
-read the replies back out of the prompt; they exist for tests and smoke runs,
+Scripted test doubles (``scripted:judge-bias-hash``, ``scripted:judge-bias-authority``,
+``scripted:judge-bias-sampled`` - content-only, answering the other way on a seeded 20 % of draws, so
+repeats differ as at a positive temperature) read the replies back out of the prompt; they exist for tests and smoke runs,
 never for a notebook's headline numbers.
 """
 
@@ -78,14 +79,16 @@ def render_pair(pair: CandidatePair, task: str, only: str | None = None) -> tupl
 
 
 def build_request(item: Item, pair: CandidatePair, *, task: str, prompt: str, condition: str, order: str,
-                  temperature: float, seed: int, only: str | None = None) -> Request:
-    """One request; id ``<item_id>/<task>/<condition>/<order>`` (pointwise: order = the scored candidate)."""
+                  temperature: float, seed: int, only: str | None = None, repeat: int = 0) -> Request:
+    """One request; id ``<item_id>/<task>/<condition>/<order>`` (pointwise: order = the scored candidate).
+    ``repeat`` > 0 is a repeat of the same prompt (condition ``repeat<r>``): its index is part of the cache key
+    and the local backend samples it with seed ``seed + repeat``."""
     replies, note = render_pair(pair, task, only)
     body = prompt_text(task, prompt).format(conversation=_conversation(item), replies=replies, note=note)
     cfg = GenerationConfig(temperature=temperature, max_tokens=1 if task == "pairwise" else 3, seed=seed,
                            top_logprobs=5)
     return Request(f"{item.item_id}/{task}/{condition}/{order}", messages=({"role": "user", "content": body},),
-                   config=cfg)
+                   config=cfg, repeat=repeat)
 
 
 def parse_pairwise(text: Any) -> str | None:
@@ -142,19 +145,26 @@ def _h(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-def _script(follow_authority: bool):
+def _script(follow_authority: bool, sampled: float = 0.0):
     def script(request: Request) -> Response:
         body = request.messages[-1]["content"]
         replies = _REPLY_LINE.findall(body)
+        # a sampled judge: with probability `sampled` (by a hash of the prompt and the repeat index) the draw
+        # goes the other way / one point up - a stand-in for sampling at a positive temperature
+        coin = sampled > 0 and _h(f"{request.repeat}|{body}") < sampled
         if len(replies) == 1:  # pointwise
             _, label, text = replies[0]
             s = 1 + int(_h(text) * 9.999)
+            if coin:
+                s = s + 1 if s < 10 else s - 1
             if follow_authority and "supervisor" in label:
                 s = min(10, s + 3)
             return Response(text=str(s), top_logprobs={str(s): math.log(0.9)}, prompt_tokens=len(body.split()),
                             completion_tokens=1)
         (_, la, ta), (_, lb, tb) = replies
         pick = "A" if _h(ta) >= _h(tb) else "B"  # content only: order, labels and notes do not matter
+        if coin:
+            pick = "B" if pick == "A" else "A"
         if follow_authority and ("supervisor" in la) != ("supervisor" in lb):
             pick = "A" if "supervisor" in la else "B"
         other = "B" if pick == "A" else "A"
@@ -166,3 +176,6 @@ def _script(follow_authority: bool):
 
 register_script("judge-bias-hash", _script(False))
 register_script("judge-bias-authority", _script(True))
+register_script("judge-bias-sampled", _script(False, sampled=0.2),
+                does="judge-bias test double: the content-only choice, turned the other way on a seeded 20% of "
+                     "draws (prompt and repeat index), like sampling at a positive temperature")
