@@ -335,3 +335,18 @@ def test_the_pointwise_gate_on_36_star_items_passes_a_label_blind_judge_and_fail
     text = result.findings()
     assert "gate: net |score shift| upper bound < 1 points" in text and "gate: pass" in text
     assert "items' scores one way" in text
+
+
+def test_every_cued_presentation_sent_is_in_the_cue_guard_table_and_records_what_it_stands_for(smoke):
+    result, out = smoke
+    p = result.params
+    guards = pd.read_csv(out / "cue_guards.csv").set_index("dimension")
+    n_items = len(result.tables["items"])
+    sent_cues = [c for c in p.cues if c != "position"]
+    assert list(guards.index) == [f"cue:{c}" for c in sent_cues]
+    assert (guards["n_made"] == n_items).all() and (guards["n_rejected"] == 0).all()
+    shown = result.frames["shown"]
+    ident = shown[shown["cue"].str.startswith("agent_identity@")]
+    if "agent_identity" in sent_cues:  # both replies signed, each side saying which identity its name signals
+        assert len(ident) == n_items and all(len(s) == 2 for s in ident["stands_for"])
+    assert all(s == {} for s in shown[shown["cue"] == "none"]["stands_for"])

@@ -23,7 +23,9 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.core.params import params_from_mapping
 from cfbench.core.seeding import rng_for
+from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
+from cfbench.perturb.validate import rejection_table
 from cfbench.report import RunOutput, StudyResult
 
 from . import findings as F
@@ -152,6 +154,7 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
             shown.append({"request_id": reqs[-1].request_id, "item_id": it.item_id, "task": task,
                           "condition": condition, "order": ordr, "cue": pair.cue, "target": pair.target or target,
                           "slot_a": pair.order[0], "labels": dict(pair.labels), "note": pair.note,
+                          "stands_for": dict(pair.stands_for),
                           "text_a": pair.texts[pair.order[0]], "text_b": pair.texts[pair.order[1]]})
 
         for o in ("realA", "realB"):
@@ -286,6 +289,12 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     result.frames.update(judgments=judgments, parsed=parsed)
     T = result.tables
     T["items"] = items
+    # Table 9 for the cues: every cued presentation sent, as a variant row with its guard's verdict
+    # (a pair failing its guard raises before it reaches a judge, so every row here passed; the count shows it)
+    cue_rows = cue_variants(p.items, [c for c in params.cues if c != "position"] or ["position"], seed=params.seed,
+                            targets=p.targets,
+                            orders={i: ("real", "alt") if o == "realA" else ("alt", "real") for i, o in p.cue_order.items()})
+    T["cue_guards"] = rejection_table(cue_rows)
     cols = ["judge"] + [c for c in parsed.columns if c not in ("judge", "raw")]
     T["answers"] = parsed[cols].assign(raw=parsed["raw"].astype(str).str.slice(0, 80))
     for name in per[params.judges[0]]:  # one table per quantity, a `judge` column first, judges in order
