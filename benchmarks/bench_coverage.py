@@ -105,8 +105,8 @@ def main() -> None:
     R2 = R // 2  # loops (MOVER, bootstrap per audit)
     t0 = time.time()
     lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
-             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates, {R // 2} for "
-             f"means, paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
+             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates and means, {R // 2} for "
+             f"paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
              f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
              f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
              f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
@@ -133,7 +133,7 @@ def main() -> None:
             for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
                 rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
-                                                 reps=R // 2, n_boot=1000, seed=n + m) for n in NS}))
+                                                 reps=R, n_boot=1000, seed=n + m) for n in NS}))
     if rows:
         part = _table("Means (MASD, direction, judge means): bootstrap-t (half-widths x K/(K-1)) and t over items (union); "
                       "all-equal items: worst-case two-point bound", rows)
