@@ -11,8 +11,9 @@ difference of the identity-tone study (``coverage.length_adjusted_coverage``).
 
 Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences]``
 (``--write-docs`` replaces the measured section of ``docs/statistics.md``; with
-``--only-differences`` only the tables of differences, matched sides and the gate are
-re-run, and only they are replaced - the rate and mean tables do not use MOVER).
+``--only-differences`` only the tables from the differences on (differences, length-adjusted
+differences, per-slice rates, matched sides, the gate) are re-run, and only they are replaced -
+the rate and mean tables above them do not use MOVER).
 """
 
 from __future__ import annotations
