@@ -6,12 +6,14 @@ interval code the tables use, over n in {5, 8, 12, 20, 60, 200} items x true eff
 an item-level rate or scale). Printed as Markdown tables: coverage of the nominal
 95 % interval and, beside it, the one-sided miss above (upper bound below the truth:
 what a gate on the upper bound turns into a false pass). Then the gate's false-pass
-rate when the true net CFR *equals* the maximum (0.10).
+rate when the true net CFR *equals* the maximum (0.10), and the length-adjusted tone
+difference of the identity-tone study (``coverage.length_adjusted_coverage``).
 
 Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences]``
 (``--write-docs`` replaces the measured section of ``docs/statistics.md``; with
-``--only-differences`` only the tables of differences, matched sides and the gate are
-re-run, and only they are replaced - the rate and mean tables do not use MOVER).
+``--only-differences`` only the tables from the differences on (differences, length-adjusted
+differences, per-slice rates, matched sides, the gate) are re-run, and only they are replaced -
+the rate and mean tables above them do not use MOVER).
 """
 
 from __future__ import annotations
@@ -104,8 +106,8 @@ def main() -> None:
     R2 = R // 2  # loops (MOVER, bootstrap per audit)
     t0 = time.time()
     lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
-             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates, {R // 2} for "
-             f"means and paired tone differences, {R2} for net CFR, matched-slice differences and the gate, "
+             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates and means, {R // 2} for "
+             f"paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
              f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
              f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
              f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
@@ -114,8 +116,8 @@ def main() -> None:
         lines = [DIFF_MARK, "",
                  f"The tables from here on were re-measured with `python benchmarks/bench_coverage.py --reps {a.reps}"
                  f"{' --quick' if a.quick else ''} --only-differences{' --write-docs' if a.write_docs else ''}` "
-                 f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences) "
-                 "after MOVER's item correlation was capped at 0; the tables above are unaffected.", ""]
+                 f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences and "
+                 "length-adjusted differences); the rate and mean tables above do not use MOVER.", ""]
 
     rows = []
     for m in (1, 3) if not a.only_differences else ():
@@ -132,9 +134,9 @@ def main() -> None:
             for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
                 rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
-                                                 reps=R // 2, n_boot=1000, seed=n + m) for n in NS}))
+                                                 reps=R, n_boot=1000, seed=n + m) for n in NS}))
     if rows:
-        part = _table("Means (MASD, direction, judge means): bootstrap-t and t over items (union); "
+        part = _table("Means (MASD, direction, judge means): bootstrap-t (half-widths x K/(K-1)) and t over items (union); "
                       "all-equal items: worst-case two-point bound", rows)
         lines += part
         print("\n".join(part), flush=True)
@@ -159,6 +161,20 @@ def main() -> None:
     part = _table("Differences on the same items: MOVER with the item correlation capped at 0 (net CFR: 1 counterfactual pair + 3 repeat pairs per "
                   "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
+    lines += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for err in C.LENGTH_ERRORS:
+        rows.append((f"length-adjusted tone difference, {err} errors",
+                     {n: C.length_adjusted_coverage(n_units=n, errors=err, reps=R // 2, seed=n) for n in NS}))
+    rows.append(("skewed errors, OLS t alone (the previous method, for comparison)",
+                 {n: C.length_adjusted_coverage(n_units=n, errors="skewed", reps=R // 2, seed=n, ci_method="ols_t")
+                  for n in NS}))
+    part = _table("Paired tone difference at equal reply length (identity tone `fresh_length_adjusted_described`, "
+                  "`paired.length_adjusted_tests`): residual bootstrap-t (x K/(K-1)) and OLS t (union). Prompts' "
+                  "length differences L ~ N(1, 1) (centred away from 0), tone differences 0.5 + 0.3 L + error of unit "
+                  "variance; the truth is the intercept 0.5", rows)
     lines += part
     print("\n".join(part), flush=True)
 

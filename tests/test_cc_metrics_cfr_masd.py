@@ -318,7 +318,8 @@ def _reference_intervals(f: pd.DataFrame, n_boot: int, seed: int) -> tuple[list,
             t.append((rb - r) / seb)
         lo_t, hi_t = np.quantile(t, [0.025, 0.975])
         q = st.t.ppf(0.975, K - 1)
-        masd_rows.append((min(r - hi_t * se, r - q * se), max(r - lo_t * se, r + q * se)))
+        c = K / (K - 1)  # the small-sample widening of the bootstrap-t half-widths (docs/statistics.md)
+        masd_rows.append((min(r - c * hi_t * se, r - q * se), max(r - c * lo_t * se, r + q * se)))
     return cfr_rows, masd_rows
 
 

@@ -229,7 +229,9 @@ def test_length_adjusted_difference_against_statsmodels_ols():
             rows.append({"model": "m", "prompt_id": f"p{i}", "identity": g, "words": words,
                          "x": 0.02 * words + shift + rng.normal(0, 0.3)})
     sc = pd.DataFrame(rows)
-    res = length_adjusted_tests(sc, metrics=["x"], groups=GROUPS, length="words", **KEYS)
+    # the OLS t interval by name (the default is the residual bootstrap-t/t union, which contains it:
+    # tests/test_coverage_length_adjusted.py)
+    res = length_adjusted_tests(sc, metrics=["x"], groups=GROUPS, length="words", ci_method="ols_t", **KEYS)
     wide_x = sc.pivot(index="prompt_id", columns="identity", values="x")
     wide_w = sc.pivot(index="prompt_id", columns="identity", values="words")
     for _, r in res.iterrows():

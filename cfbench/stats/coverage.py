@@ -20,8 +20,8 @@ from .bootstrap import resample_counts
 from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_difference, worst_case_bound)
 
 __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
-           "matched_net_cfr",
-           "MEAN_SHAPES", "mean_truth"]
+           "matched_net_cfr", "length_adjusted_coverage",
+           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth"]
 
 
 def _summary(lo: np.ndarray, hi: np.ndarray, truth: float) -> dict[str, float]:
@@ -223,3 +223,42 @@ def paired_mean_coverage(*, n_units: int, effect: float, reps: int = 2000, n_boo
     lo, hi = bootstrap_t_interval(d, n_boot=n_boot, rng=rng, confidence=confidence)
     return _summary(lo, hi, effect)
 
+
+
+#: error shapes of :func:`length_adjusted_coverage`: ``normal``, ``t3`` (heavy symmetric tails),
+#: ``skewed`` (centred exponential: a few replies far more positive than the rest) and
+#: ``hetero`` (normal, spread growing with the length difference)
+LENGTH_ERRORS = ("normal", "t3", "skewed", "hetero")
+
+
+def length_adjusted_coverage(*, n_units: int, errors: str = "skewed", intercept: float = 0.5, slope: float = 0.3,
+                             len_center: float = 1.0, reps: int = 1000, n_boot: int = 2000, seed: int = 0,
+                             ci_method: str = "residual_bootstrap_t", confidence: float = 0.95) -> dict[str, float]:
+    """Coverage of the length-adjusted difference (:func:`cfbench.stats.paired.intercept_interval`, the
+    interval of ``paired.length_adjusted_tests``): per prompt a length difference ``L ~ N(len_center, 1)``
+    (centred away from 0, so the intercept is an extrapolation, as when one identity's replies run
+    longer) and a tone difference ``D = intercept + slope L + e`` with errors of shape ``errors``
+    (:data:`LENGTH_ERRORS`, unit variance). The truth is ``intercept``."""
+    from .paired import LENGTH_CI_METHODS, intercept_interval
+
+    if ci_method not in LENGTH_CI_METHODS:
+        raise ValueError(f"ci_method must be one of {sorted(LENGTH_CI_METHODS)}, got {ci_method!r}")
+    rng = np.random.default_rng(seed)
+    x = rng.normal(len_center, 1.0, size=(reps, n_units))
+    if errors == "normal":
+        e = rng.normal(size=x.shape)
+    elif errors == "t3":
+        e = rng.standard_t(3, size=x.shape) / np.sqrt(3.0)
+    elif errors == "skewed":
+        e = rng.exponential(size=x.shape) - 1.0
+    elif errors == "hetero":
+        e = rng.normal(size=x.shape) * (0.5 + np.abs(x))
+    else:
+        raise ValueError(f"unknown errors {errors!r}")
+    y = intercept + slope * x + e
+    boot = rng if ci_method == "residual_bootstrap_t" else None
+    lo, hi = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        r = intercept_interval(y[i], x[i], rng=boot, n_boot=n_boot, confidence=confidence)
+        lo[i], hi[i] = r["adj_ci_low"], r["adj_ci_high"]
+    return _summary(lo, hi, intercept)

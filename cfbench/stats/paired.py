@@ -59,6 +59,8 @@ __all__ = [
     "paired_t_interval",
     "bootstrap_t_interval",
     "length_adjusted_tests",
+    "intercept_interval",
+    "LENGTH_CI_METHODS",
     "symmetry_checks",
     "signed_rank_permutation",
     "paired_tests",
@@ -397,24 +399,44 @@ def _pair_differences(scores: pd.DataFrame, *, metric: str, groups: Sequence[str
     return pairs, D, wide.index
 
 
+#: ``ci_method`` values of :func:`length_adjusted_tests` -> the label written in each row's ``ci_method``.
+LENGTH_CI_METHODS = {
+    "residual_bootstrap_t": "residual bootstrap-t (x K/(K-1)) and OLS t over units (union)",
+    "ols_t": "OLS t over units",
+}
+
+
 def length_adjusted_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str],
                           length: str, model: str, unit: str, group: str, confidence: float = 0.95,
-                          source: str = "scores") -> pd.DataFrame:
+                          source: str = "scores", ci_method: str = "residual_bootstrap_t", seed: int = 0,
+                          n_boot: int = 2000) -> pd.DataFrame:
     """Each pair's mean difference at equal reply length.
 
     For a pair and metric, ``D_i`` (metric) is regressed on ``L_i`` (the
     difference of the ``length`` column, e.g. word counts) by ordinary least
     squares over units: ``D_i = a + b L_i + e_i``. The intercept ``a`` is the
     expected difference when both replies have the same length; it is
-    reported with its t interval and p-value (n − 2 degrees of freedom), next
-    to the unadjusted mean difference and the slope. Units with a missing
-    value in either column are left out (``n`` says how many remain). When
-    the length differences do not vary (all equal), ``adj_*`` are NaN.
+    reported with its interval and the OLS t p-value (n − 2 degrees of
+    freedom), next to the unadjusted mean difference and the slope.
+
+    Interval (``ci_method``): ``"residual_bootstrap_t"`` (default,
+    :func:`intercept_interval`): a bootstrap-t over the fit's residuals, its
+    half-widths widened by ``K / (K - 1)`` and unioned with the OLS t interval
+    (the t interval alone covered 91.5-93 % for skewed errors at 6-20 units;
+    docs/statistics.md); ``n_boot`` resamples from a generator seeded by
+    ``(seed, model, metric, pair)``. ``"ols_t"``: the textbook OLS t interval.
+    Units with a missing value in either column are left out (``n`` says how
+    many remain). When the length differences do not vary (all equal), or
+    fewer than 3 units remain, ``adj_*`` are NaN; when the fit has no residual
+    spread the interval is NaN (never a point). Each row names its interval in
+    ``ci_method``.
 
     Columns: model column, ``metric``, ``<group>_a``, ``<group>_b``, ``n``,
     ``mean_diff``, ``mean_len_diff``, ``slope``, ``adj_diff``, ``adj_ci_low``,
-    ``adj_ci_high``, ``adj_p``.
+    ``adj_ci_high``, ``adj_p``, ``ci_method``.
     """
+    if ci_method not in LENGTH_CI_METHODS:
+        raise ValueError(f"ci_method must be one of {sorted(LENGTH_CI_METHODS)}, got {ci_method!r}")
     if model not in scores.columns:
         raise InputError("column missing", source=source, field=model)
     rows = []
@@ -428,26 +450,73 @@ def length_adjusted_tests(scores: pd.DataFrame, *, metrics: Sequence[str], group
                 row = {model: m_name, "metric": metric, f"{group}_a": groups[i], f"{group}_b": groups[j],
                        "n": int(ok.sum()), "mean_diff": y.mean() if ok.any() else np.nan,
                        "mean_len_diff": x.mean() if ok.any() else np.nan}
-                row.update(_intercept_fit(y, x, confidence))
+                rng = (np.random.default_rng(derive_seed(seed, m_name, metric, k))
+                       if ci_method == "residual_bootstrap_t" else None)
+                row.update(_intercept_fit(y, x, confidence, rng=rng, n_boot=n_boot))
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float) -> dict[str, float]:
+def intercept_interval(y: np.ndarray, x: np.ndarray, *, rng: np.random.Generator | None, n_boot: int = 2000,
+                       confidence: float = 0.95) -> dict[str, float | str]:
+    """OLS of ``y`` on ``x`` (one unit per entry) and an interval for the intercept.
+
+    With ``rng``: residual bootstrap-t. The centred residuals, rescaled by
+    ``sqrt(K / (K - 2))`` to the variance of the errors, are resampled with
+    replacement onto the fitted values (``x`` fixed) ``n_boot`` times; each
+    resample gives ``t_b = (a_b - a) / se_b`` with the OLS standard error of
+    that resample's fit. The bounds ``a - c t_(1-q) se`` and ``a - c t_(q) se``
+    (``c = K / (K - 1)``, the small-sample widening the mean intervals use) are
+    unioned with the OLS t interval ``a ± t_(K-2) se``: the bootstrap-t carries
+    the skewness of the errors, which the t interval ignores, and the t interval
+    the heavy symmetric tails a handful of resampled residuals understate.
+    Without ``rng``: the OLS t interval alone. Returns ``slope``, ``adj_diff``,
+    ``adj_ci_low``, ``adj_ci_high``, ``adj_p`` (OLS t test of the intercept) and
+    ``ci_method``.
+    """
+    return _intercept_fit(np.asarray(y, float), np.asarray(x, float), confidence, rng=rng, n_boot=n_boot)
+
+
+def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float, *, rng: np.random.Generator | None = None,
+                   n_boot: int = 2000) -> dict[str, float | str]:
+    how = LENGTH_CI_METHODS["residual_bootstrap_t" if rng is not None else "ols_t"]
     nan = {"slope": np.nan, "adj_diff": np.nan, "adj_ci_low": np.nan, "adj_ci_high": np.nan, "adj_p": np.nan}
     n = len(y)
     sxx = float(((x - x.mean()) ** 2).sum()) if n else 0.0
-    if n < 3 or sxx == 0.0:
-        return nan
+    if n < 3:
+        return {**nan, "ci_method": "none: fewer than 3 units (a slope and an intercept need 3)"}
+    if sxx == 0.0:
+        return {**nan, "ci_method": "none: the length differences do not vary"}
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
     intercept = float(y.mean() - slope * x.mean())
     resid = y - intercept - slope * x
     s2 = float((resid ** 2).sum() / (n - 2))
-    se = float(np.sqrt(s2 * (1.0 / n + x.mean() ** 2 / sxx)))
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 2)) * se
+    v0 = 1.0 / n + x.mean() ** 2 / sxx          # var(intercept) / sigma^2
+    se = float(np.sqrt(s2 * v0))
+    q = float(stats.t.ppf(0.5 + confidence / 2, n - 2))
     p = float(2 * stats.t.sf(abs(intercept) / se, n - 2)) if se > 0 else (0.0 if intercept else 1.0)
-    return {"slope": slope, "adj_diff": intercept, "adj_ci_low": intercept - half,
-            "adj_ci_high": intercept + half, "adj_p": p}
+    out = {"slope": slope, "adj_diff": intercept, "adj_p": p}
+    if not se > 1e-12 * max(1.0, abs(intercept)):
+        return {**out, "adj_ci_low": np.nan, "adj_ci_high": np.nan,
+                "ci_method": "none: the fit has no residual spread"}
+    lo, hi = intercept - q * se, intercept + q * se
+    if rng is not None:
+        a = (1 - confidence) / 2
+        intercept_weights = 1.0 / n - x.mean() * (x - x.mean()) / sxx   # intercept = weights @ y
+        r0 = (resid - resid.mean()) * np.sqrt(n / (n - 2))
+        u = r0[rng.integers(0, n, size=(n_boot, n))]          # resampled errors, x fixed
+        da = u @ intercept_weights                             # a_b - a
+        xc = x - x.mean()
+        ub = u - u.mean(axis=1, keepdims=True)
+        eb = ub - np.outer(ub @ xc / sxx, xc)                  # residuals of each resample's fit
+        seb = np.sqrt((eb ** 2).sum(axis=1) / (n - 2) * v0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tb = da / seb
+        tb = np.clip(np.where(np.isnan(tb), 0.0, tb), -1e12, 1e12)  # nan: every draw the same residual
+        t_lo, t_hi = np.quantile(tb, [a, 1 - a])
+        k = n / (n - 1)
+        lo, hi = min(lo, intercept - k * t_hi * se), max(hi, intercept - k * t_lo * se)
+    return {**out, "adj_ci_low": float(lo), "adj_ci_high": float(hi), "ci_method": how}
 
 
 def symmetry_checks(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], model: str,

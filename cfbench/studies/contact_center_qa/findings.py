@@ -208,6 +208,65 @@ def _wording_scale(judge: str, masd: pd.DataFrame, robustness: pd.DataFrame) -> 
                                    "phrasing of the question alone does to this judge." if below else "")]
 
 
+def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None) -> list[str]:
+    """The real-dialogue (STAR) arm of one judge, read through its intervals: flips per dimension with
+    counts, what the intervals leave open, the flips beyond repeat noise, and accuracy against the
+    customers' own answers. Empty when the run has no STAR tables for this judge."""
+    cfr = t.get("star_cfr", pd.DataFrame())
+    acc = t.get("star_accuracy", pd.DataFrame())
+    cfr = cfr[(cfr["judge"] == judge) & (cfr["arm"] == "baseline") & (cfr["n_pairs"] > 0)] if len(cfr) else cfr
+    acc = acc[(acc["judge"] == judge) & (acc["n"] > 0)] if len(acc) else acc
+    if not len(cfr) and not len(acc):
+        return []
+    k = n_dialogues if n_dialogues else int(max(cfr["n_items"].max() if len(cfr) else 0,
+                                                acc["n_items"].max() if len(acc) else 0))
+    lines = [f"**{judge}, real dialogues (STAR arm)** - {_count(k, 'dialogue')} from the STAR corpus, judged "
+             "against the customers' own answers; the synthetic numbers above do not rest on them."]
+    if len(cfr):
+        flips = (cfr["cfr"] * cfr["n_pairs"]).round().astype(int)
+        has = cfr["ci_low"].notna() & cfr["ci_high"].notna()
+        seen = cfr[flips > 0].assign(n_flips=flips[flips > 0]).sort_values(["cfr", "n_pairs"], ascending=[False, False])
+        desc = "; ".join(f"{r.dimension} {int(r.n_flips)}/{int(r.n_pairs)} {_interval(r.ci_low, r.ci_high, unit=' %')}"
+                         for r in seen.head(5).itertuples())
+        more = f" and {len(seen) - 5} more" if len(seen) > 5 else ""
+        line = (f"CFR: flips seen in {_of(len(seen), len(cfr), 'dimension')}" + (f" ({desc}{more})" if len(seen) else "")
+                + ".")
+        zero = cfr[(flips == 0) & has]
+        if len(zero):
+            w = zero.sort_values(["ci_high", "n_pairs"], ascending=[False, True]).iloc[0]
+            line += (f" {_count(len(zero), 'dimension')} {'shows' if len(zero) == 1 else 'show'} none, in "
+                     f"{_range(int(zero['n_pairs'].min()), int(zero['n_pairs'].max()), 'pair')}: a CFR up to "
+                     f"{_pct(w.ci_high)} cannot be ruled out for the least covered ({w.dimension}).")
+        if has.any():
+            lows, highs = cfr.loc[has, "ci_low"], cfr.loc[has, "ci_high"]
+            line += (f" The lower bounds reach at most {_pct(lows.max())} and the upper bounds lie between "
+                     f"{_pct(highs.min())} and {_pct(highs.max())}"
+                     + (": every interval overlaps every other, so these rows do not rank the dimensions."
+                        if lows.max() <= highs.min() else "."))
+        no_ci = int((~has).sum())
+        if no_ci:
+            line += (f" {_count(no_ci, 'dimension')} {'rests' if no_ci == 1 else 'rest'} on one dialogue and "
+                     f"{'has' if no_ci == 1 else 'have'} no interval.")
+        lines.append(line)
+        cmr = t.get("star_cfr_minus_robustness", pd.DataFrame())
+        if len(cmr):
+            cmr = cmr[(cmr["judge"] == judge) & (cmr["baseline"] == "robustness")
+                      & cmr["ci_low"].notna() & cmr["ci_high"].notna()]
+        if len(cmr):
+            above = cmr[cmr["ci_low"] > 0]
+            lines.append("Beyond the judge's own repeat noise on these dialogues (interval of CFR minus robustness "
+                         "above 0): " + ("; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp "
+                                                   f"{_interval(r.ci_low, r.ci_high, unit=' pp')}"
+                                                   for r in above.itertuples())
+                                         if len(above) else f"none of {_count(len(cmr), 'dimension')}") + ".")
+    if len(acc):
+        a = acc.iloc[0]
+        n_correct = int(a.n_correct) if "n_correct" in acc.columns else int(round(a.accuracy * a.n))
+        lines.append(f"Accuracy against the customers' answers: {n_correct}/{int(a.n)} ({_pct(a.accuracy)}) "
+                     f"{_interval(a.ci_low, a.ci_high, unit=' %')} on {_count(int(a.n_items), 'dialogue')}.")
+    return lines
+
+
 def findings_markdown(result: Any) -> str:
     """The findings paragraph of a :class:`ContactCenterResult` (Markdown)."""
     s, t, p = result.summary, result.tables, result.params
@@ -232,5 +291,11 @@ def findings_markdown(result: Any) -> str:
         parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(
             _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0)),
                          n_requested=len(s.get("dimensions", []))))))
+    star = s.get("star") or {}
+    n_star = len(star.get("items", [])) or None
+    for judge in s.get("judges", []):
+        block = _star_block(judge, t, n_star)
+        if block:
+            parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(block)))
     parts += _differences_lines(t)
     return "\n\n".join(parts)

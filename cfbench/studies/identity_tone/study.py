@@ -95,7 +95,7 @@ class IdentityToneResult(StudyResult):
         scored_cut = maybe_cut.merge(sc[keys + list(TONE_METRICS)], on=keys, how="left")
         checks["no cut (or possibly cut) reply is scored"] = bool(scored_cut[list(TONE_METRICS)].isna().all().all())
         adj = t["fresh_length_adjusted_described"]
-        okadj = adj.dropna(subset=["adj_diff"])
+        okadj = adj.dropna(subset=["adj_diff", "adj_ci_low", "adj_ci_high"])  # no residual spread: no interval
         checks["length-adjusted intervals contain their estimates"] = bool(
             ((okadj.adj_ci_low <= okadj.adj_diff + 1e-12) & (okadj.adj_diff <= okadj.adj_ci_high + 1e-12)).all())
         if self.reproduced:
