@@ -80,6 +80,7 @@ def test_a_fit_without_residual_spread_gets_no_interval_not_a_point():
         r = intercept_interval(0.4 + 0.1 * x, x, rng=rng)
         assert r["adj_diff"] == pytest.approx(0.4)
         assert math.isnan(r["adj_ci_low"]) and math.isnan(r["adj_ci_high"])
+        assert math.isnan(r["adj_p"])  # no spread, no test: never p = 0 read as "significant"
         assert r["ci_method"].startswith("none:")
     r = intercept_interval(np.zeros(5), x, rng=np.random.default_rng(0))
     assert math.isnan(r["adj_ci_low"]) and r["ci_method"] == "none: the fit has no residual spread"

@@ -497,7 +497,7 @@ def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float, *, rng: np.r
     p = float(2 * stats.t.sf(abs(intercept) / se, n - 2)) if se > 0 else (0.0 if intercept else 1.0)
     out = {"slope": slope, "adj_diff": intercept, "adj_p": p}
     if not se > 1e-12 * max(1.0, abs(intercept)):
-        return {**out, "adj_ci_low": np.nan, "adj_ci_high": np.nan,
+        return {**out, "adj_p": np.nan, "adj_ci_low": np.nan, "adj_ci_high": np.nan,  # no spread: no test either
                 "ci_method": "none: the fit has no residual spread"}
     lo, hi = intercept - q * se, intercept + q * se
     if rng is not None:

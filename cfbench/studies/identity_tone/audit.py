@@ -161,7 +161,8 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
                                                            n_resamples=n_resamples, on_missing="drop_unit", **KEYS)
     sc = audit.frames["scores_described"]
     pairs = audit.tables["fresh_pairs_described"]
-    adj = length_adjusted_tests(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, length="words", **KEYS)
+    adj = length_adjusted_tests(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, length="words", seed=seed,
+                                **KEYS)
     sym = symmetry_checks(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, **KEYS)
     audit.tables["fresh_length_adjusted_described"] = adj
     audit.tables["fresh_symmetry_described"] = sym
