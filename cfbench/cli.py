@@ -7,6 +7,8 @@
   cfbench cache stats|vacuum|export|import ...    the response cache
   cfbench variants FILE --out DIR [--dimensions ...] [--decisions reviewed.csv]
                                variants.parquet + a review.html to accept/reject them by hand
+  cfbench variants FILE --out DIR --cues all   the judge-bias cues on candidate reply pairs (STAR folder or
+                               your pairs), each through its guard, in the same review page and Table 9
   cfbench model install        assemble and verify the embedded judge's GGUF
   cfbench view RESULTS_DIR [--out FILE]   one self-contained HTML page to browse a run's pairs
 
