@@ -8,7 +8,7 @@
    groups prompts sharing a prefix so llama.cpp reuses its KV cache);
 4. calls the judge with at most ``concurrency`` calls in flight: a fixed pool of workers pulls
    the keys in order and a gate admits one waiter per free slot, so the cost per call does not
-   grow with the number of requests queued (flat from 1,000 to 16,000 in
+   grow with the number of requests queued (flat from 1,000 to 100,000 in
    ``benchmarks/bench_runner.py``). Transient failures are retried (at most ``max_attempts``
    attempts, exponential backoff with seeded jitter, honouring a server's Retry-After); a retry
    gives up its slot while it waits and is admitted ahead of first attempts when due;
