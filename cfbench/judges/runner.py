@@ -8,7 +8,7 @@
    groups prompts sharing a prefix so llama.cpp reuses its KV cache);
 4. calls the judge with at most ``concurrency`` calls in flight: a fixed pool of workers pulls
    the keys in order and a gate admits one waiter per free slot, so the cost per call does not
-   grow with the number of requests queued (flat from 1,000 to 16,000 in
+   grow with the number of requests queued (flat from 1,000 to 100,000 in
    ``benchmarks/bench_runner.py``). Transient failures are retried (at most ``max_attempts``
    attempts, exponential backoff with seeded jitter, honouring a server's Retry-After); a retry
    gives up its slot while it waits and is admitted ahead of first attempts when due;
@@ -415,7 +415,14 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
                         backoff_max_s: float = 60.0, jitter_seed: int = 0,
                         price_table: Mapping[str, tuple[float, float]] | None = None,
                         desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
-    """Async form of :func:`run_requests` (same arguments)."""
+    """Async form of :func:`run_requests` (same arguments).
+
+    The run is five steps, each one function: keys and merging (:func:`_keys_and_unique`), the
+    cache read (:func:`_read_cache`: hits, replay's recorded failures, plan mode), admission and
+    dispatch (:class:`_Dispatch`: a gate from :func:`_admission` and a pool of workers), retry and
+    record (:meth:`_Dispatch.call`, :meth:`_Dispatch.record_reply`, :meth:`_Dispatch.record_failure`),
+    and the result (:func:`_result`: the frame and the tallies).
+    """
     if mode is None:
         mode = os.environ.get("CFBENCH_MODE", "live")  # type: ignore[assignment]
     if mode not in ("live", "replay", "plan"):
@@ -428,8 +435,27 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         keys, unique = _keys_and_unique(spec, requests)
     t_start = time.perf_counter()
     store = _resolve_cache(cache)
+    outcomes, hits, todo = _read_cache(store, spec, unique, mode)
+    dispatch: _Dispatch | None = None
+    if todo:
+        built = judge if isinstance(judge, Judge) else judge_for(spec)
+        dispatch = _Dispatch(built, spec, store, unique, outcomes, concurrency=concurrency,
+                             max_attempts=max_attempts, timeout_s=timeout_s, backoff_s=backoff_s,
+                             backoff_max_s=backoff_max_s, jitter_seed=jitter_seed, cache_wait_s=cache_wait_s)
+        await dispatch.run(todo, desc=desc or spec, progress=progress)
+    return _result(requests, keys, unique, spec, mode, outcomes, hits, dispatch, price_table, t_start)
+
+
+def _read_cache(store: ResponseCache | None, spec: str, unique: dict[str, Request], mode: str
+                ) -> tuple[dict[str, tuple], set[str], list[str]]:
+    """Cache read: ``(outcomes, hits, todo)``. ``outcomes`` holds, per distinct key, the row tuple of
+    every cached reply (one batched look-up scoped to ``spec``, one JSON decode); in replay mode also
+    the recorded failure of every other key (a key with neither raises :class:`CacheMissError`); in
+    plan mode a "not run" failure for every other key. ``todo`` is what remains to be called, in
+    first-seen order; those keys are remembered in the cache for ``cfbench cache export``."""
     with _gc_paused():
-        # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error)
+        # per distinct key: (text, top_logprobs_json, prompt_tokens, completion_tokens, evaluated, latency, error,
+        # finish_reason)
         outcomes: dict[str, tuple] = _hit_outcomes(store.get_rows(unique, judge=spec)) if store is not None else {}
     hits = set(outcomes)  # get_rows returns only the keys asked for
     todo = [k for k in unique if k not in hits]
@@ -451,156 +477,195 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         for k in todo:
             outcomes[k] = _failed("not run: plan mode (recorded for `cfbench cache export`)")
         todo = []
-    n_called = 0
-    gate: _Gate | None = None
-    fresh: list[Response] = []
-    if todo:
-        built = judge if isinstance(judge, Judge) else judge_for(spec)
-        todo.sort(key=lambda k: built.order_key(unique[k]))
-        adaptive = concurrency is None and bool(getattr(built, "adaptive_concurrency", False))
-        start = concurrency or (getattr(built, "initial_concurrency", built.max_concurrency) if adaptive
-                                else built.max_concurrency)
-        gate = _Gate(start, ceiling=concurrency or built.max_concurrency, adaptive=adaptive)
-        secret_env = tuple(e for e in (getattr(built, "api_key_env", None),) if e)
-        creds = credentials(secret_env)
-        rng = random.Random(jitter_seed)
-        bar = tqdm(total=len(todo), desc=desc or spec, disable=not progress, mininterval=1.0,
-                   unit="call", dynamic_ncols=True)
-        failures = _FailureLog(store, spec)
+    return outcomes, hits, todo
+
+
+def _admission(judge: Judge, concurrency: int | None) -> _Gate:
+    """Admission: the gate for ``judge``. A fixed ``concurrency`` is a fixed limit; without one, a
+    backend that sets ``adaptive_concurrency`` starts at its ``initial_concurrency`` and adapts up to
+    its ``max_concurrency``; any other backend runs at its ``max_concurrency``."""
+    adaptive = concurrency is None and bool(getattr(judge, "adaptive_concurrency", False))
+    start = concurrency or (getattr(judge, "initial_concurrency", judge.max_concurrency) if adaptive
+                            else judge.max_concurrency)
+    return _Gate(start, ceiling=concurrency or judge.max_concurrency, adaptive=adaptive)
+
+
+class _Dispatch:
+    """Dispatch, retry and record for the calls of one run that the cache could not answer.
+
+    :meth:`run` orders the keys by the judge's ``order_key`` and starts a fixed pool of workers
+    that pull them in that order, so the cost per call does not grow with the number of requests
+    queued (no task and no waiter per queued request). Each worker makes one :meth:`call` at a
+    time: attempts through the gate, retries with backoff, and the outcome recorded by
+    :meth:`record_reply` or :meth:`record_failure`.
+    """
+
+    def __init__(self, judge: Judge, spec: str, store: ResponseCache | None, unique: dict[str, Request],
+                 outcomes: dict[str, tuple], *, concurrency: int | None, max_attempts: int,
+                 timeout_s: float | None, backoff_s: float, backoff_max_s: float, jitter_seed: int,
+                 cache_wait_s: float) -> None:
+        self.judge, self.spec, self.store, self.unique, self.outcomes = judge, spec, store, unique, outcomes
+        self.max_attempts, self.timeout_s = max_attempts, timeout_s
+        self.backoff_s, self.backoff_max_s, self.cache_wait_s = backoff_s, backoff_max_s, cache_wait_s
+        self.gate = _admission(judge, concurrency)
+        self.secret_env = tuple(e for e in (getattr(judge, "api_key_env", None),) if e)
+        self.creds = credentials(self.secret_env)
+        self.rng = random.Random(jitter_seed)
+        self.failures = _FailureLog(store, spec)
         # network backends: an attempt that takes far longer than the replies so far is cut and
         # retried with a longer cut (a hung call must not hold its slot for the whole timeout)
-        quick = _FirstTimeout(timeout_s) if getattr(built, "adaptive_concurrency", False) else None
+        self.quick = _FirstTimeout(timeout_s) if getattr(judge, "adaptive_concurrency", False) else None
+        self.fresh: list[Response] = []  # replies received in this run (for its token tallies)
+        self.n_called = 0
+        self.bar: Any = None
 
-        async def attempt_once(req: Request, limit: float | None, attempt: int) -> Response:
-            if limit is None:
-                return await built.acomplete(req)
+    async def run(self, todo: list[str], *, desc: str, progress: bool) -> None:
+        """Call every key of ``todo`` (at most the gate's limit in flight) and record each outcome."""
+        unique = self.unique
+        todo.sort(key=lambda k: self.judge.order_key(unique[k]))
+        self.bar = tqdm(total=len(todo), desc=desc, disable=not progress, mininterval=1.0,
+                        unit="call", dynamic_ncols=True)
+        # More workers than slots: those waiting out a backoff hold no slot while the others keep
+        # the limit busy.
+        n_workers = min(len(todo), 2 * self.gate.ceiling + 8)
+        queue = iter(todo)
+        try:
+            await asyncio.gather(*(self._worker(queue) for _ in range(n_workers)))
+        finally:
+            self.bar.close()
+            self.failures.flush()
+            await self.judge.arelease()
+        self.n_called = len(todo)
+
+    async def _worker(self, queue: Iterator[str]) -> None:
+        unique, call, update = self.unique, self.call, self.bar.update
+        for key in queue:  # shared iterator: each worker takes the next key when it is free
+            await call(key, unique[key])
+            update(1)
+
+    async def call(self, key: str, req: Request) -> None:
+        """Retry: up to ``max_attempts`` attempts, each holding a slot of the gate only while it is
+        in flight (a retry waiting out its backoff gives its slot up and queues ahead of first
+        attempts when it is due); the outcome is recorded either way."""
+        gate, quick, max_attempts = self.gate, self.quick, self.max_attempts
+        reason = "not attempted"
+        attempt = 0
+        for attempt in range(1, max_attempts + 1):
+            epoch = await gate.acquire(priority=attempt > 1)
+            limit = quick.limit(attempt) if quick is not None else self.timeout_s
+            t0 = time.perf_counter()
             try:
-                if _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
-                    async with asyncio.timeout(limit) as cm:
-                        if quick is not None and limit == timeout_s:
-                            quick.early[cm] = (asyncio.get_running_loop().time(), attempt)
-                        try:
-                            return await built.acomplete(req)
-                        finally:
-                            if quick is not None:
-                                quick.early.pop(cm, None)
-                return await asyncio.wait_for(built.acomplete(req), limit)  # pragma: no cover - 3.10
-            except asyncio.TimeoutError:
-                if quick is not None:
-                    limit = quick.limit(attempt) or limit
-                if limit != timeout_s:
-                    raise RetryableError(f"timeout: no reply within {limit:.3g} s on attempt {attempt} "
-                                         f"({_FirstTimeout.FACTOR:g} x the p95 latency so far x {2 ** (attempt - 1)}, "
-                                         f"at most timeout_s={timeout_s:g} s)") from None
-                raise RetryableError(f"timeout: no reply within timeout_s={timeout_s:g} s") from None
+                resp = await self._attempt(req, limit, attempt)
+            except RetryableError as exc:
+                gate.release()
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                if getattr(exc, "overload", False):
+                    gate.overloaded(epoch)
+                if attempt == max_attempts:
+                    reason += f" (gave up after {attempt} attempt(s))"
+                    break
+                retry_after = getattr(exc, "retry_after", None)
+                if retry_after is not None and retry_after > self.backoff_max_s:
+                    reason += (f" (the server asked to wait {retry_after:g} s, more than "
+                               f"backoff_max_s={self.backoff_max_s:g} s: not retried)")
+                    break
+                delay = (retry_after if retry_after is not None
+                         else min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)) * (0.5 + self.rng.random()))
+                await asyncio.sleep(delay)
+                continue
+            except JudgeError as exc:
+                gate.release()
+                reason = f"{type(exc).__name__}: {exc}"
+                break
+            except BaseException as exc:  # a backend bug or an unexpected SDK error: record, don't crash
+                gate.release()
+                if not isinstance(exc, Exception):
+                    raise  # cancellation, KeyboardInterrupt
+                reason = f"{type(exc).__name__}: {exc}"
+                break
+            gate.release()
+            latency = time.perf_counter() - t0
+            gate.succeeded(latency)
+            if quick is not None and quick.observe(latency):
+                # the first cut is known: calls started before it get it too (a call that hung
+                # at the start of the run must not hold its slot for the whole timeout)
+                for cm, (started, att) in list(quick.early.items()):
+                    cut = quick.limit(att)
+                    if cut is not None and not cm.expired():
+                        cm.reschedule(started + cut)
+            problem = reply_problem(resp, req.config.max_tokens, creds=self.creds)
+            if problem is None:
+                problem = await self.record_reply(key, resp, latency)
+            if problem is None:
+                return
+            reason = problem
+            break
+        self.record_failure(key, req, reason, attempt)
 
-        async def store_reply(key: str, resp: Response, latency: float) -> str | None:
-            """Cache the reply; a lock held by another process is waited for, then a failure."""
-            if store is None:
-                return None
+    async def _attempt(self, req: Request, limit: float | None, attempt: int) -> Response:
+        """One attempt, cut after ``limit`` seconds (a cut is a :class:`RetryableError`)."""
+        if limit is None:
+            return await self.judge.acomplete(req)
+        quick, timeout_s = self.quick, self.timeout_s
+        try:
+            if _HAS_TIMEOUT_CM:  # no extra task per call, unlike wait_for
+                async with asyncio.timeout(limit) as cm:
+                    if quick is not None and limit == timeout_s:
+                        quick.early[cm] = (asyncio.get_running_loop().time(), attempt)
+                        try:
+                            return await self.judge.acomplete(req)
+                        finally:
+                            quick.early.pop(cm, None)
+                    return await self.judge.acomplete(req)
+            return await asyncio.wait_for(self.judge.acomplete(req), limit)  # pragma: no cover - 3.10
+        except asyncio.TimeoutError:
+            if quick is not None:
+                limit = quick.limit(attempt) or limit
+            if limit != timeout_s:
+                raise RetryableError(f"timeout: no reply within {limit:.3g} s on attempt {attempt} "
+                                     f"({_FirstTimeout.FACTOR:g} x the p95 latency so far x {2 ** (attempt - 1)}, "
+                                     f"at most timeout_s={timeout_s:g} s)") from None
+            raise RetryableError(f"timeout: no reply within timeout_s={timeout_s:g} s") from None
+
+    async def record_reply(self, key: str, resp: Response, latency: float) -> str | None:
+        """Record a checked reply: cached the moment it arrives (a lock held by another process is
+        waited for, up to ``cache_wait_s``), then kept as the key's outcome. Returns the reason the
+        reply could not be cached, or None."""
+        store = self.store
+        if store is not None:
             t0 = time.perf_counter()
             delay = 0.05
             tries = 0
             while True:
                 tries += 1
                 try:
-                    store.put(key, spec, resp, latency, wait=False)  # never blocks the loop long
-                    return None
+                    store.put(key, self.spec, resp, latency, wait=False)  # never blocks the loop long
+                    break
                 except CacheLockedError as exc:
                     waited = time.perf_counter() - t0
-                    if waited >= cache_wait_s:
+                    if waited >= self.cache_wait_s:
                         return (f"cache write failed after {tries} attempts over {waited:.1f} s "
-                                f"(cache_wait_s={cache_wait_s:g}): {exc}")
-                    await asyncio.sleep(min(delay, max(0.0, cache_wait_s - waited)))
+                                f"(cache_wait_s={self.cache_wait_s:g}): {exc}")
+                    await asyncio.sleep(min(delay, max(0.0, self.cache_wait_s - waited)))
                     delay = min(delay * 2, 5.0)
+        self.outcomes[key] = _response_outcome(resp, latency)
+        self.fresh.append(resp)
+        return None
 
-        async def call(key: str) -> None:
-            req = unique[key]
-            reason, attempt = await attempts(key, req)
-            if reason is not None:
-                reason = scrub(reason, secret_env)
-                log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, spec, attempt,
-                            reason)
-                outcomes[key] = _failed(reason)
-                failures.add(key, reason)  # written within a second, so a killed run keeps them
-            bar.update(1)
+    def record_failure(self, key: str, req: Request, reason: str, attempt: int) -> None:
+        """Record a failed call: logged (scrubbed of credentials), kept as the key's outcome, and
+        written to the cache within a second, so a killed run keeps the reason."""
+        reason = scrub(reason, self.secret_env)
+        log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, self.spec, attempt, reason)
+        self.outcomes[key] = _failed(reason)
+        self.failures.add(key, reason)
 
-        async def attempts(key: str, req: Request) -> tuple[str | None, int]:
-            """Call with retries; on success store the outcome and return (None, attempts).
-            A slot is held only while a call is in flight: a retry waiting out its backoff gives it
-            up and queues ahead of first attempts when it is due."""
-            reason = "not attempted"
-            attempt = 0
-            for attempt in range(1, max_attempts + 1):
-                epoch = await gate.acquire(priority=attempt > 1)
-                limit = quick.limit(attempt) if quick is not None else timeout_s
-                t0 = time.perf_counter()
-                try:
-                    resp = await attempt_once(req, limit, attempt)
-                except RetryableError as exc:
-                    gate.release()
-                    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                    if getattr(exc, "overload", False):
-                        gate.overloaded(epoch)
-                    if attempt == max_attempts:
-                        reason += f" (gave up after {attempt} attempt(s))"
-                        break
-                    retry_after = getattr(exc, "retry_after", None)
-                    if retry_after is not None and retry_after > backoff_max_s:
-                        reason += (f" (the server asked to wait {retry_after:g} s, more than "
-                                   f"backoff_max_s={backoff_max_s:g} s: not retried)")
-                        break
-                    delay = (retry_after if retry_after is not None
-                             else min(backoff_max_s, backoff_s * 2 ** (attempt - 1)) * (0.5 + rng.random()))
-                    await asyncio.sleep(delay)
-                    continue
-                except JudgeError as exc:
-                    gate.release()
-                    reason = f"{type(exc).__name__}: {exc}"
-                    break
-                except BaseException as exc:  # a backend bug or an unexpected SDK error: record, don't crash
-                    gate.release()
-                    if not isinstance(exc, Exception):
-                        raise  # cancellation, KeyboardInterrupt
-                    reason = f"{type(exc).__name__}: {exc}"
-                    break
-                gate.release()
-                latency = time.perf_counter() - t0
-                gate.succeeded(latency)
-                if quick is not None and quick.observe(latency):
-                    # the first cut is known: calls started before it get it too (a call that hung
-                    # at the start of the run must not hold its slot for the whole timeout)
-                    for cm, (started, att) in list(quick.early.items()):
-                        cut = quick.limit(att)
-                        if cut is not None and not cm.expired():
-                            cm.reschedule(started + cut)
-                problem = reply_problem(resp, req.config.max_tokens, creds=creds)
-                if problem is None:
-                    problem = await store_reply(key, resp, latency)
-                if problem is not None:
-                    return problem, attempt
-                outcomes[key] = _response_outcome(resp, latency)
-                fresh.append(resp)
-                return None, attempt
-            return reason, attempt
 
-        async def worker(queue: Iterator[str]) -> None:
-            for key in queue:  # shared iterator: each worker takes the next key when it is free
-                await call(key)
-
-        # A fixed pool of workers pulls keys in order, so the cost per call does not grow with the
-        # number of requests queued (no task, no waiter per queued request). More workers than slots:
-        # those waiting out a backoff hold no slot while the others keep the limit busy.
-        n_workers = min(len(todo), 2 * gate.ceiling + 8)
-        queue = iter(todo)
-        try:
-            await asyncio.gather(*(worker(queue) for _ in range(n_workers)))
-        finally:
-            bar.close()
-            failures.flush()
-            await built.arelease()
-        n_called = len(todo)
-
+def _result(requests: list[Request], keys: list[str], unique: dict[str, Request], spec: str, mode: str,
+            outcomes: dict[str, tuple], hits: set[str], dispatch: _Dispatch | None,
+            price_table: Mapping[str, tuple[float, float]] | None, t_start: float) -> RunResult:
+    """The run's rows (one per request, in order) and its tallies: counts, tokens, cost, and for an
+    adaptive run the concurrency history."""
     with _gc_paused():
         frame = _frame(requests, keys, spec, outcomes, hits)
     n_failed = sum(1 for o in outcomes.values() if o[6] is not None)
@@ -610,6 +675,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         ctok = sum((o[3] or 0) for o in used)
         etok = sum((o[4] or 0) for o in used)
     else:
+        fresh = dispatch.fresh if dispatch is not None else []
         ptok = sum((r.prompt_tokens or 0) for r in fresh)
         ctok = sum((r.completion_tokens or 0) for r in fresh)
         etok = sum((r.prompt_tokens_evaluated or 0) for r in fresh)
@@ -620,7 +686,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         "n_requests": len(requests),
         "n_unique": len(unique),
         "n_cached": len(hits),
-        "n_called": n_called,
+        "n_called": dispatch.n_called if dispatch is not None else 0,
         "n_failed": n_failed,
         "non_completion_rate": n_failed / len(unique) if unique else 0.0,
         "prompt_tokens": ptok,
@@ -630,6 +696,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
         "cost_note": cost_note,
         "wall_s": time.perf_counter() - t_start,
     }
+    gate = dispatch.gate if dispatch is not None else None
     if gate is not None and gate.adaptive:
         stats["concurrency_history"] = gate.history
         stats["peak_in_flight"] = gate.peak
