@@ -26,7 +26,8 @@ def _run(name: str, *args: str) -> str:
 
 def test_bench_runner_counts_every_request():
     pytest.importorskip("aiohttp")
-    out = _run("bench_runner.py", "--n", "300", "--c", "16", "--latency-ms", "20", "--overhead-n", "300")
+    out = _run("bench_runner.py", "--n", "300", "--c", "16", "--latency-ms", "20", "--overhead-n", "300", "--repeats", "1",
+               "--queue-sizes", "1000,2000", "--queue-repeats", "1")
     assert "server counted 300 requests for 300 sent; 0 failed" in out
     assert re.search(r"EFFICIENCY achieved/\(C/L\) = \d\.\d{3}", out)
     assert "run_requests_warm_cache" in out
