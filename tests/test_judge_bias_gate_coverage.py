@@ -199,7 +199,7 @@ def test_pointwise_gate_false_pass_at_the_maximum_stays_below_5_percent(n, shape
 
 def test_the_pointwise_floor_at_8_items_is_needed():
     """Why the pointwise gate keeps its floor (no pass below 32 items): at 8 items the mean interval
-    false-passes one shape at about twice its nominal 2.5 % (4.5 % here; 4.9 % in 4,000 audits), where a
+    false-passes one shape at about twice its nominal 2.5 % (4.5 % here), where a
     5 % limit leaves no margin. With the floor the gate cannot pass there."""
     assert sim_pointwise(8, *SHAPES["+5 on 30%, reference 1 on half"]) > 0.035
     assert M.gate_status(0.5, 8, 1.0, -1.0, need=M.items_needed_score_gate(1.0), floor=True).startswith(

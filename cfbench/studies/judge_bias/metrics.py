@@ -126,9 +126,10 @@ def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -
     event on either side could not have passed, and ``fail`` from ``need`` on.
 
     With ``floor=True`` there is no pass below ``need`` either (the pointwise gate: there the mean interval
-    of 8 items false-passes 4.9 % in one simulated shape, twice its nominal 2.5 %,
-    ``tests/test_judge_bias_gate_coverage.py``). The pairwise nets need no floor: Tango's and the MOVER
-    interval keep the gate's false-pass rate at or below 2.5 % at 8-120 items in the same simulations."""
+    of 8 items false-passed one simulated shape in 4.5 % of audits, nearly twice its nominal 2.5 %,
+    ``tests/test_judge_bias_gate_coverage.py``). The pairwise nets need no floor: at a true net equal to the
+    maximum Tango's interval false-passes at most 2.5 % at 8-120 items (exact; 2.9 % at most simulated) and
+    the MOVER at most 2.5 % (simulated), same test file."""
     if not np.isfinite(ci_high):
         return "no interval (fewer than 2 items)"
     if ci_low >= gate_max:
@@ -273,8 +274,10 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     of the two cluster-adjusted Clopper-Pearson rates with the item correlation capped at 0
     (:func:`repeat_net_row`). Neither returns a point: with no discordant item Tango gives ``±z²/(n+z²)``,
     with no flip on either side the MOVER bound is the Clopper-Pearson bound of 0 events.
-    (A mean interval over the per-item differences is not used: with rare flips at 8-16 items it
-    false-passed the gate up to 16 %, tests/test_judge_bias_gate_coverage.py.)
+    (A mean interval over the per-item differences is not used: with rare flips at 8 items it false-passed
+    the repeat net's gate in 14.8 % of simulated audits, the negative control of
+    tests/test_judge_bias_gate_coverage.py.) Both are analytic: ``n_boot`` and ``seed`` are accepted for the
+    callers' signature and no cue interval resamples.
 
     Two references, one rule: a claim must hold against each. *Beyond noise* needs every reference's net
     lower bound above 0 (the larger noise decides); a gate *pass* needs every reference's net upper bound
@@ -404,7 +407,7 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
     t["gate_max_score_shift"] = gate_max
     need = items_needed_score_gate(gate_max)
     bound = {name: (lambda n: SCORE_NET_RANGE[1] * worst_case_bound(n)) for name, _, _ in refs}
-    # floor: no pass below `need` items (the mean interval at 8 items false-passes 4.9 % in one simulated shape)
+    # floor: no pass below `need` items (the mean interval at 8 items false-passed 4.5 % in one simulated shape)
     _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
