@@ -174,3 +174,17 @@ def test_pointwise_net_shift_and_gate_by_hand():
     big = [(i, c, (v + 4 if c == "authority" else v)) for i, c, v in small]
     assert M.pointwise_table(_pointwise(big), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
                              gate_max=1.0).iloc[0].gate.startswith("fail (shown")
+
+
+def test_matched_row_with_several_pairs_per_item_uses_the_capped_mover_and_never_a_point():
+    # 4 items with 2 pairs a side (a user's own design): not Tango, the MOVER of the two clustered rates
+    num1, num2, den = np.array([2, 1, 0, 0.]), np.array([0, 1, 0, 0.]), np.full(4, 2.0)
+    row = M.matched_row(num1, den, num2, den)
+    ref = paired_difference(num1, den, num2, den, kind="rate")
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref["ci_low"], ref["ci_high"]))
+    assert row["ci_method"] == ref["ci_method"] and row["estimate"] == pytest.approx(2 / 8)
+    same = M.matched_row(np.zeros(4), den, np.zeros(4), den)
+    assert same["ci_low"] < 0 < same["ci_high"]
+    # fewer than two items: no interval, and the method says why
+    assert M.matched_row([1.0], [1.0], [0.0], [1.0])["ci_method"].startswith("none: one item")
+    assert math.isnan(M.matched_row([], [], [], [])["ci_high"])
