@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from cfbench.stats.intervals import paired_difference
+from cfbench.stats.matched import tango_interval
 from cfbench.studies.judge_bias import metrics as M
 
 
@@ -62,7 +64,13 @@ def test_cue_shift_net_flips_and_sign_test_by_hand():
     assert a["shift"] == pytest.approx(1 / 3) and (a.items_toward_cue, a.items_away) == (1, 0) and a.p_sign == 1.0
     assert a.flip_rate == pytest.approx(1 / 3) and a.noise_flip_rate == pytest.approx(1 / 3)
     assert a.net_flip_rate == pytest.approx(0.0) and a.net_ci_low < 0 < a.net_ci_high
-    assert a.gate == "not decidable at this n (needs >= 36 items)"
+    # Tango on the items' 2x2 counts: shift n10 = 1 (i1 moved to the cued reply), n01 = 0; net flips: the cue
+    # flips i1 only, the reworded prompt i2 only -> n10 = n01 = 1
+    assert (a.shift_ci_low, a.shift_ci_high) == pytest.approx(tuple(map(float, tango_interval(1, 0, 3))))
+    assert (a.net_ci_low, a.net_ci_high) == pytest.approx(tuple(map(float, tango_interval(1, 1, 3))))
+    assert a.shift_ci_method == a.net_ci_method == M.MATCHED_METHOD
+    # Tango with no discordant item bounds at z^2/(n + z^2) < 0.10 from 35 items on: below, not decidable
+    assert M.items_needed_matched(0.10) == 35 and a.gate == "not decidable at this n (needs >= 35 items)"
     # position: target in slot A vs in slot B under the base prompt; i1 (alt): real both times -> 0;
     # i2 (real): A both times -> chose real in A, alt in B -> +1; i3 (alt): alt both times -> 0
     p = t.loc["position"]
@@ -75,20 +83,26 @@ def test_no_movement_never_gives_a_zero_width_interval():
     targets = pd.Series({"i1": "alt", "i2": "real", "i3": "alt"})
     s = M.cue_table(M.choices(_parsed(rows)), targets, ["source"], gate_max=0.1, alpha=0.05, multiplicity="holm",
                     n_boot=200, seed=0).iloc[0]
-    bound = 1 - 0.025 ** (1 / 3)  # worst case over [-1, 1] from 3 items showing the same difference 0
+    z2 = stats.norm.ppf(0.975) ** 2
+    bound = z2 / (3 + z2)  # Tango with no discordant item of 3: +/- z^2 / (n + z^2), never [0, 0]
     assert s["shift"] == 0 and s.shift_ci_low == pytest.approx(-bound) and s.shift_ci_high == pytest.approx(bound)
-    assert s.shift_ci_method.startswith("no spread") and math.isnan(s.p_sign)
+    assert s.shift_ci_method == M.MATCHED_METHOD and math.isnan(s.p_sign)
+    assert s.net_flip_rate == 0 and s.net_ci_high == pytest.approx(bound) and s.best_case_upper == pytest.approx(bound)
 
 
 def test_detectable_share_and_gate_status():
     # 8 items at 0.05 / 5 cues: the sign test needs all 8 items moving (2 * 0.5**7 > 0.01), so q**8 >= 0.8
     assert M.detectable_share(8, 0.01) == pytest.approx(0.8 ** (1 / 8), abs=1e-3)
     assert math.isnan(M.detectable_share(4, 0.05))  # 2 * 0.5**4 = 0.125 > 0.05 at every share
-    # no pass below 36 items, even with an upper bound under the maximum (see the coverage test)
-    assert M.gate_status(0.09, 5, 0.1).startswith("not decidable at this n (needs >= 36")
-    assert M.gate_status(0.09, 36, 0.1) == "pass"
+    # an upper bound under the maximum passes at any n (the pairwise nets' intervals hold there, see the
+    # coverage test); a bound at or above it is "not decidable" below the items that 0 events would need
+    assert M.gate_status(0.09, 5, 0.1) == "pass" and M.gate_status(0.09, 36, 0.1) == "pass"
     assert M.gate_status(0.2, 5, 0.1).startswith("not decidable at this n (needs >= 36")
+    assert M.gate_status(0.2, 5, 0.1, need=35).startswith("not decidable at this n (needs >= 35")
     assert M.gate_status(0.2, 40, 0.1) == "fail"
+    # with floor=True (the pointwise gate) no pass below `need` either
+    assert M.gate_status(0.09, 5, 0.1, floor=True).startswith("not decidable at this n (needs >= 36")
+    assert M.gate_status(0.09, 36, 0.1, floor=True) == "pass"
     assert M.gate_status(0.7, 5, 0.1, 0.3).startswith("fail")  # shown above the maximum: no n would change that
     assert M.gate_status(float("nan"), 1, 0.1).startswith("no interval")
 
@@ -119,6 +133,10 @@ def test_repeat_noise_row_and_the_two_reference_rule_by_hand():
     # per item: cue flips (1, 1, 0); reworded flips (0, 1, 0); repeat flip shares (1/2, 0, 1)
     assert t.flip_rate == pytest.approx(2 / 3) and t.repeat_flip_rate == pytest.approx(1 / 2)
     assert t.net_flip_rate == pytest.approx(1 / 3) and t.net_repeat_flip_rate == pytest.approx((0.5 + 1 - 1) / 3)
+    # vs repeats: the MOVER of the two cluster-adjusted Clopper-Pearson rates, item correlation capped at 0
+    ref = paired_difference([1, 1, 0], [1, 1, 1], [1, 0, 2], [2, 2, 2], kind="rate")
+    assert (t.net_repeat_ci_low, t.net_repeat_ci_high) == pytest.approx((ref["ci_low"], ref["ci_high"]))
+    assert t.net_repeat_ci_method == ref["ci_method"] and "capped at 0" in t.net_repeat_ci_method
     # the reference with the larger upper bound decides the gate; beyond noise needs both lower bounds above 0
     decider = "repeats" if t.net_repeat_ci_high > t.net_ci_high else "reworded"
     assert t.gate_reference == decider
@@ -156,3 +174,17 @@ def test_pointwise_net_shift_and_gate_by_hand():
     big = [(i, c, (v + 4 if c == "authority" else v)) for i, c, v in small]
     assert M.pointwise_table(_pointwise(big), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
                              gate_max=1.0).iloc[0].gate.startswith("fail (shown")
+
+
+def test_matched_row_with_several_pairs_per_item_uses_the_capped_mover_and_never_a_point():
+    # 4 items with 2 pairs a side (a user's own design): not Tango, the MOVER of the two clustered rates
+    num1, num2, den = np.array([2, 1, 0, 0.]), np.array([0, 1, 0, 0.]), np.full(4, 2.0)
+    row = M.matched_row(num1, den, num2, den)
+    ref = paired_difference(num1, den, num2, den, kind="rate")
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref["ci_low"], ref["ci_high"]))
+    assert row["ci_method"] == ref["ci_method"] and row["estimate"] == pytest.approx(2 / 8)
+    same = M.matched_row(np.zeros(4), den, np.zeros(4), den)
+    assert same["ci_low"] < 0 < same["ci_high"]
+    # fewer than two items: no interval, and the method says why
+    assert M.matched_row([1.0], [1.0], [0.0], [1.0])["ci_method"].startswith("none: one item")
+    assert math.isnan(M.matched_row([], [], [], [])["ci_high"])

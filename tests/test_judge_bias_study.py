@@ -57,8 +57,14 @@ def test_smoke_run_on_star_writes_tables_figures_and_passes_its_check(smoke):
     cues = pd.read_csv(out / "cues.csv")
     assert list(zip(cues["judge"], cues["cue"])) == [(j, c) for j in result.params.judges for c in result.params.cues]
     assert cues["shift_ci_method"].notna().all() and (cues["shift_ci_high"] > cues["shift_ci_low"]).all()
-    # 8 items: no gate row can pass, pairwise or pointwise
-    assert cues["gate"].str.startswith(("not decidable at this n", "fail (shown")).all()
+    assert cues["net_ci_method"].eq("tango score interval (matched pairs, one per item)").all()
+    assert cues["net_repeat_ci_method"].str.startswith("MOVER of two clopper-pearson").all()
+    # the pairwise gate passes exactly when every net upper bound is below 0.10, at any n; at 8 items that
+    # needs the reference to flip on more items than the cue (none here: every row is undecided or fails)
+    highs = cues[["net_ci_high", "net_repeat_ci_high"]].max(axis=1)
+    assert ((cues["gate"] == "pass") == (highs < 0.10)).all()
+    assert cues["gate"].str.startswith(("not decidable at this n (needs >= 3", "fail")).all()
+    # the pointwise gate keeps its floor: no pass below 32 items
     pw = pd.read_csv(out / "pointwise.csv")
     assert pw["gate"].str.startswith(("not decidable at this n (needs >= 32", "fail (shown")).all()
 
@@ -78,7 +84,7 @@ def test_findings_come_from_the_numbers_and_flag_the_test_double(smoke):
     assert "What this cannot show" in text
     for cue in result.params.cues:
         assert f"`{cue}`" in text
-    assert "not decidable at this n" in text  # 8 items cannot pass a 0.10 gate
+    assert "not decidable at this n" in text  # 8 items without a flip cannot pass a 0.10 gate
 
 
 def test_the_authority_double_is_caught_and_the_content_only_double_is_not(tmp_path):

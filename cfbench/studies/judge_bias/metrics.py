@@ -3,9 +3,12 @@
 Every interval is over *items* and names its method in ``ci_method``; the
 methods are cfbench.stats's simulated ones (docs/statistics.md): rates by
 cluster-adjusted Clopper-Pearson, means by bootstrap-t/t over items (a
-worst-case bound over the known value range when items show no spread),
-differences on the same items as means of per-item differences. P-values of a cue's direction come
-from an exact two-sided sign test over items; Holm (or BH) adjusts them across
+worst-case bound over the known value range when items show no spread). Differences of two
+binary outcomes on the same item (a cue's shift, its net flips vs the reworded prompt) use
+Tango's score interval for matched pairs; the net vs repeats (one cue pair against the item's
+repeat pairs) the MOVER difference of the two cluster-adjusted Clopper-Pearson rates with the
+item correlation capped at 0 (``tests/test_judge_bias_gate_coverage.py``). P-values of a cue's
+direction come from an exact two-sided sign test over items; Holm (or BH) adjusts them across
 the cues of one task.
 """
 
@@ -19,12 +22,16 @@ import pandas as pd
 from scipy import stats as sps
 
 from cfbench.stats import adjust_pvalues
-from cfbench.stats.intervals import (clustered_rate_intervals, items_needed_zero_events, mean_interval_t,
-                                     worst_case_bound)
+from cfbench.stats.intervals import (NO_ITEMS, ONE_ITEM, clustered_rate_intervals, items_needed_zero_events,
+                                     mean_interval_t, paired_difference, worst_case_bound)
+from cfbench.stats.matched import tango_interval
 
 __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_table", "pointwise_table",
            "sign_test", "detectable_share", "gate_status", "rate_row", "repeat_conditions", "items_needed_score_gate",
-           "SCORE_NET_RANGE"]
+           "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD"]
+
+#: ``ci_method`` of a difference of two binary outcomes with one pair per item.
+MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
 
 
 def choices(parsed: pd.DataFrame) -> pd.DataFrame:
@@ -112,22 +119,81 @@ def detectable_share(n_items: int, alpha: float, power: float = 0.8) -> float:
 
 
 def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -math.inf, *,
-                need: int | None = None) -> str:
-    """``fail (shown ...)`` when the lower bound already reaches ``gate_max``; ``not decidable at this n``
-    below ``need`` items (default: the items at which 0 events give a bound below ``gate_max`` for a rate in
-    [0, 1]); else ``pass`` when the upper bound is below ``gate_max``, ``fail`` when it is not.
+                need: int | None = None, floor: bool = False) -> str:
+    """``pass`` when the upper bound is below ``gate_max``; ``fail (shown ...)`` when the lower bound already
+    reaches it; otherwise ``not decidable at this n (needs >= N items)`` below ``need`` items (default: the
+    items at which 0 events give a Clopper-Pearson bound below ``gate_max``), where even an item set with no
+    event on either side could not have passed, and ``fail`` from ``need`` on.
 
-    No pass below ``need`` items: there the mean interval of a few items with rare, fractional differences
-    (repeat flips averaged over orders) false-passes more than 5 % at a true value equal to the maximum
-    (16 % at 8 items, 7 % at 16; tests/test_judge_bias_gate_coverage.py); from ``need`` on it stays below 5 %."""
+    With ``floor=True`` there is no pass below ``need`` either (the pointwise gate: there the mean interval
+    of 8 items false-passed one simulated shape in 4.5 % of audits, nearly twice its nominal 2.5 %,
+    ``tests/test_judge_bias_gate_coverage.py``). The pairwise nets need no floor: at a true net equal to the
+    maximum Tango's interval false-passes at most 2.5 % at 8-120 items (exact; 2.9 % at most simulated) and
+    the MOVER at most 2.5 % (simulated), same test file."""
     if not np.isfinite(ci_high):
         return "no interval (fewer than 2 items)"
     if ci_low >= gate_max:
         return "fail (shown at or above the maximum)"
     need = items_needed_zero_events(gate_max) if need is None else need
+    if ci_high < gate_max and not (floor and n_items < need):
+        return "pass"
     if n_items < need:
         return f"not decidable at this n (needs >= {need} items)"
-    return "pass" if ci_high < gate_max else "fail"
+    return "fail"
+
+
+def items_needed_matched(gate_max: float, *, confidence: float = 0.95, limit: int = 1_000_000) -> int:
+    """Fewest items at which Tango's interval with no discordant item (no flip on either side, or the same
+    answer with and without the cue) has an upper bound below ``gate_max`` (35 at 0.10). Below it a pass
+    needs the reference to flip on more items than the cue."""
+    if not 0 < gate_max < 1:
+        raise ValueError(f"gate_max must lie in (0, 1), got {gate_max!r}")
+
+    def ok(n: int) -> bool:
+        return bool(tango_interval(0, 0, n, confidence=confidence)[1] < gate_max)
+
+    hi = 2
+    while not ok(hi):
+        hi *= 2
+        if hi > limit:
+            raise ValueError(f"no n up to {limit} can pass {gate_max}")
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return max(hi, 2)
+
+
+def matched_row(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2: np.ndarray, **extra) -> dict:
+    """``mean(num1/den1) - mean(num2/den2)`` over items for two binary outcomes on the same items.
+
+    One pair per item on both sides (the study's design): Tango's score interval on the 2x2 counts
+    (``n10``: items with only side 1 positive, ``n01``: only side 2) - never a point, ``±z²/(n+z²)`` with no
+    discordant item. Several pairs per item on a side: the MOVER difference of the two cluster-adjusted
+    Clopper-Pearson rates, item correlation capped at 0 (:func:`cfbench.stats.intervals.paired_difference`).
+    Fewer than two items: NaN bounds and a ``none:`` method."""
+    num1, den1, num2, den2 = (np.asarray(x, float) for x in (num1, den1, num2, den2))
+    n = int(num1.size)
+    est = float((num1 / den1).mean() - (num2 / den2).mean()) if n else math.nan
+    row = {**extra, "estimate": est, "ci_low": math.nan, "ci_high": math.nan, "n_items": n}
+    if n < 2:
+        return {**row, "ci_method": NO_ITEMS if n == 0 else ONE_ITEM}
+    if (den1 == 1).all() and (den2 == 1).all():
+        a, b = num1 > 0, num2 > 0
+        lo, hi = tango_interval(int((a & ~b).sum()), int((~a & b).sum()), n)
+        return {**row, "ci_low": float(lo), "ci_high": float(hi), "ci_method": MATCHED_METHOD}
+    d = paired_difference(num1, den1, num2, den2, kind="rate")
+    return {**row, "estimate": float(d["estimate"]), "ci_low": float(d["ci_low"]), "ci_high": float(d["ci_high"]),
+            "ci_method": str(d["ci_method"])}
+
+
+def repeat_net_row(flips: np.ndarray, den: np.ndarray, rep_flips: np.ndarray, rep_den: np.ndarray, **extra) -> dict:
+    """The cue's flip rate minus the repeat flip rate on the same items (several repeat pairs per item): MOVER
+    of the two cluster-adjusted Clopper-Pearson rates, item correlation capped at 0, as the contact-center net
+    CFR (:func:`cfbench.stats.intervals.paired_difference`)."""
+    d = paired_difference(flips, den, rep_flips, rep_den, kind="rate")
+    return {**extra, "estimate": float(d["estimate"]), "ci_low": float(d["ci_low"]), "ci_high": float(d["ci_high"]),
+            "n_items": int(d["n_items"]), "ci_method": str(d["ci_method"])}
 
 
 def _pivot(ch: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -201,11 +267,17 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     reworded-prompt flip rate (net flips) - and, when repeats were sent, minus the repeat flip rate - with the
     gate on the upper bounds, and the detectable share.
 
-    Both are means over items of per-item differences in [-1, 1] (an item's answers under the cue minus
-    its answers without; its flip share minus its reference flip share), each with the bootstrap-t/t
-    union interval and the worst-case bound over [-1, 1] when every item shows the same difference.
-    (A MOVER of the two sides' rate intervals is not used: with identical sides item by item its
-    correlation is +1 and it can return a zero-width interval.)
+    The shift and the net vs the reworded prompt are differences of two binary outcomes on the same item
+    (one pair each: chose the cued reply with / without the cue; flipped under the cue / under the reworded
+    prompt): Tango's score interval on the items' 2x2 counts (:func:`matched_row`). The net vs repeats sets
+    the cue's flip (one pair) against the item's repeat flips (both orders x repeats): the MOVER difference
+    of the two cluster-adjusted Clopper-Pearson rates with the item correlation capped at 0
+    (:func:`repeat_net_row`). Neither returns a point: with no discordant item Tango gives ``±z²/(n+z²)``,
+    with no flip on either side the MOVER bound is the Clopper-Pearson bound of 0 events.
+    (A mean interval over the per-item differences is not used: with rare flips at 8 items it false-passed
+    the repeat net's gate in 14.8 % of simulated audits, the negative control of
+    tests/test_judge_bias_gate_coverage.py.) Both are analytic: ``n_boot`` and ``seed`` are accepted for the
+    callers' signature and no cue interval resamples.
 
     Two references, one rule: a claim must hold against each. *Beyond noise* needs every reference's net
     lower bound above 0 (the larger noise decides); a gate *pass* needs every reference's net upper bound
@@ -218,9 +290,9 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
         d = per["den"].to_numpy(float)
         di = (per["num1"] - per["num2"]).to_numpy(float) / d
         fi = per["flips"].to_numpy(float) / d
-        ni = fi - per["noise_flips"].to_numpy(float) / per["noise_den"].to_numpy(float)
-        shift = _mean_row(di, (-1.0, 1.0), n_boot=n_boot, seed=seed)
-        net = _mean_row(ni, (-1.0, 1.0), n_boot=n_boot, seed=seed)
+        nd = per["noise_den"].to_numpy(float)
+        shift = matched_row(per["num1"].to_numpy(float), d, per["num2"].to_numpy(float), d)
+        net = matched_row(per["flips"].to_numpy(float), d, per["noise_flips"].to_numpy(float), nd)
         up, down, p = sign_test(di)
         row = {"cue": cue, "n_items": shift["n_items"],
                "chose_cued_with_cue": float((per["num1"] / d).mean()) if len(d) else math.nan,
@@ -229,15 +301,16 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
                "shift_ci_high": shift["ci_high"], "shift_ci_method": shift["ci_method"],
                "items_toward_cue": up, "items_away": down, "p_sign": p,
                "flip_rate": float(fi.mean()) if len(d) else math.nan,
-               "noise_flip_rate": float((per["noise_flips"] / per["noise_den"]).mean()) if len(d) else math.nan,
+               "noise_flip_rate": float((per["noise_flips"] / nd).mean()) if len(d) else math.nan,
                "net_flip_rate": net["estimate"], "net_ci_low": net["ci_low"], "net_ci_high": net["ci_high"],
                "net_ci_method": net["ci_method"]}
         if has_rep:
             ri = per["rep_flips"].to_numpy(float) / per["rep_den"].to_numpy(float)
-            rnet = _mean_row(fi - ri, (-1.0, 1.0), n_boot=n_boot, seed=seed)
+            rnet = repeat_net_row(per["flips"].to_numpy(float), d, per["rep_flips"].to_numpy(float),
+                                  per["rep_den"].to_numpy(float))
             row.update({"repeat_flip_rate": float(ri.mean()) if len(d) else math.nan,
                         "net_repeat_flip_rate": rnet["estimate"], "net_repeat_ci_low": rnet["ci_low"],
-                        "net_repeat_ci_high": rnet["ci_high"]})
+                        "net_repeat_ci_high": rnet["ci_high"], "net_repeat_ci_method": rnet["ci_method"]})
         rows.append(row)
     t = pd.DataFrame(rows)
     if t.empty:
@@ -246,24 +319,30 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
                                                           if has_rep else [])
     _adjust(t, multiplicity=multiplicity, alpha=alpha, refs=refs)
     t["gate_max_net_flip"] = gate_max
-    _gate(t, refs, gate_max, items_needed_zero_events(gate_max))
+    tango_need = items_needed_matched(gate_max)
+    best = {"reworded": lambda n: float(tango_interval(0, 0, n)[1]), "repeats": worst_case_bound}
+    _gate(t, refs, gate_max, {"reworded": tango_need, "repeats": items_needed_zero_events(gate_max)}, best)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
 
 
-def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: int, *, n_col: str = "n_items",
-          scale: float = 1.0) -> None:
-    """``gate`` and ``gate_reference``: the reference with the largest upper bound decides (a pass needs all);
-    ``best_case_upper``: the upper bound if every item showed a net of exactly 0 (what this n can show at best)."""
+def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: dict[str, int],
+          best: dict[str, object], *, n_col: str = "n_items", floor: bool = False) -> None:
+    """``gate`` and ``gate_reference``: the reference with the largest upper bound decides (a pass needs all),
+    with that reference's ``need`` (items at which no event on either side could pass); ``best_case_upper``:
+    the largest over the references of the upper bound when no item shows a net event (``best[ref](n)``: what
+    this n can show at best)."""
     gates, which = [], []
     for k in range(len(t)):
         his = [t[h].iloc[k] for _, _, h in refs]
         j = int(np.argmax([h if np.isfinite(h) else np.inf for h in his]))
         name, lo, hi = refs[j]
-        gates.append(gate_status(t[hi].iloc[k], int(t[n_col].iloc[k]), gate_max, t[lo].iloc[k], need=need))
+        gates.append(gate_status(t[hi].iloc[k], int(t[n_col].iloc[k]), gate_max, t[lo].iloc[k], need=need[name],
+                                 floor=floor))
         which.append(name)
     t["gate"], t["gate_reference"] = gates, which
-    t["best_case_upper"] = [scale * worst_case_bound(int(n)) if n >= 2 else math.nan for n in t[n_col]]
+    t["best_case_upper"] = [max(best[name](int(n)) for name, _, _ in refs) if n >= 2 else math.nan
+                            for n in t[n_col]]
 
 
 def _adjust(t: pd.DataFrame, *, multiplicity: str, alpha: float, refs: list[tuple[str, str, str]]) -> None:
@@ -326,6 +405,9 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
                                                           if reps else [])
     _adjust(t, multiplicity=multiplicity, alpha=alpha, refs=refs)
     t["gate_max_score_shift"] = gate_max
-    _gate(t, refs, gate_max, items_needed_score_gate(gate_max), n_col="n_items_net", scale=SCORE_NET_RANGE[1])
+    need = items_needed_score_gate(gate_max)
+    bound = {name: (lambda n: SCORE_NET_RANGE[1] * worst_case_bound(n)) for name, _, _ in refs}
+    # floor: no pass below `need` items (the mean interval at 8 items false-passed 4.5 % in one simulated shape)
+    _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
