@@ -74,14 +74,26 @@ def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | N
                  sample: int | None = None) -> dict[str, Path]:
     """Make the variants of ``file`` (or of ``limit`` / a seeded ``sample`` of its transcripts) into
     ``out``; returns the written paths."""
-    from cfbench.core.errors import InputError
-    from cfbench.perturb import make_variants, rejection_table
-    from cfbench.perturb.review import review_html
+    from cfbench.perturb import make_variants
 
     out = Path(out)
     _check_out_folder(out)  # before the work, not after it
     ts = select_transcripts(load_any(file), limit=limit, sample=sample, seed=seed)
     v = make_variants(ts, dimensions=dimensions, seed=seed, decisions=decisions, progress=progress)
+    return _write_review(out, v, ts, title=_file_title(file))
+
+
+def _file_title(file: str | Path) -> str:
+    # a file name the file system gives in no encoding (undecodable bytes) is shown with \x escapes
+    return os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
+
+
+def _write_review(out: Path, v: Any, transcripts: Any, *, title: str) -> dict[str, Path]:
+    """Write ``variants.parquet``, ``rejections.csv`` (Table 9) and ``review.html`` of the variants ``v``."""
+    from cfbench.core.errors import InputError
+    from cfbench.perturb import rejection_table
+    from cfbench.perturb.review import review_html
+
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -91,9 +103,7 @@ def run_variants(file: str | Path, out: str | Path, *, dimensions: list[str] | N
              "review": out / "review.html"}
     v.to_parquet(paths["variants"], index=False)
     rejection_table(v).to_csv(paths["rejections"], index=False)
-    # a file name the file system gives in no encoding (undecodable bytes) is shown with \x escapes
-    title = os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
-    paths["review"].write_text(review_html(v, ts, title=title), encoding="utf-8")
+    paths["review"].write_text(review_html(v, transcripts, title=title), encoding="utf-8")
     return paths
 
 
@@ -131,10 +141,8 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     ``variants.parquet``, ``rejections.csv`` (Table 9 rows ``cue:<name>``), ``review.html`` and
     ``guard_catch.csv`` (per cue and corruption kind, how many corrupted cued pairs the guard rejects)."""
     from cfbench.core.errors import InputError
-    from cfbench.perturb import rejection_table
     from cfbench.perturb.judge_cue_review import cue_guard_catch_table, cue_variants
     from cfbench.perturb.judge_cues import BATTERY, cues as registered
-    from cfbench.perturb.review import review_html
 
     names = list(BATTERY) if cues == ["all"] else list(cues)
     unknown = [c for c in names if c not in registered()]
@@ -148,18 +156,9 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     _check_out_folder(out)
     items = cue_items(file, n_draft=n_draft, n_control=n_control, seed=seed)
     v = cue_variants(items, names, seed=seed, decisions=decisions)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output folder ({exc.strerror or type(exc).__name__})",
-                         source=str(out), field="--out") from None
-    paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
-             "review": out / "review.html", "guard_catch": out / "guard_catch.csv"}
-    v.to_parquet(paths["variants"], index=False)
-    rejection_table(v).to_csv(paths["rejections"], index=False)
+    paths = _write_review(out, v, [], title="cues: " + _file_title(file))
+    paths["guard_catch"] = out / "guard_catch.csv"
     cue_guard_catch_table(items, names, seed=seed).to_csv(paths["guard_catch"], index=False)
-    title = "cues: " + os.fsencode(Path(file).name).decode("utf-8", "backslashreplace")
-    paths["review"].write_text(review_html(v, [], title=title), encoding="utf-8")
     return paths
 
 
