@@ -1,0 +1,595 @@
+"""The contact-center study one transcript at a time: replay, item statistics, tables (flat memory).
+
+:func:`run_streamed` walks the selected transcripts one at a time. For each it makes the
+variants and the plan of that transcript alone (as :func:`.stream.iter_requests` does), answers
+its requests through :func:`cfbench.judges.run_requests` (in replay mode a cache miss raises
+:class:`~cfbench.judges.runner.CacheMissError`, as in the in-memory run), parses the replies
+(:func:`.judging.run_plan`), appends the judged rows and judgments to Parquet files (one row
+group per transcript, :class:`pyarrow.parquet.ParquetWriter`) and reduces the rows to **item
+statistics**: per table cell (judge x arm x dimension, ...) and item, the sums the tables'
+estimates and intervals are made of (discordant pairs and pairs for rates, sums of absolute
+score differences and pairs for MASD, correct / valid / unparsed for accuracy, score sums and
+counts for the judge means, units per minority size for the flip distribution). Every table is
+then computed from those small frames with the same interval functions, in the same group and
+item order and with the same seeds as :func:`.tables.study_tables`, so the tables equal the
+in-memory run's (``tests/test_cc_streamed.py``).
+
+Why pandas on the item-statistic frames and not DuckDB over the Parquet: the item statistics are
+small (one row per cell and item per metric, a few hundred thousand rows at paper scale) and
+the interval functions of :mod:`cfbench.stats.intervals` take exactly these per-item numerators
+and denominators; the unit statistics themselves come from
+:func:`cfbench.metrics.counterfactual.pair_table`, so there is one implementation of "a pair".
+A SQL re-implementation over the Parquet would be a second one to keep equal. The Parquet files
+are there for anyone who wants the judged rows (DuckDB or pyarrow read them directly).
+
+Tables the streamed path does not build (yet) are listed in :data:`NOT_STREAMED`, in the
+summary (``streamed.not_built``) and as a ``warnings`` row: ``kappa``, ``direction``,
+``judge_differences`` and ``evidence_checks``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from cfbench.metrics import counterfactual as M
+from cfbench.studies.contact_center_qa import tables as T
+
+__all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "run_streamed", "ParquetRows",
+           "NOT_STREAMED", "STREAMED_TABLES"]
+
+#: tables of :func:`.tables.study_tables` / :func:`.study.run` the streamed path does not build
+NOT_STREAMED = ("kappa", "direction", "judge_differences", "evidence_checks")
+#: tables the streamed path builds (equal to the in-memory run's)
+STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
+                   "cfr_minus_robustness", "cfr_by_category", "fairness_prompting_delta", "judge_means",
+                   "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings")
+
+_ITEM = "item_id"
+_SUMS = ["stat", "n_pairs", "n_units", "n_pairs_all"]
+#: variant columns kept for the rejection table and the warnings (no text)
+_VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operation", "valid", "rejected_by",
+                    "rejection_reason", "reason"]
+
+
+# -- per transcript: item statistics ---------------------------------------------------------------
+def _cells(frame: pd.DataFrame, *, value: str, kind: str, by: list[str], unit: list[str],
+           condition: str = "condition") -> pd.DataFrame:
+    """Per ``by`` group x item: summed pair statistic, valid pairs, units with a pair, pairs had nothing been
+    excluded (what :func:`cfbench.metrics.counterfactual.flip_rate` and ``mean_abs_score_diff`` sum)."""
+    pt = M.pair_table(frame, value=value, kind=kind, condition=condition, unit=unit, by=by, ok=T.OK)
+    if not len(pt):
+        return pd.DataFrame(columns=by + [_ITEM] + _SUMS)
+    pt = pt.assign(n_units=(pt["n_pairs"] > 0).astype(float))
+    return pt.groupby(by + [_ITEM], sort=True)[_SUMS].sum().reset_index()
+
+
+@dataclasses.dataclass
+class ItemStats:
+    """Item statistics of many transcripts: lists of small frames, concatenated at the end."""
+
+    parts: dict = dataclasses.field(default_factory=dict)
+    flags: dict = dataclasses.field(default_factory=dict)  # global facts (which arms have a value, ...)
+
+    def add(self, name: str, frame: pd.DataFrame) -> None:
+        if len(frame):
+            self.parts.setdefault(name, []).append(frame)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        parts = self.parts.get(name, [])
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def flag(self, key: Any, value: Any = True) -> None:
+        self.flags.setdefault(key, value)
+
+    def merge(self, other: "ItemStats") -> None:
+        for k, v in other.parts.items():
+            self.parts.setdefault(k, []).extend(v)
+        for k, v in other.flags.items():
+            self.flags.setdefault(k, v)
+
+
+def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFrame | None = None) -> ItemStats:
+    """The item statistics of one transcript's (or any set of whole transcripts') judged rows."""
+    s = ItemStats()
+    r = rows.copy()
+    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
+    is_rob = r["dimension"].astype(str).str.startswith("robustness")
+    cf = r[~is_rob & (r["dimension"] != "original")]
+    rob_all = r[is_rob]
+    orig = r[r["dimension"] == "original"]
+    qa_cf = cf[cf["task"] == "qa"]
+    s.add("cfr", _cells(qa_cf, value=T.ANSWER, kind="binary", by=T.BY, unit=T.UNIT))
+    for task, (col, name) in T.score_items():
+        sub = cf[cf["task"] == task]
+        for arm in sub.loc[sub[col].notna(), "arm"].unique():
+            s.flag(("arm_has", task, col, arm))
+        s.add(f"masd/{task}/{col}", _cells(sub, value=col, kind="score", by=T.BY, unit=T.UNIT))
+    for rdim, rob in rob_all.groupby("dimension", sort=True):
+        for task in T.SCORES:
+            sub = rob[rob["task"] == task]
+            if not len(sub):
+                continue
+            s.flag(("rob_temperature", rdim, task), float(sub["temperature"].iloc[0]))
+            if task == "qa":
+                s.add(f"rob/{rdim}/{task}/cfr", _cells(sub, value=T.ANSWER, kind="binary", by=["judge"],
+                                                       unit=T.UNIT, condition="repeat"))
+            for col, _ in T.SCORES[task]:
+                if sub[col].notna().any():
+                    s.flag(("rob_has", rdim, task, col))
+                s.add(f"rob/{rdim}/{task}/{col}", _cells(sub, value=col, kind="score", by=["judge"], unit=T.UNIT,
+                                                         condition="repeat"))
+    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
+    for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"])):
+        s.add(name, _accuracy_cells(qa_orig, by))
+    s.add("flip_hist", _flip_hist(qa_cf))
+    s.add("cfr_by_category", _cells(qa_cf, value=T.ANSWER, kind="binary", by=["judge", "arm", "category"],
+                                    unit=["item_id", "question_id", "dimension"]))
+    for j, d, a in cf[["judge", "dimension", "arm"]].drop_duplicates().itertuples(index=False):
+        s.flag(("arm_of", j, d, a))
+    fair = cf[cf["arm"].isin(["baseline", "fairness"])]
+    s.add("fair/qa", _cells(fair[fair["task"] == "qa"], value=T.ANSWER, kind="binary",
+                            by=["judge", "arm", "dimension"], unit=T.UNIT))
+    for task, (col, name) in T.score_items():
+        t = fair[(fair["task"] == task) & fair[col].notna()]
+        s.add(f"fair/{task}/{col}", _cells(t, value=col, kind="score", by=["judge", "arm", "dimension"],
+                                           unit=T.UNIT))
+    s.add("judge_means", _mean_cells(r))
+    s.add("parse_rates", judgments.assign(_ok=judgments["parse_ok"].astype(float),
+                                          _hit=judgments["cache_hit"].astype(float))
+          .groupby(["judge", "task"], sort=True).agg(n=("_ok", "size"), ok=("_ok", "sum"), hit=("_hit", "sum"))
+          .reset_index())
+    qa_ok = r[(r["task"] == "qa") & r["parse_ok"].astype(bool)]
+    for judge, g in qa_ok.groupby("judge"):
+        s.flag(("p_yes_any", judge), False)
+        if g["p_yes"].notna().any():
+            s.flags[("p_yes_any", judge)] = True
+    if variants is not None:
+        s.add("variants", variants[[c for c in _VARIANT_COLUMNS if c in variants.columns]])
+    return s
+
+
+def _accuracy_cells(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per ``by`` group x item: labelled answers that parsed (``n_valid``), correct among them, unparsed."""
+    f = frame.loc[frame["label"].notna()]
+    if not len(f):
+        return pd.DataFrame(columns=by + [_ITEM, "n_valid", "n_correct", "n_unparsed"])
+    labv = pd.to_numeric(f["label"].map(M._label_to_float), errors="coerce").to_numpy()
+    valid = M._valid_mask(f, T.ANSWER, T.OK)
+    correct = (pd.to_numeric(f[T.ANSWER], errors="coerce").to_numpy() == labv).astype(float)
+    f = f[by + [_ITEM]].assign(n_valid=valid.astype(float), n_correct=np.where(valid, correct, 0.0),
+                               n_unparsed=(~valid).astype(float))
+    return f.groupby(by + [_ITEM], sort=True, dropna=False)[["n_valid", "n_correct", "n_unparsed"]].sum().reset_index()
+
+
+def _flip_hist(qa_cf: pd.DataFrame) -> pd.DataFrame:
+    by = ["judge", "arm", "dimension"]
+    pairs = M.pair_table(qa_cf, value=T.ANSWER, kind="binary", unit=T.UNIT, by=by, ok=T.OK)
+    pairs = pairs[pairs["n_valid"] >= 2]
+    if not len(pairs):
+        return pd.DataFrame(columns=by + ["n_minority", "n_units"])
+    pairs = pairs.assign(n_minority=np.minimum(pairs["n_yes"], pairs["n_valid"] - pairs["n_yes"]).astype(int))
+    return pairs.groupby(by + ["n_minority"], sort=True).size().rename("n_units").reset_index()
+
+
+def _mean_cells(r: pd.DataFrame) -> pd.DataFrame:
+    """Per score x judge x arm x item: sum and count of the parsed scores (one per prompt), as
+    :func:`.tables.judge_means` takes them."""
+    r = r[~r["dimension"].astype(str).str.startswith("robustness") & r["parse_ok"].astype(bool)]
+    r = r.drop_duplicates(["judge", "arm", "task", "question_id", "variant_id"])
+    out = []
+    for task, (col, name) in T.score_items():
+        sub = r[r["task"] == task]
+        sub = sub[pd.to_numeric(sub[col], errors="coerce").notna()] if len(sub) else sub
+        if len(sub):
+            g = sub.assign(_v=sub[col].astype(float)).groupby(["judge", "arm", _ITEM], sort=True)["_v"]
+            out.append(g.agg(["sum", "count"]).reset_index().assign(task=task, col=col, score=name))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+# -- at the end: the tables from the item statistics -------------------------------------------------
+def _metric(cells: pd.DataFrame, by: list[str], kind: str, name: str, *, n_boot: int, seed: int,
+            value_range: tuple[float, float] | None = None, level: float = 0.95) -> pd.DataFrame:
+    """What ``metrics.counterfactual._metric`` computes, from per group x item sums (same order, same seed)."""
+    from cfbench.stats.intervals import clustered_rate_intervals, mean_interval_t
+
+    cols = by + [name, "n_items", "n_units", "n_pairs", "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]
+    if not len(cells):
+        return pd.DataFrame(columns=cols)
+    c = cells.groupby(by + [_ITEM], sort=True)[_SUMS].sum().reset_index()
+    gid = c.groupby(by, sort=True).ngroup().to_numpy()
+    keys = c.groupby(by, sort=True).size().index.tolist()
+    cs, cp, cu, pa_ = (c[k].to_numpy(float) for k in _SUMS)
+    item = cp > 0
+    nb = len(keys)
+    bounds = np.searchsorted(gid, np.arange(nb + 1))
+    if kind == "binary":
+        _, lo_all, hi_all, methods = clustered_rate_intervals(cs[item], cp[item], gid[item], n_groups=nb,
+                                                              confidence=level)
+    else:
+        rng = np.random.default_rng(seed)
+    rows = []
+    for b, key in enumerate(keys):
+        sl = slice(bounds[b], bounds[b + 1])
+        total = float(cp[sl].sum())
+        if kind == "binary":
+            lo, hi, method = float(lo_all[b]), float(hi_all[b]), methods[b]
+        else:
+            lo, hi, method = mean_interval_t(cs[sl][item[sl]], cp[sl][item[sl]], n_boot=n_boot, rng=rng,
+                                             confidence=level, value_range=value_range)
+        rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
+            name: float(cs[sl].sum()) / total if total > 0 else np.nan,
+            "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
+            "n_pairs": int(total), "n_pairs_excluded": int(pa_[sl].sum() - total),
+            "ci_low": lo, "ci_high": hi, "ci_method": method})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _accuracy(cells: pd.DataFrame, by: list[str], level: float = 0.95) -> pd.DataFrame:
+    from cfbench.stats.intervals import clustered_rate_intervals
+
+    cols = by + ["accuracy", "n", "n_correct", "n_unparsed", "n_items", "ci_low", "ci_high", "ci_method"]
+    if not len(cells):
+        return pd.DataFrame(columns=cols)
+    c = cells.groupby(by + [_ITEM], sort=True, dropna=False)[["n_valid", "n_correct", "n_unparsed"]].sum()
+    c = c.reset_index()
+    c["_g"] = c.groupby(by, sort=True, dropna=False).ngroup()
+    keys = c.groupby(by, sort=True, dropna=False).size().index.tolist()
+    per = c[c["n_valid"] > 0]
+    est, lo, hi, methods = clustered_rate_intervals(per["n_correct"].to_numpy(float), per["n_valid"].to_numpy(float),
+                                                    per["_g"].to_numpy(np.int64), n_groups=len(keys),
+                                                    confidence=level)
+    n_items = np.bincount(per["_g"].to_numpy(np.int64), minlength=len(keys))
+    tot = c.groupby("_g")[["n_valid", "n_correct", "n_unparsed"]].sum()
+    rows = []
+    for g, key in enumerate(keys):
+        key = key if isinstance(key, tuple) else (key,)
+        n, k = int(tot.loc[g, "n_valid"]), int(tot.loc[g, "n_correct"])
+        rows.append(dict(zip(by, key)) | {"accuracy": k / n if n else np.nan, "n": n, "n_correct": k,
+                                          "n_unparsed": int(tot.loc[g, "n_unparsed"]), "n_items": int(n_items[g]),
+                                          "ci_low": float(lo[g]), "ci_high": float(hi[g]), "ci_method": methods[g]})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _per_item(cells: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return cells.groupby(keys + [_ITEM], sort=True, dropna=False)[["stat", "n_pairs"]].sum()
+
+
+def _cfr_minus_robustness(cf: pd.DataFrame, rb: pd.DataFrame, *, n_boot: int, seed: int,
+                          level: float = 0.95) -> pd.DataFrame:
+    """``metrics.counterfactual.cfr_minus_robustness`` (binary) from the two sides' cells."""
+    from cfbench.stats.intervals import paired_difference
+
+    by = ["judge", "dimension"]
+    cols = by + ["estimate", "counterfactual", "robustness", "n_items", "n_pairs", "n_repeat_pairs",
+                 "ci_low", "ci_high", "ci_method"]
+    if not len(cf):
+        return pd.DataFrame(columns=cols)
+    rb_item = _per_item(rb, ["judge"]) if len(rb) else pd.DataFrame(columns=["stat", "n_pairs"])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, grp in cf.groupby(by, sort=True, dropna=False):
+        kv = dict(zip(by, key))
+        ci = grp.groupby(_ITEM)[["stat", "n_pairs"]].sum()
+        ri = (rb_item.xs(kv["judge"], level="judge") if len(rb_item) and kv["judge"] in
+              rb_item.index.get_level_values(0) else pd.DataFrame(columns=["stat", "n_pairs"], dtype=float))
+        items = ci.index.union(ri.index)
+        ci, ri = ci.reindex(items, fill_value=0.0), ri.reindex(items, fill_value=0.0)
+        both = (ci["n_pairs"] > 0) & (ri["n_pairs"] > 0)
+        d = paired_difference(ci["stat"].to_numpy(float), ci["n_pairs"].to_numpy(float),
+                              ri["stat"].to_numpy(float), ri["n_pairs"].to_numpy(float), kind="rate",
+                              n_boot=n_boot, rng=rng, confidence=level, value_range=None)
+        rows.append(kv | {"estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
+                          "n_items": d["n_items"], "n_pairs": int(ci.loc[both, "n_pairs"].sum()),
+                          "n_repeat_pairs": int(ri.loc[both, "n_pairs"].sum()),
+                          "ci_low": d["ci_low"], "ci_high": d["ci_high"], "ci_method": d["ci_method"]})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _fairness_intervals(delta: pd.DataFrame, s: ItemStats, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """:func:`.tables._fairness_intervals` from the fairness cells (dimensions both arms ran)."""
+    extra = ["delta_pooled", "ci_low", "ci_high", "ci_method"]
+    if not len(delta):
+        return delta.reindex(columns=list(delta.columns) + extra)
+    arms: dict = {}
+    for k in s.flags:
+        if k[0] == "arm_of":
+            arms.setdefault((k[1], k[2]), set()).add(k[3])
+    both = {jd for jd, a in arms.items() if {"baseline", "fairness"} <= a}
+    parts = []
+    specs = [("fair/qa", "binary", "rate", "cfr_pp", None)] + [
+        (f"fair/{task}/{col}", "score", "mean", f"masd_{name}", M._abs_range(T.SCORE_RANGE))
+        for task, (col, name) in T.score_items()]
+    for key, kind, how, metric, vr in specs:
+        cells = s.frame(key)
+        if not len(cells):
+            continue
+        keep = [(j, d) in both for j, d in zip(cells["judge"], cells["dimension"])]
+        cells = cells[np.asarray(keep, bool)]
+        if not len(cells):
+            continue
+        per = _per_item(cells, ["judge", "arm"])
+        rows = M._differences(per, by=["judge"], judge="arm", item=_ITEM, judges=["fairness", "baseline"],
+                              kind=how, metric=metric, n_boot=n_boot, seed=seed, level=0.95, value_range=vr,
+                              num="stat", den="n_pairs")
+        t = pd.DataFrame(rows, columns=["judge"] + M.DIFFERENCE_COLUMNS)
+        if len(t):
+            parts.append(t)
+    if not parts:
+        return delta.reindex(columns=list(delta.columns) + extra)
+    d = pd.concat(parts, ignore_index=True)
+    scale = np.where(d["metric"] == "cfr_pp", 100.0, 1.0)
+    d = d.assign(delta_pooled=d["delta"] * scale, ci_low=d["ci_low"] * scale, ci_high=d["ci_high"] * scale)
+    return delta.merge(d[["judge", "metric"] + extra], on=["judge", "metric"], how="left")
+
+
+def _judge_means(cells: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+    from cfbench.stats.intervals import mean_interval_t
+
+    cols = ["judge", "arm", "score", "mean", "n", "n_items", "ci_low", "ci_high", "ci_method"]
+    rng = np.random.default_rng(seed)
+    out = []
+    if not len(cells):
+        return pd.DataFrame(columns=cols)
+    for task, (col, name) in T.score_items():
+        sub = cells[(cells["task"] == task) & (cells["col"] == col)]
+        for (judge, arm), g in sub.groupby(["judge", "arm"], sort=True):
+            per = g.groupby(_ITEM, sort=True)[["sum", "count"]].sum()
+            lo, hi, how = mean_interval_t(per["sum"].to_numpy(float), per["count"].to_numpy(float),
+                                          n_boot=n_boot, rng=rng, value_range=T.SCORE_RANGE)
+            n = int(per["count"].sum())
+            out.append({"judge": judge, "arm": arm, "score": name, "mean": float(per["sum"].sum()) / n,
+                        "n": n, "n_items": len(per), "ci_low": lo, "ci_high": hi, "ci_method": how})
+    return pd.DataFrame(out, columns=cols)
+
+
+def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The tables of :func:`.tables.study_tables` (those in :data:`STREAMED_TABLES`) from item statistics."""
+    out: dict[str, pd.DataFrame] = {}
+    by = T.BY
+    out["cfr"] = _metric(s.frame("cfr"), by, "binary", "cfr", n_boot=n_boot, seed=seed)
+    masd_parts = []
+    for task, (col, name) in T.score_items():
+        cells = s.frame(f"masd/{task}/{col}")
+        arms = {k[3] for k in s.flags if k[:3] == ("arm_has", task, col)}
+        if len(cells) and arms:
+            cells = cells[cells["arm"].isin(arms)]
+            masd_parts.append(_metric(cells, by, "score", "masd", n_boot=n_boot, seed=seed,
+                                      value_range=M._abs_range(T.SCORE_RANGE)).assign(score=name))
+    out["masd"] = (pd.concat(masd_parts, ignore_index=True) if masd_parts else
+                   pd.DataFrame(columns=by + ["score", "masd", "n_items", "n_units", "n_pairs",
+                                              "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]))
+    out["masd"] = out["masd"][by + ["score"] + [c for c in out["masd"].columns if c not in by + ["score"]]]
+
+    rob_parts = []
+    rdims = sorted({k[1] for k in s.flags if k[0] == "rob_temperature"})
+    rcols = ["judge", "metric", "value", "n_items", "n_units", "n_pairs", "n_pairs_excluded", "ci_low", "ci_high",
+             "ci_method"]
+    for rdim in rdims:
+        for task in T.SCORES:
+            if ("rob_temperature", rdim, task) not in s.flags:
+                continue
+            parts = []
+            if task == "qa":
+                parts.append(_metric(s.frame(f"rob/{rdim}/{task}/cfr"), ["judge"], "binary", "value", n_boot=n_boot,
+                                     seed=seed).assign(metric="cfr"))
+            for col, name in T.SCORES[task]:
+                if ("rob_has", rdim, task, col) in s.flags:
+                    parts.append(_metric(s.frame(f"rob/{rdim}/{task}/{col}"), ["judge"], "score", "value",
+                                         n_boot=n_boot, seed=seed, value_range=M._abs_range(T.SCORE_RANGE))
+                                 .assign(metric=f"masd_{name}"))
+            t = pd.concat(parts, ignore_index=True)[rcols] if parts else pd.DataFrame(columns=rcols)
+            rob_parts.append(t.assign(baseline=rdim, temperature=s.flags[("rob_temperature", rdim, task)]))
+    out["robustness"] = pd.concat(rob_parts, ignore_index=True) if rob_parts else pd.DataFrame(
+        columns=rcols + ["baseline", "temperature"])
+
+    out["accuracy"] = _accuracy(s.frame("accuracy"), ["judge"])
+    out["accuracy_by_question"] = _accuracy(s.frame("accuracy_by_question"), ["judge", "question_id"])
+    hist = s.frame("flip_hist")
+    if len(hist):
+        hist = hist.groupby(["judge", "arm", "dimension", "n_minority"], sort=True)["n_units"].sum().reset_index()
+        hist["share"] = hist["n_units"] / hist.groupby(["judge", "arm", "dimension"])["n_units"].transform("sum")
+    out["flip_distribution"] = hist
+    cfr_cells = s.frame("cfr")
+    base = cfr_cells[cfr_cells["arm"] == "baseline"].drop(columns=["arm"]) if len(cfr_cells) else cfr_cells
+    cmr = [_cfr_minus_robustness(base, s.frame(f"rob/{rdim}/qa/cfr"), n_boot=n_boot, seed=seed).assign(baseline=rdim)
+           for rdim in rdims if ("rob_temperature", rdim, "qa") in s.flags]
+    out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
+    out["cfr_by_category"] = _metric(s.frame("cfr_by_category"), ["judge", "arm", "category"], "binary", "cfr",
+                                     n_boot=n_boot, seed=seed)
+    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
+    if len(out["masd"]):
+        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
+    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
+    delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
+                                       over="dimension")
+    delta = _fairness_intervals(delta, s, n_boot=n_boot, seed=seed)
+    # the fairness arm's evidence shares (evidence_checks) are not streamed: the columns are kept, NaN
+    out["fairness_prompting_delta"] = delta.assign(fair_yes_evidence_verified=np.nan, fair_yes_rule_violated=np.nan)
+    out["judge_means"] = _judge_means(s.frame("judge_means"), n_boot=n_boot, seed=seed)
+    pr = s.frame("parse_rates")
+    if len(pr):
+        pr = pr.groupby(["judge", "task"], sort=True)[["n", "ok", "hit"]].sum().reset_index()
+        pr = pd.DataFrame({"judge": pr["judge"], "task": pr["task"], "n": pr["n"].astype(int),
+                           "parse_ok": pr["ok"] / pr["n"], "cache_hit": pr["hit"] / pr["n"],
+                           "n_parse_failures": (pr["n"] - pr["ok"]).astype(int)})
+    out["parse_rates"] = pr
+    return out
+
+
+# -- Parquet ------------------------------------------------------------------------------------------
+class ParquetRows:
+    """Appends frames of the same columns to one Parquet file, one row group per frame.
+
+    Numbers become float64 (an integer column with a gap in one transcript stays one type), booleans
+    stay booleans, everything else is text (None stays null). A frame with a column the first frame
+    did not have raises (nothing is dropped)."""
+
+    def __init__(self, path: str | Path):
+        self.path, self.writer, self.schema, self.n_rows = Path(path), None, None, 0
+
+    @staticmethod
+    def _normal(frame: pd.DataFrame) -> pd.DataFrame:
+        out = {}
+        for c in frame.columns:
+            s = frame[c]
+            if pd.api.types.is_bool_dtype(s):
+                out[c] = s
+            elif pd.api.types.is_numeric_dtype(s):
+                out[c] = s.astype("float64")
+            else:
+                out[c] = s.map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v),
+                               na_action=None).astype(object)
+        return pd.DataFrame(out, index=frame.index)
+
+    def write(self, frame: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        f = self._normal(frame)
+        if self.writer is None:
+            fields = [pa.field(c, pa.bool_() if pd.api.types.is_bool_dtype(f[c]) else
+                               pa.float64() if pd.api.types.is_numeric_dtype(f[c]) else pa.string())
+                      for c in f.columns]
+            self.schema = pa.schema(fields)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+        extra = [c for c in f.columns if c not in self.schema.names]
+        if extra:
+            raise ValueError(f"{self.path.name}: columns {extra} appeared after the first row group")
+        f = f.reindex(columns=self.schema.names)
+        for c in self.schema.names:  # a bool column with a gap comes back as object: keep the schema's type
+            if self.schema.field(c).type == pa.bool_() and not pd.api.types.is_bool_dtype(f[c]):
+                f[c] = f[c].astype("boolean")
+        self.writer.write_table(pa.Table.from_pandas(f, schema=self.schema, preserve_index=False))
+        self.n_rows += len(f)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+# -- the streamed run ---------------------------------------------------------------------------------
+def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
+                ) -> Iterable[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
+    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
+    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
+    from cfbench.studies.contact_center_qa import design as _design
+    from cfbench.studies.contact_center_qa.judging import run_plan
+    from cfbench.studies.contact_center_qa.planning import plan_for
+    from cfbench.studies.contact_center_qa.prompts import load_rubric
+    from cfbench.studies.contact_center_qa.stream import iter_items
+
+    rubric = load_rubric()
+    coached = dataclasses.replace(params, coaching_items=1)
+    plain = dataclasses.replace(params, coaching_items=0)
+    items = iter_items(params) if transcripts is None else iter(transcripts)
+    for index, t in enumerate(items):
+        p = coached if index < params.coaching_items else plain
+        variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
+        judgments, rows, stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame([t]), cache=cache,
+                                          progress=False)
+        yield t, variants, judgments, rows, stats
+
+
+def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | None = None,
+                 config_name: str = "", progress: bool = True, cache: Any = None,
+                 say_warnings: bool = True) -> Any:
+    """:func:`.study.run` for designs too large for memory: transcript by transcript, item statistics, tables.
+
+    The result has the tables of :data:`STREAMED_TABLES`, the figures, a summary (``streamed`` says
+    what was done and lists :data:`NOT_STREAMED`) and no per-row frames: the judged rows and judgments
+    are in ``<out>/rows.parquet`` and ``<out>/judgments.parquet`` (given ``out``; without it they are
+    not kept). Memory stays flat in the number of transcripts apart from the item statistics.
+    """
+    from cfbench.perturb import DIMENSIONS, rejection_table
+    from cfbench.report import RunOutput
+    from cfbench.studies.contact_center_qa import figures as _figures
+    from cfbench.studies.contact_center_qa import study as S
+    from cfbench.studies.contact_center_qa.planning import _dims
+
+    t0 = time.time()
+    dims = _dims(params)
+    run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
+    writers = ({"rows": ParquetRows(run_out.path("rows.parquet")),
+                "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
+    stats = ItemStats()
+    items, run_stats, n_requests, n_rows = [], {}, 0, 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center (streamed)")
+    try:
+        for t, variants, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache):
+            items.append(t.id)
+            stats.merge(item_stats(rows, judgments, variants))
+            if writers:
+                j = judgments
+                if "top_logprobs" in j.columns:
+                    j = j.assign(top_logprobs=j["top_logprobs"].astype(str))
+                writers["rows"].write(rows)
+                writers["judgments"].write(j)
+            for judge, s in st.items():
+                agg = run_stats.setdefault(judge, {})
+                for k, v in s.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
+                        agg[k] = agg.get(k, 0) + v
+            n_requests += len(judgments)
+            n_rows += len(rows)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        for w in writers.values():
+            w.close()
+        if bar is not None:
+            bar.close()
+    for s in run_stats.values():
+        s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else float("nan")
+    tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+    tables = S._order_columns(tables)
+    labels = {d: DIMENSIONS[d].label for d in dims}
+    tables["net_cfr_gate"] = T.net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
+    variants = stats.frame("variants")
+    tables["variant_rejections"] = rejection_table(variants)
+    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
+                                       dimensions=dims, labels=labels).reset_index()
+    tables = S._in_judge_order(tables, list(params.judges))
+    p_yes = pd.DataFrame([{"judge": k[1], "task": "qa", "parse_ok": True, "p_yes": 1.0 if v else np.nan}
+                          for k, v in stats.flags.items() if k[0] == "p_yes_any"],
+                         columns=["judge", "task", "parse_ok", "p_yes"])
+    warn = S.drop_warnings(params, dims, variants, p_yes, tables)
+    note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
+            "judged rows are in rows.parquet); fairness_prompting_delta has no evidence shares")
+    tables["warnings"] = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
+                                                         "reason": "not streamed", "message": note}])],
+                                   ignore_index=True)
+    source = "synthetic" if transcripts is None and (not params.transcripts_path or
+                                                     params.transcripts_path.startswith("synthetic")) else "file"
+    tables = S._with_source(tables, source)
+    cfr, acc = tables["cfr"], tables["accuracy"]
+    base = cfr[cfr["arm"] == "baseline"]
+    summary = {"config": config_name, "judges": list(params.judges), "items": items,
+               "questions": list(params.questions), "qa_mode": params.qa_mode, "dimensions": dims,
+               "n_rows": n_rows, "n_requests": n_requests, "run_stats": run_stats,
+               "wall_s": round(time.time() - t0, 1),
+               "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
+               "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
+               "fairness_prompting_delta": tables["fairness_prompting_delta"], "params": params.to_mapping(),
+               "source": source, "warnings": [str(m) for m in tables["warnings"]["message"]],
+               "streamed": {"not_built": list(NOT_STREAMED), "rows_parquet": "rows.parquet" if writers else None,
+                            "judgments_parquet": "judgments.parquet" if writers else None}}
+    frames = {"variants_compact": variants}
+    result = S.ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
+    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
+    if say_warnings:
+        for line in tables["warnings"]["message"]:
+            print(f"warning: {line}")
+    if run_out is not None:
+        S.StudyResult.save(result, run_out)
+    return result

@@ -1,0 +1,82 @@
+"""The streamed contact-center run (transcript by transcript, item statistics) gives the in-memory tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from cfbench.judges import CacheMissError
+from cfbench.judges.cache import ResponseCache
+from cfbench.studies.contact_center_qa import Params, run
+from cfbench.studies.contact_center_qa.streamed import NOT_STREAMED, STREAMED_TABLES, run_streamed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _config(name: str, **over) -> Params:
+    m = yaml.safe_load((REPO / "configs" / "contact_center_qa" / f"{name}.yaml").read_text())
+    m.update(real_items=0, **over)
+    return Params.from_config(m)
+
+
+#: smoke as shipped (two judges for the judge order and the per-judge tables); a default-like design
+#: (the default's sampled conditions, compact contract, paraphrase, two temperatures) on 6 transcripts,
+#: with the fairness arm and coaching notes switched on so that every streamed table has rows
+CASES = {
+    "smoke": _config("smoke", judges=["scripted:cc-qa", "scripted:cc-coach"]),
+    "default-like": _config("default", judges=["scripted:cc-qa", "scripted:cc-coach"], n_items=6, n_boot=200,
+                            fairness=True, coaching=True, coaching_items=2),
+}
+
+
+def _comparable(name: str, tab: pd.DataFrame) -> pd.DataFrame:
+    if name == "warnings":  # the streamed run adds one row naming the tables it does not build
+        tab = tab[tab["kind"] != "streamed"]
+    if name == "fairness_prompting_delta":  # evidence shares are not streamed (NaN there)
+        tab = tab.drop(columns=["fair_yes_evidence_verified", "fair_yes_rule_violated"])
+    return tab.reset_index(drop=True)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_streamed_tables_equal_the_in_memory_tables(case, tmp_path, monkeypatch):
+    params = CASES[case]
+    monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    run(params, progress=False, say_warnings=False)  # fills the cache live
+    monkeypatch.setenv("CFBENCH_MODE", "replay")  # both paths answer from the cache only
+    memory = run(params, progress=False, say_warnings=False)
+    streamed = run_streamed(params, tmp_path / "out", progress=False, say_warnings=False)
+    assert set(STREAMED_TABLES) <= set(memory.tables) and set(STREAMED_TABLES) <= set(streamed.tables)
+    for name in STREAMED_TABLES:
+        a, b = _comparable(name, memory.tables[name]), _comparable(name, streamed.tables[name])
+        assert len(a) or name == "warnings", f"{name} is empty in the in-memory run; the comparison says nothing"
+        pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-9, atol=1e-12, obj=f"{case}: {name}")
+    # every interval was compared above; make sure there were intervals to compare
+    assert streamed.tables["cfr"]["ci_high"].notna().any() and streamed.tables["masd"]["ci_high"].notna().any()
+    # the tables it does not build are named, not silently missing
+    note = streamed.tables["warnings"].query("kind == 'streamed'")["message"].iloc[0]
+    assert all(n in note for n in NOT_STREAMED) and streamed.summary["streamed"]["not_built"] == list(NOT_STREAMED)
+    # the judged rows are in Parquet, one row group per transcript, as many as the in-memory run's
+    rows = pq.ParquetFile(tmp_path / "out" / "rows.parquet")
+    assert rows.metadata.num_rows == len(memory.frames["rows"])
+    assert rows.metadata.num_row_groups == params.n_items
+    assert pq.ParquetFile(tmp_path / "out" / "judgments.parquet").metadata.num_rows == len(memory.frames["judgments"])
+    back = pq.read_table(tmp_path / "out" / "rows.parquet", columns=["judge", "request_id", "answer_yes"]).to_pandas()
+    want = memory.frames["rows"][["judge", "request_id", "answer_yes"]]
+    pd.testing.assert_frame_equal(back.sort_values(["judge", "request_id"]).reset_index(drop=True),
+                                  want.sort_values(["judge", "request_id"]).reset_index(drop=True),
+                                  check_dtype=False)
+
+
+def test_streamed_replay_fails_on_a_cache_miss(tmp_path, monkeypatch):
+    params = CASES["smoke"]
+    monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CFBENCH_MODE", "replay")
+    with pytest.raises(CacheMissError):
+        run_streamed(params, tmp_path / "out", progress=False, say_warnings=False)
+    # nothing was called (the cache holds no reply) and no partial rows file was left as if complete
+    assert len(ResponseCache(tmp_path / "cache" / "responses.sqlite")) == 0
+    assert not (tmp_path / "out" / "rows.parquet").exists()
