@@ -44,6 +44,7 @@ def _comparable(name: str, tab: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_streamed_tables_equal_the_in_memory_tables(case, tmp_path, monkeypatch):
     params = CASES[case]
+    monkeypatch.setattr("cfbench.studies.contact_center_qa.streamed.COMPACT_EVERY", 2)  # compacted chunks too
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
     run(params, progress=False, say_warnings=False)  # fills the cache live
     monkeypatch.setenv("CFBENCH_MODE", "replay")  # both paths answer from the cache only

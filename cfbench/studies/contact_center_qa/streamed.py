@@ -51,6 +51,8 @@ STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_questio
                    "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings")
 
 _ITEM = "item_id"
+#: the item statistics are compacted (one frame per statistic, categories) every this many transcripts
+COMPACT_EVERY = 10
 _SUMS = ["stat", "n_pairs", "n_units", "n_pairs_all"]
 #: variant columns kept for the rejection table and the warnings (no text)
 _VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operation", "valid", "rejected_by",
@@ -75,6 +77,7 @@ class ItemStats:
 
     parts: dict = dataclasses.field(default_factory=dict)
     flags: dict = dataclasses.field(default_factory=dict)  # global facts (which arms have a value, ...)
+    compacted: dict = dataclasses.field(default_factory=dict)  # per statistic: leading parts already compacted
 
     def add(self, name: str, frame: pd.DataFrame) -> None:
         if len(frame):
@@ -82,7 +85,25 @@ class ItemStats:
 
     def frame(self, name: str) -> pd.DataFrame:
         parts = self.parts.get(name, [])
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        if not parts:
+            return pd.DataFrame()
+        plain = [p.astype({c: object for c in p.columns if isinstance(p[c].dtype, pd.CategoricalDtype)})
+                 for p in parts]  # the groupbys below see plain values (a category would add empty groups)
+        return pd.concat(plain, ignore_index=True) if len(plain) > 1 else plain[0]
+
+    def compact(self) -> None:
+        """The frames added since the last call as one frame per statistic, text columns as categories: a
+        few bytes per row instead of a Python object, and one frame's overhead per chunk instead of per
+        transcript (memory flat in the number of transcripts apart from these small codes)."""
+        for name, parts in self.parts.items():
+            done = self.compacted.get(name, 0)
+            tail = parts[done:]
+            if not tail:
+                continue
+            f = pd.concat(tail, ignore_index=True) if len(tail) > 1 else tail[0]
+            f = f.astype({c: "category" for c in f.columns if f[c].dtype == object})
+            self.parts[name] = parts[:done] + [f]
+            self.compacted[name] = done + 1
 
     def flag(self, key: Any, value: Any = True) -> None:
         self.flags.setdefault(key, value)
@@ -540,6 +561,8 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                 for k, v in s.items():
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
                         agg[k] = agg.get(k, 0) + v
+            if len(items) % COMPACT_EVERY == 0:
+                stats.compact()
             n_requests += len(judgments)
             n_rows += len(rows)
             if bar is not None:
