@@ -81,3 +81,29 @@ def test_streamed_replay_fails_on_a_cache_miss(tmp_path, monkeypatch):
     # nothing was called (the cache holds no reply) and no partial rows file was left as if complete
     assert len(ResponseCache(tmp_path / "cache" / "responses.sqlite")) == 0
     assert not (tmp_path / "out" / "rows.parquet").exists()
+
+
+def test_a_replay_of_a_design_too_large_for_memory_runs_streamed(tmp_path, monkeypatch):
+    """run() in replay mode above the request threshold streams; the notebook's cells get a result that
+    checks, has findings and the first transcripts' frames; summary.json describes the whole run."""
+    import json
+
+    from cfbench.studies.contact_center_qa import study
+    from cfbench.studies.contact_center_qa.streamed import StreamedContactCenterResult
+
+    params = CASES["smoke"]
+    monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    memory = run(params, progress=False, say_warnings=False)
+    monkeypatch.setenv("CFBENCH_MODE", "replay")
+    monkeypatch.setattr(study, "PLAN_ONLY_MAX_REQUESTS", 10)  # smoke is "too large" for this test
+    monkeypatch.setattr(study, "PLAN_ONLY_PREVIEW_ITEMS", 2)
+    res = run(params, tmp_path / "out", progress=False, say_warnings=False)
+    assert isinstance(res, StreamedContactCenterResult)
+    res.check()
+    assert "Streamed run" in res.header() and "first 2 transcripts" in res.header()
+    assert "What this run shows" in res.findings()
+    assert set(res.frames["rows"]["item_id"]) == set(memory.summary["items"][:2])
+    pd.testing.assert_frame_equal(res.tables["cfr"], memory.tables["cfr"], check_dtype=False, rtol=1e-9)
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["n_requests"] == memory.summary["n_requests"] and saved["streamed"]["preview_items"] == 2
+    assert pd.read_csv(tmp_path / "out" / "cfr.csv").shape[0] == len(memory.tables["cfr"])

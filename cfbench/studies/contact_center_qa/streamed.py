@@ -39,12 +39,21 @@ import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 from cfbench.studies.contact_center_qa import tables as T
+from cfbench.studies.contact_center_qa.study import ContactCenterResult
 
 __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "run_streamed", "ParquetRows",
-           "NOT_STREAMED", "STREAMED_TABLES"]
+           "NOT_STREAMED", "STREAMED_TABLES", "StreamedContactCenterResult"]
 
 #: tables of :func:`.tables.study_tables` / :func:`.study.run` the streamed path does not build
 NOT_STREAMED = ("kappa", "direction", "judge_differences", "evidence_checks")
+#: columns of the tables not streamed: present in a streamed result with no rows (the warnings say why)
+_EMPTY_COLUMNS = {
+    "kappa": ["judge", "baseline", "kappa", "kappa_min", "n_repeat_pairs", "n_units"],
+    "direction": ["judge", "arm", "dimension", "condition", "mean_diff", "n_units", "n_items", "ci_low", "ci_high",
+                  "ci_method", "score"],
+    "judge_differences": ["dimension"] + M.DIFFERENCE_COLUMNS,
+    "evidence_checks": list(T.EVIDENCE_CHECK_COLUMNS),
+}
 #: tables the streamed path builds (equal to the in-memory run's)
 STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
                    "cfr_minus_robustness", "cfr_by_category", "fairness_prompting_delta", "judge_means",
@@ -594,8 +603,14 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                                    ignore_index=True)
     source = "synthetic" if transcripts is None and (not params.transcripts_path or
                                                      params.transcripts_path.startswith("synthetic")) else "file"
+    for name in NOT_STREAMED:
+        tables[name] = pd.DataFrame(columns=_EMPTY_COLUMNS[name])
     tables = S._with_source(tables, source)
     cfr, acc = tables["cfr"], tables["accuracy"]
+    pr = tables["parse_rates"]
+    n_parsed = ((pr["n"] - pr["n_parse_failures"]).groupby(pr["judge"]).sum().astype(int).to_dict()
+                if len(pr) else {})
+    n_failed = pr.groupby("judge")["n_parse_failures"].sum().astype(int).to_dict() if len(pr) else {}
     base = cfr[cfr["arm"] == "baseline"]
     summary = {"config": config_name, "judges": list(params.judges), "items": items,
                "questions": list(params.questions), "qa_mode": params.qa_mode, "dimensions": dims,
@@ -604,15 +619,55 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
                "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
                "fairness_prompting_delta": tables["fairness_prompting_delta"], "params": params.to_mapping(),
+               "n_parsed": n_parsed, "n_parse_failures": n_failed,
                "source": source, "warnings": [str(m) for m in tables["warnings"]["message"]],
-               "streamed": {"not_built": list(NOT_STREAMED), "rows_parquet": "rows.parquet" if writers else None,
+               "streamed": {"not_built": list(NOT_STREAMED), "n_rows_parquet": writers["rows"].n_rows if writers else 0, "rows_parquet": "rows.parquet" if writers else None,
                             "judgments_parquet": "judgments.parquet" if writers else None}}
     frames = {"variants_compact": variants}
-    result = S.ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
+    result = StreamedContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
     if say_warnings:
         for line in tables["warnings"]["message"]:
             print(f"warning: {line}")
     if run_out is not None:
-        S.StudyResult.save(result, run_out)
+        result.save(run_out)
     return result
+
+
+class StreamedContactCenterResult(ContactCenterResult):
+    """A streamed run: the tables of the whole design, no per-row frames (they are in Parquet), or
+    the frames of the first few transcripts when :func:`.study.run` added them for display."""
+
+    def save(self, out: Any) -> Any:
+        """Tables, figures, summary; the judged rows were written to Parquet while streaming."""
+        from cfbench.report import StudyResult
+
+        return StudyResult.save(self, out)
+
+    def invariants(self) -> dict[str, bool]:
+        t, s = self.tables, self.summary
+        checks = {
+            "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
+            "CFR rows are counterfactual dimensions only": not (
+                t["cfr"]["dimension"].isin(["original"]) | t["cfr"]["dimension"].astype(str)
+                .str.startswith("robustness")).any(),
+            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(s.get("dimensions", [])),
+            "every judged row written to Parquet": (not s["streamed"].get("rows_parquet")
+                                                    or s["streamed"]["n_rows_parquet"] == s["n_rows"]),
+            "one judgment per request counted": int(t["parse_rates"]["n"].sum()) == int(s["n_requests"]),
+        }
+        for name, col in (("cfr", "cfr"), ("masd", "masd")):
+            tab = t[name].dropna(subset=["ci_low", "ci_high"])
+            checks[f"{name}: interval contains estimate"] = bool(
+                ((tab["ci_low"] <= tab[col] + 1e-9) & (tab[col] <= tab["ci_high"] + 1e-9)).all())
+        return checks
+
+    def header(self) -> str:
+        s = self.summary
+        return (f"**Streamed run**: {len(s['items']):,} transcripts x {len(s['questions'])} questions x "
+                f"{len(s['dimensions'])} dimensions; judges {', '.join(s['judges'])}; {s['n_requests']:,} "
+                f"judgments, {s['n_rows']:,} judged rows (in `rows.parquet`), reduced transcript by transcript "
+                f"to item statistics (took {s['wall_s']:.0f} s). Not built on this path: "
+                f"{', '.join(s['streamed']['not_built'])}."
+                + (f" Cells showing per-row frames show the first {s['streamed']['preview_items']} "
+                   "transcripts only." if s["streamed"].get("preview_items") else ""))

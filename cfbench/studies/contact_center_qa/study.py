@@ -210,6 +210,11 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
         if preview is not None:
             return preview
+    if transcripts is None and os.environ.get("CFBENCH_MODE") == "replay":
+        streamed = _streamed_replay(params, out, config_name=config_name, progress=progress,
+                                    say_warnings=say_warnings)
+        if streamed is not None:
+            return streamed
     t0 = time.time()
     dims = _dims(params)
     rubric = load_rubric()
@@ -310,6 +315,45 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
          for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
+    return result
+
+
+def _too_large(params: Params) -> "list[Any] | None":
+    """The first transcripts of a design of more than :data:`PLAN_ONLY_MAX_REQUESTS` distinct requests per
+    judge (estimated from the first transcript's requests x ``n_items``); None when it fits in memory."""
+    import itertools
+
+    from cfbench.studies.contact_center_qa.stream import iter_items, iter_requests
+
+    first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
+    if not first:
+        return None
+    per_item = sum(1 for _ in iter_requests(params, transcripts=first[:1]))
+    return first if per_item * params.n_items > PLAN_ONLY_MAX_REQUESTS else None
+
+
+def _streamed_replay(params: Params, out: "RunOutput | str | Path | None", *, config_name: str,
+                     progress: bool, say_warnings: bool) -> "ContactCenterResult | None":
+    """A replay (``CFBENCH_MODE=replay``, ``cfbench reproduce --replay``) of a design too large to hold in
+    memory: :func:`.streamed.run_streamed` (the whole design, transcript by transcript, tables from item
+    statistics, judged rows in ``rows.parquet``), with the per-row frames of its first few transcripts
+    for the notebook's display cells. None when the design fits in memory (the in-memory run)."""
+    import dataclasses
+
+    from cfbench.studies.contact_center_qa.streamed import run_streamed
+
+    first = _too_large(params)
+    if first is None:
+        return None
+    result = run_streamed(params, out, config_name=config_name, progress=progress, say_warnings=say_warnings)
+    preview = run(dataclasses.replace(params, n_items=len(first), real_items=0), transcripts=first,
+                  progress=False, say_warnings=False)
+    for name in ("transcripts", "variants", "plan", "plan_summary", "cost", "skipped", "judgments", "rows"):
+        result.frames[name] = preview.frames[name]
+    result.plan = preview.plan
+    result.summary["streamed"]["preview_items"] = len(first)
+    if out is not None:
+        RunOutput(out.dir if isinstance(out, RunOutput) else out).summary(result.summary)
     return result
 
 
