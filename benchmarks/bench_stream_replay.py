@@ -67,7 +67,7 @@ def fill(n: int, cache_dir: Path, chunk: int = 20_000) -> dict:
 def _child(n: int, cache_dir: str, out: str) -> None:
     os.environ["CFBENCH_CACHE_DIR"] = cache_dir
     os.environ["CFBENCH_MODE"] = "replay"
-    from cfbench.studies.contact_center_qa.streamed import run_streamed
+    from cfbench.studies.contact_center_qa.study import run_streamed
 
     params = paper_params(n)
     t0 = time.time()

@@ -12,7 +12,8 @@ import yaml
 from cfbench.judges import CacheMissError
 from cfbench.judges.cache import ResponseCache
 from cfbench.studies.contact_center_qa import Params, run
-from cfbench.studies.contact_center_qa.streamed import NOT_STREAMED, STREAMED_TABLES, run_streamed
+from cfbench.studies.contact_center_qa.streamed import NOT_STREAMED, STREAMED_TABLES
+from cfbench.studies.contact_center_qa.study import StreamedContactCenterResult, run_streamed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,6 @@ def test_a_replay_of_a_design_too_large_for_memory_runs_streamed(tmp_path, monke
     import json
 
     from cfbench.studies.contact_center_qa import study
-    from cfbench.studies.contact_center_qa.streamed import StreamedContactCenterResult
 
     params = CASES["smoke"]
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
