@@ -665,6 +665,7 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                 "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
     stats = ItemStats()
     items, run_stats, n_requests, n_rows = [], {}, 0, 0
+    firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -672,6 +673,9 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     try:
         for t, variants, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache):
             items.append(t.id)
+            if not firsts:
+                firsts.append(t)
+            all_star = all_star and dict(getattr(t, "meta", {}) or {}).get("source") == "star"
             stats.merge(item_stats(rows, judgments, variants))
             if writers:
                 j = judgments
@@ -715,10 +719,19 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     tables["warnings"] = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
                                                          "reason": "not streamed", "message": note}])],
                                    ignore_index=True)
-    source = "synthetic" if transcripts is None and (not params.transcripts_path or
-                                                     params.transcripts_path.startswith("synthetic")) else "file"
+    source = "star" if items and all_star else source_of(params, firsts[:1], given=transcripts is not None)
     for name in NOT_STREAMED:
         tables[name] = pd.DataFrame(columns=EMPTY_COLUMNS[name])
+    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
+    if isinstance(real, str):  # asked for, dialogues absent: one warning row, as in run()
+        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
+            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
+            ignore_index=True)
+    elif real is not None:  # the real-dialogue arm is small (a few STAR dialogues): run in memory
+        for name in REAL_TABLES:
+            tables[f"star_{name}"] = real.tables[name]
+        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
+            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
     tables = _with_source(tables, source)
     cfr, acc = tables["cfr"], tables["accuracy"]
     pr = tables["parse_rates"]
@@ -737,6 +750,9 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                "source": source, "warnings": [str(m) for m in tables["warnings"]["message"]],
                "streamed": {"not_built": list(NOT_STREAMED), "n_rows_parquet": writers["rows"].n_rows if writers else 0, "rows_parquet": "rows.parquet" if writers else None,
                             "judgments_parquet": "judgments.parquet" if writers else None}}
+    if real is not None and not isinstance(real, str):
+        summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
+                                                        "accuracy_pct", "mean_cfr_pct", "label_source")}
     frames = {"variants_compact": variants}
     result = StreamedContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
