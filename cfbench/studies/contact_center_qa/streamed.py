@@ -23,8 +23,7 @@ A SQL re-implementation over the Parquet would be a second one to keep equal. Th
 are there for anyone who wants the judged rows (DuckDB or pyarrow read them directly).
 
 Tables the streamed path does not build (yet) are listed in :data:`NOT_STREAMED`, in the
-summary (``streamed.not_built``) and as a ``warnings`` row: ``kappa``, ``direction``,
-``judge_differences`` and ``evidence_checks``.
+summary (``streamed.not_built``) and as a ``warnings`` row: ``kappa`` and ``direction``.
 """
 
 from __future__ import annotations
@@ -44,19 +43,18 @@ __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "Parqu
            "NOT_STREAMED", "STREAMED_TABLES", "EMPTY_COLUMNS"]
 
 #: tables of :func:`.tables.study_tables` / :func:`.study.run` the streamed path does not build
-NOT_STREAMED = ("kappa", "direction", "judge_differences", "evidence_checks")
+NOT_STREAMED = ("kappa", "direction")
 #: columns of the tables not streamed: present in a streamed result with no rows (the warnings say why)
 EMPTY_COLUMNS = {
     "kappa": ["judge", "baseline", "kappa", "kappa_min", "n_repeat_pairs", "n_units"],
     "direction": ["judge", "arm", "dimension", "condition", "mean_diff", "n_units", "n_items", "ci_low", "ci_high",
                   "ci_method", "score"],
-    "judge_differences": ["dimension"] + M.DIFFERENCE_COLUMNS,
-    "evidence_checks": list(T.EVIDENCE_CHECK_COLUMNS),
 }
 #: tables the streamed path builds (equal to the in-memory run's)
 STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
                    "cfr_minus_robustness", "cfr_by_category", "fairness_prompting_delta", "judge_means",
-                   "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings")
+                   "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings", "judge_differences",
+                   "evidence_checks")
 
 _ITEM = "item_id"
 #: the item statistics are compacted (one frame per statistic, categories) every this many transcripts
@@ -168,6 +166,13 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFra
         t = fair[(fair["task"] == task) & fair[col].notna()]
         s.add(f"fair/{task}/{col}", _cells(t, value=col, kind="score", by=["judge", "arm", "dimension"],
                                            unit=T.UNIT))
+    base_qa = qa_cf[qa_cf["arm"] == "baseline"]
+    for col, _ in T.SCORES["qa"]:
+        if base_qa[col].notna().any():
+            s.flag(("jd_has", col))
+        s.add(f"jd/{col}", _cells(base_qa[base_qa[col].notna()], value=col, kind="score", by=["dimension", "judge"],
+                                  unit=T.UNIT))
+    s.add("evidence", _evidence_sums(r))
     s.add("judge_means", _mean_cells(r))
     s.add("parse_rates", judgments.assign(_ok=judgments["parse_ok"].astype(float),
                                           _hit=judgments["cache_hit"].astype(float))
@@ -181,6 +186,94 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFra
     if variants is not None:
         s.add("variants", variants[[c for c in _VARIANT_COLUMNS if c in variants.columns]])
     return s
+
+
+_EVIDENCE_SUMS = ["n_replies", "n_parsed", "n_yes", "n_yes_quoted", "n_yes_evidence_verified", "n_rule_violated",
+                  "n_quotes", "n_quotes_found"]
+
+
+def _evidence_sums(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per judge x arm: the counts :func:`.tables.evidence_checks` shares are made of (one per distinct prompt;
+    a prompt holds its transcript, so de-duplicating within a transcript is de-duplicating the run)."""
+    if "evidence_status" not in rows.columns:
+        return pd.DataFrame(columns=["judge", "arm"] + _EVIDENCE_SUMS)
+    r = rows[(rows["task"] == "qa") & ~rows["dimension"].astype(str).str.startswith("robustness")]
+    r = r.drop_duplicates(["judge", "request_id"] if "request_id" in r.columns else
+                          ["judge", "arm", "question_id", "variant_id"])
+    r = r[r["evidence_status"].notna()]
+    if not len(r):
+        return pd.DataFrame(columns=["judge", "arm"] + _EVIDENCE_SUMS)
+    ok = r["parse_ok"].astype(bool)
+    yes = ok & (r["answer"] == "Yes")
+    verified = r["evidence_found"].map(lambda v: v is True or v == 1.0).astype(bool)
+    violated = r["evidence_rule_violated"].map(lambda v: v is True or v == 1.0).astype(bool)
+    f = pd.DataFrame({"judge": r["judge"], "arm": r["arm"], "n_replies": 1.0, "n_parsed": ok.astype(float),
+                      "n_yes": yes.astype(float), "n_yes_quoted": (yes & (r["evidence_status"] == "quoted")).astype(float),
+                      "n_yes_evidence_verified": (yes & verified).astype(float),
+                      "n_rule_violated": (yes & violated).astype(float),
+                      "n_quotes": np.where(ok, pd.to_numeric(r["n_quotes"], errors="coerce"), 0.0),
+                      "n_quotes_found": np.where(ok, pd.to_numeric(r["n_quotes_found"], errors="coerce"), 0.0)})
+    return f.groupby(["judge", "arm"], sort=True)[_EVIDENCE_SUMS].sum().reset_index()
+
+
+def _evidence_checks(sums: pd.DataFrame) -> pd.DataFrame:
+    """:func:`.tables.evidence_checks` from the per-transcript sums."""
+    if not len(sums):
+        return pd.DataFrame(columns=T.EVIDENCE_CHECK_COLUMNS)
+    g = sums.groupby(["judge", "arm"], sort=True)[_EVIDENCE_SUMS].sum()
+    out = []
+    for (judge, arm), v in g.iterrows():
+        n_yes, n_q, n_found = int(v["n_yes"]), float(v["n_quotes"]), float(v["n_quotes_found"])
+        out.append({"judge": judge, "arm": arm, "n_replies": int(v["n_replies"]), "n_parsed": int(v["n_parsed"]),
+                    "n_yes": n_yes, "n_yes_quoted": int(v["n_yes_quoted"]),
+                    "n_yes_evidence_verified": int(v["n_yes_evidence_verified"]),
+                    "yes_evidence_verified": v["n_yes_evidence_verified"] / n_yes if n_yes else np.nan,
+                    "n_rule_violated": int(v["n_rule_violated"]),
+                    "yes_rule_violated": v["n_rule_violated"] / n_yes if n_yes else np.nan,
+                    "n_quotes": int(n_q), "n_quotes_found": int(n_found),
+                    "quote_found_rate": n_found / n_q if n_q else np.nan})
+    return pd.DataFrame(out, columns=T.EVIDENCE_CHECK_COLUMNS)
+
+
+def _judge_differences(s: "ItemStats", *, n_boot: int, seed: int) -> pd.DataFrame:
+    """:func:`.tables.judge_differences` (baseline arm, every pair of judges) from the item statistics."""
+    cols = ["dimension"] + M.DIFFERENCE_COLUMNS
+    cfr = s.frame("cfr")
+    judges = set(cfr["judge"]) if len(cfr) else set()
+    for k in s.flags:
+        if k[0] == "p_yes_any":
+            judges.add(k[1])
+    acc = s.frame("accuracy")
+    if len(acc):
+        judges |= set(acc["judge"])
+    if len(judges) < 2:
+        return pd.DataFrame(columns=cols)
+    parts = []
+    base = cfr[cfr["arm"] == "baseline"] if len(cfr) else cfr
+    if len(base):
+        rows = M._differences(_per_item(base, ["dimension", "judge"]), by=["dimension"], judge="judge", item=_ITEM,
+                              judges=None, kind="rate", metric="cfr", n_boot=n_boot, seed=seed, level=0.95,
+                              value_range=None, num="stat", den="n_pairs")
+        parts.append(pd.DataFrame(rows, columns=cols))
+        for col, name in T.SCORES["qa"]:
+            cells = s.frame(f"jd/{col}")
+            if ("jd_has", col) in s.flags and len(cells):
+                rows = M._differences(_per_item(cells, ["dimension", "judge"]), by=["dimension"], judge="judge",
+                                      item=_ITEM, judges=None, kind="mean", metric=f"masd_{name}", n_boot=n_boot,
+                                      seed=seed, level=0.95, value_range=M._abs_range(T.SCORE_RANGE), num="stat",
+                                      den="n_pairs")
+                parts.append(pd.DataFrame(rows, columns=cols))
+    if len(acc):
+        a = acc[acc["n_valid"] > 0]
+        if len(a):
+            per = a.groupby(["judge", _ITEM], sort=True)[["n_correct", "n_valid"]].sum()
+            rows = M._differences(per, by=[], judge="judge", item=_ITEM, judges=None, kind="rate", metric="accuracy",
+                                  n_boot=0, seed=0, level=0.95, value_range=None, num="n_correct", den="n_valid")
+            parts.append(pd.DataFrame(rows, columns=M.DIFFERENCE_COLUMNS).assign(dimension="originals"))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(parts, ignore_index=True)[cols]
 
 
 def _accuracy_cells(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -438,8 +531,13 @@ def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dic
     delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
                                        over="dimension")
     delta = _fairness_intervals(delta, s, n_boot=n_boot, seed=seed)
-    # the fairness arm's evidence shares (evidence_checks) are not streamed: the columns are kept, NaN
-    out["fairness_prompting_delta"] = delta.assign(fair_yes_evidence_verified=np.nan, fair_yes_rule_violated=np.nan)
+    out["judge_differences"] = _judge_differences(s, n_boot=n_boot, seed=seed)
+    out["evidence_checks"] = _evidence_checks(s.frame("evidence"))
+    fair_ev = out["evidence_checks"]
+    fair_ev = fair_ev.loc[fair_ev["arm"] == "fairness", ["judge", "yes_evidence_verified", "yes_rule_violated"]]
+    out["fairness_prompting_delta"] = delta.merge(
+        fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
+                                "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     out["judge_means"] = _judge_means(s.frame("judge_means"), n_boot=n_boot, seed=seed)
     pr = s.frame("parse_rates")
     if len(pr):

@@ -715,7 +715,7 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                          columns=["judge", "task", "parse_ok", "p_yes"])
     warn = drop_warnings(params, dims, variants, p_yes, tables)
     note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
-            "judged rows are in rows.parquet); fairness_prompting_delta has no evidence shares")
+            "judged rows are in rows.parquet)")
     tables["warnings"] = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
                                                          "reason": "not streamed", "message": note}])],
                                    ignore_index=True)
