@@ -22,8 +22,9 @@ and denominators; the unit statistics themselves come from
 A SQL re-implementation over the Parquet would be a second one to keep equal. The Parquet files
 are there for anyone who wants the judged rows (DuckDB or pyarrow read them directly).
 
-Tables the streamed path does not build (yet) are listed in :data:`NOT_STREAMED`, in the
-summary (``streamed.not_built``) and as a ``warnings`` row: ``kappa`` and ``direction``.
+Every table of :func:`.tables.study_tables` and :func:`.study.run` is built (:data:`STREAMED_TABLES`);
+:data:`NOT_STREAMED` is empty. Were a table left out, it would be listed there, in the summary
+(``streamed.not_built``) and as a ``warnings`` row.
 """
 
 from __future__ import annotations
@@ -40,21 +41,15 @@ from cfbench.metrics import counterfactual as M
 from cfbench.studies.contact_center_qa import tables as T
 
 __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "ParquetRows",
-           "NOT_STREAMED", "STREAMED_TABLES", "EMPTY_COLUMNS"]
+           "NOT_STREAMED", "STREAMED_TABLES"]
 
 #: tables of :func:`.tables.study_tables` / :func:`.study.run` the streamed path does not build
-NOT_STREAMED = ("kappa", "direction")
-#: columns of the tables not streamed: present in a streamed result with no rows (the warnings say why)
-EMPTY_COLUMNS = {
-    "kappa": ["judge", "baseline", "kappa", "kappa_min", "n_repeat_pairs", "n_units"],
-    "direction": ["judge", "arm", "dimension", "condition", "mean_diff", "n_units", "n_items", "ci_low", "ci_high",
-                  "ci_method", "score"],
-}
+NOT_STREAMED: tuple = ()  # tables of run() the streamed path does not build (none)
 #: tables the streamed path builds (equal to the in-memory run's)
 STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
                    "cfr_minus_robustness", "cfr_by_category", "fairness_prompting_delta", "judge_means",
                    "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings", "judge_differences",
-                   "evidence_checks")
+                   "evidence_checks", "kappa", "direction")
 
 _ITEM = "item_id"
 #: the item statistics are compacted (one frame per statistic, categories) every this many transcripts
@@ -75,6 +70,11 @@ def _cells(frame: pd.DataFrame, *, value: str, kind: str, by: list[str], unit: l
         return pd.DataFrame(columns=by + [_ITEM] + _SUMS)
     pt = pt.assign(n_units=(pt["n_pairs"] > 0).astype(float))
     return pt.groupby(by + [_ITEM], sort=True)[_SUMS].sum().reset_index()
+
+
+def _is_text(col: pd.Series) -> bool:
+    """Text (object or pandas string dtype), which the compaction stores as categories."""
+    return not isinstance(col.dtype, pd.CategoricalDtype) and (col.dtype == object or pd.api.types.is_string_dtype(col))
 
 
 @dataclasses.dataclass
@@ -107,7 +107,7 @@ class ItemStats:
             if not tail:
                 continue
             f = pd.concat(tail, ignore_index=True) if len(tail) > 1 else tail[0]
-            f = f.astype({c: "category" for c in f.columns if f[c].dtype == object})
+            f = f.astype({c: "category" for c in f.columns if _is_text(f[c])})
             self.parts[name] = parts[:done] + [f]
             self.compacted[name] = done + 1
 
@@ -173,6 +173,21 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFra
         s.add(f"jd/{col}", _cells(base_qa[base_qa[col].notna()], value=col, kind="score", by=["dimension", "judge"],
                                   unit=T.UNIT))
     s.add("evidence", _evidence_sums(r))
+    cf_marked = cf[cf["condition"] != "original"]
+    for task, (col, name) in list(T.score_items()) + [("qa", (T.ANSWER, "yes_rate"))]:
+        sub, o = cf_marked[cf_marked["task"] == task], orig[orig["task"] == task]
+        for arm in sub.loc[sub[col].notna(), "arm"].unique():
+            s.flag(("dir_arm", task, col, arm))
+        if len(o):
+            s.flag(("dir_orig", task))
+        if len(sub) and len(o):
+            s.add(f"dir/{task}/{col}", _direction_cells(sub, o, col))
+    if len(qa_cf):
+        s.flag(("dir_qa_cf",))
+    qa_rob = rob_all[rob_all["task"] == "qa"]
+    if len(qa_rob):
+        s.flag(("kappa_any",))
+        s.add("kappa", _kappa_counts(qa_rob))
     s.add("judge_means", _mean_cells(r))
     s.add("parse_rates", judgments.assign(_ok=judgments["parse_ok"].astype(float),
                                           _hit=judgments["cache_hit"].astype(float))
@@ -274,6 +289,86 @@ def _judge_differences(s: "ItemStats", *, n_boot: int, seed: int) -> pd.DataFram
     if not parts:
         return pd.DataFrame(columns=cols)
     return pd.concat(parts, ignore_index=True)[cols]
+
+
+def _direction_cells(frame: pd.DataFrame, originals: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Per judge x arm x dimension x condition x item: sum and count of ``value(c) - value(original)``
+    (what :func:`cfbench.metrics.counterfactual.effect_direction` resamples)."""
+    by, unit, match, cond = T.BY, T.UNIT, ["judge", "arm"], "condition"
+    orig = originals.loc[M._valid_mask(originals, value, T.OK), match + unit + [value]]
+    if orig.duplicated(match + unit).any():
+        from cfbench.core.errors import InputError
+
+        raise InputError("more than one original per unit", source="originals frame",
+                         record=orig.loc[orig.duplicated(match + unit)].iloc[0].to_dict(), field=value)
+    f = frame.loc[M._valid_mask(frame, value, T.OK), list(dict.fromkeys(by + unit + [cond, value]))]
+    merged = f.merge(orig.rename(columns={value: "_orig"}), on=match + unit, how="inner")
+    merged["_diff"] = pd.to_numeric(merged[value]) - pd.to_numeric(merged["_orig"])
+    return merged.groupby(by + [cond, _ITEM], sort=True, dropna=False)["_diff"].agg(["sum", "count"]).reset_index()
+
+
+def _kappa_counts(qa_rob: pd.DataFrame) -> pd.DataFrame:
+    """Per judge x repeat baseline x pair of repeats: the 2 x 2 table of the two repeats' answers over the
+    units where both parsed (what :func:`cfbench.metrics.counterfactual.repeat_kappa` computes kappa from);
+    a pair ``(r, r)`` row marks a group with a parsed answer."""
+    valid = qa_rob.loc[M._valid_mask(qa_rob, T.ANSWER, T.OK)]
+    out = []
+    for (judge, dim), grp in valid.groupby(["judge", "dimension"], sort=True, dropna=False):
+        wide = grp.pivot_table(index=T.UNIT, columns="repeat", values=T.ANSWER, aggfunc="first")
+        reps = list(wide.columns)
+        out.append({"judge": judge, "dimension": dim, "rep_a": -1, "rep_b": -1, "n00": 0, "n01": 0, "n10": 0, "n11": 0})
+        for i in range(len(reps)):
+            for j in range(i + 1, len(reps)):
+                both = wide[[reps[i], reps[j]]].dropna()
+                a, b = both[reps[i]].to_numpy(float), both[reps[j]].to_numpy(float)
+                out.append({"judge": judge, "dimension": dim, "rep_a": reps[i], "rep_b": reps[j],
+                            "n00": int(((a == 0) & (b == 0)).sum()), "n01": int(((a == 0) & (b == 1)).sum()),
+                            "n10": int(((a == 1) & (b == 0)).sum()), "n11": int(((a == 1) & (b == 1)).sum())})
+    return pd.DataFrame(out, columns=["judge", "dimension", "rep_a", "rep_b", "n00", "n01", "n10", "n11"])
+
+
+def _kappa(counts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`cfbench.metrics.counterfactual.repeat_kappa` (by judge and repeat baseline) from the 2 x 2 counts."""
+    cols = ["judge", "dimension", "kappa", "kappa_min", "n_repeat_pairs", "n_units"]
+    rows = []
+    for (judge, dim), g in counts.groupby(["judge", "dimension"], sort=True, dropna=False):
+        pairs = g[g["rep_a"] != -1].groupby(["rep_a", "rep_b"], sort=True)[["n00", "n01", "n10", "n11"]].sum()
+        kappas, ns = [], []
+        for _, c in pairs.iterrows():
+            cm = np.array([[c["n00"], c["n01"]], [c["n10"], c["n11"]]], float)
+            n = cm.sum()
+            if not n:
+                continue
+            present = (cm.sum(0) + cm.sum(1)) > 0  # cohen_kappa's labels: the values that occur
+            cm = cm[np.ix_(present, present)]
+            po = np.trace(cm) / n
+            pe = float((cm.sum(0) * cm.sum(1)).sum()) / n**2
+            kappas.append((1.0 if po == 1.0 else float("nan")) if pe == 1.0 else float((po - pe) / (1 - pe)))
+            ns.append(int(n))
+        rows.append({"judge": judge, "dimension": dim,
+                     "kappa": float(np.nanmean(kappas)) if kappas and not np.all(np.isnan(kappas)) else np.nan,
+                     "kappa_min": float(np.nanmin(kappas)) if kappas and not np.all(np.isnan(kappas)) else np.nan,
+                     "n_repeat_pairs": len(kappas), "n_units": int(min(ns)) if ns else 0})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _direction(cells: pd.DataFrame, *, n_boot: int, seed: int, value_range: tuple[float, float]) -> pd.DataFrame:
+    """:func:`cfbench.metrics.counterfactual.effect_direction` from the per-item sums (same order, same seed)."""
+    from cfbench.stats.intervals import mean_interval_t
+
+    cols = T.BY + ["condition"]
+    w = M._abs_range(value_range)
+    diff_range = (-w[1], w[1])
+    rng = np.random.default_rng(seed)
+    per = cells.groupby(cols + [_ITEM], sort=True, dropna=False)[["sum", "count"]].sum().reset_index()
+    rows = []
+    for key, g in per.groupby(cols, sort=True, dropna=False):
+        lo, hi, method = mean_interval_t(g["sum"].to_numpy(float), g["count"].to_numpy(float), n_boot=n_boot,
+                                         rng=rng, value_range=diff_range)
+        n = int(g["count"].sum())
+        rows.append(dict(zip(cols, key)) | {"mean_diff": float(g["sum"].sum()) / n, "n_units": n, "n_items": len(g),
+                                            "ci_low": lo, "ci_high": hi, "ci_method": method})
+    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high", "ci_method"])
 
 
 def _accuracy_cells(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -531,6 +626,20 @@ def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dic
     delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
                                        over="dimension")
     delta = _fairness_intervals(delta, s, n_boot=n_boot, seed=seed)
+    k = s.frame("kappa")
+    out["kappa"] = (_kappa(k).rename(columns={"dimension": "baseline"}) if ("kappa_any",) in s.flags
+                    else pd.DataFrame())
+    dir_parts = []
+    for task, (col, name) in T.score_items():
+        arms = {f[3] for f in s.flags if f[:3] == ("dir_arm", task, col)}
+        cells = s.frame(f"dir/{task}/{col}")
+        if arms and ("dir_orig", task) in s.flags and len(cells):
+            dir_parts.append(_direction(cells[cells["arm"].isin(arms)], n_boot=n_boot, seed=seed,
+                                        value_range=T.SCORE_RANGE).assign(score=name))
+    if ("dir_qa_cf",) in s.flags:
+        dir_parts.append(_direction(s.frame(f"dir/qa/{T.ANSWER}"), n_boot=n_boot, seed=seed, value_range=(0.0, 1.0))
+                         .assign(score="yes_rate"))
+    out["direction"] = pd.concat(dir_parts, ignore_index=True) if dir_parts else pd.DataFrame()
     out["judge_differences"] = _judge_differences(s, n_boot=n_boot, seed=seed)
     out["evidence_checks"] = _evidence_checks(s.frame("evidence"))
     fair_ev = out["evidence_checks"]
@@ -550,6 +659,11 @@ def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dic
 
 
 # -- Parquet ------------------------------------------------------------------------------------------
+#: columns whose min/max the Parquet row groups keep (filters on them skip row groups); the footer holds
+#: every row group's statistics until the file is closed, so not every column gets them
+_STATS_COLUMNS = ("judge", "task", "arm", "dimension", "item_id", "question_id")
+
+
 class ParquetRows:
     """Appends frames of the same columns to one Parquet file, one row group per frame.
 
@@ -585,7 +699,8 @@ class ParquetRows:
                       for c in f.columns]
             self.schema = pa.schema(fields)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+            stats = [c for c in _STATS_COLUMNS if c in self.schema.names]
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd", write_statistics=stats)
         extra = [c for c in f.columns if c not in self.schema.names]
         if extra:
             raise ValueError(f"{self.path.name}: columns {extra} appeared after the first row group")

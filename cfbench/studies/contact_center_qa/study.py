@@ -655,8 +655,8 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     """
     from cfbench.perturb import DIMENSIONS, rejection_table
     from cfbench.studies.contact_center_qa import streamed as _streamed
-    from cfbench.studies.contact_center_qa.streamed import (EMPTY_COLUMNS, NOT_STREAMED, ItemStats, ParquetRows,
-                                                            item_stats, iter_judged, tables_from_stats)
+    from cfbench.studies.contact_center_qa.streamed import (NOT_STREAMED, ItemStats, ParquetRows, item_stats,
+                                                            iter_judged, tables_from_stats)
 
     t0 = time.time()
     dims = _dims(params)
@@ -714,14 +714,13 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                           for k, v in stats.flags.items() if k[0] == "p_yes_any"],
                          columns=["judge", "task", "parse_ok", "p_yes"])
     warn = drop_warnings(params, dims, variants, p_yes, tables)
-    note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
-            "judged rows are in rows.parquet)")
-    tables["warnings"] = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
-                                                         "reason": "not streamed", "message": note}])],
-                                   ignore_index=True)
+    if NOT_STREAMED:  # a table this path does not build is said, never silently missing
+        note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
+                "judged rows are in rows.parquet)")
+        warn = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
+                                               "reason": "not streamed", "message": note}])], ignore_index=True)
+    tables["warnings"] = warn
     source = "star" if items and all_star else source_of(params, firsts[:1], given=transcripts is not None)
-    for name in NOT_STREAMED:
-        tables[name] = pd.DataFrame(columns=EMPTY_COLUMNS[name])
     real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
     if isinstance(real, str):  # asked for, dialogues absent: one warning row, as in run()
         tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
