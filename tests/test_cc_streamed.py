@@ -113,3 +113,8 @@ def test_a_replay_of_a_design_too_large_for_memory_runs_streamed(tmp_path, monke
     saved = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert saved["n_requests"] == memory.summary["n_requests"] and saved["streamed"]["preview_items"] == 2
     assert pd.read_csv(tmp_path / "out" / "cfr.csv").shape[0] == len(memory.tables["cfr"])
+    # the explorer page is built on the first transcripts only; the whole design's rows stay where they are
+    res.view(tmp_path / "out")
+    assert "streamed run: the first 2 of 3 transcripts" in (tmp_path / "out" / "view.html").read_text()
+    assert pq.ParquetFile(tmp_path / "out" / "view_preview" / "rows.parquet").metadata.num_rows == len(res.frames["rows"])
+    assert pq.ParquetFile(tmp_path / "out" / "rows.parquet").metadata.num_rows == len(memory.frames["rows"])
