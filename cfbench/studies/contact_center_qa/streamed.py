@@ -113,6 +113,16 @@ class ItemStats:
         _release_memory()
 
 
+    def flag(self, key: Any, value: Any = True) -> None:
+        self.flags.setdefault(key, value)
+
+    def merge(self, other: "ItemStats") -> None:
+        for k, v in other.parts.items():
+            self.parts.setdefault(k, []).extend(v)
+        for k, v in other.flags.items():
+            self.flags.setdefault(k, v)
+
+
 def _release_memory() -> None:
     """Hand freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere nothing). Without it the
     per-transcript frames leave freed but mapped memory behind and the resident size creeps up."""
@@ -124,15 +134,6 @@ def _release_memory() -> None:
         libc.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
-
-    def flag(self, key: Any, value: Any = True) -> None:
-        self.flags.setdefault(key, value)
-
-    def merge(self, other: "ItemStats") -> None:
-        for k, v in other.parts.items():
-            self.parts.setdefault(k, []).extend(v)
-        for k, v in other.flags.items():
-            self.flags.setdefault(k, v)
 
 
 def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFrame | None = None) -> ItemStats:
