@@ -789,11 +789,20 @@ def _portable_paths(notebook: Path, run: _Run) -> None:
 
 def _write_view_page(folder: Path, run: _Run) -> None:
     """The run explorer page (``view.html``) of a finished run, provenance from its ``run_info.json``.
+    A streamed run's page is built from its ``view_preview/`` folder (the first transcripts).
     A page that cannot be built costs one warning line, never the run."""
     try:
+        import shutil
+
         from .view import write_view
 
-        write_view(folder, folder / "view.html")
+        src = folder
+        preview = folder / "view_preview"
+        if (preview / "rows.parquet").is_file():  # a streamed run: the page of its first transcripts (the
+            src = preview  # whole design's rows.parquet would be read into memory: GBs at paper scale)
+            if (folder / "run_info.json").is_file():
+                shutil.copyfile(folder / "run_info.json", preview / "run_info.json")
+        write_view(src, folder / "view.html")
     except Exception as exc:  # noqa: BLE001 - the results stand without their page
         message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "

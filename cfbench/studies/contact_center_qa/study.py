@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from cfbench.studies.contact_center_qa.planning import _dims, plan_for, sample_c
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
-__all__ = ["Params", "ContactCenterResult", "run", "audit", "plan_for", "sample_conditions", "load_items",
+__all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit", "plan_for", "sample_conditions", "load_items",
            "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
 
 #: tables written first in this column order (the results contract)
@@ -210,6 +210,11 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
         if preview is not None:
             return preview
+    if transcripts is None and os.environ.get("CFBENCH_MODE") == "replay":
+        streamed = _streamed_replay(params, out, config_name=config_name, progress=progress,
+                                    say_warnings=say_warnings)
+        if streamed is not None:
+            return streamed
     t0 = time.time()
     dims = _dims(params)
     rubric = load_rubric()
@@ -310,6 +315,43 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
          for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
+    return result
+
+
+def _too_large(params: Params) -> "list[Any] | None":
+    """The first transcripts of a design of more than :data:`PLAN_ONLY_MAX_REQUESTS` distinct requests per
+    judge (estimated from the first transcript's requests x ``n_items``); None when it fits in memory."""
+    import itertools
+
+    from cfbench.studies.contact_center_qa.stream import iter_items, iter_requests
+
+    first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
+    if not first:
+        return None
+    per_item = sum(1 for _ in iter_requests(params, transcripts=first[:1]))
+    return first if per_item * params.n_items > PLAN_ONLY_MAX_REQUESTS else None
+
+
+def _streamed_replay(params: Params, out: "RunOutput | str | Path | None", *, config_name: str,
+                     progress: bool, say_warnings: bool) -> "ContactCenterResult | None":
+    """A replay (``CFBENCH_MODE=replay``, ``cfbench reproduce --replay``) of a design too large to hold in
+    memory: :func:`.streamed.run_streamed` (the whole design, transcript by transcript, tables from item
+    statistics, judged rows in ``rows.parquet``), with the per-row frames of its first few transcripts
+    for the notebook's display cells. None when the design fits in memory (the in-memory run)."""
+    import dataclasses
+
+    first = _too_large(params)
+    if first is None:
+        return None
+    result = run_streamed(params, out, config_name=config_name, progress=progress, say_warnings=say_warnings)
+    preview = run(dataclasses.replace(params, n_items=len(first), real_items=0), transcripts=first,
+                  progress=False, say_warnings=False)
+    for name in ("transcripts", "variants", "plan", "plan_summary", "cost", "skipped", "judgments", "rows"):
+        result.frames[name] = preview.frames[name]
+    result.plan = preview.plan
+    result.summary["streamed"]["preview_items"] = len(first)
+    if out is not None:
+        RunOutput(out.dir if isinstance(out, RunOutput) else out).summary(result.summary)
     return result
 
 
@@ -598,3 +640,190 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
                     robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed)
     return run(params, out, transcripts=loaded, progress=progress)
+
+
+def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | None = None,
+                 config_name: str = "", progress: bool = True, cache: Any = None,
+                 say_warnings: bool = True) -> Any:
+    """:func:`run` for designs too large for memory: transcript by transcript, item statistics, tables
+    (:mod:`.streamed`).
+
+    The result has the tables of :data:`.streamed.STREAMED_TABLES`, the figures, a summary (``streamed`` says
+    what was done and lists :data:`.streamed.NOT_STREAMED`) and no per-row frames: the judged rows and judgments
+    are in ``<out>/rows.parquet`` and ``<out>/judgments.parquet`` (given ``out``; without it they are
+    not kept). Memory stays flat in the number of transcripts apart from the item statistics.
+    """
+    from cfbench.perturb import DIMENSIONS, rejection_table
+    from cfbench.studies.contact_center_qa import streamed as _streamed
+    from cfbench.studies.contact_center_qa.streamed import (NOT_STREAMED, ItemStats, ParquetRows, item_stats,
+                                                            iter_judged, tables_from_stats)
+
+    t0 = time.time()
+    dims = _dims(params)
+    run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
+    writers = ({"rows": ParquetRows(run_out.path("rows.parquet")),
+                "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
+    stats = ItemStats()
+    items, run_stats, n_requests, n_rows = [], {}, 0, 0
+    firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center (streamed)")
+    try:
+        for t, variants, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache):
+            items.append(t.id)
+            if not firsts:
+                firsts.append(t)
+            all_star = all_star and dict(getattr(t, "meta", {}) or {}).get("source") == "star"
+            stats.merge(item_stats(rows, judgments, variants))
+            if writers:
+                j = judgments
+                if "top_logprobs" in j.columns:
+                    j = j.assign(top_logprobs=j["top_logprobs"].astype(str))
+                writers["rows"].write(rows)
+                writers["judgments"].write(j)
+            for judge, s in st.items():
+                agg = run_stats.setdefault(judge, {})
+                for k, v in s.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
+                        agg[k] = agg.get(k, 0) + v
+            if len(items) % _streamed.COMPACT_EVERY == 0:
+                stats.compact()
+            n_requests += len(judgments)
+            n_rows += len(rows)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        for w in writers.values():
+            w.close()
+        if bar is not None:
+            bar.close()
+    for s in run_stats.values():
+        s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else float("nan")
+    tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+    tables = _order_columns(tables)
+    labels = {d: DIMENSIONS[d].label for d in dims}
+    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
+    variants = stats.frame("variants")
+    tables["variant_rejections"] = rejection_table(variants)
+    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
+                                       dimensions=dims, labels=labels).reset_index()
+    tables = _in_judge_order(tables, list(params.judges))
+    p_yes = pd.DataFrame([{"judge": k[1], "task": "qa", "parse_ok": True, "p_yes": 1.0 if v else np.nan}
+                          for k, v in stats.flags.items() if k[0] == "p_yes_any"],
+                         columns=["judge", "task", "parse_ok", "p_yes"])
+    warn = drop_warnings(params, dims, variants, p_yes, tables)
+    if NOT_STREAMED:  # a table this path does not build is said, never silently missing
+        note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
+                "judged rows are in rows.parquet)")
+        warn = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
+                                               "reason": "not streamed", "message": note}])], ignore_index=True)
+    tables["warnings"] = warn
+    source = "star" if items and all_star else source_of(params, firsts[:1], given=transcripts is not None)
+    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
+    if isinstance(real, str):  # asked for, dialogues absent: one warning row, as in run()
+        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
+            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
+            ignore_index=True)
+    elif real is not None:  # the real-dialogue arm is small (a few STAR dialogues): run in memory
+        for name in REAL_TABLES:
+            tables[f"star_{name}"] = real.tables[name]
+        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
+            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    tables = _with_source(tables, source)
+    cfr, acc = tables["cfr"], tables["accuracy"]
+    pr = tables["parse_rates"]
+    n_parsed = ((pr["n"] - pr["n_parse_failures"]).groupby(pr["judge"]).sum().astype(int).to_dict()
+                if len(pr) else {})
+    n_failed = pr.groupby("judge")["n_parse_failures"].sum().astype(int).to_dict() if len(pr) else {}
+    base = cfr[cfr["arm"] == "baseline"]
+    summary = {"config": config_name, "judges": list(params.judges), "items": items,
+               "questions": list(params.questions), "qa_mode": params.qa_mode, "dimensions": dims,
+               "n_rows": n_rows, "n_requests": n_requests, "run_stats": run_stats,
+               "wall_s": round(time.time() - t0, 1),
+               "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
+               "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
+               "fairness_prompting_delta": tables["fairness_prompting_delta"], "params": params.to_mapping(),
+               "n_parsed": n_parsed, "n_parse_failures": n_failed,
+               "source": source, "warnings": [str(m) for m in tables["warnings"]["message"]],
+               "streamed": {"not_built": list(NOT_STREAMED), "n_rows_parquet": writers["rows"].n_rows if writers else 0, "rows_parquet": "rows.parquet" if writers else None,
+                            "judgments_parquet": "judgments.parquet" if writers else None}}
+    if real is not None and not isinstance(real, str):
+        summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
+                                                        "accuracy_pct", "mean_cfr_pct", "label_source")}
+    frames = {"variants_compact": variants}
+    result = StreamedContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
+    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
+    if say_warnings:
+        for line in tables["warnings"]["message"]:
+            print(f"warning: {line}")
+    if run_out is not None:
+        result.save(run_out)
+    return result
+
+
+class StreamedContactCenterResult(ContactCenterResult):
+    """A streamed run: the tables of the whole design, no per-row frames (they are in Parquet), or
+    the frames of the first few transcripts when :func:`.study.run` added them for display."""
+
+    def save(self, out: Any) -> Any:
+        """Tables, figures, summary; the judged rows were written to Parquet while streaming."""
+        from cfbench.report import StudyResult
+
+        return StudyResult.save(self, out)
+
+    def view(self, directory: "str | os.PathLike[str] | None" = None, *, height: int = 720) -> Any:
+        """The run explorer on the first transcripts only (the frames :func:`run` added for display).
+
+        The page of the whole design would read all of ``rows.parquet`` into memory (about 40 MB per
+        transcript measured at 70 paper transcripts), so it is built from a ``view_preview/`` folder holding
+        the first transcripts' rows and judgments, and written as ``<directory>/view.html``."""
+        import tempfile
+
+        from cfbench.view import ViewPage, write_inputs, write_view
+
+        n = self.summary.get("streamed", {}).get("preview_items")
+        if not n or "rows" not in self.frames:
+            raise InputError("a streamed run without the first transcripts' frames has no explorer page; its "
+                             "judged rows are in rows.parquet (read them with pyarrow or DuckDB)",
+                             source="StreamedContactCenterResult.view")
+        with tempfile.TemporaryDirectory(prefix="cfbench-view-") as tmp:
+            d = Path(directory) / "view_preview" if directory is not None else Path(tmp)
+            preview = ContactCenterResult(params=self.params, frames=self.frames, tables=self.tables,
+                                          summary=self.summary, plan=self.plan)
+            preview.save(d)  # the first transcripts' rows.parquet / judgments.parquet, not the whole design's
+            write_inputs(d, self.frames)
+            target = Path(directory) / "view.html" if directory is not None else d / "view.html"
+            path = write_view(d, target, title=f"streamed run: the first {n} of {len(self.summary['items'])} "
+                                               "transcripts (tables: the whole design)")
+            return ViewPage(path.read_text(encoding="utf-8"), path=path if directory is not None else None,
+                            height=height)
+
+    def invariants(self) -> dict[str, bool]:
+        t, s = self.tables, self.summary
+        checks = {
+            "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
+            "CFR rows are counterfactual dimensions only": not (
+                t["cfr"]["dimension"].isin(["original"]) | t["cfr"]["dimension"].astype(str)
+                .str.startswith("robustness")).any(),
+            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(s.get("dimensions", [])),
+            "every judged row written to Parquet": (not s["streamed"].get("rows_parquet")
+                                                    or s["streamed"]["n_rows_parquet"] == s["n_rows"]),
+            "one judgment per request counted": int(t["parse_rates"]["n"].sum()) == int(s["n_requests"]),
+        }
+        for name, col in (("cfr", "cfr"), ("masd", "masd")):
+            tab = t[name].dropna(subset=["ci_low", "ci_high"])
+            checks[f"{name}: interval contains estimate"] = bool(
+                ((tab["ci_low"] <= tab[col] + 1e-9) & (tab[col] <= tab["ci_high"] + 1e-9)).all())
+        return checks
+
+    def header(self) -> str:
+        s = self.summary
+        return (f"**Streamed run**: {len(s['items']):,} transcripts x {len(s['questions'])} questions x "
+                f"{len(s['dimensions'])} dimensions; judges {', '.join(s['judges'])}; {s['n_requests']:,} "
+                f"judgments, {s['n_rows']:,} judged rows (in `rows.parquet`), reduced transcript by transcript "
+                f"to item statistics (took {s['wall_s']:.0f} s). Not built on this path: "
+                f"{', '.join(s['streamed']['not_built'])}."
+                + (f" Cells showing per-row frames show the first {s['streamed']['preview_items']} "
+                   "transcripts only." if s["streamed"].get("preview_items") else ""))
