@@ -30,7 +30,6 @@ Every table of :func:`.tables.study_tables` and :func:`.study.run` is built (:da
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -139,13 +138,7 @@ def _release_memory() -> None:
 def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFrame | None = None) -> ItemStats:
     """The item statistics of one transcript's (or any set of whole transcripts') judged rows."""
     s = ItemStats()
-    r = rows.copy()
-    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
-    is_rob = r["dimension"].astype(str).str.startswith("robustness")
-    cf = r[~is_rob & (r["dimension"] != "original")]
-    rob_all = r[is_rob]
-    orig = r[r["dimension"] == "original"]
-    qa_cf = cf[cf["task"] == "qa"]
+    r, cf, rob_all, orig, qa_cf = T.split_rows(rows)
     s.add("cfr", _cells(qa_cf, value=T.ANSWER, kind="binary", by=T.BY, unit=T.UNIT))
     for task, (col, name) in T.score_items():
         sub = cf[cf["task"] == task]

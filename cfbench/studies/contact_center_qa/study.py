@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -115,11 +115,7 @@ class ContactCenterResult(StudyResult):
                 .str.startswith("robustness")).any(),
             "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(self.summary.get("dimensions", [])),
         }
-        for name, col in (("cfr", "cfr"), ("masd", "masd")):
-            tab = t[name].dropna(subset=["ci_low", "ci_high"])
-            checks[f"{name}: interval contains estimate"] = bool(
-                ((tab["ci_low"] <= tab[col] + 1e-9) & (tab[col] <= tab["ci_high"] + 1e-9)).all())
-        return checks
+        return checks | _intervals_contain_estimates(t)
 
     # -- display helpers ---------------------------------------------------------------------------
     def header(self) -> str:
@@ -812,11 +808,7 @@ class StreamedContactCenterResult(ContactCenterResult):
                                                     or s["streamed"]["n_rows_parquet"] == s["n_rows"]),
             "one judgment per request counted": int(t["parse_rates"]["n"].sum()) == int(s["n_requests"]),
         }
-        for name, col in (("cfr", "cfr"), ("masd", "masd")):
-            tab = t[name].dropna(subset=["ci_low", "ci_high"])
-            checks[f"{name}: interval contains estimate"] = bool(
-                ((tab["ci_low"] <= tab[col] + 1e-9) & (tab[col] <= tab["ci_high"] + 1e-9)).all())
-        return checks
+        return checks | _intervals_contain_estimates(t)
 
     def header(self) -> str:
         s = self.summary
@@ -827,3 +819,13 @@ class StreamedContactCenterResult(ContactCenterResult):
                 f"{', '.join(s['streamed']['not_built'])}."
                 + (f" Cells showing per-row frames show the first {s['streamed']['preview_items']} "
                    "transcripts only." if s["streamed"].get("preview_items") else ""))
+
+
+def _intervals_contain_estimates(t: dict[str, pd.DataFrame]) -> dict[str, bool]:
+    """``cfr`` and ``masd``: every interval formed contains its estimate."""
+    checks = {}
+    for name in ("cfr", "masd"):
+        tab = t[name].dropna(subset=["ci_low", "ci_high"])
+        checks[f"{name}: interval contains estimate"] = bool(
+            ((tab["ci_low"] <= tab[name] + 1e-9) & (tab[name] <= tab["ci_high"] + 1e-9)).all())
+    return checks

@@ -50,6 +50,16 @@ def _arms_with_values(rows: pd.DataFrame, col: str) -> pd.DataFrame:
     return rows[rows["arm"].isin(rows.loc[rows[col].notna(), "arm"].unique())]
 
 
+def split_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """The judged rows (a copy, with ``p_yes_pct``) and their parts: counterfactual rows, robustness rows,
+    originals, and the counterfactual rows of the QA task."""
+    r = rows.copy()
+    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
+    is_rob = r["dimension"].astype(str).str.startswith("robustness")
+    cf = r[~is_rob & (r["dimension"] != "original")]
+    return r, cf, r[is_rob], r[r["dimension"] == "original"], cf[cf["task"] == "qa"]
+
+
 def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
     """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
 
@@ -60,13 +70,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     first occur in ``rows``), ``evidence_checks``. Every interval is over items and
     names its method in ``ci_method`` (``docs/statistics.md``); CFR is a fraction in [0, 1].
     """
-    r = rows.copy()
-    r["p_yes_pct"] = pd.to_numeric(r["p_yes"], errors="coerce") * 100
-    is_rob = r["dimension"].astype(str).str.startswith("robustness")
-    cf = r[~is_rob & (r["dimension"] != "original")]
-    rob_all = r[is_rob]
-    orig = r[r["dimension"] == "original"]
-    qa_cf = cf[cf["task"] == "qa"]
+    r, cf, rob_all, orig, qa_cf = split_rows(rows)
     by = ["judge", "arm", "dimension"]
     out: dict[str, pd.DataFrame] = {}
 
