@@ -48,6 +48,7 @@ from ..stats.intervals import (clustered_rate_intervals, mean_interval_t, paired
 
 __all__ = [
     "pair_table",
+    "cell_interval_rows",
     "flip_rate",
     "mean_abs_score_diff",
     "cfr_masd",
@@ -420,16 +421,29 @@ def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str
     cs, cp, cu = (np.bincount(c.cell, weights=w, minlength=c.has_item.size)
                   for w in (stat, n_pairs, n_pairs > 0))
     item = c.has_item & (cp > 0)
-    nb = len(c.keys)
+    return cell_interval_rows(c.keys, c.bounds, cs, cp, cu, c.pairs_all, item, by=by, kind=kind, name=name,
+                              n_boot=n_boot, seed=seed, level=level, value_range=value_range)
+
+
+def cell_interval_rows(keys: list, bounds: np.ndarray, cs: np.ndarray, cp: np.ndarray, cu: np.ndarray,
+                       pairs_all: np.ndarray, item: np.ndarray, *, by: list[str], kind: str, name: str,
+                       n_boot: int, seed: int, level: float = 0.95,
+                       value_range: tuple[float, float] | None = None) -> pd.DataFrame:
+    """One row per group from per-cell sums, cells sorted by group then item (group ``b`` is
+    ``bounds[b]:bounds[b + 1]``): ``cs`` the summed pair statistic, ``cp`` the valid pairs, ``cu`` the
+    units with a pair, ``pairs_all`` the pairs before exclusions, ``item`` the cells that count as items.
+    The estimate is ``sum(cs) / sum(cp)``; the interval is over the group's items (see :func:`_metric`).
+    Shared by the in-memory tables and the contact-center study's streamed item statistics."""
+    nb = len(keys)
     if kind == "binary":
-        cell_group = np.repeat(np.arange(nb), np.diff(c.bounds))
+        cell_group = np.repeat(np.arange(nb), np.diff(bounds))
         _, lo_all, hi_all, methods = clustered_rate_intervals(cs[item], cp[item], cell_group[item],
                                                               n_groups=nb, confidence=level)
     else:
         rng = np.random.default_rng(seed)
     rows = []
-    for b, key in enumerate(c.keys):
-        sl = slice(c.bounds[b], c.bounds[b + 1])
+    for b, key in enumerate(keys):
+        sl = slice(bounds[b], bounds[b + 1])
         total = float(cp[sl].sum())
         if kind == "binary":
             lo, hi, method = float(lo_all[b]), float(hi_all[b]), methods[b]
@@ -439,7 +453,7 @@ def _metric(c: _Cells, frame: pd.DataFrame, by: list[str], value: str, kind: str
         rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
             name: float(cs[sl].sum()) / total if total > 0 else np.nan,
             "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
-            "n_pairs": int(total), "n_pairs_excluded": int(c.pairs_all[sl].sum() - total),
+            "n_pairs": int(total), "n_pairs_excluded": int(pairs_all[sl].sum() - total),
             "ci_low": lo, "ci_high": hi, "ci_method": method,
         })
     return pd.DataFrame(rows, columns=by + [name, "n_items", "n_units", "n_pairs", "n_pairs_excluded",

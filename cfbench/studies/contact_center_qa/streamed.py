@@ -421,38 +421,16 @@ def _mean_cells(r: pd.DataFrame) -> pd.DataFrame:
 def _metric(cells: pd.DataFrame, by: list[str], kind: str, name: str, *, n_boot: int, seed: int,
             value_range: tuple[float, float] | None = None, level: float = 0.95) -> pd.DataFrame:
     """What ``metrics.counterfactual._metric`` computes, from per group x item sums (same order, same seed)."""
-    from cfbench.stats.intervals import clustered_rate_intervals, mean_interval_t
-
-    cols = by + [name, "n_items", "n_units", "n_pairs", "n_pairs_excluded", "ci_low", "ci_high", "ci_method"]
     if not len(cells):
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=by + [name, "n_items", "n_units", "n_pairs", "n_pairs_excluded", "ci_low",
+                                          "ci_high", "ci_method"])
     c = cells.groupby(by + [_ITEM], sort=True)[_SUMS].sum().reset_index()
     gid = c.groupby(by, sort=True).ngroup().to_numpy()
     keys = c.groupby(by, sort=True).size().index.tolist()
     cs, cp, cu, pa_ = (c[k].to_numpy(float) for k in _SUMS)
-    item = cp > 0
-    nb = len(keys)
-    bounds = np.searchsorted(gid, np.arange(nb + 1))
-    if kind == "binary":
-        _, lo_all, hi_all, methods = clustered_rate_intervals(cs[item], cp[item], gid[item], n_groups=nb,
-                                                              confidence=level)
-    else:
-        rng = np.random.default_rng(seed)
-    rows = []
-    for b, key in enumerate(keys):
-        sl = slice(bounds[b], bounds[b + 1])
-        total = float(cp[sl].sum())
-        if kind == "binary":
-            lo, hi, method = float(lo_all[b]), float(hi_all[b]), methods[b]
-        else:
-            lo, hi, method = mean_interval_t(cs[sl][item[sl]], cp[sl][item[sl]], n_boot=n_boot, rng=rng,
-                                             confidence=level, value_range=value_range)
-        rows.append(dict(zip(by, key if isinstance(key, tuple) else (key,))) | {
-            name: float(cs[sl].sum()) / total if total > 0 else np.nan,
-            "n_items": int(item[sl].sum()), "n_units": int(cu[sl].sum()),
-            "n_pairs": int(total), "n_pairs_excluded": int(pa_[sl].sum() - total),
-            "ci_low": lo, "ci_high": hi, "ci_method": method})
-    return pd.DataFrame(rows, columns=cols)
+    return M.cell_interval_rows(keys, np.searchsorted(gid, np.arange(len(keys) + 1)), cs, cp, cu, pa_, cp > 0,
+                                by=by, kind=kind, name=name, n_boot=n_boot, seed=seed, level=level,
+                                value_range=value_range)
 
 
 def _accuracy(cells: pd.DataFrame, by: list[str], level: float = 0.95) -> pd.DataFrame:
@@ -627,13 +605,7 @@ def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dic
     out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
     out["cfr_by_category"] = _metric(s.frame("cfr_by_category"), ["judge", "arm", "category"], "binary", "cfr",
                                      n_boot=n_boot, seed=seed)
-    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
-    if len(out["masd"]):
-        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
-    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
-    delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
-                                       over="dimension")
-    delta = _fairness_intervals(delta, s, n_boot=n_boot, seed=seed)
+    delta = _fairness_intervals(T.fairness_deltas(out), s, n_boot=n_boot, seed=seed)
     k = s.frame("kappa")
     out["kappa"] = (_kappa(k).rename(columns={"dimension": "baseline"}) if ("kappa_any",) in s.flags
                     else pd.DataFrame())

@@ -133,13 +133,7 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     out["cfr_by_category"] = M.flip_rate(qa_cf, value=ANSWER, by=["judge", "arm", "category"], ok=OK,
                                          unit=["item_id", "question_id", "dimension"], n_boot=n_boot, seed=seed)
 
-    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
-    if len(out["masd"]):
-        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
-    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
-    delta = M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
-                                       over="dimension")
-    delta = _fairness_intervals(delta, cf, n_boot=n_boot, seed=seed)
+    delta = _fairness_intervals(fairness_deltas(out), cf, n_boot=n_boot, seed=seed)
     out["judge_differences"] = judge_differences(rows, n_boot=n_boot, seed=seed)
     out["evidence_checks"] = evidence_checks(r)
     # beside each judge's deltas: how well the fairness arm's Yes answers are backed by quotes from the call
@@ -149,6 +143,16 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
         fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
                                 "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     return out
+
+
+def fairness_deltas(out: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Fairness arm minus baseline per judge and dimension, for CFR (pp) and each MASD, before intervals."""
+    long = [out["cfr"].assign(metric="cfr_pp", value=out["cfr"]["cfr"] * 100)]
+    if len(out["masd"]):
+        long.append(out["masd"].assign(metric="masd_" + out["masd"]["score"], value=out["masd"]["masd"]))
+    stacked = pd.concat(long, ignore_index=True)[["judge", "arm", "dimension", "metric", "value"]]
+    return M.fairness_prompting_delta(stacked, baseline="baseline", treated="fairness", by=["judge"],
+                                      over="dimension")
 
 
 def _fairness_intervals(delta: pd.DataFrame, cf: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
