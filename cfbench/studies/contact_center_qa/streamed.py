@@ -523,12 +523,7 @@ def _fairness_intervals(delta: pd.DataFrame, s: ItemStats, *, n_boot: int, seed:
         t = pd.DataFrame(rows, columns=["judge"] + M.DIFFERENCE_COLUMNS)
         if len(t):
             parts.append(t)
-    if not parts:
-        return delta.reindex(columns=list(delta.columns) + extra)
-    d = pd.concat(parts, ignore_index=True)
-    scale = np.where(d["metric"] == "cfr_pp", 100.0, 1.0)
-    d = d.assign(delta_pooled=d["delta"] * scale, ci_low=d["ci_low"] * scale, ci_high=d["ci_high"] * scale)
-    return delta.merge(d[["judge", "metric"] + extra], on=["judge", "metric"], how="left")
+    return T.merge_pooled_deltas(delta, parts, extra)
 
 
 def _judge_means(cells: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:

@@ -182,6 +182,11 @@ def _fairness_intervals(delta: pd.DataFrame, cf: pd.DataFrame, *, n_boot: int, s
                                              judges=["fairness", "baseline"], ok=OK, metric=f"masd_{name}",
                                              n_boot=n_boot, seed=seed, score_range=SCORE_RANGE))
     parts = [x for x in parts if len(x)]
+    return merge_pooled_deltas(delta, parts, extra)
+
+
+def merge_pooled_deltas(delta: pd.DataFrame, parts: list[pd.DataFrame], extra: list[str]) -> pd.DataFrame:
+    """Beside each fairness delta: the pooled paired difference and its interval (CFR in pp)."""
     if not parts:
         return delta.reindex(columns=list(delta.columns) + extra)
     d = pd.concat(parts, ignore_index=True)
