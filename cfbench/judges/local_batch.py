@@ -52,6 +52,24 @@ class _Job:
     next_token: int | None = None
 
 
+#: how many recent tokens the repeat penalty looks back over (llama.cpp's usual window)
+PENALTY_LAST_N = 64
+
+
+def penalty_sampler(L: Any, vocab: Any, penalty: float, last_n: int = PENALTY_LAST_N) -> Any:
+    """llama.cpp's repeat-penalty sampler, called with the argument list the installed bindings declare.
+
+    llama-cpp-python 0.3.x declares ``(n_vocab, penalty_last_n, penalty_repeat, penalty_freq,
+    penalty_present)``; newer llama.cpp headers drop ``n_vocab``. Calling the 5-argument binding with 4
+    arguments raises ``TypeError`` on every request, so the declared ``argtypes`` decide.
+    """
+    fn = L.llama_sampler_init_penalties
+    declared = getattr(fn, "argtypes", None)
+    if declared is not None and len(declared) == 5:
+        return fn(L.llama_vocab_n_tokens(vocab), last_n, penalty, 0.0, 0.0)
+    return fn(last_n, penalty, 0.0, 0.0)
+
+
 class BatchEngine:
     """Decode up to ``slots`` plain-generation requests at once on ``model`` (a ``llama_model_p``).
 
@@ -120,7 +138,7 @@ class BatchEngine:
         chain = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
         penalty = cfg.repeat_penalty if cfg.repeat_penalty is not None else 1.0
         if penalty != 1.0:
-            L.llama_sampler_chain_add(chain, L.llama_sampler_init_penalties(64, penalty, 0.0, 0.0))
+            L.llama_sampler_chain_add(chain, penalty_sampler(L, self._vocab, penalty))
         if cfg.temperature <= 0:
             L.llama_sampler_chain_add(chain, L.llama_sampler_init_greedy())
         else:
