@@ -82,8 +82,10 @@ def test_amiri_missing_file_is_a_clear_file_not_found(tmp_path):
     ({"completion_cap": -5}, "completion_cap"),
     ({"fresh_models": []}, "fresh_models"),
     ({"use_cache": "yes"}, "use_cache"),
+    ({"repeat_penalty": 0}, "repeat_penalty"),
+    ({"repeat_penalty": "1.1"}, "repeat_penalty"),
 ], ids=["unknown-name", "string-number", "string-not-list", "bad-prompt-set", "zero-prompts", "negative-cap",
-        "no-models", "string-bool"])
+        "no-models", "string-bool", "zero-penalty", "string-penalty"])
 def test_bad_study_parameters(mapping, field):
     from cfbench.studies.identity_tone import Params
 

@@ -97,3 +97,15 @@ def test_params_mirror_the_configs():
     assert default.n_prompts >= 10 and default.fresh_models == ("local:qwen2.5-coder-1.5b",)
     # the seed's token limit: the embedded model's replies (mean ~150, max 245 tokens measured) end on their own
     assert default.completion_cap >= 300
+
+
+def test_the_repeat_penalty_reaches_every_request_and_the_header():
+    from cfbench.studies.identity_tone.study import describe_run, iter_requests
+
+    plain = list(iter_requests(Params(reproduce_released=False, n_prompts=2)))
+    assert {r.config.repeat_penalty for r in plain} == {1.0}
+    p = Params(reproduce_released=False, n_prompts=2, repeat_penalty=1.1)
+    reqs = list(iter_requests(p))
+    assert len(reqs) == 16 and {r.config.repeat_penalty for r in reqs} == {1.1}
+    assert {(r.config.temperature, r.config.top_p) for r in reqs} == {(0.2, 0.9)}  # the seed's decoding kept
+    assert "repeat penalty 1.1" in describe_run(p) and "repeat penalty" not in describe_run(Params())

@@ -101,11 +101,15 @@ def released_prompts(career: pd.DataFrame) -> pd.DataFrame:
                          "prompt_version": "amiri2026-released"})
 
 
-def advice_config(*, seed: int = 0, max_tokens: int | None = None, preset: str = "seed002") -> GenerationConfig:
-    """The seed's decoding settings (T=0.2, top_p=0.9), optionally a lower token cap."""
+def advice_config(*, seed: int = 0, max_tokens: int | None = None, preset: str = "seed002",
+                  repeat_penalty: float | None = None) -> GenerationConfig:
+    """The seed's decoding settings (T=0.2, top_p=0.9), optionally another token cap and a repeat penalty
+    (honoured by the local llama.cpp backend; an API chat request never carries it)."""
     cfg = PRESETS[preset].replace(seed=seed)
     if max_tokens is not None:
         cfg = cfg.replace(max_tokens=max_tokens)
+    if repeat_penalty is not None:
+        cfg = cfg.replace(repeat_penalty=float(repeat_penalty))
     return cfg
 
 

@@ -34,6 +34,7 @@ class Params:
     prompt_set: str = "cfbench"  # cfbench (own prompts + output contract) or released (the workbook's prompts)
     n_prompts: int = 4  # prompts in the fresh audit (the first n of the chosen set)
     completion_cap: int = 260  # max new tokens per reply (the seed used 300)
+    repeat_penalty: float = 1.0  # llama.cpp repeat penalty for local models (1.0 = off; API models never get it)
     use_cache: bool = False  # cache replies in the cfbench response cache
     local_threads: int = 0  # CPU threads for local judges; 0 means the backend default
 
@@ -52,6 +53,9 @@ class Params:
         for name in ("n_prompts", "completion_cap", "n_resamples"):
             if getattr(self, name) < 1:
                 raise InputError("must be at least 1", source="parameters", field=name)
+        if not 0.5 <= float(self.repeat_penalty) <= 2.0:
+            raise InputError("must be between 0.5 and 2.0 (1.0 = no penalty)", source="parameters",
+                             field="repeat_penalty")
         if not self.fresh_models:
             raise InputError("at least one model spec is needed", source="parameters", field="fresh_models")
 
@@ -322,7 +326,8 @@ def iter_requests(params: Params) -> Iterator[Any]:
 
         wb = amiri.load_amiri(params.amiri_path or None)
     prompt_frame, system, joiner, source = _prompt_frame(params, wb)
-    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap)
+    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap,
+                             repeat_penalty=params.repeat_penalty)
     variants = audit_design(prompt_frame, seed=params.seed, source=source, joiner=joiner)
     yield from P.build_advice_requests(variants, config=config, system=system)
 
@@ -350,7 +355,8 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
         rep = reproduce_released(wb, as_run_terms=P.load_as_run_terms(), described_lexicons=P.load_lexicons(),
                                  seed=params.seed, n_resamples=params.n_resamples)
     prompt_frame, system, joiner, source = _prompt_frame(params, wb)
-    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap)
+    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap,
+                             repeat_penalty=params.repeat_penalty)
     judge_options = {m: {"n_threads": params.local_threads} for m in params.fresh_models
                      if m.startswith("local:") and params.local_threads}
     audit: Audit = run_fresh(models=list(params.fresh_models), prompt_frame=prompt_frame, source=source,
@@ -427,7 +433,9 @@ def describe_run(params: Params, config_name: str = "") -> str:
              + f"audits {len(params.fresh_models)} model(s) on {params.n_prompts} "
              f"{'cfbench' if params.prompt_set == 'cfbench' else 'released'} prompts × 8 identities "
              f"= {n_replies} replies per model, at most {params.completion_cap} new tokens each "
-             f"(seed protocol: T = 0.2, top-p = 0.9, 300 tokens)."]
+             f"(seed protocol: T = 0.2, top-p = 0.9, 300 tokens)"
+             + (f"; local models decode with repeat penalty {params.repeat_penalty:g}" if params.repeat_penalty != 1.0
+                else "") + "."]
     for m in params.fresh_models:
         kind = m.split(":", 1)[0]
         if kind == "scripted":
