@@ -198,13 +198,17 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     The smallest ``cfr_mde_pp_in_budget`` among designs that meet ``min_items`` is the pick.
     A candidate is :class:`Params` (planned here) or a run's result, whose own plan is used; a
     plan-only preview's plan covers its first transcripts, and its minutes are scaled to the
-    whole design (whose requests were counted by streaming).
+    whole design (whose requests were counted by streaming); so does a streamed replay's (its
+    requests and transcripts are those of the whole design it streamed, ``summary["n_requests"]``).
     """
     rows = []
     needed = items_needed_zero_events(gate_max_net_cfr, confidence=1 - alpha)
     for name, params in candidates.items():
         if getattr(params, "plan", None) is not None:  # a ContactCenterResult: nothing is planned again
             full = params.summary.get("plan_only") or {}
+            if params.summary.get("streamed"):  # a streamed replay: its plan is the preview transcripts',
+                # its summary counts the whole design's requests (the judgments it looked up)
+                full = {"n_items": len(params.summary["items"]), "n_requests": params.summary["n_requests"]}
             n_items = int(full.get("n_items") or len(params.summary["items"]))
             n_req = int(full.get("n_requests") or params.plan.n_requests)
             params, plan = params.params, params.plan

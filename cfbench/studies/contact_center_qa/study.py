@@ -722,12 +722,12 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
         tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
             [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
             ignore_index=True)
-    elif real is not None:  # the real-dialogue arm is small (a few STAR dialogues): run in memory
+    tables = _with_source(tables, source)  # before the STAR tables join, as in run(): theirs say "star"
+    if real is not None and not isinstance(real, str):  # a few STAR dialogues: run in memory
         for name in REAL_TABLES:
             tables[f"star_{name}"] = real.tables[name]
         tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
             message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
-    tables = _with_source(tables, source)
     cfr, acc = tables["cfr"], tables["accuracy"]
     pr = tables["parse_rates"]
     n_parsed = ((pr["n"] - pr["n_parse_failures"]).groupby(pr["judge"]).sum().astype(int).to_dict()
