@@ -34,7 +34,7 @@ class Params:
     prompt_set: str = "cfbench"  # cfbench (own prompts + output contract) or released (the workbook's prompts)
     n_prompts: int = 4  # prompts in the fresh audit (the first n of the chosen set)
     completion_cap: int = 260  # max new tokens per reply (the seed used 300)
-    repeat_penalty: float = 1.0  # llama.cpp repeat penalty for local models (1.0 = off; API models never get it)
+    repeat_penalty: float = 1.0  # llama.cpp repeat penalty for local models; 1.0 means none (API models never get it)
     use_cache: bool = False  # cache replies in the cfbench response cache
     local_threads: int = 0  # CPU threads for local judges; 0 means the backend default
 
