@@ -110,8 +110,8 @@ class ItemStats:
         few bytes per row instead of a Python object, and one frame's overhead per chunk instead of per
         transcript. The compacted chunks are then merged like a binary counter (a chunk is merged into the one
         before it while that one is less than twice its size), so a statistic holds O(log n) frames, not one per
-        chunk: each frame costs its block manager, index and categories (a few hundred Python objects), which
-        per chunk grew the resident size linearly in the number of transcripts. Row order is kept."""
+        chunk (each frame carries its own block manager, index and categories, Python objects whose number grew
+        linearly in the number of transcripts when every chunk stayed a frame). Row order is kept."""
         for name, parts in self.parts.items():
             done = self.compacted.get(name, 0)
             tail = parts[done:]
