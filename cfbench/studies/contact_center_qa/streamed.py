@@ -76,6 +76,17 @@ def _is_text(col: pd.Series) -> bool:
     return not isinstance(col.dtype, pd.CategoricalDtype) and (col.dtype == object or pd.api.types.is_string_dtype(col))
 
 
+def _concat_plain(parts: list) -> pd.DataFrame:
+    """The frames one after the other, categories back to their plain values."""
+    plain = [p.astype({c: object for c in p.columns if isinstance(p[c].dtype, pd.CategoricalDtype)}) for p in parts]
+    return pd.concat(plain, ignore_index=True) if len(plain) > 1 else plain[0]
+
+
+def _categorized(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as categories."""
+    return frame.astype({c: "category" for c in frame.columns if _is_text(frame[c])})
+
+
 @dataclasses.dataclass
 class ItemStats:
     """Item statistics of many transcripts: lists of small frames, concatenated at the end."""
@@ -92,25 +103,26 @@ class ItemStats:
         parts = self.parts.get(name, [])
         if not parts:
             return pd.DataFrame()
-        plain = [p.astype({c: object for c in p.columns if isinstance(p[c].dtype, pd.CategoricalDtype)})
-                 for p in parts]  # the groupbys below see plain values (a category would add empty groups)
-        return pd.concat(plain, ignore_index=True) if len(plain) > 1 else plain[0]
+        return _concat_plain(parts)  # the groupbys see plain values (a category would add empty groups)
 
     def compact(self) -> None:
         """The frames added since the last call as one frame per statistic, text columns as categories: a
         few bytes per row instead of a Python object, and one frame's overhead per chunk instead of per
-        transcript (memory flat in the number of transcripts apart from these small codes)."""
+        transcript. The compacted chunks are then merged like a binary counter (a chunk is merged into the one
+        before it while that one is less than twice its size), so a statistic holds O(log n) frames, not one per
+        chunk (each frame carries its own block manager, index and categories, Python objects whose number grew
+        linearly in the number of transcripts when every chunk stayed a frame). Row order is kept."""
         for name, parts in self.parts.items():
             done = self.compacted.get(name, 0)
             tail = parts[done:]
             if not tail:
                 continue
-            f = pd.concat(tail, ignore_index=True) if len(tail) > 1 else tail[0]
-            f = f.astype({c: "category" for c in f.columns if _is_text(f[c])})
-            self.parts[name] = parts[:done] + [f]
-            self.compacted[name] = done + 1
+            kept = parts[:done] + [_categorized(_concat_plain(tail))]
+            while len(kept) > 1 and len(kept[-2]) < 2 * len(kept[-1]):
+                kept[-2:] = [_categorized(_concat_plain(kept[-2:]))]
+            self.parts[name] = kept
+            self.compacted[name] = len(kept)
         _release_memory()
-
 
     def flag(self, key: Any, value: Any = True) -> None:
         self.flags.setdefault(key, value)
