@@ -70,7 +70,7 @@ def test_fresh_audit_outputs(smoke_run):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["fresh"]["power"]["n_prompts_min"] == params["n_prompts"]
     assert summary["fresh"]["power"]["mde_d_alpha05_power80"] > 1  # honest: tiny n detects only huge effects
-    assert summary["fresh"]["contract_version"] == "cfbench-advice-contract-1.2"
+    assert summary["fresh"]["contract_version"] == "cfbench-advice-contract-1.1"
     assert summary["params"]["n_prompts"] == params["n_prompts"]
     for fig in ("fresh_metric_strips_described", "fresh_effect_heatmap_described_0"):
         assert (out / f"{fig}.png").stat().st_size > 10_000

@@ -105,7 +105,7 @@ def test_contract_constrains_structure_and_length_only():
     """Seed 002 §3.1: the system instruction is a task-agnostic output contract with no demographic,
     stylistic, affective or behavioural guidance (issue 17: 1.0 told the model not to comment on the user)."""
     version, text = advice.load_contract()
-    assert version == "cfbench-advice-contract-1.2"
+    assert version == "cfbench-advice-contract-1.1"
     low = text.lower()
     for banned in ("who the user is", "identity", "comment", "polite", "friendly", "tone", "concrete", "specific"):
         assert banned not in low, banned

@@ -94,7 +94,7 @@ def test_params_mirror_the_configs():
 
     root = Path(__file__).resolve().parents[1] / "configs" / "identity_tone"
     default = Params.from_config(yaml.safe_load((root / "default.yaml").read_text()), source="default.yaml")
-    assert default.n_prompts >= 9 and default.fresh_models == ("local:qwen2.5-coder-1.5b",)
+    assert default.n_prompts >= 10 and default.fresh_models == ("local:qwen2.5-coder-1.5b",)
     # the seed's token limit: the embedded model's replies (mean ~150, max 245 tokens measured) end on their own
     assert default.completion_cap >= 300
 

@@ -415,10 +415,9 @@ def _figures(result: IdentityToneResult) -> dict[str, Any]:
     return figs
 
 
-#: The embedded model's reply length when nothing cuts it (the contract asks for 120-150 words): mean completion
-#: tokens 171 over the 80 replies of the live default of b3d28d5 (contract 1.1); contract 1.2 made the replies
-#: of prompt adv_002 ~14 % longer (mean 222 vs 194, 16 replies), so ~195 (see configs/identity_tone/default.yaml).
-_LOCAL_NATURAL_TOKENS = 195
+#: The embedded model's reply length when nothing cuts it (the contract asks for 120-150 words): mean
+#: completion tokens measured with benchmarks/bench_identity_length.py, 149 over 24 replies (see configs/identity_tone/default.yaml).
+_LOCAL_NATURAL_TOKENS = 150
 #: Generated tokens per second of the embedded model, replies decoded 4 at a time, prompt processing included,
 #: on the 2-core AMD EPYC: 12.8 in the live default run of c4ac2ad (96 replies, 10,627 tokens, ~830 s),
 #: 17.6 in benchmarks/bench_identity_length.py (12 replies, cap 400).
