@@ -121,7 +121,9 @@ def open_in_chromium(page: Path) -> dict | None:
     binary = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
     if binary is None:
         return None
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes can still write into the profile for a moment after the browser exits; a
+    # profile folder left in the temp dir must not fail the benchmark (a CI run failed on 'Default' not empty).
+    with tempfile.TemporaryDirectory(prefix="cfbench-chromium-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                                  f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
