@@ -317,6 +317,11 @@ def _prompt_frame(params: Params, wb) -> tuple[pd.DataFrame, str | None, str, st
     return P.load_prompts(params.n_prompts), None, " ", "cfbench/studies/identity_tone/data/prompts.yaml"
 
 
+def _advice_config(params: Params) -> Any:
+    """The decoding settings of the fresh audit's requests (the seed's, with the run's cap and repeat penalty)."""
+    return P.advice_config(seed=params.seed, max_tokens=params.completion_cap, repeat_penalty=params.repeat_penalty)
+
+
 def iter_requests(params: Params) -> Iterator[Any]:
     """The requests the fresh audit of ``params`` sends to each of ``fresh_models`` (nothing is called):
     every prompt x stated identity, in the run's order. For ``cfbench batch plan``."""
@@ -326,8 +331,7 @@ def iter_requests(params: Params) -> Iterator[Any]:
 
         wb = amiri.load_amiri(params.amiri_path or None)
     prompt_frame, system, joiner, source = _prompt_frame(params, wb)
-    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap,
-                             repeat_penalty=params.repeat_penalty)
+    config = _advice_config(params)
     variants = audit_design(prompt_frame, seed=params.seed, source=source, joiner=joiner)
     yield from P.build_advice_requests(variants, config=config, system=system)
 
@@ -355,8 +359,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
         rep = reproduce_released(wb, as_run_terms=P.load_as_run_terms(), described_lexicons=P.load_lexicons(),
                                  seed=params.seed, n_resamples=params.n_resamples)
     prompt_frame, system, joiner, source = _prompt_frame(params, wb)
-    config = P.advice_config(seed=params.seed, max_tokens=params.completion_cap,
-                             repeat_penalty=params.repeat_penalty)
+    config = _advice_config(params)
     judge_options = {m: {"n_threads": params.local_threads} for m in params.fresh_models
                      if m.startswith("local:") and params.local_threads}
     audit: Audit = run_fresh(models=list(params.fresh_models), prompt_frame=prompt_frame, source=source,
