@@ -48,7 +48,7 @@ def fill(n: int, cache_dir: Path, chunk: int = 20_000) -> dict:
     """Scripted replies for every request of the first ``n`` paper transcripts, for both judges."""
     from cfbench.judges import ResponseCache
     from cfbench.studies.contact_center_qa.scripted import scripted_judge
-    from cfbench.studies.contact_center_qa.stream import iter_requests
+    from cfbench.studies.contact_center_qa.requests import iter_requests
 
     params = paper_params(n)
     cache = ResponseCache(cache_dir / "responses.sqlite")

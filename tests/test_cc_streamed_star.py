@@ -11,7 +11,7 @@ import pytest
 
 from cfbench.studies.contact_center_qa import run
 from cfbench.studies.contact_center_qa.calculator import design_table
-from cfbench.studies.contact_center_qa.stream import count_requests
+from cfbench.studies.contact_center_qa.requests import count_requests
 from cfbench.studies.contact_center_qa.study import (REAL_TABLES, Params, StreamedContactCenterResult,
                                                      _resolve_real_path, run_streamed)
 from star_util import STAR_DIR

@@ -27,7 +27,7 @@ selection, request plan, cost and design calculator), :mod:`.judging` (run a pla
 
 from . import scripted  # noqa: F401  (registers the scripted test doubles)
 from .prompts import load_rubric
-from .stream import iter_requests
+from .requests import iter_requests
 from .study import ContactCenterResult, Params, audit, run
 
 __all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests"]

@@ -1,8 +1,8 @@
 """Design calculator: requests, judge minutes and minimum detectable effects of candidate designs.
 
-Each candidate is a :class:`~cfbench.studies.contact_center_qa.study.Params`; it is
+Each candidate is a :class:`~cfbench.studies.contact_center_qa.params.Params`; it is
 planned for real on the transcripts it would audit (variants made, requests
-deduplicated, nothing called) and costed with :func:`.design.estimate_cost`.
+deduplicated, nothing called) and costed with :func:`.requests.estimate_cost`.
 Power is computed per dimension row, for the intervals the tables print
 (``docs/statistics.md``):
 
@@ -41,8 +41,9 @@ from scipy import stats
 from cfbench.stats.bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
 from cfbench.stats.intervals import (bootstrap_t_rows, clopper_pearson, clustered_rate_intervals,
                                      items_needed_zero_events, worst_case_bound)
-from cfbench.studies.contact_center_qa import design as _design
-from cfbench.studies.contact_center_qa.study import Params, load_items, plan_for
+from cfbench.studies.contact_center_qa.items import load_items
+from cfbench.studies.contact_center_qa.params import Params
+from cfbench.studies.contact_center_qa.requests import estimate_cost, plan_for
 
 __all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
@@ -216,7 +217,7 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
             items = load_items(params)
             _, plan = plan_for(params, items)
             n_items, n_req = len(items), plan.n_requests
-        est = _design.estimate_cost(plan, **dict(cost or {}))
+        est = estimate_cost(plan, **dict(cost or {}))
         minutes = float(est["est_seconds"].sum()) / 60 * n_items / max(int(plan.settings["n_items"]), 1)
         row = {"design": name, "n_items": n_items, "questions": len(params.questions),
                "conditions": ("all compared" if not params.conditions_per_dimension else

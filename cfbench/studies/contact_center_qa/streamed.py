@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 from cfbench.studies.contact_center_qa import tables as T
+from cfbench.studies.contact_center_qa.judging import iter_judged  # noqa: F401  (the streamed run's input)
 
 __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "ParquetRows",
            "NOT_STREAMED", "STREAMED_TABLES"]
@@ -702,26 +703,3 @@ class ParquetRows:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
-
-
-# -- the streamed run ---------------------------------------------------------------------------------
-def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
-                ) -> Iterable[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
-    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
-    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
-    from cfbench.studies.contact_center_qa import design as _design
-    from cfbench.studies.contact_center_qa.judging import run_plan
-    from cfbench.studies.contact_center_qa.planning import plan_for
-    from cfbench.studies.contact_center_qa.prompts import load_rubric
-    from cfbench.studies.contact_center_qa.stream import iter_items
-
-    rubric = load_rubric()
-    coached = dataclasses.replace(params, coaching_items=1)
-    plain = dataclasses.replace(params, coaching_items=0)
-    items = iter_items(params) if transcripts is None else iter(transcripts)
-    for index, t in enumerate(items):
-        p = coached if index < params.coaching_items else plain
-        variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
-        judgments, rows, stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame([t]), cache=cache,
-                                          progress=False)
-        yield t, variants, judgments, rows, stats
