@@ -1,6 +1,6 @@
 """Paper-config replay, streamed: peak memory at several numbers of transcripts, from a filled cache.
 
-1. ``fill``: the paper config's requests for the first N transcripts (``stream.iter_requests``, both
+1. ``fill``: the paper config's requests for the first N transcripts (``requests.iter_requests``, both
    judges' cache keys) answered by the study's scripted judge (a reply in each task's own output
    contract, so parsing and every table run as on real replies) and written straight into a response
    cache (``ResponseCache.put_many``), the way ``cfbench batch collect`` stores collected replies.
