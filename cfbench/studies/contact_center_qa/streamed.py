@@ -1,11 +1,11 @@
 """The contact-center study one transcript at a time: replay, item statistics, tables (flat memory).
 
 :func:`.study.run_streamed` walks the selected transcripts one at a time. For each it makes the
-variants and the plan of that transcript alone (as :func:`.stream.iter_requests` does), answers
+variants and the plan of that transcript alone (as :func:`.requests.iter_requests` does), answers
 its requests through :func:`cfbench.judges.run_requests` (in replay mode a cache miss raises
 :class:`~cfbench.judges.runner.CacheMissError`, as in the in-memory run), parses the replies
-(:func:`.judging.run_plan`), appends the judged rows and judgments to Parquet files (one row
-group per transcript, :class:`pyarrow.parquet.ParquetWriter`) and reduces the rows to **item
+(:func:`.judging.run_plan`), appends the judged rows and judgments to Parquet files (row groups
+of about 16 MiB, :class:`pyarrow.parquet.ParquetWriter`) and reduces the rows to **item
 statistics**: per table cell (judge x arm x dimension, ...) and item, the sums the tables'
 estimates and intervals are made of (discordant pairs and pairs for rates, sums of absolute
 score differences and pairs for MASD, correct / valid / unparsed for accuracy, score sums and
