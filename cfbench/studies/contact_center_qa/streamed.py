@@ -653,14 +653,25 @@ _STATS_COLUMNS = ("judge", "task", "arm", "dimension", "item_id", "question_id")
 
 
 class ParquetRows:
-    """Appends frames of the same columns to one Parquet file, one row group per frame.
+    """Appends frames of the same columns to one Parquet file.
 
     Numbers become float64 (an integer column with a gap in one transcript stays one type), booleans
     stay booleans, everything else is text (None stays null). A frame with a column the first frame
-    did not have raises (nothing is dropped)."""
+    did not have raises (nothing is dropped).
 
-    def __init__(self, path: str | Path):
+    Frames are held back until they reach ``group_bytes`` (Arrow bytes) and then written as one row
+    group. The writer keeps every row group's metadata in memory until the file is closed: one row group
+    per paper transcript made the writer grow by about 0.06 MB per transcript (12 MB per 200, measured
+    with pyarrow 26), which is most of what grew in a streamed replay. At 16 MiB a row group holds 4–7
+    paper transcripts. ``n_rows`` counts the rows already in the file; :meth:`close` writes the rest."""
+
+    GROUP_BYTES = 16 * 2**20
+
+    def __init__(self, path: str | Path, *, group_bytes: int | None = None):
         self.path, self.writer, self.schema, self.n_rows = Path(path), None, None, 0
+        self.group_bytes = self.GROUP_BYTES if group_bytes is None else int(group_bytes)
+        self._held: list = []
+        self._held_bytes = 0
 
     @staticmethod
     def _normal(frame: pd.DataFrame) -> pd.DataFrame:
@@ -696,10 +707,24 @@ class ParquetRows:
         for c in self.schema.names:  # a bool column with a gap comes back as object: keep the schema's type
             if self.schema.field(c).type == pa.bool_() and not pd.api.types.is_bool_dtype(f[c]):
                 f[c] = f[c].astype("boolean")
-        self.writer.write_table(pa.Table.from_pandas(f, schema=self.schema, preserve_index=False))
-        self.n_rows += len(f)
+        table = pa.Table.from_pandas(f, schema=self.schema, preserve_index=False)
+        self._held.append(table)
+        self._held_bytes += table.nbytes
+        if self._held_bytes >= self.group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._held:
+            return
+        table = pa.concat_tables(self._held) if len(self._held) > 1 else self._held[0]
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.n_rows += table.num_rows
+        self._held, self._held_bytes = [], 0
 
     def close(self) -> None:
         if self.writer is not None:
+            self._flush()
             self.writer.close()
             self.writer = None
