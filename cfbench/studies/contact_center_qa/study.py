@@ -10,6 +10,7 @@ requests, computes every table and figure and, given ``out``, writes them.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -593,7 +594,9 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
     writers = ({"rows": ParquetRows(run_out.path("rows.parquet")),
                 "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
-    stats = ItemStats()
+    # compacted item statistics wait on disk until the tables are made (memory flat in the transcripts)
+    spill = tempfile.TemporaryDirectory(prefix="cfbench-item-stats-")
+    stats = ItemStats(spill=spill.name)
     items, run_stats, n_requests, n_rows = [], {}, 0, 0
     firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
     bar = None
@@ -624,6 +627,9 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
             n_rows += len(rows)
             if bar is not None:
                 bar.update(1)
+    except BaseException:
+        spill.cleanup()
+        raise
     finally:
         for w in writers.values():
             w.close()
@@ -631,11 +637,14 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
             bar.close()
     for s in run_stats.values():
         s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else float("nan")
-    tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+    try:
+        tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+        variants = stats.frame("variants")
+    finally:
+        spill.cleanup()
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
-    variants = stats.frame("variants")
     tables["variant_rejections"] = rejection_table(variants)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()
