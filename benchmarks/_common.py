@@ -112,7 +112,8 @@ def contact_center_plan(judge: str, *, n_items: int | None = None, qa_mode: str 
 
     Returns ``(plan, transcripts, variants)``; nothing is called.
     """
-    from cfbench.studies.contact_center_qa import design as P
+    from cfbench.studies.contact_center_qa.items import select_items
+    from cfbench.studies.contact_center_qa.requests import plan_evaluation
     from cfbench.io.transcripts import load_transcripts
     from cfbench.judges import GenerationConfig
     from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS, make_variants
@@ -121,11 +122,11 @@ def contact_center_plan(judge: str, *, n_items: int | None = None, qa_mode: str 
 
     transcripts = load_transcripts(shipped_transcripts_path())
     if n_items is not None:
-        transcripts = P.select_items(transcripts, n_items, require_agent_name=True,
+        transcripts = select_items(transcripts, n_items, require_agent_name=True,
                                      balance_label="issue_resolution")
     dims = list(dimensions or TABLE_DIMENSIONS)
     variants = make_variants(transcripts, dimensions=dims, seed=seed)
-    plan = P.plan_evaluation(
+    plan = plan_evaluation(
         variants, judges=[judge], questions=list(questions), rubric=load_rubric(), qa_mode=qa_mode,
         config=GenerationConfig(temperature=0.0, max_tokens=8, seed=seed),
         compared={d: DIMENSIONS[d].compared for d in dims}, repeats=repeats, fairness=fairness,

@@ -1,6 +1,6 @@
 """Paper-config replay, streamed: peak memory at several numbers of transcripts, from a filled cache.
 
-1. ``fill``: the paper config's requests for the first N transcripts (``stream.iter_requests``, both
+1. ``fill``: the paper config's requests for the first N transcripts (``requests.iter_requests``, both
    judges' cache keys) answered by the study's scripted judge (a reply in each task's own output
    contract, so parsing and every table run as on real replies) and written straight into a response
    cache (``ResponseCache.put_many``), the way ``cfbench batch collect`` stores collected replies.
@@ -48,7 +48,7 @@ def fill(n: int, cache_dir: Path, chunk: int = 20_000) -> dict:
     """Scripted replies for every request of the first ``n`` paper transcripts, for both judges."""
     from cfbench.judges import ResponseCache
     from cfbench.studies.contact_center_qa.scripted import scripted_judge
-    from cfbench.studies.contact_center_qa.stream import iter_requests
+    from cfbench.studies.contact_center_qa.requests import iter_requests
 
     params = paper_params(n)
     cache = ResponseCache(cache_dir / "responses.sqlite")

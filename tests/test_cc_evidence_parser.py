@@ -155,7 +155,7 @@ def test_reasoning_model_settings_pass_through_every_qa_contract(mode):
 
 def test_plan_with_a_reasoning_config_builds_both_arms():
     from cfbench.judges.base import PRESETS
-    from cfbench.studies.contact_center_qa.design import plan_evaluation
+    from cfbench.studies.contact_center_qa.requests import plan_evaluation
 
     turns = [{"speaker": "agent", "text": "Hi, I'm Ana."}, {"speaker": "customer", "text": "My bill is wrong."}]
     v = pd.DataFrame({"item_id": ["c1", "c1"], "dimension": ["original", "gender"],

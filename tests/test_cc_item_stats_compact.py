@@ -33,3 +33,22 @@ def test_compacted_frames_equal_the_added_frames_and_stay_few():
     got = s.frame("cfr")
     pd.testing.assert_frame_equal(got, want, check_dtype=False)  # text comes back as object, as before
     assert got["item_id"].nunique() == 400
+
+
+def test_spilled_chunks_come_back_in_order_and_their_files_are_removed(tmp_path):
+    rng = np.random.default_rng(11)
+    s, added, other = ItemStats(spill=tmp_path), [], []
+    for item in range(1, 58):  # the last 7 items stay in memory, after 5 spilled chunks
+        p, q = _part(rng, item), _part(rng, item).assign(stat=np.nan)
+        added.append(p)
+        other.append(q)
+        s.add("cfr", p)
+        s.add("masd", q)
+        if item % 10 == 0:
+            s.compact()
+            assert s.parts == {} and len(s.spilled) == item // 10  # nothing compacted stays in memory
+    assert len(list(tmp_path.iterdir())) == 5
+    pd.testing.assert_frame_equal(s.frame("cfr"), pd.concat(added, ignore_index=True), check_dtype=False)
+    pd.testing.assert_frame_equal(s.frame("masd"), pd.concat(other, ignore_index=True), check_dtype=False)
+    assert list(tmp_path.iterdir()) == []  # read back once, then removed
+    assert s.frame("none").empty

@@ -9,7 +9,10 @@ import pytest
 
 from cc_fixtures import variants_frame
 from cfbench.core.errors import InputError
-from cfbench.studies.contact_center_qa.design import estimate_cost, labels_frame, plan_evaluation, run_plan, select_items, study_tables
+from cfbench.studies.contact_center_qa.items import labels_frame, select_items
+from cfbench.studies.contact_center_qa.judging import run_plan
+from cfbench.studies.contact_center_qa.requests import estimate_cost, plan_evaluation
+from cfbench.studies.contact_center_qa.tables import study_tables
 
 
 def _plan(**kw):

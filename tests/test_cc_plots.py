@@ -64,7 +64,8 @@ def test_figures_6_to_11_from_a_scripted_run():
     10 (customer behaviour) and 11 (positives): the tables behind them and one panel per score."""
     from cc_fixtures import variants_frame
 
-    from cfbench.studies.contact_center_qa.design import plan_evaluation, run_plan
+    from cfbench.studies.contact_center_qa.judging import run_plan
+    from cfbench.studies.contact_center_qa.requests import plan_evaluation
     from cfbench.studies.contact_center_qa.tables import judge_means, study_tables
 
     plan = plan_evaluation(variants_frame(), judges=["scripted:cc-qa"], questions=["issue_resolution"],

@@ -12,7 +12,7 @@ import yaml
 from cfbench.judges import CacheMissError
 from cfbench.judges.cache import ResponseCache
 from cfbench.studies.contact_center_qa import Params, run
-from cfbench.studies.contact_center_qa.streamed import NOT_STREAMED, STREAMED_TABLES
+from cfbench.studies.contact_center_qa.streamed import NOT_STREAMED, STREAMED_TABLES, ItemStats
 from cfbench.studies.contact_center_qa.study import StreamedContactCenterResult, run_streamed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +47,15 @@ def _comparable(name: str, tab: pd.DataFrame) -> pd.DataFrame:
 def test_streamed_tables_equal_the_in_memory_tables(case, tmp_path, monkeypatch):
     params = CASES[case]
     monkeypatch.setattr("cfbench.studies.contact_center_qa.streamed.COMPACT_EVERY", 2)  # compacted chunks too
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))  # where the item statistics are spilled
+    (tmp_path / "tmp").mkdir()
+    read_back, real_read_back = [], ItemStats._read_back
+
+    def spy(self):  # how many spilled chunk files each read-back found
+        read_back.append(len(self.spilled))
+        return real_read_back(self)
+
+    monkeypatch.setattr(ItemStats, "_read_back", spy)
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
     run(params, progress=False, say_warnings=False)  # fills the cache live
     monkeypatch.setenv("CFBENCH_MODE", "replay")  # both paths answer from the cache only
@@ -62,6 +71,8 @@ def test_streamed_tables_equal_the_in_memory_tables(case, tmp_path, monkeypatch)
     # every table of the in-memory run is built (none is listed as left out)
     assert NOT_STREAMED == () and streamed.summary["streamed"]["not_built"] == []
     assert set(memory.tables) == set(streamed.tables)
+    assert max(read_back) == params.n_items // 2  # the tables above were made from spilled chunks
+    assert list((tmp_path / "tmp").iterdir()) == []  # the spilled item statistics were read back and removed
     # the judged rows are in Parquet, as many as the in-memory run's (a small run's rows fit in one
     # 16 MiB row group; tests/test_cc_parquet_rows.py checks the grouping)
     rows = pq.ParquetFile(tmp_path / "out" / "rows.parquet")
@@ -79,8 +90,11 @@ def test_streamed_replay_fails_on_a_cache_miss(tmp_path, monkeypatch):
     params = CASES["smoke"]
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CFBENCH_MODE", "replay")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     with pytest.raises(CacheMissError):
         run_streamed(params, tmp_path / "out", progress=False, say_warnings=False)
+    assert list((tmp_path / "tmp").iterdir()) == []  # the item-statistics folder it made is gone
     # nothing was called (the cache holds no reply) and no partial rows file was left as if complete
     assert len(ResponseCache(tmp_path / "cache" / "responses.sqlite")) == 0
     assert not (tmp_path / "out" / "rows.parquet").exists()

@@ -11,7 +11,7 @@ import pytest
 
 from cfbench.studies.contact_center_qa import run
 from cfbench.studies.contact_center_qa.calculator import design_table
-from cfbench.studies.contact_center_qa.stream import count_requests
+from cfbench.studies.contact_center_qa.requests import count_requests
 from cfbench.studies.contact_center_qa.study import (REAL_TABLES, Params, StreamedContactCenterResult,
                                                      _resolve_real_path, run_streamed)
 from star_util import STAR_DIR
@@ -92,3 +92,29 @@ def test_design_table_of_a_streamed_replay_counts_the_whole_design(tmp_path, mon
     assert (row["n_items"], row["requests"]) == (params.n_items, looked_up)
     ref = design_table({"this run": memory}).iloc[0]  # the in-memory run of the same design
     assert (row["n_items"], row["requests"]) == (ref["n_items"], ref["requests"])
+
+
+def test_design_table_of_run_streamed_called_directly(tmp_path, monkeypatch):
+    """``run_streamed`` keeps no plan of its first transcripts; ``design_table`` plans them again (a dry run)
+    and still counts the whole design. A streamed run on transcripts its parameters do not select cannot
+    be re-planned, and says so in one line."""
+    from cfbench.core.errors import InputError
+    from cfbench.studies.contact_center_qa.items import load_items
+
+    params = dataclasses.replace(CASES["smoke"], seed=0)
+    monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    memory = run(params, progress=False, say_warnings=False)  # fills the cache live
+    monkeypatch.setenv("CFBENCH_MODE", "replay")
+    direct = run_streamed(params, tmp_path / "out", progress=False, say_warnings=False)
+    assert direct.plan is None
+    row = design_table({"direct": direct}).iloc[0]
+    ref = design_table({"memory": memory}).iloc[0]
+    assert (row["n_items"], row["requests"]) == (ref["n_items"], ref["requests"]) == (
+        params.n_items, count_requests(params)["n_requests"])
+    assert row["est_minutes"] > 0 and row["pairs_per_unit"] > 0
+
+    others = load_items(dataclasses.replace(params, n_items=params.n_items + 2))[2:]  # not the first ones
+    monkeypatch.setenv("CFBENCH_MODE", "live")
+    moved = run_streamed(params, progress=False, say_warnings=False, transcripts=others)
+    with pytest.raises(InputError, match="cannot be planned again"):
+        design_table({"moved": moved})

@@ -46,18 +46,20 @@ def _numeric_estimates(tables: dict[str, pd.DataFrame]) -> list[float]:
 def test_contact_center_tables_hold_no_numbers_when_nothing_parsed(spec):
     from cc_fixtures import variants_frame
 
-    from cfbench.studies.contact_center_qa import design as P
+    from cfbench.studies.contact_center_qa.judging import run_plan
+    from cfbench.studies.contact_center_qa.requests import plan_evaluation
+    from cfbench.studies.contact_center_qa.tables import study_tables
 
-    plan = P.plan_evaluation(variants_frame(), judges=[spec], questions=["issue_resolution"], qa_mode="compact",
+    plan = plan_evaluation(variants_frame(), judges=[spec], questions=["issue_resolution"], qa_mode="compact",
                              config=GenerationConfig(max_tokens=8), repeats=2, coaching=True)
-    judgments, rows, stats = P.run_plan(plan, progress=False)
+    judgments, rows, stats = run_plan(plan, progress=False)
     assert not rows["parse_ok"].any()
     if spec == "scripted:fail":
         assert stats[spec]["non_completion_rate"] == 1.0
         assert judgments["parse_error"].str.startswith("call failed").all()
     else:
         assert stats[spec]["non_completion_rate"] == 0.0 and judgments["text"].notna().all()
-    tables = P.study_tables(rows, n_boot=20)
+    tables = study_tables(rows, n_boot=20)
     vals = _numeric_estimates(tables)
     assert vals and all(math.isnan(v) for v in vals), "a table shows a number computed from no judgment"
     assert (tables["cfr"]["n_pairs"] == 0).all() and (tables["cfr"]["n_pairs_excluded"] > 0).all()

@@ -125,5 +125,5 @@ def test_no_import_cycle():
 def test_the_graph_is_real():
     # the checks above would pass vacuously on an empty graph
     assert len(MODULES) > 40
-    assert "cfbench.judges.runner" in EDGES["cfbench.studies.contact_center_qa.design"] or any(
-        t.startswith("cfbench.judges") for t in EDGES["cfbench.studies.contact_center_qa.design"])
+    assert "cfbench.judges.runner" in EDGES["cfbench.studies.contact_center_qa.requests"] or any(
+        t.startswith("cfbench.judges") for t in EDGES["cfbench.studies.contact_center_qa.requests"])

@@ -16,8 +16,9 @@ import yaml
 
 from cfbench.io.transcripts import Transcript, Turn
 from cfbench.studies.contact_center_qa import Params, run
-from cfbench.studies.contact_center_qa import design as D
-from cfbench.studies.contact_center_qa.study import REAL_TABLES, load_items, plan_for, real_dialogues
+from cfbench.studies.contact_center_qa.items import load_items, select_items
+from cfbench.studies.contact_center_qa.requests import estimate_cost, plan_for
+from cfbench.studies.contact_center_qa.study import REAL_TABLES, real_dialogues
 from star_util import need_star
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def test_unlabelled_items_never_stand_in_for_no():
         return Transcript(f"t{i}", (Turn("customer", "hi"), Turn("agent", "hello")),
                           labels={"issue_resolution": lab} if lab else {})
     items = [t(0, "Yes"), t(1, None), t(2, "Yes"), t(3, None), t(4, "No")]
-    got = [x.id for x in D.select_items(items, 4, require_agent_name=False, balance_label="issue_resolution")]
+    got = [x.id for x in select_items(items, 4, require_agent_name=False, balance_label="issue_resolution")]
     assert got == ["t0", "t4", "t2", "t1"]  # Yes, No, the surplus Yes, then an unlabelled one
 
 
@@ -93,12 +94,12 @@ def test_the_default_config_fits_its_budget_with_the_arm():
     p = Params.from_config(cfg)
     assert p.real_items >= 6 and p.real_items % 2 == 0
     _, plan = plan_for(p, load_items(p))
-    synthetic = float(D.estimate_cost(plan)["est_seconds"].sum()) / 60
+    synthetic = float(estimate_cost(plan)["est_seconds"].sum()) / 60
     items = real_dialogues(_star_dir(), p.real_items)
     sub = dataclasses.replace(p, real_items=0, n_items=len(items), require_agent_name=False, paraphrases=0,
                               transcripts_path="star")
     _, rplan = plan_for(sub, items)
-    real = float(D.estimate_cost(rplan)["est_seconds"].sum()) / 60
+    real = float(estimate_cost(rplan)["est_seconds"].sum()) / 60
     assert real > 3 and synthetic + real <= 25, (synthetic, real)
 
 

@@ -35,7 +35,8 @@ def _cc_params(**overrides):
 ])
 def test_cc_iter_requests_yields_exactly_the_plans_requests_once_for_every_judge(overrides):
     from cfbench.studies.contact_center_qa import iter_requests
-    from cfbench.studies.contact_center_qa.study import load_items, plan_for
+    from cfbench.studies.contact_center_qa.items import load_items
+    from cfbench.studies.contact_center_qa.requests import plan_for
 
     judges = ("scripted:cc-qa", CC_SPEC)
     params = _cc_params(judges=list(judges), **overrides)
@@ -61,8 +62,7 @@ def _fake(i: int, label: str, named: bool = True):
 @pytest.mark.parametrize("pattern", ["YYYYYNNY", "NNNNNNYN", "YNYNYNYN", "YYYYYYYY", "NYNNYYYNNN"])
 @pytest.mark.parametrize("balance", ["issue_resolution", ""])
 def test_cc_streamed_selection_is_select_items_order(pattern, balance):
-    from cfbench.studies.contact_center_qa.design import select_items
-    from cfbench.studies.contact_center_qa.stream import iter_items
+    from cfbench.studies.contact_center_qa.items import iter_items, select_items
 
     ts = [_fake(i, "Yes" if c == "Y" else "No", named=(i % 3 != 2)) for i, c in enumerate(pattern)]
     for require_name in (True, False):
@@ -80,7 +80,7 @@ def test_cc_streamed_selection_is_select_items_order(pattern, balance):
 
 def test_cc_synthetic_source_streams_the_shipped_set_and_beyond():
     from cfbench.io.transcripts import load_transcripts
-    from cfbench.studies.contact_center_qa.study import load_items
+    from cfbench.studies.contact_center_qa.items import load_items
     from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
 
     shipped = [t.to_dict() for t in load_transcripts(shipped_transcripts_path())]
@@ -104,7 +104,7 @@ def test_cc_synthetic_source_streams_the_shipped_set_and_beyond():
     ("synthetic:seed", "expected key=value"),
 ])
 def test_cc_bad_synthetic_source_names_the_field(source, field_text):
-    from cfbench.studies.contact_center_qa.study import load_items
+    from cfbench.studies.contact_center_qa.items import load_items
 
     with pytest.raises(InputError, match=field_text) as err:
         load_items(_cc_params(transcripts_path=source))
@@ -122,7 +122,7 @@ def test_reproduce_keeps_a_source_name_and_resolves_a_relative_path():
 
 def test_paper_config_selects_its_1200_transcripts_lazily():
     from cfbench.studies.contact_center_qa import Params
-    from cfbench.studies.contact_center_qa.stream import iter_items
+    from cfbench.studies.contact_center_qa.items import iter_items
 
     params = Params.from_config(_config("contact_center_qa", "paper"))
     assert params.transcripts_path.startswith("synthetic")

@@ -16,18 +16,20 @@ Quickstart - your transcripts, any judge spec, CFR and MASD with item-bootstrap 
 The whole study (the notebook's steps): ``run(Params(...), out="results/dir")``.
 
 Modules: :mod:`.prompts` (rubric, prompt files, shared reply helpers), :mod:`.qa` and
-:mod:`.coaching` (task prompts and strict reply parsers), :mod:`.design` (item
-selection, request plan, cost and design calculator), :mod:`.judging` (run a plan),
-:mod:`.tables` (every analysis table), :mod:`.figures`, :mod:`.findings`,
-:mod:`.study` (``Params``, ``run``, ``audit``, ``ContactCenterResult``),
-:mod:`.scripted` (test doubles ``scripted:cc-qa`` / ``scripted:cc-coach``),
-:mod:`.stream` (``iter_requests``: the run's requests transcript by transcript, for
-``cfbench batch plan --study contact_center_qa -f CONFIG``).
+:mod:`.coaching` (task prompts and strict reply parsers), :mod:`.params` (``Params``),
+:mod:`.scripted` (test doubles ``scripted:cc-qa`` / ``scripted:cc-coach``). The study's path,
+one module per step, each importing only the steps before it: :mod:`.items` (the selected
+transcripts), :mod:`.variants` (counterfactual variants, compared conditions), :mod:`.requests`
+(the plan of rows and distinct requests, its cost; ``iter_requests``: the run's requests
+transcript by transcript, for ``cfbench batch plan --study contact_center_qa -f CONFIG``),
+:mod:`.calculator` (designs), :mod:`.judging` (run a plan), :mod:`.tables` (every analysis
+table), :mod:`.streamed` (item statistics, the streamed run's tables), :mod:`.figures`,
+:mod:`.findings`, :mod:`.study` (``run``, ``run_streamed``, ``audit``, ``ContactCenterResult``).
 """
 
 from . import scripted  # noqa: F401  (registers the scripted test doubles)
 from .prompts import load_rubric
-from .stream import iter_requests
+from .requests import iter_requests
 from .study import ContactCenterResult, Params, audit, run
 
 __all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests"]

@@ -1,8 +1,8 @@
 """Design calculator: requests, judge minutes and minimum detectable effects of candidate designs.
 
-Each candidate is a :class:`~cfbench.studies.contact_center_qa.study.Params`; it is
+Each candidate is a :class:`~cfbench.studies.contact_center_qa.params.Params`; it is
 planned for real on the transcripts it would audit (variants made, requests
-deduplicated, nothing called) and costed with :func:`.design.estimate_cost`.
+deduplicated, nothing called) and costed with :func:`.requests.estimate_cost`.
 Power is computed per dimension row, for the intervals the tables print
 (``docs/statistics.md``):
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -38,11 +39,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cfbench.core.errors import InputError
 from cfbench.stats.bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
 from cfbench.stats.intervals import (bootstrap_t_rows, clopper_pearson, clustered_rate_intervals,
                                      items_needed_zero_events, worst_case_bound)
-from cfbench.studies.contact_center_qa import design as _design
-from cfbench.studies.contact_center_qa.study import Params, load_items, plan_for
+from cfbench.studies.contact_center_qa.items import iter_items, load_items
+from cfbench.studies.contact_center_qa.params import Params
+from cfbench.studies.contact_center_qa.requests import estimate_cost, plan_for
 
 __all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
@@ -182,6 +185,23 @@ def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float
             "masd_mde": mean_mde(n_items, sd=sd, alpha=alpha, power=power)}
 
 
+#: transcripts a streamed result without a display plan is planned on (a dry run) for its costs
+PREVIEW_ITEMS = 3
+
+
+def _first_transcripts_plan(name: str, result: Any) -> Any:
+    """The plan of a streamed run's first transcripts, when the run kept none (``run_streamed`` called
+    directly, not through ``run``): planned again, nothing is called. The transcripts must be the run's
+    own first ones (a run given other transcripts than its parameters select cannot be re-planned)."""
+    first = list(itertools.islice(iter_items(result.params), PREVIEW_ITEMS))
+    ran = list(result.summary.get("items", []))[:PREVIEW_ITEMS]
+    if [t.id for t in first] != ran[:len(first)] or not first:
+        raise InputError("this streamed run has no plan of its first transcripts and was not run on the "
+                         "transcripts its parameters select, so its costs cannot be planned again; pass its "
+                         "Params instead", source="design_table", record=name, field="plan")
+    return plan_for(result.params, first, progress=False)[1]
+
+
 def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0, rho: float = 0.5,
                  sd_pyes: float = SD_PYES, alpha: float = 0.05, power: float = 0.8,
                  min_items: int = 8, gate_max_net_cfr: float = 0.10,
@@ -204,19 +224,20 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     rows = []
     needed = items_needed_zero_events(gate_max_net_cfr, confidence=1 - alpha)
     for name, params in candidates.items():
-        if getattr(params, "plan", None) is not None:  # a ContactCenterResult: nothing is planned again
+        if not isinstance(params, Params):  # a ContactCenterResult: nothing is planned again
             full = params.summary.get("plan_only") or {}
             if params.summary.get("streamed"):  # a streamed replay: its plan is the preview transcripts',
                 # its summary counts the whole design's requests (the judgments it looked up)
                 full = {"n_items": len(params.summary["items"]), "n_requests": params.summary["n_requests"]}
+            plan = params.plan if params.plan is not None else _first_transcripts_plan(name, params)
             n_items = int(full.get("n_items") or len(params.summary["items"]))
-            n_req = int(full.get("n_requests") or params.plan.n_requests)
-            params, plan = params.params, params.plan
+            n_req = int(full.get("n_requests") or plan.n_requests)
+            params = params.params
         else:
             items = load_items(params)
             _, plan = plan_for(params, items)
             n_items, n_req = len(items), plan.n_requests
-        est = _design.estimate_cost(plan, **dict(cost or {}))
+        est = estimate_cost(plan, **dict(cost or {}))
         minutes = float(est["est_seconds"].sum()) / 60 * n_items / max(int(plan.settings["n_items"]), 1)
         row = {"design": name, "n_items": n_items, "questions": len(params.questions),
                "conditions": ("all compared" if not params.conditions_per_dimension else

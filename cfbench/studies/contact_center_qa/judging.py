@@ -1,21 +1,26 @@
-"""Running a contact-center plan: call every distinct request once, parse every reply.
+"""Step 4 of the contact-center study: the judgments. Call every distinct request once, parse every reply.
 
-The judgments frame keeps the raw text of every reply; parse failures stay
-rows with ``parse_ok=False`` and their ``parse_error``, never a verdict.
+:func:`run_plan` is the entry (a plan of :mod:`.requests` in, judgments and judged rows out);
+:func:`iter_judged` runs it transcript by transcript for the streamed path. The judgments frame
+keeps the raw text of every reply; parse failures stay rows with ``parse_ok=False`` and their
+``parse_error``, never a verdict.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from cfbench.studies.contact_center_qa import coaching as _coaching
 from cfbench.studies.contact_center_qa import qa as _qa
-from cfbench.studies.contact_center_qa.prompts import asks_for_evidence, prompt_parts
+from cfbench.studies.contact_center_qa.items import iter_items, labels_frame
+from cfbench.studies.contact_center_qa.prompts import asks_for_evidence, load_rubric, prompt_parts
+from cfbench.studies.contact_center_qa.requests import plan_for
 
-__all__ = ["run_plan", "PARSED_COLUMNS", "ROW_EVIDENCE_COLUMNS"]
+__all__ = ["run_plan", "iter_judged", "PARSED_COLUMNS", "ROW_EVIDENCE_COLUMNS"]
 
 #: parsed fields joined onto every judgment (NaN where a task has no such field)
 PARSED_COLUMNS = ("answer", "answer_yes", "confidence", "p_yes", "evidence", "synthesis", "score",
@@ -27,7 +32,7 @@ ROW_EVIDENCE_COLUMNS = ["evidence_status", "n_quotes", "n_quotes_found", "eviden
 def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
              labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
              ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
-    """Call every distinct request of ``plan`` (a :class:`.design.EvaluationPlan`) once per judge; parse the replies.
+    """Call every distinct request of ``plan`` (a :class:`.requests.EvaluationPlan`) once per judge; parse the replies.
 
     Returns ``(judgments, rows, stats)``:
 
@@ -87,3 +92,19 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
     else:
         rows["label"] = None
     return judgments, rows, stats
+
+
+def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
+                ) -> Iterator[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
+    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
+    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
+    rubric = load_rubric()
+    coached = dataclasses.replace(params, coaching_items=1)
+    plain = dataclasses.replace(params, coaching_items=0)
+    items = iter_items(params) if transcripts is None else iter(transcripts)
+    for index, t in enumerate(items):
+        p = coached if index < params.coaching_items else plain
+        variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
+        judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
+                                          progress=False)
+        yield t, variants, judgments, rows, stats

@@ -1,11 +1,11 @@
 """The contact-center study one transcript at a time: replay, item statistics, tables (flat memory).
 
 :func:`.study.run_streamed` walks the selected transcripts one at a time. For each it makes the
-variants and the plan of that transcript alone (as :func:`.stream.iter_requests` does), answers
+variants and the plan of that transcript alone (as :func:`.requests.iter_requests` does), answers
 its requests through :func:`cfbench.judges.run_requests` (in replay mode a cache miss raises
 :class:`~cfbench.judges.runner.CacheMissError`, as in the in-memory run), parses the replies
-(:func:`.judging.run_plan`), appends the judged rows and judgments to Parquet files (one row
-group per transcript, :class:`pyarrow.parquet.ParquetWriter`) and reduces the rows to **item
+(:func:`.judging.run_plan`), appends the judged rows and judgments to Parquet files (row groups
+of about 16 MiB, :class:`pyarrow.parquet.ParquetWriter`) and reduces the rows to **item
 statistics**: per table cell (judge x arm x dimension, ...) and item, the sums the tables'
 estimates and intervals are made of (discordant pairs and pairs for rates, sums of absolute
 score differences and pairs for MASD, correct / valid / unparsed for accuracy, score sums and
@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 from cfbench.studies.contact_center_qa import tables as T
+from cfbench.studies.contact_center_qa.judging import iter_judged  # noqa: F401  (the streamed run's input)
 
 __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "ParquetRows",
            "NOT_STREAMED", "STREAMED_TABLES"]
@@ -89,17 +90,26 @@ def _categorized(frame: pd.DataFrame) -> pd.DataFrame:
 
 @dataclasses.dataclass
 class ItemStats:
-    """Item statistics of many transcripts: lists of small frames, concatenated at the end."""
+    """Item statistics of many transcripts: lists of small frames, concatenated at the end.
+
+    Given ``spill`` (a folder), :meth:`compact` writes the compacted chunks there instead of keeping
+    them, and the first :meth:`frame` after the loop reads them back: while transcripts stream, memory
+    holds only the statistics of the transcripts since the last compaction (about 0.055 MB per paper
+    transcript otherwise stayed resident, 66 MB at 1,200). The files are pickles of the chunks (every
+    dtype, category and NaN comes back as it was written) and are read by this object only."""
 
     parts: dict = dataclasses.field(default_factory=dict)
     flags: dict = dataclasses.field(default_factory=dict)  # global facts (which arms have a value, ...)
     compacted: dict = dataclasses.field(default_factory=dict)  # per statistic: leading parts already compacted
+    spill: Any = None  # folder for the compacted chunks (None: kept in memory)
+    spilled: list = dataclasses.field(default_factory=list)  # the chunk files written, in order
 
     def add(self, name: str, frame: pd.DataFrame) -> None:
         if len(frame):
             self.parts.setdefault(name, []).append(frame)
 
     def frame(self, name: str) -> pd.DataFrame:
+        self._read_back()
         parts = self.parts.get(name, [])
         if not parts:
             return pd.DataFrame()
@@ -108,10 +118,23 @@ class ItemStats:
     def compact(self) -> None:
         """The frames added since the last call as one frame per statistic, text columns as categories: a
         few bytes per row instead of a Python object, and one frame's overhead per chunk instead of per
-        transcript. The compacted chunks are then merged like a binary counter (a chunk is merged into the one
-        before it while that one is less than twice its size), so a statistic holds O(log n) frames, not one per
-        chunk (each frame carries its own block manager, index and categories, Python objects whose number grew
-        linearly in the number of transcripts when every chunk stayed a frame). Row order is kept."""
+        transcript. With ``spill`` the chunks go to one file per call. Otherwise the compacted chunks are
+        merged like a binary counter (a chunk is merged into the one before it while that one is less than
+        twice its size), so a statistic holds O(log n) frames, not one per chunk (each frame carries its own
+        block manager, index and categories, Python objects whose number grew linearly in the number of
+        transcripts when every chunk stayed a frame). Row order is kept."""
+        if self.spill is not None:
+            import pickle
+
+            chunk = {name: _categorized(_concat_plain(parts)) for name, parts in self.parts.items() if parts}
+            if chunk:
+                path = Path(self.spill) / f"item-stats-{len(self.spilled):05d}.pkl"
+                with open(path, "wb") as fh:
+                    pickle.dump(chunk, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                self.spilled.append(path)
+            self.parts = {}
+            _release_memory()
+            return
         for name, parts in self.parts.items():
             done = self.compacted.get(name, 0)
             tail = parts[done:]
@@ -123,6 +146,26 @@ class ItemStats:
             self.parts[name] = kept
             self.compacted[name] = len(kept)
         _release_memory()
+
+    def _read_back(self) -> None:
+        """The spilled chunks back in memory, before the statistics added since (order kept), one
+        categorized frame per statistic; the files are then removed."""
+        if not self.spilled:
+            return
+        import pickle
+
+        chunks: dict = {}
+        for path in self.spilled:
+            with open(path, "rb") as fh:
+                for name, frame in pickle.load(fh).items():  # noqa: S301 - this object's own files
+                    chunks.setdefault(name, []).append(frame)
+        for name, tail in self.parts.items():
+            chunks.setdefault(name, []).extend(tail)
+        self.parts = {name: [_categorized(_concat_plain(frames))] for name, frames in chunks.items()}
+        self.compacted = {name: 1 for name in self.parts}
+        for path in self.spilled:
+            path.unlink()
+        self.spilled = []
 
     def flag(self, key: Any, value: Any = True) -> None:
         self.flags.setdefault(key, value)
@@ -727,26 +770,3 @@ class ParquetRows:
             self._flush()
             self.writer.close()
             self.writer = None
-
-
-# -- the streamed run ---------------------------------------------------------------------------------
-def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
-                ) -> Iterable[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
-    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
-    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
-    from cfbench.studies.contact_center_qa import design as _design
-    from cfbench.studies.contact_center_qa.judging import run_plan
-    from cfbench.studies.contact_center_qa.planning import plan_for
-    from cfbench.studies.contact_center_qa.prompts import load_rubric
-    from cfbench.studies.contact_center_qa.stream import iter_items
-
-    rubric = load_rubric()
-    coached = dataclasses.replace(params, coaching_items=1)
-    plain = dataclasses.replace(params, coaching_items=0)
-    items = iter_items(params) if transcripts is None else iter(transcripts)
-    for index, t in enumerate(items):
-        p = coached if index < params.coaching_items else plain
-        variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
-        judgments, rows, stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame([t]), cache=cache,
-                                          progress=False)
-        yield t, variants, judgments, rows, stats

@@ -10,6 +10,7 @@ requests, computes every table and figure and, given ``out``, writes them.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,67 +20,22 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError
-from cfbench.core.params import params_from_mapping, params_to_mapping
 from cfbench.report import RunOutput, StudyResult
-from cfbench.studies.contact_center_qa import design as _design
 from cfbench.studies.contact_center_qa import figures as _figures
+from cfbench.studies.contact_center_qa.items import (iter_items, labels_frame, load_items, select_items,
+                                                     synthetic_settings)
 from cfbench.studies.contact_center_qa.judging import run_plan
-from cfbench.studies.contact_center_qa.planning import _dims, plan_for, sample_conditions
+from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
+from cfbench.studies.contact_center_qa.requests import count_requests, estimate_cost, iter_requests, plan_for
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
-__all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit", "plan_for", "sample_conditions", "load_items",
+__all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit",
            "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
 _MASD_FIRST = ["judge", "dimension", "score", "masd", "n_pairs"]
-
-
-@dataclass(frozen=True)
-class Params:
-    """Parameters of the contact-center study (the notebook's parameters cell)."""
-
-    judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
-    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set; "synthetic[:seed=S]" generates them
-    n_items: int = 3  # transcripts audited
-    require_agent_name: bool = True  # only transcripts where the agent gives a name
-    balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
-    dimensions: tuple = ()  # dimension ids (empty: the 15 table dimensions)
-    conditions_per_dimension: int = 0  # 0: every compared condition; 1: the original against 1 sampled; k above 1: k sampled
-    questions: tuple = ("issue_resolution", "work_avoidance")  # rubric question ids for Auto-QA
-    qa_mode: str = "json"  # free | json | compact output contract
-    evidence_chars: int = 0  # >0 adds a short evidence quote to the JSON contract
-    max_tokens: int = 600  # generation budget of the free-text contract
-    temperature: float = 0.0  # evaluation temperature
-    repeats: int = 3  # k repeats of each original for the robustness baseline
-    paraphrases: int = 0  # k > 0: also ask each question on the originals in k rubric paraphrases (wording row)
-    robustness_temperatures: tuple = (0.0, 0.7)  # repeat settings; the evaluation temperature is the seed's
-    fairness: bool = True  # also run the fairness-prompting arm
-    fairness_dimensions: tuple = ()  # dimensions of the fairness arm (empty: all)
-    coaching: bool = True  # also generate coaching notes (positives / improvement / customer-behaviour scores)
-    coaching_items: int = 1  # first k audited items get coaching notes
-    coaching_dimensions: tuple = ()  # dimensions for coaching notes (empty: all)
-    analysis_chars: int = 160  # max characters of a coaching analysis (JSON mode)
-    gate_max_net_cfr: float = 0.1  # gate: largest acceptable CFR minus repeat noise (point and interval upper bound)
-    identify_judge: str = ""  # judge spec that identifies agent turns with an LLM ("" for the rules only)
-    rewrite_judge: str = ""  # judge spec that rewrites style turns ("" for the rule style transformer)
-    validate_judge: str = ""  # judge spec that checks each variant keeps the meaning ("" for the guards only)
-    decisions_path: str = ""  # review.html decisions CSV; rejected variants are not judged ("" for none)
-    n_boot: int = 1000  # bootstrap resamples for intervals
-    seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
-    real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
-    real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
-
-    @classmethod
-    def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
-                    **overrides: Any) -> "Params":
-        """Params from a config mapping; ``output_dir``/``config_name`` are ignored, unknown names rejected."""
-        data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
-        return params_from_mapping(cls, data, source=source, **overrides)
-
-    def to_mapping(self) -> dict[str, Any]:
-        return params_to_mapping(self)
 
 
 @dataclass
@@ -175,21 +131,6 @@ class ContactCenterResult(StudyResult):
         return findings_markdown(self)
 
 
-def load_items(params: Params) -> list[Any]:
-    """The transcripts ``params`` selects (path, shipped set or ``synthetic`` stream, ``n_items``, name
-    and label rules)."""
-    from cfbench.io.dialogues import load_dialogues
-    from cfbench.studies.contact_center_qa.stream import iter_items, synthetic_settings
-    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
-
-    if synthetic_settings(params.transcripts_path) is not None:
-        return list(iter_items(params))  # generated lazily, only as many as the selection needs
-    path = params.transcripts_path or shipped_transcripts_path()
-    transcripts = load_dialogues(path)
-    return _design.select_items(transcripts, params.n_items, require_agent_name=params.require_agent_name,
-                                balance_label=params.balance_label or None)
-
-
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
         say_warnings: bool = True) -> ContactCenterResult:
@@ -212,12 +153,12 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         if streamed is not None:
             return streamed
     t0 = time.time()
-    dims = _dims(params)
+    dims = dims_of(params)
     rubric = load_rubric()
     chosen = list(transcripts) if transcripts is not None else load_items(params)
     items = [t.id for t in chosen]
     variants, plan = plan_for(params, chosen, rubric=rubric)
-    judgments, rows, run_stats = run_plan(plan, rubric=rubric, labels=_design.labels_frame(chosen),
+    judgments, rows, run_stats = run_plan(plan, rubric=rubric, labels=labels_frame(chosen),
                                           progress=progress)
     tables = study_tables(rows, n_boot=params.n_boot, seed=params.seed)
     tables = _order_columns(tables)
@@ -246,7 +187,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         for name in ("transcripts", "variants", "judgments", "rows"):
             real.frames[name] = real.frames[name].assign(source="star")
     frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
-              "plan_summary": plan.summary(), "cost": _design.estimate_cost(plan), "skipped": plan.skipped,
+              "plan_summary": plan.summary(), "cost": estimate_cost(plan), "skipped": plan.skipped,
               "judgments": judgments, "rows": rows}
     summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
                                                  rubric, t0)
@@ -269,7 +210,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
 
 #: In plan-only mode (``CFBENCH_MODE=plan``, ``cfbench reproduce --plan-only``) a design of more distinct
 #: requests per judge than this is not planned in memory: its requests are counted by streaming
-#: (:func:`.stream.count_requests`) and the run's cells are computed on its first few transcripts.
+#: (:func:`.requests.count_requests`) and the run's cells are computed on its first few transcripts.
 PLAN_ONLY_MAX_REQUESTS = 200_000
 PLAN_ONLY_PREVIEW_ITEMS = 3
 
@@ -279,8 +220,6 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
     """The plan-only run of a design too large to plan in memory (None when it is small enough)."""
     import dataclasses
     import itertools
-
-    from cfbench.studies.contact_center_qa.stream import count_requests, iter_items, iter_requests
 
     first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
     if not first:
@@ -318,8 +257,6 @@ def _too_large(params: Params) -> "list[Any] | None":
     """The first transcripts of a design of more than :data:`PLAN_ONLY_MAX_REQUESTS` distinct requests per
     judge (estimated from the first transcript's requests x ``n_items``); None when it fits in memory."""
     import itertools
-
-    from cfbench.studies.contact_center_qa.stream import iter_items, iter_requests
 
     first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
     if not first:
@@ -405,8 +342,6 @@ REAL_TABLES = ("accuracy", "cfr", "masd", "robustness", "cfr_minus_robustness", 
 def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:
     """What the run's numbers rest on: ``synthetic`` (the shipped or generated calls), ``star`` (STAR
     dialogues, labels from the customers' questionnaire) or ``file`` (a researcher's own transcripts)."""
-    from cfbench.studies.contact_center_qa.stream import synthetic_settings
-
     metas = [dict(getattr(t, "meta", {}) or {}).get("source") for t in chosen]
     if metas and all(m == "star" for m in metas):
         return "star"
@@ -439,7 +374,7 @@ def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution")
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", UserWarning)  # dialogues without a turn are left out
         ts = [t for t in load_dialogues(path) if dict(t.labels).get(label) in ("Yes", "No")]
-    return _design.select_items(ts, n, require_agent_name=False, balance_label=label)
+    return select_items(ts, n, require_agent_name=False, balance_label=label)
 
 
 def _resolve_real_path(path: str) -> Path | None:
@@ -655,11 +590,13 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                                                             iter_judged, tables_from_stats)
 
     t0 = time.time()
-    dims = _dims(params)
+    dims = dims_of(params)
     run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
     writers = ({"rows": ParquetRows(run_out.path("rows.parquet")),
                 "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
-    stats = ItemStats()
+    # compacted item statistics wait on disk until the tables are made (memory flat in the transcripts)
+    spill = tempfile.TemporaryDirectory(prefix="cfbench-item-stats-")
+    stats = ItemStats(spill=spill.name)
     items, run_stats, n_requests, n_rows = [], {}, 0, 0
     firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
     bar = None
@@ -690,6 +627,9 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
             n_rows += len(rows)
             if bar is not None:
                 bar.update(1)
+    except BaseException:
+        spill.cleanup()
+        raise
     finally:
         for w in writers.values():
             w.close()
@@ -697,11 +637,14 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
             bar.close()
     for s in run_stats.values():
         s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else float("nan")
-    tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+    try:
+        tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
+        variants = stats.frame("variants")
+    finally:
+        spill.cleanup()
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
-    variants = stats.frame("variants")
     tables["variant_rejections"] = rejection_table(variants)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()

@@ -1,0 +1,75 @@
+"""Parameters of the contact-center study, read by every step (items, variants, requests, ...).
+
+:class:`Params` mirrors the notebook's ``parameters`` cell field for field (minus
+``output_dir`` and ``config_name``); :func:`dims_of` is the list of dimensions a run audits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from cfbench.core.errors import InputError
+from cfbench.core.params import params_from_mapping, params_to_mapping
+
+__all__ = ["Params", "dims_of"]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of the contact-center study (the notebook's parameters cell)."""
+
+    judges: tuple = ("scripted:cc-qa",)  # judge specs, one Table-2 column each
+    transcripts_path: str = ""  # JSONL/CSV transcripts or STAR dialogues (file or folder); "" for the shipped set; "synthetic[:seed=S]" generates them
+    n_items: int = 3  # transcripts audited
+    require_agent_name: bool = True  # only transcripts where the agent gives a name
+    balance_label: str = "issue_resolution"  # alternate Yes/No items on this label ("" keeps file order)
+    dimensions: tuple = ()  # dimension ids (empty: the 15 table dimensions)
+    conditions_per_dimension: int = 0  # 0: every compared condition; 1: the original against 1 sampled; k above 1: k sampled
+    questions: tuple = ("issue_resolution", "work_avoidance")  # rubric question ids for Auto-QA
+    qa_mode: str = "json"  # free | json | compact output contract
+    evidence_chars: int = 0  # >0 adds a short evidence quote to the JSON contract
+    max_tokens: int = 600  # generation budget of the free-text contract
+    temperature: float = 0.0  # evaluation temperature
+    repeats: int = 3  # k repeats of each original for the robustness baseline
+    paraphrases: int = 0  # k > 0: also ask each question on the originals in k rubric paraphrases (wording row)
+    robustness_temperatures: tuple = (0.0, 0.7)  # repeat settings; the evaluation temperature is the seed's
+    fairness: bool = True  # also run the fairness-prompting arm
+    fairness_dimensions: tuple = ()  # dimensions of the fairness arm (empty: all)
+    coaching: bool = True  # also generate coaching notes (positives / improvement / customer-behaviour scores)
+    coaching_items: int = 1  # first k audited items get coaching notes
+    coaching_dimensions: tuple = ()  # dimensions for coaching notes (empty: all)
+    analysis_chars: int = 160  # max characters of a coaching analysis (JSON mode)
+    gate_max_net_cfr: float = 0.1  # gate: largest acceptable CFR minus repeat noise (point and interval upper bound)
+    identify_judge: str = ""  # judge spec that identifies agent turns with an LLM ("" for the rules only)
+    rewrite_judge: str = ""  # judge spec that rewrites style turns ("" for the rule style transformer)
+    validate_judge: str = ""  # judge spec that checks each variant keeps the meaning ("" for the guards only)
+    decisions_path: str = ""  # review.html decisions CSV; rejected variants are not judged ("" for none)
+    n_boot: int = 1000  # bootstrap resamples for intervals
+    seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
+    real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
+    real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
+                    **overrides: Any) -> "Params":
+        """Params from a config mapping; ``output_dir``/``config_name`` are ignored, unknown names rejected."""
+        data = {k: v for k, v in dict(mapping or {}).items() if k not in ("output_dir", "config_name")}
+        return params_from_mapping(cls, data, source=source, **overrides)
+
+    def to_mapping(self) -> dict[str, Any]:
+        return params_to_mapping(self)
+
+
+def dims_of(params: Any) -> list[str]:
+    """The dimension ids ``params`` audits (all table dimensions when none are named); unknown ids raise."""
+    from cfbench.perturb import DIMENSIONS, TABLE_DIMENSIONS
+    from cfbench.perturb.base import load_plugins
+
+    load_plugins()  # dimensions of plugin packages (entry points, CFBENCH_PLUGINS)
+    dims = list(params.dimensions) or list(TABLE_DIMENSIONS)
+    unknown = [d for d in dims if d not in DIMENSIONS]
+    if unknown:
+        raise InputError(f"unknown dimension (valid: {', '.join(sorted(DIMENSIONS))})", source="parameters",
+                         record=unknown[0], field="dimensions")
+    return dims

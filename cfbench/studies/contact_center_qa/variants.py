@@ -1,0 +1,90 @@
+"""Step 2 of the contact-center study: the counterfactual variants of the items and what is compared.
+
+:func:`make_item_variants` is the one entry: the variants frame of ``params`` on a list of transcripts
+(:func:`cfbench.perturb.make_variants`, with the LLM identify / rewrite / validate steps when their judge
+specs are set), each dimension's compared set of conditions, and, for a sampled design
+(``conditions_per_dimension``), the conditions each item compares (:func:`sample_conditions`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from cfbench.core.errors import InputError
+from cfbench.core.seeding import rng_for
+from cfbench.studies.contact_center_qa.params import dims_of
+
+__all__ = ["make_item_variants", "sample_conditions"]
+
+
+def make_item_variants(params: Any, transcripts: Sequence[Any], *, progress: bool = True
+                       ) -> tuple[pd.DataFrame, dict[str, Sequence[str]], dict[tuple[str, str], list[str]] | None]:
+    """``(variants, compared, per_item)`` of ``params`` on ``transcripts`` (nothing is judged).
+
+    ``compared`` maps each dimension to its compared conditions; ``per_item`` maps (item, dimension) to
+    the sampled conditions, or is None when every compared condition is judged.
+    """
+    from cfbench.perturb import DIMENSIONS, make_variants
+
+    dims = dims_of(params)
+    variants = make_variants(list(transcripts), dimensions=dims, seed=params.seed,
+                             identify_judge=_perturb_judge(params.identify_judge, "identify", params.seed),
+                             rewrite_judge=_perturb_judge(params.rewrite_judge, "rewrite", params.seed),
+                             validate_judge=_perturb_judge(params.validate_judge, "validate", params.seed),
+                             llm_check_all=bool(params.validate_judge),  # the seed checks every Op-1/2 variant
+                             decisions=params.decisions_path or None, progress=progress)
+    compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
+    per_item = None
+    if params.conditions_per_dimension:
+        per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
+                                     seed=params.seed)
+    return variants, compared, per_item
+
+
+def _perturb_judge(spec: str, task: str, seed: int):
+    """The LLM step ``task`` of the perturbers as a chat function of ``spec`` (None: rules only).
+
+    Deterministic decoding (T = 0, a fixed seed), so a rerun makes the same variants from the cache.
+    """
+    if not spec:
+        return None
+    from cfbench.judges import GenerationConfig, chat_function
+
+    config = GenerationConfig(temperature=0.0, top_p=1.0, max_tokens=400, seed=seed, repeat_penalty=1.0)
+    return chat_function(spec, config, name=f"perturb-{task}")
+
+
+def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence[str]], k: int,
+                      seed: int) -> dict[tuple[str, str], list[str]]:
+    """For each (item, dimension): the conditions a sampled design compares, drawn per item.
+
+    ``k = 1``: the item's original transcript against one counterfactual condition
+    drawn from the dimension's compared set (its ``"original"`` excluded) - one
+    pair per unit, the original's request shared by every dimension.
+    ``k >= 2``: ``k`` conditions drawn from the compared set - ``k (k - 1) / 2`` pairs.
+    The draw for an item and dimension depends only on ``(seed, item, dimension)``
+    (:func:`cfbench.core.seeding.rng_for`), so adding items does not change the
+    others' conditions. Only usable conditions (applicable, not rejected) are drawn;
+    an (item, dimension) with nothing usable is left out (listed by the plan as not judged).
+    """
+    if k < 1:
+        raise InputError(f"must be 0 (all) or at least 1, got {k}", field="conditions_per_dimension")
+    usable = variants
+    if "applicable" in usable.columns:
+        usable = usable[usable["applicable"].fillna(True).astype(bool)]
+    if "valid" in usable.columns:
+        usable = usable[usable["valid"].map(lambda v: True if v is None or v != v else bool(v))]
+    out: dict[tuple[str, str], list[str]] = {}
+    for (item, dim), grp in usable.groupby(["item_id", "dimension"], sort=True):
+        if dim not in compared:
+            continue
+        made = set(grp["condition"])
+        pool = [c for c in compared[dim] if c in made and (k >= 2 or c != "original")]
+        if not pool:
+            continue
+        take = min(k, len(pool))
+        pick = sorted(rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=take, replace=False))
+        out[(item, dim)] = (["original"] if k == 1 else []) + [pool[i] for i in pick]
+    return out
