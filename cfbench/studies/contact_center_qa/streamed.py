@@ -92,17 +92,18 @@ def _categorized(frame: pd.DataFrame) -> pd.DataFrame:
 class ItemStats:
     """Item statistics of many transcripts: lists of small frames, concatenated at the end.
 
-    Given ``spill`` (a folder), :meth:`compact` writes the compacted chunks there instead of keeping
-    them, and the first :meth:`frame` after the loop reads them back: while transcripts stream, memory
-    holds only the statistics of the transcripts since the last compaction (about 0.055 MB per paper
-    transcript otherwise stayed resident, 66 MB at 1,200). The files are pickles of the chunks (every
-    dtype, category and NaN comes back as it was written) and are read by this object only."""
+    Given ``spill`` (a folder), :meth:`compact` appends the compacted chunks there, one file per
+    statistic, instead of keeping them, and the first :meth:`frame` after the loop reads them back one
+    statistic at a time: while transcripts stream, memory holds only the statistics of the transcripts
+    since the last compaction (kept in memory they were about 0.055 MB per paper transcript, 66 MB at
+    1,200). The files are pickles of the chunks (every dtype, category and NaN comes back as it was
+    written), made and read by this object only."""
 
     parts: dict = dataclasses.field(default_factory=dict)
     flags: dict = dataclasses.field(default_factory=dict)  # global facts (which arms have a value, ...)
     compacted: dict = dataclasses.field(default_factory=dict)  # per statistic: leading parts already compacted
     spill: Any = None  # folder for the compacted chunks (None: kept in memory)
-    spilled: list = dataclasses.field(default_factory=list)  # the chunk files written, in order
+    spilled: dict = dataclasses.field(default_factory=dict)  # statistic -> [its file, chunks written]
 
     def add(self, name: str, frame: pd.DataFrame) -> None:
         if len(frame):
@@ -118,20 +119,21 @@ class ItemStats:
     def compact(self) -> None:
         """The frames added since the last call as one frame per statistic, text columns as categories: a
         few bytes per row instead of a Python object, and one frame's overhead per chunk instead of per
-        transcript. With ``spill`` the chunks go to one file per call. Otherwise the compacted chunks are
-        merged like a binary counter (a chunk is merged into the one before it while that one is less than
-        twice its size), so a statistic holds O(log n) frames, not one per chunk (each frame carries its own
-        block manager, index and categories, Python objects whose number grew linearly in the number of
-        transcripts when every chunk stayed a frame). Row order is kept."""
+        transcript. With ``spill`` each chunk is appended to its statistic's file. Otherwise the compacted
+        chunks are merged like a binary counter (a chunk is merged into the one before it while that one is
+        less than twice its size), so a statistic holds O(log n) frames, not one per chunk (each frame
+        carries its own block manager, index and categories, Python objects whose number grew linearly in
+        the number of transcripts when every chunk stayed a frame). Row order is kept."""
         if self.spill is not None:
             import pickle
 
-            chunk = {name: _categorized(_concat_plain(parts)) for name, parts in self.parts.items() if parts}
-            if chunk:
-                path = Path(self.spill) / f"item-stats-{len(self.spilled):05d}.pkl"
-                with open(path, "wb") as fh:
-                    pickle.dump(chunk, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                self.spilled.append(path)
+            for name, parts in self.parts.items():
+                if not parts:
+                    continue
+                entry = self.spilled.setdefault(name, [Path(self.spill) / f"item-stats-{len(self.spilled):03d}.pkl", 0])
+                with open(entry[0], "ab") as fh:
+                    pickle.dump(_categorized(_concat_plain(parts)), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                entry[1] += 1
             self.parts = {}
             _release_memory()
             return
@@ -148,24 +150,23 @@ class ItemStats:
         _release_memory()
 
     def _read_back(self) -> None:
-        """The spilled chunks back in memory, before the statistics added since (order kept), one
-        categorized frame per statistic; the files are then removed."""
+        """The spilled chunks back in memory, one statistic at a time, before the statistics added since
+        (order kept), as one categorized frame per statistic; each file is removed once read."""
         if not self.spilled:
             return
         import pickle
 
-        chunks: dict = {}
-        for path in self.spilled:
+        while self.spilled:
+            name, (path, n) = next(iter(self.spilled.items()))
             with open(path, "rb") as fh:
-                for name, frame in pickle.load(fh).items():  # noqa: S301 - this object's own files
-                    chunks.setdefault(name, []).append(frame)
-        for name, tail in self.parts.items():
-            chunks.setdefault(name, []).extend(tail)
-        self.parts = {name: [_categorized(_concat_plain(frames))] for name, frames in chunks.items()}
-        self.compacted = {name: 1 for name in self.parts}
-        for path in self.spilled:
+                frames = [pickle.load(fh) for _ in range(n)]  # noqa: S301 - this object's own file
+            frames += self.parts.get(name, [])
+            self.parts[name] = [_categorized(_concat_plain(frames))]
+            self.compacted[name] = 1
+            del frames
             path.unlink()
-        self.spilled = []
+            del self.spilled[name]
+        _release_memory()
 
     def flag(self, key: Any, value: Any = True) -> None:
         self.flags.setdefault(key, value)

@@ -601,8 +601,11 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center (streamed)")
+        from tqdm import tqdm  # a text bar: it renders in executed notebooks and terminals alike
+
+        # at most one update per 10 s: an executed notebook keeps every update as an output line
+        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center (streamed)",
+                   mininterval=10)
     try:
         for t, variants, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache):
             items.append(t.id)
@@ -640,8 +643,10 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     try:
         tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
         variants = stats.frame("variants")
+        flags = stats.flags
     finally:
         spill.cleanup()
+    del stats  # the item statistics are not needed after the tables: free them before the figures
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
@@ -650,7 +655,7 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
                                        dimensions=dims, labels=labels).reset_index()
     tables = _in_judge_order(tables, list(params.judges))
     p_yes = pd.DataFrame([{"judge": k[1], "task": "qa", "parse_ok": True, "p_yes": 1.0 if v else np.nan}
-                          for k, v in stats.flags.items() if k[0] == "p_yes_any"],
+                          for k, v in flags.items() if k[0] == "p_yes_any"],
                          columns=["judge", "task", "parse_ok", "p_yes"])
     warn = drop_warnings(params, dims, variants, p_yes, tables)
     if NOT_STREAMED:  # a table this path does not build is said, never silently missing
