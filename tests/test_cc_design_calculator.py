@@ -113,3 +113,32 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     assert p.n_items >= (4 if p.real_items else 8) and row["est_minutes"] <= 25, row["est_minutes"]
     # the gate's items_needed rule: a 10 pp gate needs 36 transcripts, which no default design has
     assert row["gate_items_needed"] == 36 and not row["gate_decidable"]
+
+
+def _cfr_power_one_array(p, n_items, pairs, *, alpha=0.05, reps=4000, seed=0):
+    """The simulation as one (reps x items x pairs) array: the reference for the blocked one."""
+    from cfbench.studies.contact_center_qa.calculator import _net_lower
+
+    u = np.random.default_rng(seed).random((reps, n_items, pairs))
+    return np.array([np.mean(_net_lower((u < q).sum(axis=2), pairs, 1 - alpha) > 0) for q in np.atleast_1d(p)])
+
+
+def test_power_simulation_in_blocks_equals_one_array_and_stays_small(monkeypatch):
+    import tracemalloc
+
+    from cfbench.studies.contact_center_qa import calculator as C
+
+    grid = np.array([0.06, 0.09, 0.12, 0.15])
+    want = _cfr_power_one_array(grid, 40, 7, reps=600, seed=3)
+    assert 0 < want.min() < want.max() < 1  # a curve, not all 0 or all 1
+    monkeypatch.setattr(C, "SIM_BLOCK", 1000)  # 3 simulated rows per block: many blocks, one partial
+    np.testing.assert_array_equal(C.cfr_power(grid, 40, 7, reps=600, seed=3), want)
+    monkeypatch.undo()
+    # a paper-sized row (1,200 transcripts, 40 pairs each): one array would be 4000 x 1200 x 40 doubles (1.5 GB)
+    tracemalloc.start()
+    try:
+        C.cfr_power(0.002, 1200, 40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MB"

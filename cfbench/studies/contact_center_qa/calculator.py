@@ -55,6 +55,8 @@ __all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD
 SD_PYES = 2.70
 
 _GRID = np.linspace(0.0, 1.0, 4001)[1:]  # true CFRs searched, step 0.00025
+#: random numbers drawn at once by the power simulation (32 MB of doubles), whatever the design's size
+SIM_BLOCK = 4_000_000
 
 
 def _net_lower(events: np.ndarray, pairs: int, confidence: float) -> np.ndarray:
@@ -94,8 +96,18 @@ def cfr_power(p: float | np.ndarray, n_items: int, pairs_per_item: int = 1, *, a
     if pairs_per_item == 1:
         ok = _detect_table(n_items, 1 - alpha)
         return stats.binom.pmf(np.arange(n_items + 1)[None, :], n_items, p[:, None])[:, ok].sum(axis=1)
-    u = np.random.default_rng(seed).random((reps, n_items, pairs_per_item))
-    return np.array([np.mean(_net_lower((u < q).sum(axis=2), pairs_per_item, 1 - alpha) > 0) for q in p])
+    # the draws are made and used a block of simulated rows at a time, each block at most SIM_BLOCK numbers:
+    # the same numbers as one (reps x items x pairs) array, whose size grew with the transcripts (2.9 GB for the
+    # design cell of a 1,200-transcript paper replay)
+    block = max(1, SIM_BLOCK // (n_items * pairs_per_item))
+    out = []
+    for q in p:
+        rng, hits = np.random.default_rng(seed), 0
+        for start in range(0, reps, block):
+            u = rng.random((min(block, reps - start), n_items, pairs_per_item))
+            hits += int(np.count_nonzero(_net_lower((u < q).sum(axis=2), pairs_per_item, 1 - alpha) > 0))
+        out.append(hits / reps)
+    return np.array(out)
 
 
 def cfr_mde(n_items: int, pairs_per_item: float, *, alpha: float = 0.05, power: float = 0.8,
