@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_util import from_module
 
 PKG_NAME = "cfbench.studies.contact_center_qa"
 PKG = Path(__file__).resolve().parents[1] / "cfbench" / "studies" / "contact_center_qa"
@@ -44,12 +45,7 @@ def _imports(path: Path, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = from_module(node, package)
             # ``from pkg import tables`` imports the submodule; ``from pkg import run`` imports __init__
             names = [f"{mod}.{a.name}" if mod == PKG_NAME and a.name in subs else mod for a in node.names]
         else:

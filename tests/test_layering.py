@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_util import from_module
 
 PKG = Path(__file__).resolve().parents[1] / "cfbench"
 
@@ -30,12 +31,7 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = from_module(node, package)
             out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names)
     return {m for m in out if m == "cfbench" or m.startswith("cfbench.")}
