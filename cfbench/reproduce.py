@@ -796,13 +796,14 @@ def _write_view_page(folder: Path, run: _Run) -> None:
 
         from .view import write_view
 
-        src = folder
+        src, title = folder, f"{run.study} / {run.config}"  # the final name (``folder`` may be the staging one)
         preview = folder / "view_preview"
         if (preview / "rows.parquet").is_file():  # a streamed run: the page of its first transcripts (the
             src = preview  # whole design's rows.parquet would be read into memory: GBs at paper scale)
+            title += " (the first transcripts of a streamed run)"
             if (folder / "run_info.json").is_file():
                 shutil.copyfile(folder / "run_info.json", preview / "run_info.json")
-        write_view(src, folder / "view.html")
+        write_view(src, folder / "view.html", title=title)
     except Exception as exc:  # noqa: BLE001 - the results stand without their page
         message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "
