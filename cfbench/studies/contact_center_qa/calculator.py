@@ -45,7 +45,7 @@ from cfbench.stats.intervals import (bootstrap_t_rows, clopper_pearson, clustere
                                      items_needed_zero_events, worst_case_bound)
 from cfbench.studies.contact_center_qa.items import iter_items, load_items
 from cfbench.studies.contact_center_qa.params import Params
-from cfbench.studies.contact_center_qa.requests import estimate_cost, plan_for
+from cfbench.studies.contact_center_qa.requests import PREVIEW_ITEMS, estimate_cost, plan_for
 
 __all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
@@ -100,14 +100,12 @@ def cfr_power(p: float | np.ndarray, n_items: int, pairs_per_item: int = 1, *, a
     # the same numbers as one (reps x items x pairs) array, whose size grew with the transcripts (2.9 GB for the
     # design cell of a 1,200-transcript paper replay)
     block = max(1, SIM_BLOCK // (n_items * pairs_per_item))
-    out = []
-    for q in p:
-        rng, hits = np.random.default_rng(seed), 0
-        for start in range(0, reps, block):
-            u = rng.random((min(block, reps - start), n_items, pairs_per_item))
-            hits += int(np.count_nonzero(_net_lower((u < q).sum(axis=2), pairs_per_item, 1 - alpha) > 0))
-        out.append(hits / reps)
-    return np.array(out)
+    rng, hits = np.random.default_rng(seed), np.zeros(p.shape)
+    for start in range(0, reps, block):
+        u = rng.random((min(block, reps - start), n_items, pairs_per_item))
+        for i, q in enumerate(p):
+            hits[i] += np.count_nonzero(_net_lower((u < q).sum(axis=2), pairs_per_item, 1 - alpha) > 0)
+    return hits / reps
 
 
 def cfr_mde(n_items: int, pairs_per_item: float, *, alpha: float = 0.05, power: float = 0.8,
@@ -195,10 +193,6 @@ def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float
             "eff_pairs_per_row": worst * n_items,
             "cfr_mde_pp": 100 * cfr_mde(n_items, worst, alpha=alpha, power=power) if worst > 0 else float("nan"),
             "masd_mde": mean_mde(n_items, sd=sd, alpha=alpha, power=power)}
-
-
-#: transcripts a streamed result without a display plan is planned on (a dry run) for its costs
-PREVIEW_ITEMS = 3
 
 
 def _first_transcripts_plan(name: str, result: Any) -> Any:

@@ -27,7 +27,8 @@ from cfbench.studies.contact_center_qa.items import (iter_items, labels_frame, l
 from cfbench.studies.contact_center_qa.judging import run_plan
 from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
-from cfbench.studies.contact_center_qa.requests import count_requests, estimate_cost, iter_requests, plan_for
+from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests,
+                                                        plan_for)
 from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
 
 __all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit",
@@ -212,7 +213,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
 #: requests per judge than this is not planned in memory: its requests are counted by streaming
 #: (:func:`.requests.count_requests`) and the run's cells are computed on its first few transcripts.
 PLAN_ONLY_MAX_REQUESTS = 200_000
-PLAN_ONLY_PREVIEW_ITEMS = 3
+PLAN_ONLY_PREVIEW_ITEMS = PREVIEW_ITEMS
 
 
 def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, config_name: str,
