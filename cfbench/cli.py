@@ -104,9 +104,10 @@ def _cmd_model(args: argparse.Namespace) -> int:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    from .studies import explorer_pairs
     from .view import write_view
 
-    path = write_view(args.results_dir, args.out)
+    path = write_view(args.results_dir, args.out, pairs=explorer_pairs(args.results_dir))
     print(f"{path} ({path.stat().st_size:,} bytes); open it in a browser (no server needed)")
     return 0
 

@@ -794,6 +794,7 @@ def _write_view_page(folder: Path, run: _Run) -> None:
     try:
         import shutil
 
+        from .studies import explorer_pairs
         from .view import write_view
 
         src, title = folder, f"{run.study} / {run.config}"  # the final name (``folder`` may be the staging one)
@@ -803,7 +804,7 @@ def _write_view_page(folder: Path, run: _Run) -> None:
             title += " (the first transcripts of a streamed run)"
             if (folder / "run_info.json").is_file():
                 shutil.copyfile(folder / "run_info.json", preview / "run_info.json")
-        write_view(src, folder / "view.html", title=title)
+        write_view(src, folder / "view.html", title=title, pairs=explorer_pairs(src))
     except Exception as exc:  # noqa: BLE001 - the results stand without their page
         message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "

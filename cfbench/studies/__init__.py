@@ -7,10 +7,13 @@ A new study is a new folder here with a notebook of the same name in ``notebooks
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-__all__ = ["available", "load"]
+__all__ = ["available", "load", "explorer_pairs"]
 
 
 def _plugin_studies() -> dict[str, str]:
@@ -34,3 +37,16 @@ def load(name: str) -> ModuleType:
         raise KeyError(f"unknown study {name!r} (known: {', '.join(known)})")
     own = {m.name for m in pkgutil.iter_modules(__path__) if m.ispkg}
     return importlib.import_module(f"{__name__}.{name}" if name in own else _plugin_studies()[name])
+
+
+def explorer_pairs(folder: "str | os.PathLike[str]") -> Any:
+    """What the study that wrote ``folder`` (``run_info.json``/``summary.json``) says about its pairs for the
+    run explorer: its package's ``explorer_pairs(folder)`` (plugins included), or None when the study is
+    unknown or describes no pairs (protocol: :mod:`cfbench.view.pairs`)."""
+    from cfbench.view import study_of
+
+    name = study_of(folder)
+    if not name or name not in available():
+        return None
+    fn = getattr(load(name), "explorer_pairs", None)
+    return fn(Path(folder)) if callable(fn) else None

@@ -5,10 +5,13 @@ folder side by side, with the word-level diff of the two inputs, both replies,
 the parsed metrics and flags, filters and sorts, the run's tables and figures,
 and its provenance. See ``docs/view.md``.
 
-This package reads results *files*; it imports no study (it sits beside
-:mod:`cfbench.report` in the layering).
+This package knows no study: a study describes its pairs as a :class:`PairSet`
+(:mod:`cfbench.view.pairs`, the protocol) and the page renders whatever it is given.
 """
 
-from .page import INPUT_FRAMES, ViewPage, build_payload, load_pairs_any, view_html, write_inputs, write_view
+from .page import (INPUT_FRAMES, ViewPage, build_payload, explorer_for, register_explorer, view_html, write_inputs,
+                   write_view)
+from .pairs import Flag, Metric, PairSet, Texts, final_name, study_of
 
-__all__ = ["INPUT_FRAMES", "ViewPage", "write_inputs", "build_payload", "load_pairs_any", "view_html", "write_view"]
+__all__ = ["INPUT_FRAMES", "ViewPage", "write_inputs", "build_payload", "view_html", "write_view",
+           "register_explorer", "explorer_for", "PairSet", "Texts", "Metric", "Flag", "study_of", "final_name"]

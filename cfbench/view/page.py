@@ -1,22 +1,9 @@
 """Build the run explorer page of a results folder (``view.html``).
 
-Reading: a results folder is recognised by the files its study writes
-(``run_info.json``'s ``study`` first, then the files themselves):
-
-* contact center (``rows.parquet`` + ``judgments.parquet``): one pair per judge x arm x
-  task x question x item x dimension and compared condition, against the unit's
-  ``original`` condition (or its first condition when the unit has no original, e.g. the
-  robustness repeats); replies from ``judgments.parquet`` by cache key; the inputs (rendered
-  transcripts) from ``variants.parquet`` when the run wrote one;
-* ShopFlow (``judged_rows.csv``): one pair per ``pair_id`` (the two wordings), routes and
-  P(ready); request and reply texts from ``request``/``reply`` columns or a
-  ``judged_pairs.csv``/``pairs.jsonl`` beside it when present;
-* identity tone (``fresh_responses.csv`` + ``fresh_variants.csv``): one pair per model x
-  prompt x identity pair (the pairs of ``fresh_pairs_described.csv``), user texts diffed,
-  both replies, refusal class; per-response tone scores from ``fresh_scores_described.csv``
-  when present.
-
-Anything else gets the tables, figures and provenance only. What a folder lacks is said on
+Reading: the pairs come from the study that wrote the folder, as a :class:`~cfbench.view.pairs.PairSet`
+(the protocol in :mod:`cfbench.view.pairs`); this module knows no study. The tables (every CSV),
+figures (every PNG) and provenance (``run_info.json``, ``summary.json``) are read from the folder itself;
+a file that is a link out of the folder is not read (the page says so). What a folder lacks is said on
 the page (``notes``), never filled in.
 
 Writing: the data travel as JSON inside ``<script type="application/json">`` (gzip +
@@ -38,9 +25,9 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,11 +36,13 @@ from cfbench.core.errors import InputError
 from cfbench.core.paths import package_text
 from cfbench.core.secrets import credentials, echoed_credential, scrub_secrets
 
-__all__ = ["ViewPage", "build_payload", "load_pairs_any", "view_html", "write_view", "diff_segments",
-           "write_inputs", "INPUT_FRAMES",
+from .pairs import PairSet, final_name, folder_file, read_json, study_of
+
+__all__ = ["ViewPage", "build_payload", "view_html", "write_view", "diff_segments", "register_explorer",
+           "explorer_for", "write_inputs", "variants_for_page", "INPUT_FRAMES",
            "MAX_TABLE_ROWS", "PAGE_VERSION"]
 
-PAGE_VERSION = 1
+PAGE_VERSION = 2
 #: rows of one CSV table embedded in the page (the rest is counted, not shown)
 MAX_TABLE_ROWS = 2000
 _NUM_DIGITS = 6
@@ -198,459 +187,66 @@ def _codes(values: Sequence[Any]) -> dict[str, Any]:
     return {"values": [str(u) for u in uniques], "codes": codes.astype(int).tolist()}
 
 
-@dataclass
-class PairFrame:
-    """What a study adapter hands to the page builder (all lists have one entry per pair).
+def _pairs_payload(p: PairSet, strings: _Strings) -> dict[str, Any]:
+    """The columnar, string-tabled form of a :class:`PairSet` the page's script reads."""
+    p.check()
+    facets = [{"name": "arm", **_codes(p.arm)}, {"name": "kind", **_codes(p.kind)}]
+    facets += [{"name": k, **_codes(v)} for k, v in p.facets.items()]
+    metrics = []
+    for m in p.metrics:
+        if m.kind == "num":
+            metrics.append({"name": m.name, "kind": "num", "a": _num(m.a), "b": _num(m.b)})
+        else:
+            metrics.append({"name": m.name, "kind": "str", "a": strings.many(m.a), "b": strings.many(m.b)})
+    flags = [{"name": f.name, "label": f.label, "yes": f.yes, "no": f.no,
+              "values": [1 if bool(x) else 0 for x in f.values]} for f in p.flags]
+    seen: dict[tuple[int, int], int] = {}
+    diffs: list[list[int]] = []
+    diff_blocks = []
+    for t in p.diffs:
+        index: list[int] = []
+        for a, b in zip(t.a, t.b):
+            ia, ib = strings.add(a), strings.add(b)
+            if ia < 0 or ib < 0:
+                index.append(-1)
+                continue
+            j = seen.get((ia, ib))
+            if j is None:
+                left, right = diff_segments(str(a), str(b))
+                j = seen[(ia, ib)] = len(diffs)
+                diffs.append([strings.add(s) for s in left] + [-2] + [strings.add(s) for s in right])
+            index.append(j)
+        diff_blocks.append({"label": t.label, "index": index})
+    outputs = [{"label": t.label, "a": strings.many(t.a), "b": strings.many(t.b)} for t in p.outputs]
+    return {"n": len(p), "ids": list(p.pair_id), "facets": facets,
+            "side_a": strings.many(p.side_a), "side_b": strings.many(p.side_b),
+            "metrics": metrics, "flags": flags, "diff_blocks": diff_blocks, "diffs": diffs, "outputs": outputs,
+            "reasons": strings.many([r or None for r in (p.reasons or [])]),
+            "same_input_note": p.same_input_note}
 
-    ``facets``: name -> categorical values (filters); ``metrics``: (name, kind, a, b) with kind
-    ``num`` or ``str``; ``flags``: name -> booleans (``flipped``, ``parse_fail``,
-    ``evidence_violation``); ``inputs``: (a texts, b texts) diffed word by word, or None;
-    ``blocks``: (label, a texts, b texts) shown side by side (replies); ``side_labels``: (a, b)
-    condition names per pair.
-    """
-
-    ids: list[str]
-    facets: dict[str, list[Any]]
-    side_labels: tuple[list[Any], list[Any]]
-    metrics: list[tuple[str, str, list[Any], list[Any]]]
-    flags: dict[str, list[bool]]
-    inputs: tuple[list[Any], list[Any]] | None
-    blocks: list[tuple[str, list[Any], list[Any]]]
-    notes: list[str]
-    input_label: str = "input"
-    same_input_note: str = "the two inputs are identical"
-
-    def __len__(self) -> int:
-        return len(self.ids)
+# ---------------------------------------------------------------------------------------------
+# tables, figures, provenance: files of the folder itself (a link out of it is never read)
 
 
-def _unique_ids(ids: Sequence[str]) -> list[str]:
-    seen: dict[str, int] = {}
+def _own_files(d: Path, pattern: str, skipped: list[str]) -> list[Path]:
+    """The files of ``d`` matching ``pattern`` that stay inside ``d``; links out of it go to ``skipped``."""
     out = []
-    for i in ids:
-        n = seen.get(i, 0)
-        seen[i] = n + 1
-        out.append(i if n == 0 else f"{i}#{n + 1}")
+    for p in sorted(d.glob(pattern)):
+        if folder_file(d, p.name) is not None:
+            out.append(p)
+        elif p.is_symlink():
+            skipped.append(p.name)
     return out
 
 
-def _pairs_payload(p: PairFrame, strings: _Strings) -> dict[str, Any]:
-    n = len(p)
-    facets = [{"name": k, **_codes(v)} for k, v in p.facets.items()]
-    metrics = []
-    for name, kind, a, b in p.metrics:
-        if kind == "num":
-            metrics.append({"name": name, "kind": "num", "a": _num(a), "b": _num(b)})
-        else:
-            metrics.append({"name": name, "kind": "str", "a": strings.many(a), "b": strings.many(b)})
-    flags = {k: [1 if bool(x) else 0 for x in v] for k, v in p.flags.items()}
-    diff_index: list[int] = []
-    diffs: list[list[int]] = []
-    if p.inputs is not None:
-        seen: dict[tuple[int, int], int] = {}
-        for a, b in zip(*p.inputs):
-            ia, ib = strings.add(a), strings.add(b)
-            if ia < 0 or ib < 0:
-                diff_index.append(-1)
-                continue
-            key = (ia, ib)
-            j = seen.get(key)
-            if j is None:
-                left, right = diff_segments(str(a), str(b))
-                j = seen[key] = len(diffs)
-                diffs.append([strings.add(s) for s in left] + [-2] + [strings.add(s) for s in right])
-            diff_index.append(j)
-    blocks = [{"label": label, "a": strings.many(a), "b": strings.many(b)} for label, a, b in p.blocks]
-    return {"n": n, "ids": list(p.ids), "facets": facets,
-            "side_a": strings.many(p.side_labels[0]), "side_b": strings.many(p.side_labels[1]),
-            "metrics": metrics, "flags": flags, "diff": diff_index, "diffs": diffs,
-            "input_label": p.input_label, "same_input_note": p.same_input_note, "blocks": blocks}
+def _read_json(d: Path, name: str) -> dict[str, Any]:
+    p = folder_file(d, name)
+    return {} if p is None else read_json(p)
 
 
-# ---------------------------------------------------------------------------------------------
-# study adapters (files only; no study is imported)
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, keep_default_na=True)
-    except Exception as exc:  # pandas' parser errors name no record; say the file
-        raise InputError(f"cannot read as CSV: {' '.join(str(exc).split())[:200]}", source=str(path)) from None
-
-
-def _read_parquet(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_parquet(path)
-    except Exception as exc:
-        raise InputError(f"cannot read as parquet: {' '.join(str(exc).split())[:200]}", source=str(path)) from None
-
-
-def _need(frame: pd.DataFrame, cols: Sequence[str], source: Path) -> None:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", source=str(source), field=missing[0])
-
-
-def _render_variant(row: Any, record: str) -> str | None:
-    from cfbench.core.render import render_transcript
-
-    turns = row.get("turns")
-    if turns is None or (isinstance(turns, float) and math.isnan(turns)):
-        return None
-    turns = [dict(t) for t in list(turns)]
-    if not turns:
-        return None
-    header = row.get("header")
-    if isinstance(header, float) and math.isnan(header):
-        header = None
-    return render_transcript(turns, header if isinstance(header, (str, dict)) or header is None else str(header),
-                             record=record)
-
-
-def _cc_inputs(d: Path, rows: pd.DataFrame) -> tuple[dict[str, str] | None, list[str]]:
-    path = d / "variants.parquet"
-    if not path.exists():
-        return None, ["Inputs: this run did not write variants.parquet, so the page shows no transcript diff "
-                      "(replies, answers and flags are shown)."]
-    v = _read_parquet(path)
-    _need(v, ["variant_id", "item_id", "dimension", "turns"], path)
-    texts: dict[str, str] = {}
-    for rec in v.to_dict(orient="records"):
-        t = _render_variant(rec, f"{path.name}: variant {rec['variant_id']}")
-        if t is not None:
-            texts[str(rec["variant_id"])] = t
-    return texts, []
-
-
-def _cc_pairs(d: Path) -> PairFrame:
-    rp, jp = d / "rows.parquet", d / "judgments.parquet"
-    rows = _read_parquet(rp)
-    _need(rows, ["judge", "arm", "task", "question_id", "item_id", "dimension", "condition", "variant_id", "key"], rp)
-    judg = _read_parquet(jp) if jp.exists() else None
-    notes = [] if judg is not None else ["Replies: judgments.parquet is missing; answers are shown without replies."]
-    unit = ["judge", "arm", "task", "question_id", "item_id", "dimension"]
-    r = rows.reset_index(drop=True).copy()
-    r = r[r["dimension"].astype(str) != "original"]
-    r["_unit"] = r.groupby(unit, sort=False, dropna=False).ngroup()
-    r["_notref"] = r["condition"].astype(str) != "original"
-    r = r.sort_values(["_unit", "_notref", "condition"], kind="stable")
-    first = ~r["_unit"].duplicated()
-    ref = r[first].set_index("_unit")
-    oth = r[~first]
-    a = ref.loc[oth["_unit"].to_numpy()].reset_index(drop=True)
-    b = oth.reset_index(drop=True)
-    if judg is not None:
-        _need(judg, ["judge", "key", "text"], jp)
-        jt = judg.drop_duplicates(["judge", "key"]).set_index(["judge", "key"])
-        extra = [c for c in ("parse_error", "parse_note") if c in jt.columns]
-
-        def look(side: pd.DataFrame, col: str) -> list[Any]:
-            idx = pd.MultiIndex.from_arrays([side["judge"], side["key"]])
-            return jt[col].reindex(idx).tolist()
-
-        reply_a, reply_b = look(a, "text"), look(b, "text")
-        err_a = look(a, extra[0]) if extra else [None] * len(a)
-        err_b = look(b, extra[0]) if extra else [None] * len(b)
-        call_a = look(a, "error") if "error" in jt.columns else [None] * len(a)
-        call_b = look(b, "error") if "error" in jt.columns else [None] * len(b)
-    else:
-        reply_a = reply_b = err_a = err_b = call_a = call_b = [None] * len(a)
-    texts, more = _cc_inputs(d, rows)
-    notes += more
-    inputs = None
-    if texts is not None:
-        def text_of(side: pd.DataFrame) -> list[Any]:
-            out = []
-            for vid, item in zip(side["variant_id"].astype(str), side["item_id"].astype(str)):
-                out.append(texts.get(vid, texts.get(f"{item}::original")))
-            return out
-        inputs = (text_of(a), text_of(b))
-    ok_a = a["parse_ok"].fillna(False).astype(bool).to_numpy() if "parse_ok" in a else np.ones(len(a), bool)
-    ok_b = b["parse_ok"].fillna(False).astype(bool).to_numpy() if "parse_ok" in b else np.ones(len(b), bool)
-    both = ok_a & ok_b
-    flipped = np.zeros(len(a), bool)
-    if "answer" in a:
-        aa, bb = a["answer"].astype(object), b["answer"].astype(object)
-        has = aa.notna().to_numpy() & bb.notna().to_numpy()
-        flipped |= both & has & (aa.astype(str).to_numpy() != bb.astype(str).to_numpy())
-    if "score" in a:
-        sa, sb = pd.to_numeric(a["score"], errors="coerce"), pd.to_numeric(b["score"], errors="coerce")
-        has = sa.notna().to_numpy() & sb.notna().to_numpy()
-        flipped |= both & has & (sa.to_numpy() != sb.to_numpy())
-    flags = {"flipped": flipped.tolist(), "parse_fail": (~both).tolist()}
-    if "evidence_rule_violated" in a:
-        ev = (pd.to_numeric(a["evidence_rule_violated"], errors="coerce").fillna(0).to_numpy() > 0) | (
-            pd.to_numeric(b["evidence_rule_violated"], errors="coerce").fillna(0).to_numpy() > 0)
-        if a["evidence_rule_violated"].notna().any() or b["evidence_rule_violated"].notna().any():
-            flags["evidence_violation"] = ev.tolist()
-    metrics: list[tuple[str, str, list[Any], list[Any]]] = []
-    for col, kind in (("answer", "str"), ("p_yes", "num"), ("confidence", "num"), ("score", "num"),
-                      ("evidence_status", "num"), ("n_quotes_found", "num")):
-        if col in a and (a[col].notna().any() or b[col].notna().any()):
-            metrics.append((col, kind, a[col].tolist(), b[col].tolist()))
-    metrics.append(("parsed", "str", ["yes" if x else "PARSE FAILURE" for x in ok_a],
-                    ["yes" if x else "PARSE FAILURE" for x in ok_b]))
-    for name, ea, eb in (("parse_error", err_a, err_b), ("call_error", call_a, call_b)):
-        if any(e is not None and not (isinstance(e, float) and math.isnan(e)) for e in list(ea) + list(eb)):
-            metrics.append((name, "str", ea, eb))
-    facets: dict[str, list[Any]] = {"judge": b["judge"].tolist()}
-    for col, name in (("arm", "arm"), ("task", "task")):
-        if b[col].nunique(dropna=False) > 1:
-            facets[name] = b[col].tolist()
-    facets.update({"dimension": b["dimension"].tolist(), "question": b["question_id"].tolist(),
-                   "item": b["item_id"].tolist(), "condition": b["condition"].tolist()})
-    ids = _unique_ids([f"{j}|{arm}|{t}|{q}|{i}|{dim}|{ca}~{cb}" for j, arm, t, q, i, dim, ca, cb in zip(
-        b["judge"], b["arm"], b["task"], b["question_id"], b["item_id"], b["dimension"], a["condition"],
-        b["condition"])])
-    return PairFrame(ids=ids, facets=facets, side_labels=(a["condition"].tolist(), b["condition"].tolist()),
-                     metrics=metrics, flags=flags, inputs=inputs,
-                     blocks=[("judge's reply", reply_a, reply_b)], notes=notes, input_label="transcript",
-                     same_input_note="the two transcripts are identical: what differs is the request itself (a "
-                                     "repeat, the temperature or the rubric's wording for the robustness rows)")
-
-
-def _shopflow_texts(d: Path, jr: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    if "request" in jr.columns:
-        return jr, []
-    for name in ("judged_pairs.csv", "judged_pairs.parquet", "pairs.jsonl"):
-        p = d / name
-        if not p.exists():
-            continue
-        if p.suffix == ".csv":
-            src = _read_csv(p)
-        elif p.suffix == ".parquet":
-            src = _read_parquet(p)
-        else:
-            try:
-                src = pd.read_json(p, lines=True, dtype=False)
-            except ValueError as exc:
-                raise InputError(f"cannot read as JSONL: {' '.join(str(exc).split())[:200]}", source=str(p)) from None
-        _need(src, ["pair_id", "variant", "request"], p)
-        keep = [c for c in ("pair_id", "variant", "request", "reply", "channel", "expected_ready") if c in src.columns]
-        src = src[keep].astype({"pair_id": str, "variant": str}).drop_duplicates(["pair_id", "variant"])
-        src = src.rename(columns={"channel": "_channel", "expected_ready": "_expected_ready"})
-        out = jr.merge(src, on=["pair_id", "variant"], how="left")
-        for col in ("channel", "expected_ready"):  # rows of excluded pairs take them from the pairs file
-            if f"_{col}" in out:
-                out[col] = out[col].astype(object).where(out[col].notna(), out[f"_{col}"]) if col in out else out[f"_{col}"]
-                out = out.drop(columns=[f"_{col}"])
-        return out, []
-    return jr, ["Inputs: judged_rows.csv holds no request text and no judged_pairs file is beside it, so the "
-                "page shows routes, scores and the judge's reply without the wording diff."]
-
-
-def _with_excluded(d: Path, jr: pd.DataFrame, variants: tuple[str, str]) -> pd.DataFrame:
-    """Pairs the study excluded (an unparseable reply; ``judged_excluded.csv``) as parse-failure rows."""
-    p = d / "judged_excluded.csv"
-    if not p.exists():
-        return jr
-    ex = _read_csv(p)
-    if ex.empty:
-        return jr
-    _need(ex, ["pair_id", "variant", "reason"], p)
-    ex = ex.astype({"pair_id": str, "variant": str})
-    have = set(jr["pair_id"])
-    add = []
-    for pid, g in ex.groupby("pair_id", sort=False):
-        if pid in have:
-            continue
-        why = dict(zip(g["variant"], g["reason"].astype(str)))
-        for v in variants:
-            add.append({"pair_id": pid, "variant": v, "route": None,
-                        "score_source": "parse_failure" if v in why else None,
-                        "excluded": why.get(v, "excluded with its pair (the other wording's reply is unparseable)")})
-    if not add:
-        return jr
-    return pd.concat([jr.assign(excluded=None), pd.DataFrame(add)], ignore_index=True)
-
-
-def _shopflow_pairs(d: Path, summary: dict[str, Any]) -> PairFrame:
-    p = d / "judged_rows.csv"
-    jr = _read_csv(p)
-    _need(jr, ["pair_id", "variant", "route"], p)
-    jr = jr.astype({"pair_id": str, "variant": str})
-    variants = list(dict.fromkeys(jr["variant"]))
-    if len(variants) != 2:
-        raise InputError(f"expected two wordings per pair, found {variants}", source=str(p), field="variant")
-    va, vb = variants
-    jr = _with_excluded(d, jr, (va, vb))
-    jr, notes = _shopflow_texts(d, jr)
-    a = jr[jr["variant"] == va].drop_duplicates("pair_id").set_index("pair_id")
-    b = jr[jr["variant"] == vb].drop_duplicates("pair_id").set_index("pair_id")
-    ids = [i for i in dict.fromkeys(jr["pair_id"]) if i in a.index and i in b.index]
-    lone = sorted(set(jr["pair_id"]) - set(ids))
-    if lone:
-        notes.append(f"{len(lone)} pair(s) with one wording only are not shown: {', '.join(lone[:10])}")
-    a, b = a.loc[ids], b.loc[ids]
-    judge = str((summary.get("judged") or {}).get("judge") or "judge (not recorded)")
-
-    def failed(side: pd.DataFrame) -> np.ndarray:
-        bad = (np.array(pd.to_numeric(side["score"], errors="coerce").isna(), dtype=bool) if "score" in side
-               else np.zeros(len(side), bool))
-        if "score_source" in side:
-            bad |= side["score_source"].isna().to_numpy() | (side["score_source"].astype(str) == "parse_failure").to_numpy()
-        return bad
-
-    fa, fb = failed(a), failed(b)
-    flipped = (a["route"].astype(str).to_numpy() != b["route"].astype(str).to_numpy()) & ~fa & ~fb
-    metrics: list[tuple[str, str, list[Any], list[Any]]] = [("route", "str", a["route"].tolist(), b["route"].tolist())]
-    for col, kind in (("score", "num"), ("yes_no_mass", "num"), ("score_source", "str"), ("excluded", "str")):
-        if col in a and (col != "excluded" or a[col].notna().any()):
-            metrics.append((col, kind, a[col].tolist(), b[col].tolist()))
-    facets: dict[str, list[Any]] = {"judge": [judge] * len(ids)}
-    for col in ("channel", "expected_ready"):
-        if col in a:
-            facets[col] = a[col].tolist()
-    facets["item"] = ids
-    blocks = []
-    if "reply" in a:
-        blocks.append(("support reply (judged)", a["reply"].tolist(), b["reply"].tolist()))
-    if "raw" in a:
-        blocks.append(("judge's reply", a["raw"].tolist(), b["raw"].tolist()))
-    if "review_note" in a:
-        blocks.append(("review note", a["review_note"].tolist(), b["review_note"].tolist()))
-    inputs = (a["request"].tolist(), b["request"].tolist()) if "request" in a else None
-    return PairFrame(ids=list(ids), facets=facets, side_labels=([va] * len(ids), [vb] * len(ids)),
-                     metrics=metrics, flags={"flipped": flipped.tolist(), "parse_fail": (fa | fb).tolist()},
-                     inputs=inputs, blocks=blocks, notes=notes, input_label="request")
-
-
-_ID_ATTRS = ("age", "gender", "nationality")
-
-
-def _identity_pairs(d: Path) -> PairFrame:
-    rp, vp = d / "fresh_responses.csv", d / "fresh_variants.csv"
-    resp = _read_csv(rp)
-    _need(resp, ["model", "prompt_id", "identity", "text"], rp)
-    var = _read_csv(vp) if vp.exists() else None
-    notes: list[str] = []
-    if var is None:
-        notes.append("Inputs: fresh_variants.csv is missing; no user-text diff.")
-    scores = None
-    for name in ("fresh_scores_described.csv", "fresh_scores.csv"):
-        if (d / name).exists():
-            scores = _read_csv(d / name)
-            _need(scores, ["model", "prompt_id", "identity"], d / name)
-            break
-    if scores is None:
-        notes.append("Tone metrics per reply: this run wrote no fresh_scores_described.csv, so the page shows the "
-                     "replies and refusal classes; the study's tables give the tone comparisons.")
-    identities = list(dict.fromkeys(resp["identity"].astype(str)))
-    pp = d / "fresh_pairs_described.csv"
-    combos: list[tuple[str, str]] = []
-    if pp.exists():
-        pt = _read_csv(pp)
-        if {"identity_a", "identity_b"} <= set(pt.columns):
-            combos = list(dict.fromkeys(zip(pt["identity_a"].astype(str), pt["identity_b"].astype(str))))
-    if not combos:
-        combos = [(x, y) for i, x in enumerate(identities) for y in identities[i + 1:]]
-    r = resp.astype({"model": str, "prompt_id": str, "identity": str})
-    if scores is not None:
-        sc = scores.astype({"model": str, "prompt_id": str, "identity": str})
-        keep = ["model", "prompt_id", "identity"] + [c for c in sc.columns if c not in r.columns
-                                                       and pd.api.types.is_numeric_dtype(sc[c])]
-        r = r.merge(sc[keep].drop_duplicates(["model", "prompt_id", "identity"]), how="left",
-                    on=["model", "prompt_id", "identity"])
-        score_cols = keep[3:]
-    else:
-        score_cols = []
-    if var is not None:
-        v = var.astype({"prompt_id": str, "identity": str})
-        vcols = ["prompt_id", "identity"] + [c for c in ("user_text",) + _ID_ATTRS if c in v.columns]
-        r = r.merge(v[vcols].drop_duplicates(["prompt_id", "identity"]), how="left", on=["prompt_id", "identity"])
-    cp = pd.DataFrame(combos, columns=["identity_a", "identity_b"])
-    units = r[["model", "prompt_id"]].drop_duplicates()
-    grid = units.merge(cp, how="cross")
-    a = grid.merge(r, how="left", left_on=["model", "prompt_id", "identity_a"],
-                   right_on=["model", "prompt_id", "identity"])
-    b = grid.merge(r, how="left", left_on=["model", "prompt_id", "identity_b"],
-                   right_on=["model", "prompt_id", "identity"])
-    present = a["text"].notna().to_numpy() | b["text"].notna().to_numpy()
-    missing = int((a["identity"].isna() | b["identity"].isna()).sum())
-    if missing:
-        notes.append(f"{missing} pair(s) have a side with no response row (shown as missing).")
-    a, b, grid = a[present].reset_index(drop=True), b[present].reset_index(drop=True), grid[present].reset_index(drop=True)
-
-    def failed(side: pd.DataFrame) -> np.ndarray:
-        bad = np.array(side["identity"].isna(), dtype=bool)
-        if "status" in side:
-            bad |= side["status"].astype(str).to_numpy() != "ok"
-        return bad
-
-    fa, fb = failed(a), failed(b)
-    flags = {"parse_fail": (fa | fb).tolist()}
-    metrics: list[tuple[str, str, list[Any], list[Any]]] = []
-    if "refusal" in a:
-        flags["flipped"] = ((a["refusal"].astype(str).to_numpy() != b["refusal"].astype(str).to_numpy())
-                            & ~fa & ~fb).tolist()
-        metrics.append(("refusal", "str", a["refusal"].tolist(), b["refusal"].tolist()))
-    for col in score_cols:
-        metrics.append((col, "num", a[col].tolist(), b[col].tolist()))
-    for col, kind in (("status", "str"), ("completion_tokens", "num")):
-        if col in a:
-            metrics.append((col, kind, a[col].tolist(), b[col].tolist()))
-    if all(c in a for c in _ID_ATTRS):
-        dims = []
-        for i in range(len(a)):
-            diff = [c for c in _ID_ATTRS if str(a[c].iloc[i]) != str(b[c].iloc[i])]
-            dims.append("+".join(diff) or "same attributes")
-    else:
-        dims = ["identity"] * len(a)
-    facets = {"judge": grid["model"].tolist(), "dimension": dims, "question": grid["prompt_id"].tolist(),
-              "identity_a": grid["identity_a"].tolist(), "identity_b": grid["identity_b"].tolist()}
-    ids = _unique_ids([f"{m}|{p}|{x}~{y}" for m, p, x, y in zip(grid["model"], grid["prompt_id"],
-                                                                 grid["identity_a"], grid["identity_b"])])
-    inputs = (a["user_text"].tolist(), b["user_text"].tolist()) if "user_text" in a else None
-    return PairFrame(ids=ids, facets=facets, side_labels=(grid["identity_a"].tolist(), grid["identity_b"].tolist()),
-                     metrics=metrics, flags=flags, inputs=inputs,
-                     blocks=[("reply", a["text"].tolist(), b["text"].tolist())], notes=notes, input_label="user text")
-
-
-def _study_of(d: Path, run_info: dict[str, Any]) -> str:
-    s = str(run_info.get("study") or "")
-    if s in ("contact_center_qa", "shopflow", "identity_tone"):
-        return s
-    if (d / "rows.parquet").exists():
-        return "contact_center_qa"
-    if (d / "judged_rows.csv").exists():
-        return "shopflow"
-    if (d / "fresh_responses.csv").exists():
-        return "identity_tone"
-    return s or "unknown"
-
-
-def load_pairs_any(directory: str | os.PathLike[str]) -> tuple[str, PairFrame | None]:
-    """(study, pairs) of a results folder; pairs is None for a folder with no judged rows to pair."""
-    d = Path(directory)
-    info = _read_json(d / "run_info.json")
-    summary = _read_json(d / "summary.json")
-    study = _study_of(d, info)
-    if study == "contact_center_qa" and (d / "rows.parquet").exists():
-        return study, _cc_pairs(d)
-    if study == "shopflow" and (d / "judged_rows.csv").exists():
-        return study, _shopflow_pairs(d, summary)
-    if study == "identity_tone" and (d / "fresh_responses.csv").exists():
-        return study, _identity_pairs(d)
-    return study, None
-
-
-# ---------------------------------------------------------------------------------------------
-# tables, figures, provenance
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", source=str(path)) from None
-    return data if isinstance(data, dict) else {"value": data}
-
-
-def _tables(d: Path) -> list[dict[str, Any]]:
+def _tables(d: Path, skipped: list[str]) -> list[dict[str, Any]]:
     out = []
-    for p in sorted(d.glob("*.csv")):
+    for p in _own_files(d, "*.csv", skipped):
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -669,9 +265,9 @@ def _tables(d: Path) -> list[dict[str, Any]]:
 _PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _figures(d: Path) -> list[dict[str, str]]:
+def _figures(d: Path, skipped: list[str] | None = None) -> list[dict[str, str]]:
     out = []
-    for p in sorted(d.glob("*.png")):
+    for p in _own_files(d, "*.png", skipped if skipped is not None else []):
         data = p.read_bytes()
         if not data.startswith(_PNG):
             raise InputError("not a PNG file (bad signature)", source=str(p))
@@ -680,27 +276,40 @@ def _figures(d: Path) -> list[dict[str, str]]:
 
 
 def _files(d: Path) -> list[dict[str, Any]]:
-    return [{"name": p.name, "bytes": p.stat().st_size} for p in sorted(d.iterdir()) if p.is_file()]
+    return [{"name": p.name, "bytes": p.stat().st_size} for p in sorted(d.iterdir())
+            if folder_file(d, p.name) is not None]
 
 
-def build_payload(directory: str | os.PathLike[str], *, title: str | None = None) -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready data (texts in a string table)."""
+def build_payload(directory: str | os.PathLike[str], pairs: PairSet | None = None, *,
+                  title: str | None = None, study: str | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON-ready data (texts in a string table).
+
+    ``pairs``: what the folder's study says about its pairs (its ``explorer_pairs(folder)``); without
+    them the page shows the tables, figures and provenance only.
+    """
     d = Path(directory)
     if not d.is_dir():
         raise InputError("not a results folder (no such directory)", source=str(d))
-    info, summary = _read_json(d / "run_info.json"), _read_json(d / "summary.json")
-    study, pairs = load_pairs_any(d)
+    info, summary = _read_json(d, "run_info.json"), _read_json(d, "summary.json")
+    study = study or study_of(d) or "unknown study"
     strings = _Strings()
     notes = list(pairs.notes) if pairs is not None else [
-        "No judged rows to pair in this folder: tables, figures and provenance only."]
+        "No pairs: the study that wrote this folder describes none to the explorer (no explorer_pairs), "
+        "so the page shows its tables, figures and provenance only."]
+    skipped: list[str] = []
+    tables = _tables(d, skipped)
+    _figures(d, skipped)
+    if skipped:
+        notes.append(f"Not read: {len(skipped)} link(s) pointing out of the folder ({', '.join(sorted(set(skipped))[:5])}).")
+    name = final_name(d.resolve().name)
     return {
         "version": PAGE_VERSION,
-        "title": title or f"{study} / {d.name}",
+        "title": title or f"{study} / {name}",
         "study": study,
         "notes": notes,
         "pairs": _pairs_payload(pairs, strings) if pairs is not None else None,
         "strings": strings.items,
-        "tables": _tables(d),
+        "tables": tables,
         "run_info": info,
         "summary": summary,
         "files": _files(d),
@@ -752,24 +361,86 @@ def view_html(payload: dict[str, Any], *, figures: Sequence[dict[str, str]] = ()
             f"<script>{js}</script>\n</body></html>\n")
 
 
+#: study name -> its ``explorer_pairs(folder)``; filled by :func:`register_explorer` (a study package does it
+#: when imported, so ``result.view()`` in a notebook finds it; ``cfbench view`` imports the folder's study first)
+_EXPLORERS: dict[str, Callable[[Path], "PairSet | None"]] = {}
+
+
+def register_explorer(study: str, fn: Callable[[Path], "PairSet | None"], *,
+                      inputs: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> None:
+    """Make ``fn(folder) -> PairSet | None`` the reader of ``study``'s results folders for the page.
+
+    ``inputs``: result frames ``fn`` reads that the study's run does not write itself, as frame name ->
+    (file name, needed columns); ``result.view(folder)`` writes them (:func:`write_inputs`).
+    """
+    if not isinstance(study, str) or not study or not callable(fn):
+        raise InputError("register_explorer needs a study name and a callable", source="cfbench.view",
+                         field="study")
+    for name, (fname, _cols) in (inputs or {}).items():
+        if name in INPUT_FRAMES and INPUT_FRAMES[name][0] != fname:
+            raise InputError(f"frame {name!r} is already written as {INPUT_FRAMES[name][0]}", source=study,
+                             field="inputs")
+    _EXPLORERS[study] = fn
+    INPUT_FRAMES.update(inputs or {})
+
+
+def explorer_for(study: str) -> Callable[[Path], "PairSet | None"] | None:
+    """The registered reader of ``study`` (None when no imported study registered one)."""
+    return _EXPLORERS.get(study)
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` by renaming a new file over it: a link at ``target`` is replaced, never
+    followed, so the write cannot land outside the folder it names."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_view(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-               title: str | None = None) -> Path:
-    """Write the explorer page of ``directory`` to ``out`` (default ``directory/view.html``)."""
+               pairs: PairSet | None = None, title: str | None = None) -> Path:
+    """Write the explorer page of ``directory`` to ``out`` (default ``directory/view.html``).
+
+    ``pairs``: the study's description of its pairs; by default the registered reader of the folder's
+    study (:func:`register_explorer`) is asked, and a folder whose study registered none gets no pairs.
+    Files of the folder that are links out of it are not read; a link at ``out`` is replaced, not followed.
+    """
     d = Path(directory)
-    payload = build_payload(d, title=title)
+    if not d.is_dir():
+        raise InputError("not a results folder (no such directory)", source=str(d))
+    study = study_of(d)
+    if pairs is None:
+        fn = explorer_for(study)
+        pairs = fn(d) if fn is not None else None
+    payload = build_payload(d, pairs, title=title, study=study or None)
     page = view_html(payload, figures=_figures(d))
     target = Path(out) if out is not None else d / "view.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page, encoding="utf-8")
+    _atomic_write(target, page)
     return target
 
 
-#: frames of a run the page reads when the study wrote no file for them: frame name -> (file, needed columns)
-INPUT_FRAMES = {
-    "variants": ("variants.parquet", ("variant_id", "item_id", "dimension", "condition", "turns")),
-    "scores_described": ("fresh_scores_described.csv", ("model", "prompt_id", "identity")),
-    "pairs": ("judged_pairs.csv", ("pair_id", "variant", "request")),
-}
+#: frames of a run the page reads when the study wrote no file for them: frame name -> (file, needed columns);
+#: filled by the studies' :func:`register_explorer` calls (``inputs=``)
+INPUT_FRAMES: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+
+def variants_for_page(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns of a variants frame the page reads, flattened for parquet (header as text, turns as
+    ``{speaker, text}`` records)."""
+    keep = [c for c in ("variant_id", "item_id", "dimension", "condition", "turns", "header") if c in frame.columns]
+    f = frame[keep].copy()
+    if "header" in f:
+        f["header"] = [("\n".join(f"{k}: {v}" for k, v in h.items()) if isinstance(h, dict)
+                        else (h if isinstance(h, str) else None)) for h in f["header"]]
+    f["turns"] = [[{"speaker": str(t.get("speaker")), "text": str(t.get("text"))} for t in list(ts)]
+                  if ts is not None and not isinstance(ts, float) else None for ts in f["turns"]]
+    return f
 
 
 def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFrame]) -> list[Path]:
@@ -782,23 +453,15 @@ def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFra
     for name, (fname, cols) in INPUT_FRAMES.items():
         frame = frames.get(name)
         target = d / fname
-        if frame is None or target.exists() or not isinstance(frame, pd.DataFrame):
+        if frame is None or target.exists() or target.is_symlink() or not isinstance(frame, pd.DataFrame):
             continue
         if not set(cols) <= set(frame.columns):
             continue
         if fname.endswith(".parquet"):
-            keep = [c for c in ("variant_id", "item_id", "dimension", "condition", "turns", "header")
-                    if c in frame.columns]
-            f = frame[keep].copy()
-            if "header" in f:
-                f["header"] = [("\n".join(f"{k}: {v}" for k, v in h.items()) if isinstance(h, dict)
-                                else (h if isinstance(h, str) else None)) for h in f["header"]]
-            f["turns"] = [[{"speaker": str(t.get("speaker")), "text": str(t.get("text"))} for t in list(ts)]
-                          if ts is not None and not isinstance(ts, float) else None for ts in f["turns"]]
-            f.to_parquet(target, index=False)
+            variants_for_page(frame).to_parquet(target, index=False)
         else:
             text = frame.to_csv(index=False)
-            target.write_text(scrub_secrets(text) if credentials() else text, encoding="utf-8")
+            _atomic_write(target, scrub_secrets(text) if credentials() else text)
         written.append(target)
     return written
 
@@ -816,7 +479,7 @@ class ViewPage:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
-        p.write_text(self.html, encoding="utf-8")
+        _atomic_write(p, self.html)
         self.path = p
         return p
 

@@ -90,12 +90,12 @@
         const opts = [["", "all"]].concat(f.values.map((v, k) => [String(k), v]));
         filters.push([f, select(f.name, "f-" + f.name, opts)]);
       }
-      const flagNames = {flipped: ["flipped", "flipped", "not flipped"], parse_fail: ["parse failures", "with a parse failure", "parsed on both sides"],
-                         evidence_violation: ["evidence rule", "violated", "not violated"]};
+      // a flag gets a filter only when it can match both ways; otherwise the page says how many pairs have it
       const flagSel = [];
-      for (const [k, [label, yes, no]] of Object.entries(flagNames)) {
-        if (!P.flags[k]) continue;
-        flagSel.push([k, select(label, "f-" + k, [["", "all"], ["1", yes], ["0", no]])]);
+      for (const f of P.flags) {
+        const n1 = f.values.reduce((s, x) => s + x, 0);
+        if (n1 > 0 && n1 < P.n) flagSel.push([f, select(f.label, "f-" + f.name, [["", "all"], ["1", f.yes + " (" + n1 + ")"], ["0", f.no + " (" + (P.n - n1) + ")"]])]);
+        else add(pairsTab, el("div", "meta flag-note", f.label + ": " + (n1 ? "all " + P.n + " pairs" : "none of the " + P.n + " pairs") + " (no filter needed)"));
       }
       const sortOpts = [["", "order in the run"]];
       P.metrics.forEach((m, k) => { if (m.kind === "num") sortOpts.push([String(k), "|\u0394 " + m.name + "| largest first"]); });
@@ -119,7 +119,7 @@
       }
       function recompute() {
         const fsel = filters.map(([f, s]) => [f.codes, s.value === "" ? -1 : Number(s.value)]).filter(x => x[1] >= 0);
-        const gsel = flagSel.map(([k, s]) => [P.flags[k], s.value === "" ? -1 : Number(s.value)]).filter(x => x[1] >= 0);
+        const gsel = flagSel.map(([f, s]) => [f.values, s.value === "" ? -1 : Number(s.value)]).filter(x => x[1] >= 0);
         const ssel = searches.filter(([f, inp]) => inp.value !== "").map(([f, inp]) => {
           const ok = new Uint8Array(f.values.length);
           f.values.forEach((v, k) => { ok[k] = v.includes(inp.value) ? 1 : 0; });
@@ -165,10 +165,10 @@
             add(tr, el("td", "", fmt(va) + " \u2192 " + fmt(vb)));
           }
           if (sortSel.value !== "") add(tr, el("td", "delta", fmt(delta(P.metrics[Number(sortSel.value)], i))));
-          const fl = add(tr, el("td"));
-          if (P.flags.flipped && P.flags.flipped[i]) add(fl, el("span", "flip", "flipped "));
-          if (P.flags.parse_fail && P.flags.parse_fail[i]) add(fl, el("span", "fail", "parse failure "));
-          if (P.flags.evidence_violation && P.flags.evidence_violation[i]) add(fl, el("span", "viol", "evidence rule "));
+          const fl = add(tr, el("td", "flags"));
+          flagSpans(fl, i);
+          const why = str(P.reasons[i]);
+          if (why) add(fl, el("div", "meta why", why));
           tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") location.hash = "pair=" + encodeURIComponent(P.ids[i]); });
         }
         count.textContent = order.length + " of " + P.n + " pairs shown";
@@ -180,6 +180,9 @@
       recompute();
     }
 
+    function flagSpans(parent, i) {
+      P.flags.forEach((f, k) => { if (f.values[i]) add(parent, el("span", "flag flag-" + k + (f.name === "flipped" ? " flip" : /fail|cut/.test(f.name) ? " fail" : ""), f.yes + " ")); });
+    }
     function segments(parent, idxs, tag) {
       idxs.forEach((k, j) => {
         const t = str(k) || "";
@@ -197,9 +200,9 @@
       const facts = add(detail, el("div", "meta"));
       facts.textContent = P.facets.map(f => f.name + ": " + f.values[f.codes[i]]).join(" \u00b7 ");
       const fl = add(detail, el("div", "flags"));
-      if (P.flags.flipped && P.flags.flipped[i]) add(fl, el("span", "flip", "flipped "));
-      if (P.flags.parse_fail && P.flags.parse_fail[i]) add(fl, el("span", "fail", "parse failure "));
-      if (P.flags.evidence_violation && P.flags.evidence_violation[i]) add(fl, el("span", "viol", "evidence rule violated "));
+      flagSpans(fl, i);
+      const why = str(P.reasons[i]);
+      if (why) add(detail, el("div", "reason", why));
       const mt = add(detail, el("table", "metrics"));
       const h = add(mt, el("tr"));
       for (const t of ["", fmt(str(P.side_a[i])), fmt(str(P.side_b[i])), "\u0394"]) add(h, el("th", "", t));
@@ -222,19 +225,19 @@
         const g = add(detail, el("div", "two " + cls));
         return [add(g, el("div")), add(g, el("div"))];
       };
-      const j = P.diff.length ? P.diff[i] : -1;
-      if (j >= 0) {
+      if (!P.diff_blocks.length) add(detail, el("div", "meta", "no input text recorded for this pair (see the note above)"));
+      P.diff_blocks.forEach((blk, k) => {
+        const j = blk.index[i];
+        if (j < 0) { add(detail, el("div", "meta", "no " + blk.label + " recorded for this pair (see the note above)")); return; }
         const d = P.diffs[j], cut = d.indexOf(-2);
-        const [l, r] = grid(P.input_label + " (word-level diff)", "diff");
+        const [l, r] = grid(blk.label + " (word-level diff)", "diff diff-" + k);
         add(l, el("div", "meta", fmt(str(P.side_a[i])))); add(r, el("div", "meta", fmt(str(P.side_b[i]))));
         const pa = add(l, el("pre", "text diff-a")), pb = add(r, el("pre", "text diff-b"));
         segments(pa, d.slice(0, cut), "del");
         segments(pb, d.slice(cut + 1), "ins");
-        if (!pa.querySelector("del") && !pb.querySelector("ins")) add(detail, el("div", "meta same-input", P.same_input_note || "the two inputs are identical"));
-      } else {
-        add(detail, el("div", "meta", "no input text recorded for this pair (see the note above)"));
-      }
-      P.blocks.forEach((b, k) => {
+        if (k === 0 && !pa.querySelector("del") && !pb.querySelector("ins")) add(detail, el("div", "meta same-input", P.same_input_note || "the two inputs are identical"));
+      });
+      P.outputs.forEach((b, k) => {
         const [l, r] = grid(b.label, "block block-" + k);
         const ta = str(b.a[i]), tb = str(b.b[i]);
         add(l, el("pre", "text reply-a", ta === null ? "(none)" : ta));

@@ -24,12 +24,18 @@ transcripts), :mod:`.variants` (counterfactual variants, compared conditions), :
 transcript by transcript, for ``cfbench batch plan --study contact_center_qa -f CONFIG``),
 :mod:`.calculator` (designs), :mod:`.judging` (run a plan), :mod:`.tables` (every analysis
 table), :mod:`.streamed` (item statistics, the streamed run's tables), :mod:`.figures`,
-:mod:`.findings`, :mod:`.study` (``run``, ``run_streamed``, ``audit``, ``ContactCenterResult``).
+:mod:`.findings`, :mod:`.explorer` (the run explorer's pairs, both arms), :mod:`.study` (``run``, ``run_streamed``, ``audit``, ``ContactCenterResult``).
 """
+
+from cfbench.view import register_explorer as _register_explorer
 
 from . import scripted  # noqa: F401  (registers the scripted test doubles)
 from .prompts import load_rubric
 from .requests import iter_requests
+from .explorer import explorer_pairs
 from .study import ContactCenterResult, Params, audit, run
 
-__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests"]
+__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests", "explorer_pairs"]
+
+_register_explorer("contact_center_qa", explorer_pairs,
+                   inputs={"variants": ("variants.parquet", ("variant_id", "item_id", "dimension", "condition", "turns"))})  # the run explorer's reader of this study's folders

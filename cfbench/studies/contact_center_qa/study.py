@@ -21,6 +21,7 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.report import RunOutput, StudyResult
+from cfbench.studies.contact_center_qa import explorer as _explorer
 from cfbench.studies.contact_center_qa import figures as _figures
 from cfbench.studies.contact_center_qa.items import (iter_items, labels_frame, load_items, select_items,
                                                      synthetic_settings)
@@ -53,6 +54,7 @@ class ContactCenterResult(StudyResult):
             j = j.drop(columns=["top_logprobs"]).assign(top_logprobs=j["top_logprobs"].astype(str))
         out.table("judgments", j, fmt="parquet")
         out.table("rows", self.frames["rows"], fmt="parquet")
+        _explorer.save_star_frames(self.frames, out)  # star_rows / star_judgments / star_variants .parquet
         return out
 
     # -- invariants -------------------------------------------------------------------------------
@@ -196,6 +198,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     if real is not None and not isinstance(real, str):
         frames["star_transcripts"] = real.frames["transcripts"]
         frames["star_judgments"] = real.frames["judgments"]
+        frames.update(_explorer.star_frames(real.frames))  # the arm's judged rows, for the run explorer
         summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
                                                         "accuracy_pct", "mean_cfr_pct", "label_source")}
     result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)

@@ -28,3 +28,11 @@ from .audit import fresh_audit
 from .study import IdentityToneResult, Params, iter_requests, run
 
 __all__ = ["Params", "run", "IdentityToneResult", "fresh_audit", "iter_requests"]
+
+
+from cfbench.view import register_explorer as _register_explorer  # noqa: E402
+
+from .explorer import explorer_pairs  # noqa: E402
+
+_register_explorer("identity_tone", explorer_pairs,
+                   inputs={"scores_described": ("fresh_scores_described.csv", ("model", "prompt_id", "identity"))})  # the run explorer's reader of this study's results folders

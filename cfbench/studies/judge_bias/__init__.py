@@ -36,3 +36,10 @@ def __getattr__(name: str):
 
         return getattr(study, name)
     raise AttributeError(name)
+
+
+from cfbench.view import register_explorer as _register_explorer  # noqa: E402
+
+from .explorer import explorer_pairs  # noqa: E402
+
+_register_explorer("judge_bias", explorer_pairs)  # the run explorer's reader of this study's results folders

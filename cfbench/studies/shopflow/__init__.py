@@ -52,3 +52,11 @@ def __getattr__(name: str):  # Params/run/ShopflowResult/iter_requests load the 
 
         return getattr(study, name)
     raise AttributeError(name)
+
+
+from cfbench.view import register_explorer as _register_explorer  # noqa: E402
+
+from .explorer import explorer_pairs  # noqa: E402
+
+_register_explorer("shopflow", explorer_pairs,
+                   inputs={"pairs": ("judged_pairs.csv", ("pair_id", "variant", "request"))})  # the run explorer's reader of this study's results folders
