@@ -16,8 +16,8 @@ import pytest
 
 from cfbench.core.errors import InputError
 from cfbench.view import build_payload, view_html, write_view
-from cfbench.view.page import diff_segments, load_pairs_any
-from view_util import COMMITTED, HOSTILE, hostile_cc_folder, page_data, tiny_png
+from cfbench.view.page import diff_segments
+from view_util import COMMITTED, HOSTILE, hostile_cc_folder, page_data, pairs_of, tiny_png
 
 from star_util import STAR_DIR
 
@@ -74,20 +74,22 @@ def test_contact_center_pairs_match_the_rows_and_the_studys_flips():
     from cfbench.studies.contact_center_qa.tables import flipped_units
 
     d = _committed("contact_center_qa")
-    study, pairs = load_pairs_any(d)
+    pairs = pairs_of(d)
     rows = pd.read_parquet(d / "rows.parquet")
-    assert study == "contact_center_qa"
     r = rows[rows["dimension"] != "original"]
     units = r.groupby(["judge", "arm", "task", "question_id", "item_id", "dimension"]).ngroups
     assert len(pairs) == len(r) - units  # every row but each unit's reference is compared to it
-    assert len(set(pairs.ids)) == len(pairs)
+    assert len(set(pairs.pair_id)) == len(pairs)
     # the flipped pairs' units are exactly the study's flipped units (robustness rows are not in that table)
     fu = flipped_units(rows)
     want = set(zip(fu["judge"], fu["dimension"], fu["item_id"], fu["question_id"]))
     f = pairs.facets
     got = {(f["judge"][i], f["dimension"][i], f["item"][i], f["question"][i])
-           for i, x in enumerate(pairs.flags["flipped"]) if x and not str(f["dimension"][i]).startswith("robustness")}
+           for i, x in enumerate(pairs.flag("flipped")) if x and not str(f["dimension"][i]).startswith("robustness")}
     assert got == want
+    # counterfactual and noise rows are told apart: the robustness rows are the noise facet
+    assert {k for k, dim in zip(pairs.kind, f["dimension"]) if str(dim).startswith("robustness")} == {"noise"}
+    assert {k for k, dim in zip(pairs.kind, f["dimension"]) if not str(dim).startswith("robustness")} == {"counterfactual"}
     # replies come from judgments.parquet, by cache key
     j = pd.read_parquet(d / "judgments.parquet").set_index(["judge", "key"])["text"]
     for i in (0, len(pairs) // 2, len(pairs) - 1):
@@ -95,42 +97,59 @@ def test_contact_center_pairs_match_the_rows_and_the_studys_flips():
                    & (rows["item_id"] == f["item"][i]) & (rows["question_id"] == f["question"][i])
                    & (rows["condition"] == f["condition"][i])]
         assert len(row) == 1
-        assert pairs.blocks[0][2][i] == j[(f["judge"][i], row["key"].iloc[0])]
+        assert pairs.outputs[0].b[i] == j[(f["judge"][i], row["key"].iloc[0])]
 
 
 def test_shopflow_pairs_and_flips_match_its_flip_table():
     d = _committed("shopflow")
-    study, pairs = load_pairs_any(d)
+    pairs = pairs_of(d)
     jr = pd.read_csv(d / "judged_rows.csv")
     flips = pd.read_csv(d / "judged_flips.csv")
-    assert study == "shopflow"
     assert len(pairs) == jr["pair_id"].nunique() == 44
-    flipped = {pid for pid, x in zip(pairs.ids, pairs.flags["flipped"]) if x}
+    flipped = {pid for pid, x in zip(pairs.pair_id, pairs.flag("flipped")) if x}
     assert flipped == set(flips["pair_id"])
     a = jr[jr["variant"] == "formal"].set_index("pair_id")["score"]
-    sm = next(m for m in pairs.metrics if m[0] == "score")
-    assert sm[2] == [a[p] for p in pairs.ids]
-    texts = d / "judged_pairs.csv"  # written by result.view() in the notebook since the run explorer exists
-    if texts.exists():  # the page diffs the two wordings of each pair
-        jp = pd.read_csv(texts).set_index(["pair_id", "variant"])["request"]
-        assert pairs.inputs is not None
-        assert list(pairs.inputs[0]) == [jp[(p, "formal")] for p in pairs.ids]
-        assert list(pairs.inputs[1]) == [jp[(p, "conversational")] for p in pairs.ids]
-    else:  # an older folder without the request texts: said on the page, no diff invented
-        assert pairs.inputs is None and any("request text" in n for n in pairs.notes)
+    sm = next(m for m in pairs.metrics if m.name == "P(ready)")
+    assert sm.a == [a[p] for p in pairs.pair_id]
+    # the page diffs both wordings of the request and the two replies the judge scored
+    jp = pd.read_csv(d / "judged_pairs.csv").set_index(["pair_id", "variant"])
+    diffs = {t.label: t for t in pairs.diffs}
+    assert diffs["request"].a == [jp.at[(p, "formal"), "request"] for p in pairs.pair_id]
+    reply = diffs["support reply (what the judge scored)"]
+    assert reply.b == [jp.at[(p, "conversational"), "reply"] for p in pairs.pair_id]
+    # every flip's reason says whether the new route agrees with expected_ready, computed from the rows
+    w = jr.set_index(["pair_id", "variant"])
+    thr = json.loads((d / "summary.json").read_text())["judged"]["threshold"]
+    for p, why in zip(pairs.pair_id, pairs.reasons):
+        if p in flipped:
+            right = (w.at[(p, "conversational"), "route"] == "auto_serve") == bool(w.at[(p, "conversational"),
+                                                                                       "expected_ready"])
+            assert ("matches expected_ready" if right else "contradicts expected_ready") in why
+            assert f"threshold {thr:g}" in why
+    # an answer that changes with both scores on one side of the threshold is flagged (not a route flip)
+    same = [p for p in pairs.pair_id if w.at[(p, "formal"), "raw"] != w.at[(p, "conversational"), "raw"]
+            and w.at[(p, "formal"), "route"] == w.at[(p, "conversational"), "route"]]
+    assert {p for p, x in zip(pairs.pair_id, pairs.flag("answer_only")) if x} == set(same)
 
 
 def test_identity_pairs_are_every_prompt_under_every_compared_identity_pair():
     d = _committed("identity_tone")
-    study, pairs = load_pairs_any(d)
+    pairs = pairs_of(d)
     resp = pd.read_csv(d / "fresh_responses.csv")
     combos = pd.read_csv(d / "fresh_pairs_described.csv")[["identity_a", "identity_b"]].drop_duplicates()
-    assert study == "identity_tone"
     assert len(pairs) == resp.groupby(["model", "prompt_id"]).ngroups * len(combos)
     v = pd.read_csv(d / "fresh_variants.csv").set_index(["prompt_id", "identity"])["user_text"]
     i = 5
-    assert pairs.inputs[0][i] == v[(pairs.facets["question"][i], pairs.facets["identity_a"][i])]
-    assert pairs.inputs[1][i] == v[(pairs.facets["question"][i], pairs.facets["identity_b"][i])]
+    assert pairs.diffs[0].a[i] == v[(pairs.facets["prompt"][i], pairs.facets["identity_a"][i])]
+    assert pairs.diffs[0].b[i] == v[(pairs.facets["prompt"][i], pairs.facets["identity_b"][i])]
+    assert pairs.outputs[0].label == "assistant's reply"
+    # a reply cut at the token cap is flagged on every pair it is in, with the reason
+    cut = resp[resp["finish_reason"] == "length"]
+    want = {k for k in range(len(pairs)) for _, r in cut.iterrows()
+            if pairs.facets["prompt"][k] == r["prompt_id"] and r["identity"] in (pairs.facets["identity_a"][k],
+                                                                                pairs.facets["identity_b"][k])}
+    assert {k for k, x in enumerate(pairs.flag("cut")) if x} == want and want
+    assert all("cut at the token cap" in pairs.reasons[k] for k in want)
     # the dimension names exactly the attributes that differ
     for k in range(len(pairs)):
         a, b = pairs.facets["identity_a"][k].split("_"), pairs.facets["identity_b"][k].split("_")
@@ -141,10 +160,11 @@ def test_identity_pairs_are_every_prompt_under_every_compared_identity_pair():
 @pytest.mark.parametrize("study", sorted(COMMITTED))
 def test_page_embeds_tables_figures_and_provenance(study, tmp_path):
     d = _committed(study)
-    out = write_view(d, tmp_path / "view.html")
+    out = write_view(d, tmp_path / "view.html", pairs=pairs_of(d))
     page = out.read_text(encoding="utf-8")
     data = page_data(page)
     assert data["study"] == study
+    assert data["pairs"]["n"] > 0 and data["title"] == f"{study} / default"
     assert {t["name"] for t in data["tables"]} == {p.stem for p in d.glob("*.csv")}
     figs = json.loads(re.search(r'id="cfbench-figures">(.*?)</script>', page, re.S).group(1))
     assert {f["name"] for f in figs} == {p.stem for p in d.glob("*.png")}
@@ -209,7 +229,7 @@ def test_missing_folder_and_missing_columns_are_input_errors(tmp_path):
     hostile_cc_folder(tmp_path / "run")
     pd.DataFrame({"judge": ["j"]}).to_parquet(tmp_path / "run" / "rows.parquet")
     with pytest.raises(InputError) as e:
-        build_payload(tmp_path / "run")
+        write_view(tmp_path / "run", tmp_path / "v.html")
     assert "rows.parquet" in str(e.value) and e.value.field == "arm"
 
 
@@ -224,16 +244,17 @@ def test_bad_png_json_csv_and_parquet_name_the_file(tmp_path):
     (d / "fake.png").unlink()
     (d / "summary.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match="summary.json"):
-        build_payload(d)
+        write_view(d, tmp_path / "v.html")
     (d / "summary.json").write_text("{}", encoding="utf-8")
     (d / "judgments.parquet").write_bytes(b"PAR1 broken")
     with pytest.raises(InputError, match="judgments.parquet"):
-        build_payload(d)
+        write_view(d, tmp_path / "v.html")
     e = tmp_path / "sf"
     e.mkdir()
+    (e / "run_info.json").write_text('{"study": "shopflow"}', encoding="utf-8")
     (e / "judged_rows.csv").write_text("pair_id,variant,route\np1,formal,auto\np1,casual,auto\np1,third,auto\n")
     with pytest.raises(InputError) as err:
-        build_payload(e)
+        pairs_of(e)
     assert "judged_rows.csv" in str(err.value) and err.value.field == "variant"
 
 
@@ -242,7 +263,7 @@ def test_a_folder_with_no_judged_rows_still_gets_tables_and_figures(tmp_path):
     (tmp_path / "f.png").write_bytes(tiny_png())
     data = page_data(view_html(build_payload(tmp_path)))
     assert data["pairs"] is None and data["tables"][0]["rows"] == [["1", "2"]]
-    assert "No judged rows" in data["notes"][0]
+    assert "No pairs" in data["notes"][0]
 
 
 # -- the CLI and the notebook hook ------------------------------------------------------------------------
@@ -269,6 +290,88 @@ def test_result_view_renders_a_sandboxed_iframe_and_writes_the_inputs(tmp_path):
     assert html.startswith("<iframe") and 'sandbox="allow-scripts"' in html and "allow-same-origin" not in html
     assert "<script" not in html  # the page sits escaped inside srcdoc
     data = page_data(page.html)
-    assert data["pairs"]["n"] == 4 and data["pairs"]["diff"] and min(data["pairs"]["diff"]) >= 0
+    assert data["pairs"]["n"] == 4 and all(min(b["index"]) >= 0 for b in data["pairs"]["diff_blocks"])
+    assert [b["label"] for b in data["pairs"]["diff_blocks"]] == ["request", "support reply (what the judge scored)"]
     mem = res.view()
     assert mem.path is None and page_data(mem.html)["pairs"]["n"] == 4
+
+
+def test_judge_bias_pairs_are_baseline_against_each_cue_with_the_prompts_as_judged():
+    d = _committed("judge_bias")
+    pairs = pairs_of(d)
+    ans = pd.read_csv(d / "answers.csv")
+    items = pd.read_csv(d / "items.csv").set_index("item_id")
+    # per judge x item: the two baseline orders (position) + one pair per other condition
+    n_other = int((ans["condition"] != "baseline").sum())
+    n_items = ans.groupby(["judge", "item_id"]).ngroups
+    assert len(pairs) == n_other + n_items
+    assert set(pairs.kind) == {"counterfactual", "noise"}
+    assert {c for c, k in zip(pairs.facets["cue"], pairs.kind) if k == "noise"} == {"reworded"}
+    # the flag "toward the cue" is recomputed here from answers.csv: the cued row's choice is the cued reply,
+    # the baseline's (same order) is not
+    def chosen(r):
+        return ("real" if r["answer"] == "A" else "alt") if r["order"] == "realA" else (
+            "alt" if r["answer"] == "A" else "real")
+    a = ans.set_index(["judge", "item_id", "task", "condition", "order"], drop=False)
+    want = set()
+    for (j, it, task, cond, order), r in a.iterrows():
+        if cond in ("baseline", "reworded") or task != "pairwise":
+            continue
+        base = a.loc[(j, it, task, "baseline", order)]
+        if chosen(r) != chosen(base) and chosen(r) == items.at[it, "cued_candidate"]:
+            want.add(f"{j}|{task}|{it}|{cond}")
+    assert {p for p, x in zip(pairs.pair_id, pairs.flag("toward_cue")) if x} == want and want
+    # the prompts differ by the cue only: the cued reply's label or padding is in b, not in a
+    k = next(i for i, c in enumerate(pairs.facets["cue"]) if c == "authority")
+    pa, pb = pairs.diffs[0].a[k], pairs.diffs[0].b[k]
+    assert pa and pb and pa != pb and "supervisor" in pb and "supervisor" not in pa
+    assert items.at[pairs.facets["item"][k], "real"] in pa  # both candidate replies as the judge saw them
+
+
+def test_a_plugin_study_is_browsable_through_the_protocol(tmp_path, monkeypatch):
+    """A study the viewer has never heard of: its explorer_pairs describes two pairs, the page shows them."""
+    import sys
+    import types
+
+    from cfbench.view import Flag, Metric, PairSet, Texts
+
+    mod = types.ModuleType("plug_study_x")
+
+    def explorer_pairs(folder):
+        return PairSet(pair_id=["p1", "p2"], arm=["main", "main"], kind=["counterfactual", "noise"],
+                       side_a=["x", "x"], side_b=["y", "x"], facets={"judge": ["j", "j"]},
+                       diffs=[Texts("input", ["a b c", "same"], ["a B c", "same"])],
+                       outputs=[Texts("reply", ["r1", "r2"], ["r3", "r4"])],
+                       metrics=[Metric("score", "num", [1, 2], [3, 2])],
+                       flags=[Flag("flipped", [True, False])], reasons=["score 1 -> 3", ""])
+
+    mod.explorer_pairs = explorer_pairs
+    monkeypatch.setitem(sys.modules, "plug_study_x", mod)
+    import cfbench.studies as S
+    monkeypatch.setattr(S, "_plugin_studies", lambda: {"plug_x": "plug_study_x"})
+    (tmp_path / "run_info.json").write_text(json.dumps({"study": "plug_x"}), encoding="utf-8")
+    from cfbench.cli import main
+
+    assert main(["view", str(tmp_path), "--out", str(tmp_path / "v.html")]) == 0
+    data = page_data((tmp_path / "v.html").read_text(encoding="utf-8"))
+    assert data["study"] == "plug_x" and data["pairs"]["ids"] == ["p1", "p2"]
+    assert data["strings"][data["pairs"]["reasons"][0]] == "score 1 -> 3"
+    assert [f["name"] for f in data["pairs"]["facets"]][:2] == ["arm", "kind"]
+
+
+def test_pair_set_names_the_field_of_a_wrong_length():
+    from cfbench.view import Metric, PairSet
+
+    p = PairSet(pair_id=["a", "b"], arm=["x", "x"], kind=["c", "c"], side_a=["1", "1"], side_b=["2", "2"],
+                metrics=[Metric("m", "num", [1], [2, 3])])
+    with pytest.raises(InputError) as e:
+        p.check("somewhere")
+    assert e.value.field == "metrics.m.a"
+
+
+def test_staging_folder_names_never_reach_the_title(tmp_path):
+    d = tmp_path / ".default.staging-obvk503_"
+    hostile_cc_folder(d)
+    (d / "run_info.json").write_text(json.dumps({"study": "contact_center_qa"}), encoding="utf-8")
+    data = page_data(view_html(build_payload(d)))
+    assert data["title"] == "contact_center_qa / default"

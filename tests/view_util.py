@@ -12,8 +12,17 @@ from pathlib import Path
 
 import pandas as pd
 
+import cfbench.studies.contact_center_qa  # noqa: F401  (registers its explorer: write_view finds the pairs)
+
 REPO = Path(__file__).resolve().parents[1]
-COMMITTED = {s: REPO / "results" / s / "default" for s in ("contact_center_qa", "shopflow", "identity_tone")}
+COMMITTED = {s: REPO / "results" / s / "default" for s in ("contact_center_qa", "shopflow", "identity_tone", "judge_bias")}
+
+
+def pairs_of(folder):
+    """The pairs the folder's study describes (through the study registry, as `cfbench view` does)."""
+    from cfbench.studies import explorer_pairs
+
+    return explorer_pairs(folder)
 
 #: strings that would run script if any reached the page as markup or a URL
 HOSTILE = [
@@ -82,7 +91,7 @@ def hostile_cc_folder(d: Path, *, secret: str | None = None) -> dict:
     (d / "summary.json").write_text(json.dumps({h[0]: h[1], "params": {"x": h[2]}}), encoding="utf-8")
     (d / "run_info.json").write_text(json.dumps({"study": "contact_center_qa", "config": h[1], "replay": True,
                                                  "commit": h[3], "machine": h[2]}), encoding="utf-8")
-    pair_id = f"{judge}|baseline|qa|q{h[6]}|{item}|{dim}|original~{cond_b}"
+    pair_id = f"{judge}|synthetic|baseline|qa|q{h[6]}|{item}|{dim}|original~{cond_b}"
     return {"pair_id": pair_id, "reply_a": reply_a, "reply_b": reply_b,
             "input_a": "Agent: Hello, this is Ana. " + h[0] + "\nCustomer: My order " + h[1] + " is late.",
             "input_b": h[4] + "\n\nAgent: Hello, this is Marco. " + h[0] + "\nCustomer: My order " + h[1]

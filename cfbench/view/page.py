@@ -389,6 +389,20 @@ def explorer_for(study: str) -> Callable[[Path], "PairSet | None"] | None:
     return _EXPLORERS.get(study)
 
 
+def _registered_pairs(d: Path, study: str) -> tuple[str, "PairSet | None"]:
+    """(study, pairs) from the registered reader of ``study``; a folder that names no study (a result saved
+    without ``run_info.json``) is offered to each registered reader in turn, the first that finds its own
+    files describing it."""
+    if study:
+        fn = explorer_for(study)
+        return study, (fn(d) if fn is not None else None)
+    for name, fn in _EXPLORERS.items():
+        got = fn(d)
+        if got is not None:
+            return name, got
+    return study, None
+
+
 def _atomic_write(target: Path, text: str) -> None:
     """Write ``text`` to ``target`` by renaming a new file over it: a link at ``target`` is replaced, never
     followed, so the write cannot land outside the folder it names."""
@@ -416,8 +430,7 @@ def write_view(directory: str | os.PathLike[str], out: str | os.PathLike[str] | 
         raise InputError("not a results folder (no such directory)", source=str(d))
     study = study_of(d)
     if pairs is None:
-        fn = explorer_for(study)
-        pairs = fn(d) if fn is not None else None
+        study, pairs = _registered_pairs(d, study)
     payload = build_payload(d, pairs, title=title, study=study or None)
     page = view_html(payload, figures=_figures(d))
     target = Path(out) if out is not None else d / "view.html"
