@@ -12,7 +12,7 @@ import pytest
 
 from cfbench.view import write_view
 from cfbench.view.cdp import Chromium, chromium_path
-from view_util import COMMITTED, HOSTILE, hostile_cc_folder
+from view_util import COMMITTED, HOSTILE, hostile_cc_folder, pairs_of
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="no Chromium installed (/usr/bin/chromium)")
 
@@ -27,7 +27,7 @@ def _page(study: str, tmp: Path) -> Path:
     d = COMMITTED[study]
     if not d.is_dir():
         pytest.skip(f"{d} not present")
-    return write_view(d, tmp / f"{study}.html")
+    return write_view(d, tmp / f"{study}.html", pairs=pairs_of(d))
 
 
 def _url(path: Path, pair: str | None = None) -> str:
@@ -51,12 +51,10 @@ def _clean(b) -> list[str]:
 
 @pytest.mark.parametrize("study", sorted(COMMITTED))
 def test_committed_results_open_and_list_every_pair(study, browser, tmp_path):
-    from cfbench.view.page import load_pairs_any
-
     page = _page(study, tmp_path)
     browser.events.clear()
     seconds = browser.open(_url(page))
-    n = len(load_pairs_any(COMMITTED[study])[1])
+    n = len(pairs_of(COMMITTED[study]))
     assert browser.eval("document.getElementById('app').dataset.state") == "ready"
     assert browser.eval("document.getElementById('count').textContent") == f"{n} of {n} pairs shown"
     assert len(_rows(browser)) == min(n, 50)
@@ -78,8 +76,8 @@ def test_filter_and_sort_on_shopflow(browser, tmp_path):
     d = COMMITTED["shopflow"]
     page = _page("shopflow", tmp_path)
     browser.open(_url(page))
-    _choose(browser, "f-flipped", "flipped")
     flips = set(pd.read_csv(d / "judged_flips.csv")["pair_id"])
+    _choose(browser, "f-flipped", f"route differs ({len(flips)})")
     assert {r["id"] for r in _rows(browser)} == flips
     assert browser.eval("document.getElementById('count').textContent") == f"{len(flips)} of 44 pairs shown"
     _choose(browser, "f-flipped", "all")
@@ -87,7 +85,7 @@ def test_filter_and_sort_on_shopflow(browser, tmp_path):
     jr = pd.read_csv(d / "judged_rows.csv")
     assert {r["id"] for r in _rows(browser)} == set(jr.loc[jr["channel"] == "email", "pair_id"])
     _choose(browser, "f-channel", "all")
-    _choose(browser, "sort", "|\u0394 score| largest first")
+    _choose(browser, "sort", "|\u0394 P(ready)| largest first")
     w = jr.pivot(index="pair_id", columns="variant", values="score")
     gap = (w["conversational"] - w["formal"]).abs().sort_values(ascending=False)
     shown = [r["id"] for r in _rows(browser)]
@@ -117,7 +115,7 @@ def test_filter_dimension_and_deep_link_on_contact_center(browser, tmp_path):
     browser.open(_url(page, target))
     assert browser.eval("document.getElementById('detail').dataset.id") == target
     j = pd.read_parquet(d / "judgments.parquet").set_index(["judge", "key"])["text"]
-    judge, _, _, q, item, dim, conds = target.split("|")
+    judge, _, _, _, q, item, dim, conds = target.split("|")
     ca, cb = conds.split("~")
     key = lambda c: r[(r["judge"] == judge) & (r["item_id"] == item) & (r["dimension"] == dim)  # noqa: E731
                       & (r["question_id"] == q) & (r["condition"] == c)]["key"].iloc[0]
@@ -159,7 +157,7 @@ def _detail_texts(b) -> dict:
 
 def test_diff_and_replies_read_back_for_each_study(browser, scripted_runs):
     from cfbench.core.render import render_transcript
-    from cfbench.view.page import load_pairs_any
+    from cfbench.studies.contact_center_qa import explorer_pairs as cc_pairs
 
     # contact center: the rendered transcripts of the variant and its original, word diff marked
     res, page = scripted_runs["cc"]
@@ -168,8 +166,8 @@ def test_diff_and_replies_read_back_for_each_study(browser, scripted_runs):
     j = res.frames["judgments"].set_index(["judge", "key"])["text"]
     # gender compares male with female (no original in its compared set); politeness includes the original
     for dim in ("gender", "politeness"):
-        pid = next(i for i in load_pairs_any(page.parent)[1].ids if f"|{dim}|" in i)
-        judge, arm, task, q, item, _, conds = pid.split("|")
+        pid = next(i for i in cc_pairs(page.parent).pair_id if f"|{dim}|" in i)
+        judge, _, arm, task, q, item, _, conds = pid.split("|")
         side = {}
         for k, c in zip("ab", conds.split("~")):
             side[k] = rows[(rows["judge"] == judge) & (rows["task"] == task) & (rows["question_id"] == q)
@@ -190,7 +188,11 @@ def test_diff_and_replies_read_back_for_each_study(browser, scripted_runs):
     t = _detail_texts(browser)
     p = pairs[pairs["pair_id"] == pid].set_index("variant")
     assert t["a"]["text"] == p.loc["formal", "request"] and t["b"]["text"] == p.loc["conversational", "request"]
-    assert t["reply_a"][0] == p.loc["formal", "reply"] and t["reply_b"][0] == p.loc["conversational", "reply"]
+    # the two support replies the judge scored are diffed too (the second diff), the judge's replies shown
+    replies = browser.eval("[...document.querySelectorAll('#detail .diff-1 pre')].map(x => x.textContent)")
+    assert replies == [p.loc["formal", "reply"], p.loc["conversational", "reply"]]
+    jr = pd.read_csv(page.parent / "judged_rows.csv").set_index(["pair_id", "variant"])
+    assert t["reply_a"][0] == str(jr.at[(pid, "formal"), "raw"]) and t["reply_b"][0] == str(jr.at[(pid, "conversational"), "raw"])
     # identity tone: one prompt under two identities; the descriptor words differ
     res, page = scripted_runs["it"]
     resp = res.frames["responses"].set_index(["prompt_id", "identity"])
@@ -295,7 +297,7 @@ def test_real_star_dialogues_diff_and_replies_read_back(browser, tmp_path):
     pd.DataFrame(judg).to_parquet(d / "judgments.parquet", index=False)
     page = write_view(d, tmp_path / "star.html")
     for t, k in zip(ts, range(0, len(variants), 2)):
-        pid = f"local:x|baseline|qa|issue_resolution|{t.id}|politeness|original~polite"
+        pid = f"local:x|synthetic|baseline|qa|issue_resolution|{t.id}|politeness|original~polite"
         browser.open(_url(page, pid))
         got = _detail_texts(browser)
         assert got["a"]["text"] == render_transcript(variants[k]["turns"])
@@ -318,9 +320,10 @@ def test_a_facet_with_many_values_filters_by_text(browser, tmp_path):
     assert browser.eval("document.getElementById('f-item').tagName") == "INPUT"
     browser.eval("(() => { const i = document.getElementById('f-item'); i.value = 'it001';"
                  " i.dispatchEvent(new Event('change')); })()")
-    shown = {r["id"].split("|")[4] for r in _rows(browser)}
+    shown = {r["id"].split("|")[5] for r in _rows(browser)}
     assert shown == {i for i in items if "it001" in i}
-    _choose(browser, "f-flipped", "flipped")
-    assert {r["id"].split("|")[4] for r in _rows(browser)} == {i for k, i in enumerate(items) if "it001" in i and not k % 7}
+    _choose(browser, "f-flipped", next(o for o in browser.eval(
+        "[...document.getElementById('f-flipped').options].map(o => o.textContent)") if o.startswith("answer or")))
+    assert {r["id"].split("|")[5] for r in _rows(browser)} == {i for k, i in enumerate(items) if "it001" in i and not k % 7}
     # no replies file: said on the page, the pairs still listed
     assert "judgments.parquet is missing" in browser.eval("document.body.textContent")

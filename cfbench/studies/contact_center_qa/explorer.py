@@ -204,7 +204,7 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
     if any(p["evidence"] is not None for p in parts):
         flags.append(Flag("evidence_violation", _cat(parts, lambda p: p["evidence"] if p["evidence"] is not None
                                                       else np.zeros(len(p["a"]), bool)),
-                          "evidence rule", "violated", "not violated"))
+                          "evidence rule", "evidence rule violated", "evidence rule kept"))
     arms = _cat(parts, lambda p: [p["arm"]] * len(p["a"]))
     ids = unique_ids([f"{j}|{x}|{pa}|{t}|{q}|{i}|{dim}|{ca}~{cb}" for j, x, pa, t, q, i, dim, ca, cb in zip(
         b("judge"), arms, b("arm"), b("task"), b("question_id"), b("item_id"), b("dimension"), a("condition"),
