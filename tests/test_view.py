@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.view import build_payload, view_html, write_view
+from cfbench.view import PairSet, build_payload, view_html, write_view
 from cfbench.view.page import diff_segments
 from view_util import COMMITTED, HOSTILE, hostile_cc_folder, page_data, pairs_of, tiny_png
 
@@ -102,7 +102,18 @@ def test_contact_center_pairs_match_the_rows_and_the_studys_flips():
 
 def test_shopflow_pairs_and_flips_match_its_flip_table():
     d = _committed("shopflow")
-    pairs = pairs_of(d)
+    every = pairs_of(d)
+    # the seed arm: its shipped observations routed at the seed threshold flip exactly the seed's flip table
+    seed_flips = {p for p, arm, x in zip(every.pair_id, every.arm, every.flag("flipped")) if arm == "seed" and x}
+    assert seed_flips == {f"seed:{p}" for p in pd.read_csv(d / "seed_flips.csv")["pair_id"]}
+    keep = [i for i, arm in enumerate(every.arm) if arm == "judged"]
+    pairs = PairSet.concat([every])  # a copy, cut to the judged arm below
+    for f in ("pair_id", "arm", "kind", "side_a", "side_b", "reasons"):
+        setattr(pairs, f, [getattr(every, f)[i] for i in keep])
+    for t in pairs.diffs + pairs.metrics:
+        t.a, t.b = [t.a[i] for i in keep], [t.b[i] for i in keep]
+    for fl in pairs.flags:
+        fl.values = [fl.values[i] for i in keep]
     jr = pd.read_csv(d / "judged_rows.csv")
     flips = pd.read_csv(d / "judged_flips.csv")
     assert len(pairs) == jr["pair_id"].nunique() == 44
@@ -290,10 +301,12 @@ def test_result_view_renders_a_sandboxed_iframe_and_writes_the_inputs(tmp_path):
     assert html.startswith("<iframe") and 'sandbox="allow-scripts"' in html and "allow-same-origin" not in html
     assert "<script" not in html  # the page sits escaped inside srcdoc
     data = page_data(page.html)
-    assert data["pairs"]["n"] == 4 and all(min(b["index"]) >= 0 for b in data["pairs"]["diff_blocks"])
+    judged = [i for i, p in enumerate(data["pairs"]["ids"]) if not p.startswith("seed:")]
+    assert len(judged) == 4 and data["pairs"]["n"] == 4 + 10  # and the seed's 10 shipped pairs
+    assert all(b["index"][i] >= 0 for b in data["pairs"]["diff_blocks"] for i in judged)
     assert [b["label"] for b in data["pairs"]["diff_blocks"]] == ["request", "support reply (what the judge scored)"]
     mem = res.view()
-    assert mem.path is None and page_data(mem.html)["pairs"]["n"] == 4
+    assert mem.path is None and page_data(mem.html)["pairs"]["n"] == 14
 
 
 def test_judge_bias_pairs_are_baseline_against_each_cue_with_the_prompts_as_judged():

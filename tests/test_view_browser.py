@@ -77,12 +77,18 @@ def test_filter_and_sort_on_shopflow(browser, tmp_path):
     page = _page("shopflow", tmp_path)
     browser.open(_url(page))
     flips = set(pd.read_csv(d / "judged_flips.csv")["pair_id"])
-    _choose(browser, "f-flipped", f"route differs ({len(flips)})")
+    seed = {f"seed:{p}" for p in pd.read_csv(d / "seed_flips.csv")["pair_id"]}
+    _choose(browser, "f-flipped", f"route differs ({len(flips) + len(seed)})")
+    assert {r["id"] for r in _rows(browser)} == flips | seed
+    _choose(browser, "f-arm", "judged")
     assert {r["id"] for r in _rows(browser)} == flips
-    assert browser.eval("document.getElementById('count').textContent") == f"{len(flips)} of 44 pairs shown"
+    n_all = len(pairs_of(d))  # 44 judged pairs and the seed's 10
+    assert browser.eval("document.getElementById('count').textContent") == f"{len(flips)} of {n_all} pairs shown"
     _choose(browser, "f-flipped", "all")
+    _choose(browser, "f-arm", "all")
     _choose(browser, "f-channel", "email")
     jr = pd.read_csv(d / "judged_rows.csv")
+    _choose(browser, "f-arm", "judged")
     assert {r["id"] for r in _rows(browser)} == set(jr.loc[jr["channel"] == "email", "pair_id"])
     _choose(browser, "f-channel", "all")
     _choose(browser, "sort", "|\u0394 P(ready)| largest first")
@@ -93,7 +99,7 @@ def test_filter_and_sort_on_shopflow(browser, tmp_path):
         "[...document.querySelectorAll('tr.pair-row td.delta')].map(c => c.textContent)")]
     assert shown[0] == gap.index[0] and deltas == sorted(deltas, reverse=True)
     assert deltas[0] == pytest.approx(gap.iloc[0], abs=1e-3)
-    # pagination: 44 pairs, 50 a page -> one page; next does nothing
+    # pagination: 44 judged pairs, 50 a page -> one page; next does nothing
     assert browser.eval("document.getElementById('next').disabled") is True
 
 

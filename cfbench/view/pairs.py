@@ -151,6 +151,41 @@ class PairSet:
                 "reasons": (self.reasons or [""] * len(self))[i]})
         return out
 
+    @classmethod
+    def concat(cls, sets: "Sequence[PairSet]") -> "PairSet":
+        """One set of the pairs of ``sets`` (e.g. one per arm), in order: facets, texts, metrics and flags
+        matched by name; a set without one gets None (False for a flag) on its pairs."""
+        sets = [x.check() for x in sets]
+        n = [len(x) for x in sets]
+
+        def merged(attr: str, key: str, make: Any) -> list[Any]:
+            names = list(dict.fromkeys(getattr(t, key) for x in sets for t in getattr(x, attr)))
+            out = []
+            for name in names:
+                found = [next((t for t in getattr(x, attr) if getattr(t, key) == name), None) for x in sets]
+                out.append(make(name, found))
+            return out
+
+        def side(found: list[Any], k: int, f: str, fill: Any) -> list[Any]:
+            return [v for t, m in zip(found, n) for v in (getattr(t, f) if t is not None else [fill] * m)]
+
+        first = lambda found: next(t for t in found if t is not None)  # noqa: E731
+        return cls(
+            pair_id=[v for x in sets for v in x.pair_id], arm=[v for x in sets for v in x.arm],
+            kind=[v for x in sets for v in x.kind], side_a=[v for x in sets for v in x.side_a],
+            side_b=[v for x in sets for v in x.side_b],
+            facets={k: [v for x, m in zip(sets, n) for v in x.facets.get(k, [None] * m)]
+                    for k in dict.fromkeys(k for x in sets for k in x.facets)},
+            diffs=merged("diffs", "label", lambda name, f: Texts(name, side(f, 0, "a", None), side(f, 0, "b", None))),
+            outputs=merged("outputs", "label", lambda name, f: Texts(name, side(f, 0, "a", None),
+                                                                     side(f, 0, "b", None))),
+            metrics=merged("metrics", "name", lambda name, f: Metric(name, first(f).kind, side(f, 0, "a", None),
+                                                                     side(f, 0, "b", None))),
+            flags=merged("flags", "name", lambda name, f: Flag(name, side(f, 0, "values", False), first(f).label,
+                                                               first(f).yes, first(f).no)),
+            reasons=[v for x in sets for v in (x.reasons or [""] * len(x))],
+            notes=[v for x in sets for v in x.notes], same_input_note=sets[0].same_input_note if sets else "")
+
     def flag(self, name: str) -> list[bool]:
         """The values of flag ``name`` (KeyError when the set has no such flag)."""
         for f in self.flags:

@@ -124,14 +124,59 @@ def _reasons(a: pd.DataFrame, b: pd.DataFrame, flipped: np.ndarray, answer_only:
     return out
 
 
+def _seed_pairs(d: Path, seed: dict[str, Any]) -> PairSet | None:
+    """The seed part: its shipped observations (scores only, no texts) routed at the seed's threshold."""
+    from .policy import route_rows
+
+    if not seed:
+        return None
+    threshold = seed.get("threshold")
+    if not seed.get("shipped_fixture") or not isinstance(threshold, (int, float)):
+        return PairSet([], [], [], [], [], notes=[
+            f"seed arm: its observations ({seed.get('source', 'not recorded')}) are not in this folder, so its "
+            "pairs are not shown (the seed_* tables are)."])
+    path = Path(__file__).resolve().parent / "data" / "seed_observations.csv"
+    obs = read_csv(path)
+    need(obs, ["pair_id", "variant", "score", "evidence_passed", "expected_ready"], path)
+    r = route_rows(obs.astype({"pair_id": str, "variant": str}), float(threshold))
+    va, vb = list(dict.fromkeys(r["variant"]))[:2]
+    a = r[r["variant"] == va].set_index("pair_id")
+    b = r[r["variant"] == vb].set_index("pair_id").loc[a.index]
+    flipped = a["route"].to_numpy() != b["route"].to_numpy()
+    n = len(a)
+    metrics = [Metric("route", "str", a["route"].tolist(), b["route"].tolist()),
+               Metric("P(ready)", "num", a["score"].tolist(), b["score"].tolist()),
+               Metric("threshold", "num", [threshold] * n, [threshold] * n)]
+    if "candidate_score" in a:
+        metrics.append(Metric("candidate prompt's P(ready)", "num", a["candidate_score"].tolist(),
+                              b["candidate_score"].tolist()))
+    a = a.assign(raw=None)
+    reasons = _reasons(a, b.assign(raw=None), flipped, np.zeros(n, bool), float(threshold), va, vb)
+    return PairSet(pair_id=[f"seed:{i}" for i in a.index], arm=["seed"] * n, kind=["counterfactual"] * n,
+                   side_a=[va] * n, side_b=[vb] * n,
+                   facets={"judge": ["seed observations (scores only)"] * n, "channel": a["channel"].astype(str).tolist(),
+                           "expected_ready": [str(_truth(x)) for x in a["expected_ready"]]},
+                   metrics=metrics, flags=[Flag("flipped", flipped.tolist(), "route flipped", "route differs",
+                                                "same route")],
+                   reasons=reasons, notes=["seed arm: the seed's shipped observations are scores only (no request "
+                                           "or reply texts), routed at the seed's threshold."])
+
+
 def explorer_pairs(folder: str | Path) -> PairSet | None:
-    """Every pair of a ShopFlow results folder (None without ``judged_rows.csv``)."""
+    """Every pair of a ShopFlow results folder, the judged part and the seed part (None without
+    ``judged_rows.csv``)."""
     d = Path(folder)
     p = folder_file(d, "judged_rows.csv")
     if p is None:
         return None
     sp = folder_file(d, "summary.json")
-    judged = (read_json(sp) if sp is not None else {}).get("judged") or {}
+    summary = read_json(sp) if sp is not None else {}
+    judged = _judged_pairs(d, p, summary.get("judged") or {})
+    seed = _seed_pairs(d, summary.get("seed") or {})
+    return judged if seed is None else PairSet.concat([judged, seed]).check(str(d))
+
+
+def _judged_pairs(d: Path, p: Path, judged: dict[str, Any]) -> PairSet:
     jr = read_csv(p)
     need(jr, ["pair_id", "variant", "route"], p)
     jr = jr.astype({"pair_id": str, "variant": str})
