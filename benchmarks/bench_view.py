@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from _common import header
 
+from cfbench.studies.contact_center_qa import explorer_pairs
 from cfbench.view import write_view
 from cfbench.view.cdp import Chromium, chromium_path
 
@@ -173,7 +174,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 facts = make_folder(n, folder, turns=args.turns, reply_words=args.reply_words)
                 t1 = time.perf_counter()
-                page = write_view(folder, folder / "view.html")
+                page = write_view(folder, folder / "view.html", pairs=explorer_pairs(folder))
                 t2 = time.perf_counter()
                 size = page.stat().st_size
                 inputs = sum((folder / f).stat().st_size for f in ("rows.parquet", "judgments.parquet",

@@ -41,6 +41,8 @@ def test_a_reproduced_folder_has_its_view_page_with_provenance(fake_notebook, ca
     assert shown["commit"] == info["commit"] and shown["machine"] == info["machine"]
     assert shown["wall_s"] == info["wall_s"]
     assert data["title"] == f"shopflow / {folder.name}"  # the folder's final name, not its staging name
+    assert data["study"] == "shopflow" and data["pairs"] is None  # the stand-in notebook judged nothing
+    assert data["notes"][0].startswith("No pairs")
     assert "warning" not in capsys.readouterr().err
 
 

@@ -294,8 +294,8 @@ def build_payload(directory: str | os.PathLike[str], pairs: PairSet | None = Non
     study = study or study_of(d) or "unknown study"
     strings = _Strings()
     notes = list(pairs.notes) if pairs is not None else [
-        "No pairs: the study that wrote this folder describes none to the explorer (no explorer_pairs), "
-        "so the page shows its tables, figures and provenance only."]
+        "No pairs: the folder's study found no judged rows to pair here, or describes none to the explorer "
+        "(no explorer_pairs); the page shows the tables, figures and provenance only."]
     skipped: list[str] = []
     tables = _tables(d, skipped)
     _figures(d, skipped)
