@@ -333,3 +333,28 @@ def test_a_facet_with_many_values_filters_by_text(browser, tmp_path):
     assert {r["id"].split("|")[5] for r in _rows(browser)} == {i for k, i in enumerate(items) if "it001" in i and not k % 7}
     # no replies file: said on the page, the pairs still listed
     assert "judgments.parquet is missing" in browser.eval("document.body.textContent")
+
+
+@pytest.mark.parametrize("study", sorted(COMMITTED))
+def test_committed_pages_fit_the_window_and_every_flag_filter_can_match(study, browser, tmp_path):
+    page = _page(study, tmp_path)
+    browser.open(_url(page))
+    assert browser.eval("document.title") == f"cfbench view: {study} / default"
+    flags = browser.eval("[...document.querySelectorAll('.controls select')].filter(s => s.id.startsWith('f-')"
+                         " && ![...s.options].some(o => /^\\d+$/.test(o.value) && o.value !== '0' && o.value !== '1'"
+                         " ) && s.options.length === 3 && s.options[1].value === '1').map(s => s.id)")
+    assert flags  # every committed page has a flag that some pairs have and some do not
+    for fid in flags:  # both ways of each flag filter list at least one pair
+        for value in ("1", "0"):
+            browser.eval(f"(() => {{ const s = document.getElementById({json.dumps(fid)}); s.value = '{value}';"
+                         " s.dispatchEvent(new Event('change')); })()")
+            assert not browser.eval("document.getElementById('count').textContent").startswith("0 of"), (fid, value)
+        browser.eval(f"(() => {{ const s = document.getElementById({json.dumps(fid)}); s.value = '';"
+                     " s.dispatchEvent(new Event('change')); })()")
+    # open the widest pair: the page never scrolls sideways (the issue measured 1,664 px at 1,400)
+    first = browser.eval("document.querySelector('tr.pair-row').dataset.id")
+    browser.open(_url(page, first))
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    if study == "identity_tone":
+        heads = browser.eval("[...document.querySelectorAll('#detail h4')].map(h => h.textContent)")
+        assert "assistant's reply" in heads and not any(h.startswith("judge") for h in heads)

@@ -29,7 +29,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError

@@ -11,7 +11,6 @@ it, so its tone metrics are blank on purpose.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
