@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .core.errors import InputError
-from .core.files import read_yaml
+from .core.files import load_yaml_text, read_yaml, shorten
 from .core.secrets import SecretLeakError, find_secret_leaks
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
@@ -227,7 +227,7 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: A
             ok = True
         if not ok:
             raise InputError(f"expected {expected.__name__} (as declared in {notebook.name}), got "
-                             f"{type(value).__name__} {value!r}", source=source(name), field=name)
+                             f"{type(value).__name__} {shorten(value)}", source=source(name), field=name)
 
 
 def parse_override(name: str, raw: str) -> tuple[str, Any]:
@@ -235,7 +235,9 @@ def parse_override(name: str, raw: str) -> tuple[str, Any]:
     import yaml
 
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml_text(raw)
+    except InputError as exc:  # an alias or a repeated key
+        raise InputError(exc.problem, source=f"-p {name}", field=name) from None
     except yaml.YAMLError:
         value = raw
     return name, value
