@@ -96,7 +96,7 @@ def test_shorten_keeps_short_values_whole_and_cuts_long_ones():
     ({"robustness_temperatures": []}, "robustness_temperatures"),
     ({"repeats": -2}, "repeats"),
     ({"max_tokens": 0}, "max_tokens"),
-    ({"n_boot": 0}, "n_boot"),
+    ({"n_boot": -1}, "n_boot"),
     ({"gate_max_net_cfr": 1.5}, "gate_max_net_cfr"),
     ({"dimensions": ["gender", "gender"]}, "dimensions"),
 ])

@@ -92,10 +92,10 @@ def _check(p: "Params") -> None:
         _check_specs(name, p.dimensions if name == "dimensions" else getattr(p, name), need_one=False)
     if p.qa_mode not in QA_MODES:
         _fail("qa_mode", f"must be one of {', '.join(QA_MODES)}, got {shorten(p.qa_mode)}")
-    for name in ("max_tokens", "n_boot", "analysis_chars"):
+    for name in ("max_tokens", "analysis_chars"):
         if getattr(p, name) < 1:
             _fail(name, f"must be at least 1, got {getattr(p, name)}")
-    for name in ("n_items", "conditions_per_dimension", "evidence_chars", "repeats", "paraphrases", "coaching_items",
+    for name in ("n_items", "n_boot", "conditions_per_dimension", "evidence_chars", "repeats", "paraphrases", "coaching_items",
                  "real_items", "seed"):
         if getattr(p, name) < 0:
             _fail(name, f"must be 0 or more, got {getattr(p, name)}")
