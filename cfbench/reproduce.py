@@ -569,6 +569,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     base = results_dir.resolve()  # relative to where the user stands, never to the package
     final = base / run.study / run.config
     failed = base / run.study / f"{run.config}.failed"
+    cache = _cache_state()  # a corrupt cache fails here, in one line, before any folder is made
     for stale in final.parent.glob(f".{run.config}.staging-*"):  # left by a killed run: this run holds the lock
         _remove_ours(stale)
     staging = _new_folder(final.parent, f".{run.config}.staging-")
@@ -576,7 +577,6 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     params = {**run.params, "output_dir": ".", "config_name": run.config}
     print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
           flush=True)
-    cache = _cache_state()
     started = _utc_now()
     t0 = time.perf_counter()
     km = _kernel_manager()
@@ -675,7 +675,7 @@ def _cache_state() -> dict[str, Any]:
         str(path).replace(str(Path.home()), "~", 1)
     rows = 0
     if path.is_file():
-        cache = ResponseCache(path)
+        cache = ResponseCache(path, read_only=True)
         try:
             rows = len(cache)
         finally:
@@ -825,7 +825,7 @@ def _cache_leaks() -> list[str]:
     from .judges.cache import ResponseCache, default_cache_path
 
     path = default_cache_path()
-    return ResponseCache(path).find_secret_leaks() if path.is_file() else []
+    return ResponseCache(path, read_only=True).find_secret_leaks() if path.is_file() else []
 
 
 def _one_line(exc: BaseException) -> str:
