@@ -776,6 +776,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         "mode": mode, "config_source": run.label, "overrides": dict(run.overrides),
         "commit": _git_commit(root), "cpu_model": _cpu_model(), "started": started, "finished": _utc_now(),
         "cache": cache, "command": _portable_command(command) if command else _command(run),
+        "plugins": _plugin_packages(),
     }
     try:
         _write_provenance(staging / f"{run.study}.ipynb", info)
@@ -789,6 +790,16 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _remove_ours(failed, run.config)
     print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
+
+
+def _plugin_packages() -> list[dict[str, Any]]:
+    """The plugin packages installed or imported, with versions (:func:`cfbench.plugins.packages`)."""
+    from . import plugins
+
+    try:
+        return plugins.packages()
+    except Exception as exc:  # noqa: BLE001 - the run record names the problem instead
+        return [{"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:200]}]
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:
