@@ -47,7 +47,7 @@ def _unique_key_loader():
         if loader.check_event(yaml.events.AliasEvent):
             event = loader.peek_event()
             line = event.start_mark.line + 1
-            raise InputError(f"uses the YAML alias *{shorten(event.anchor, 40)}; aliases are not accepted "
+            raise InputError(f"uses the YAML alias *{str(event.anchor)[:40]}; aliases are not accepted "
                              "(write the value out)", record=f"line {line}", field="<yaml>")
         return yaml.SafeLoader.compose_node(loader, parent, index)
 
