@@ -104,7 +104,7 @@ def disabled() -> dict[tuple[str, str, str, str], str]:
 
 def usable_entry_points(group: str, *, builtin: Iterable[str] = ()) -> list[metadata.EntryPoint]:
     """The entry points of ``group`` whose name neither is a ``builtin`` one nor is defined by two
-    plugin packages (each refused one is :func:`disable`\ d; nothing is imported)."""
+    plugin packages (each refused one goes through :func:`disable`; nothing is imported)."""
     builtin = set(builtin)
     by_name: dict[str, list[metadata.EntryPoint]] = {}
     for ep in entry_points_of(group):

@@ -635,27 +635,29 @@ def _recover_swap(final: Path) -> None:
     olds = [p for p in final.parent.glob(f".{final.name}.old-*") if p.is_dir() and not p.is_symlink()]
     if not olds and not journal.exists() and not journal.with_name(journal.name + ".tmp").exists():
         return
-    done = "removed the leftovers of an interrupted results swap"
+    done, changed = "removed the leftovers of an interrupted results swap", False
     if not final.exists() and not final.is_symlink():
         new = named.get("staging")
         if new is not None and new.is_dir() and not new.is_symlink() and (new / "run_info.json").is_file():
             new.rename(final)  # the journal is written only after the staging folder is complete
-            done = "finished an interrupted results swap (the new results are in place)"
+            done, changed = "finished an interrupted results swap (the new results are in place)", True
         else:
             mine = [p for p in olds if p == named.get("old") or _is_ours(p, final.name)]
             if mine:
                 max(mine, key=lambda p: p.stat().st_mtime).rename(final)
-                done = "undid an interrupted results swap (the previous results are back in place)"
-    for p in olds:
-        if p.exists() and (p == named.get("old") or _is_ours(p, final.name)):
-            shutil.rmtree(p, ignore_errors=True)
+                done, changed = "undid an interrupted results swap (the previous results are back in place)", True
+    leftovers = [p for p in olds if p.exists() and (p == named.get("old") or _is_ours(p, final.name))]
     new = named.get("staging")
     if new is not None and new.is_dir() and not new.is_symlink() and _is_ours(new, final.name):
-        shutil.rmtree(new, ignore_errors=True)  # the swap never started: the results in place stay
+        leftovers.append(new)  # the swap never started: the results in place stay
+    for p in leftovers:
+        shutil.rmtree(p, ignore_errors=True)
     for leftover in (journal, journal.with_name(journal.name + ".tmp")):
-        with contextlib.suppress(FileNotFoundError):
+        if leftover.exists() or leftover.is_symlink():
             leftover.unlink()
-    print(f"[cfbench] {final}: {done}", file=sys.stderr, flush=True)
+            changed = True
+    if changed or leftovers:
+        print(f"[cfbench] {final}: {done}", file=sys.stderr, flush=True)
 
 
 # -- a full disk -------------------------------------------------------------------------------
