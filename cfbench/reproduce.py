@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping
 from .core.errors import InputError
 from .core.files import load_yaml_text, read_yaml, shorten
 from .core.secrets import SecretLeakError, find_secret_leaks
+from .executed import tidy_executed
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -347,7 +348,8 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
                              str(config_file if config_file is not None else study_files(s, root)[1] / f"{config}.yaml"))
         if separate:
             name = results_folder_name(name, overrides, file_params)
-        runs.append(_Run(s, name, _absolute_paths(params), label, tuple((overrides or {}).items())))
+        base_params = file_params if config_file is not None else load_config(s, config, root=root)
+        runs.append(_Run(s, name, _absolute_paths(params), label, _differing(overrides, base_params or {})))
     base = results.resolve()
     with contextlib.ExitStack() as locks:
         for run in runs:  # every folder is checked and locked before the first notebook starts
@@ -549,6 +551,28 @@ def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
 _SOURCE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_]+:(?![/\\])")
 
 
+def _relative_to(folder: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The absolute ``*_path`` parameters rewritten relative to the folder the notebook runs in.
+
+    The staging folder and the final results folder are siblings, so the path stays right after the
+    swap, and no path of this machine enters the executed notebook or its ``summary.json``. A path on
+    another drive (no relative form) stays absolute.
+    """
+    def rel(v: str) -> str:
+        try:
+            return os.path.relpath(v, folder)
+        except ValueError:
+            return v
+    return {k: (rel(v) if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v) else v)
+            for k, v in params.items()}
+
+
+def _differing(overrides: Mapping[str, Any] | None, base: Mapping[str, Any]) -> tuple:
+    """The ``-p`` overrides whose value differs from the config's own (the rest change nothing)."""
+    missing = object()
+    return tuple((k, v) for k, v in (overrides or {}).items() if base.get(k, missing) != v)
+
+
 def _new_folder(parent: Path, prefix: str) -> Path:
     """A fresh folder of this run (unique name, marker inside): nothing another run owns is reused."""
     import tempfile
@@ -732,7 +756,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         _remove_ours(stale, run.config)
     staging = _staging_folder(final, failed, run)
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
-    params = {**run.params, "output_dir": ".", "config_name": run.config}
+    params = {**_relative_to(staging, run.params), "output_dir": ".", "config_name": run.config}
     print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
           flush=True)
     started = _utc_now()
@@ -752,6 +776,8 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     except Exception as exc:  # papermill's execution error, or a kernel that died
         _shutdown(km)
         _free_space_if_full(exc, run, staging, failed)  # a full disk: this run's folders go, one line
+        with contextlib.suppress(OSError, ValueError):  # the failed notebook is read too: tidy it alike
+            tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
         where = staging
         if not failed.exists() or _is_ours(failed, run.config):
             _remove_ours(failed, run.config)
@@ -761,7 +787,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         raise StudyFailed(run.study, where / f"{run.study}.ipynb", _one_line(exc)) from exc
     _shutdown(km)
     wall = time.perf_counter() - t0
-    _portable_paths(staging / f"{run.study}.ipynb", run)
+    tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
     leaks = ([str(Path(p).relative_to(staging)) for p in find_secret_leaks(staging)]
              + [f"the response cache ({hit})" for hit in _cache_leaks()])
     if leaks:
@@ -943,16 +969,6 @@ def _shutdown(km: Any) -> None:
     if km.has_kernel:
         km.shutdown_kernel(now=False)
     shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
-
-
-def _portable_paths(notebook: Path, run: _Run) -> None:
-    """papermill records the absolute input and output paths in the executed notebook; keep the
-    project-relative ones instead, so a committed notebook holds no machine's paths."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
-    meta = nb.get("metadata", {}).get("papermill", {})
-    meta["input_path"] = f"notebooks/{run.study}.ipynb"
-    meta["output_path"] = f"results/{run.study}/{run.config}/{run.study}.ipynb"
-    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _write_view_page(folder: Path, run: _Run) -> None:
