@@ -2,7 +2,7 @@
 
 A fixed-n interval holds its level only at the n fixed in advance; looking after every item and
 stopping at the first look that clears a gate inflates the false pass well past the nominal level
-(:func:`peeking_false_pass` measures it). A *confidence sequence* is a sequence of intervals that
+(17-24 % instead of 5 % in ``benchmarks/bench_sequential.py``; docs/sequential.md). A *confidence sequence* is a sequence of intervals that
 holds the true mean at **every** n at once with probability >= 1 - alpha, so stopping at any data-
 dependent time keeps the error rate.
 
@@ -45,7 +45,7 @@ __all__ = ["BettingCS", "confidence_sequence", "gate_verdict", "alpha_per_cell",
 DEFAULT_GRID = 1000
 #: The stake never exceeds this share of what the wealth can lose. The paper uses 1/2 or 3/4; 3/4 passes a
 #: rate with no event in 47 items against 69 at 1/2 (max 0.10), with the same error rate (any truncation
-#: below 1 keeps the wealth a nonnegative martingale); measured in benchmarks/bench_sequential.py's notes.
+#: below 1 keeps the wealth a nonnegative martingale); measured as in docs/sequential.md.
 TRUNCATION = 0.75
 
 
