@@ -67,10 +67,10 @@ def load_requests(source: str) -> Iterable[Any]:
     return fn()
 
 
-def _cache(path: str | None):  # noqa: ANN202
+def _cache(path: str | None, *, read_only: bool = False):  # noqa: ANN202
     from .judges import ResponseCache
 
-    return ResponseCache(path)
+    return ResponseCache(path, read_only=read_only)
 
 
 def _print(obj: Any) -> None:
@@ -224,7 +224,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_stats(args: argparse.Namespace) -> int:
-    _print(_cache(args.path).stats())
+    from .judges.cache import default_cache_path
+
+    path = Path(args.path) if args.path else default_cache_path()
+    _print(_cache(str(path), read_only=path.is_file()).stats())
     return 0
 
 

@@ -56,7 +56,10 @@ def _cmd_judges(args: argparse.Namespace) -> int:
     from .studies import available, load
 
     for study in available():  # a study registers its scripted judges when imported
-        load(study)
+        try:
+            load(study)
+        except InputError:  # a plugin study that cannot be imported: disabled, one warning line
+            continue
     for line in listing(usable_backends()):
         print(line)
     if args.check:

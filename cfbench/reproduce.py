@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .core.errors import InputError
-from .core.files import read_yaml
+from .core.files import load_yaml_text, read_yaml, shorten
 from .core.secrets import SecretLeakError, find_secret_leaks
+from .executed import tidy_executed
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -227,7 +228,7 @@ def _check_against_notebook(params: dict[str, Any], notebook: Path, *, source: A
             ok = True
         if not ok:
             raise InputError(f"expected {expected.__name__} (as declared in {notebook.name}), got "
-                             f"{type(value).__name__} {value!r}", source=source(name), field=name)
+                             f"{type(value).__name__} {shorten(value)}", source=source(name), field=name)
 
 
 def parse_override(name: str, raw: str) -> tuple[str, Any]:
@@ -235,7 +236,9 @@ def parse_override(name: str, raw: str) -> tuple[str, Any]:
     import yaml
 
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml_text(raw)
+    except InputError as exc:  # an alias or a repeated key
+        raise InputError(exc.problem, source=f"-p {name}", field=name) from None
     except yaml.YAMLError:
         value = raw
     return name, value
@@ -345,7 +348,8 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
                              str(config_file if config_file is not None else study_files(s, root)[1] / f"{config}.yaml"))
         if separate:
             name = results_folder_name(name, overrides, file_params)
-        runs.append(_Run(s, name, _absolute_paths(params), label, tuple((overrides or {}).items())))
+        base_params = file_params if config_file is not None else load_config(s, config, root=root)
+        runs.append(_Run(s, name, _absolute_paths(params), label, _differing(overrides, base_params or {})))
     base = results.resolve()
     with contextlib.ExitStack() as locks:
         for run in runs:  # every folder is checked and locked before the first notebook starts
@@ -370,29 +374,33 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
     return info
 
 
-def _is_ours(folder: Path) -> bool:
-    """A folder cfbench made: it holds the marker, or (written before the marker existed) a
-    ``run_info.json`` of cfbench naming this study and folder."""
+def _is_ours(folder: Path, config: str | None = None) -> bool:
+    """A folder cfbench made for this study and config: it holds the marker and, when it has a
+    ``run_info.json``, that file names the study it sits under and ``config`` (default: the folder's
+    own name); a folder written before the marker existed counts when its ``run_info.json`` does.
+    A marker alone in another study's results (reached through a link, or copied) is not ours."""
     if folder.is_symlink() or not folder.is_dir():
         return False
-    if (folder / MARKER).is_file():
-        return True
     info = folder / "run_info.json"
     try:
         data = json.loads(info.read_text(encoding="utf-8")) if info.is_file() else None
     except (OSError, ValueError):
         return False
-    return (isinstance(data, dict) and data.get("study") == folder.parent.name
-            and data.get("config") == folder.name)
+    named = (isinstance(data, dict) and data.get("study") == folder.parent.name
+             and data.get("config") == (config or folder.name))
+    if (folder / MARKER).is_file():
+        return data is None or named
+    return named
 
 
 def _check_ours(final: Path, *, force: bool) -> None:
     """Refuse, in one line, a results folder cfbench would replace but did not make."""
     for path in (final, final.parent):
-        if path.is_symlink() and path == final:
-            raise InputError("is a symbolic link; cfbench replaces a results folder by renaming it and does not "
-                             "follow links (point --results at the real folder's parent, or remove the link)",
-                             source=str(path))
+        if path.is_symlink():
+            what = "results folder" if path == final else "study folder"
+            raise InputError(f"is a symbolic link; cfbench replaces a {what}'s contents by renaming and never "
+                             "follows a link out of the results folder given (point --results at the real "
+                             "folder, or remove the link)", source=str(path))
         if path.exists() and not path.is_dir():
             raise InputError("is a file, not a results folder; move it or choose another --results",
                              source=str(path))
@@ -543,22 +551,197 @@ def _absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
 _SOURCE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_]+:(?![/\\])")
 
 
+def _relative_to(folder: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The absolute ``*_path`` parameters rewritten relative to the folder the notebook runs in.
+
+    The staging folder and the final results folder are siblings, so the path stays right after the
+    swap, and no path of this machine enters the executed notebook or its ``summary.json``. A path on
+    another drive (no relative form) stays absolute.
+    """
+    def rel(v: str) -> str:
+        try:
+            return os.path.relpath(v, folder)
+        except ValueError:
+            return v
+    return {k: (rel(v) if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v) else v)
+            for k, v in params.items()}
+
+
+def _differing(overrides: Mapping[str, Any] | None, base: Mapping[str, Any]) -> tuple:
+    """The ``-p`` overrides whose value differs from the config's own (the rest change nothing)."""
+    missing = object()
+    return tuple((k, v) for k, v in (overrides or {}).items() if base.get(k, missing) != v)
+
+
 def _new_folder(parent: Path, prefix: str) -> Path:
     """A fresh folder of this run (unique name, marker inside): nothing another run owns is reused."""
     import tempfile
 
     parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    folder.chmod(0o755)
-    (folder / MARKER).write_text("written by cfbench reproduce; cfbench replaces or deletes only folders "
-                                 "holding this file\n", encoding="utf-8")
+    try:
+        folder.chmod(0o755)
+        (folder / MARKER).write_text("written by cfbench reproduce; cfbench replaces or deletes only folders "
+                                     "holding this file\n", encoding="utf-8")
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)  # a full disk: no folder without its marker left behind
+        raise
     return folder
 
 
-def _remove_ours(folder: Path) -> None:
-    """Delete a folder only if cfbench made it (never follows a link)."""
-    if _is_ours(folder):
+def _remove_ours(folder: Path, config: str | None = None) -> None:
+    """Delete a folder only if cfbench made it (for ``config``; never follows a link)."""
+    if _is_ours(folder, config):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the results swap ---------------------------------------------------------------------------
+# A finished staging folder replaces the results in five steps: write the journal
+# ``.<config>.swap`` (the staging and old folders' names), rename the results to ``.<config>.old-X``,
+# rename the staging folder to the results, delete the old folder, delete the journal. The journal
+# is written only once the staging folder is complete, so after a kill at any step
+# :func:`_recover_swap` (the next run's first step, under the folder lock) can finish the swap or
+# undo it: the results folder ends up holding the old or the new results, complete, and nothing
+# of the swap is left beside it.
+
+def _swap_journal(final: Path) -> Path:
+    return final.parent / f".{final.name}.swap"
+
+
+def _crash_point(step: str) -> None:
+    """Between two steps of the swap (a no-op; tests make it raise to stand for a kill -9 there)."""
+
+
+def _swap_in(staging: Path, final: Path) -> None:
+    """Replace ``final`` by the complete folder ``staging`` (see the comment above)."""
+    import secrets
+
+    journal = _swap_journal(final)
+    old = final.parent / f".{final.name}.old-{secrets.token_hex(4)}"  # a fresh name: never another's
+    tmp = journal.with_name(journal.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps({"staging": staging.name, "old": old.name}) + "\n", encoding="utf-8")
+        os.replace(tmp, journal)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # nothing has moved yet
+        raise
+    _crash_point("journal written")
+    if final.exists():
+        final.rename(old)
+    _crash_point("old results moved aside")
+    staging.rename(final)
+    _crash_point("new results in place")
+    shutil.rmtree(old, ignore_errors=True)
+    _crash_point("old results deleted")
+    journal.unlink()
+
+
+def _journal_names(final: Path) -> dict[str, Path]:
+    """The staging and old folders a swap journal names (only names this swap could have made)."""
+    journal = _swap_journal(final)
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8")) if journal.is_file() else {}
+    except (OSError, ValueError):
+        data = {}
+    pattern = re.compile(rf"\.{re.escape(final.name)}\.(staging|old)-[A-Za-z0-9_]+")
+    out = {}
+    for key in ("staging", "old"):
+        name = data.get(key) if isinstance(data, dict) else None
+        if isinstance(name, str) and pattern.fullmatch(name):
+            out[key] = final.parent / name
+    return out
+
+
+def _recover_swap(final: Path) -> None:
+    """Finish or undo a swap a killed run left half done; says what it did in one line."""
+    journal = _swap_journal(final)
+    named = _journal_names(final)
+    olds = [p for p in final.parent.glob(f".{final.name}.old-*") if p.is_dir() and not p.is_symlink()]
+    if not olds and not journal.exists() and not journal.with_name(journal.name + ".tmp").exists():
+        return
+    done, changed = "removed the leftovers of an interrupted results swap", False
+    if not final.exists() and not final.is_symlink():
+        new = named.get("staging")
+        if new is not None and new.is_dir() and not new.is_symlink() and (new / "run_info.json").is_file():
+            new.rename(final)  # the journal is written only after the staging folder is complete
+            done, changed = "finished an interrupted results swap (the new results are in place)", True
+        else:
+            mine = [p for p in olds if p == named.get("old") or _is_ours(p, final.name)]
+            if mine:
+                max(mine, key=lambda p: p.stat().st_mtime).rename(final)
+                done, changed = "undid an interrupted results swap (the previous results are back in place)", True
+    leftovers = [p for p in olds if p.exists() and (p == named.get("old") or _is_ours(p, final.name))]
+    new = named.get("staging")
+    if new is not None and new.is_dir() and not new.is_symlink() and _is_ours(new, final.name):
+        leftovers.append(new)  # the swap never started: the results in place stay
+    for p in leftovers:
+        shutil.rmtree(p, ignore_errors=True)
+    for leftover in (journal, journal.with_name(journal.name + ".tmp")):
+        if leftover.exists() or leftover.is_symlink():
+            leftover.unlink()
+            changed = True
+    if changed or leftovers:
+        print(f"[cfbench] {final}: {done}", file=sys.stderr, flush=True)
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+class DiskFull(StudyFailed):
+    """The disk filled up while a run wrote its results; the run's own folders were removed."""
+
+    def __init__(self, study: str, where: Path, removed: list[str]):
+        self.study, self.where, self.cause = study, where, "no space left on device"
+        RuntimeError.__init__(self, f"study {study} failed: no space left on device under {where}; cfbench removed "
+                              f"its own folders of this run ({', '.join(removed) or 'none'}) to free the space; "
+                              "previous results left untouched")
+
+
+def _is_disk_full(exc: BaseException | None) -> bool:
+    """An OSError ENOSPC/EDQUOT anywhere in the chain, or a notebook cell that raised one."""
+    import errno
+
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = f"{getattr(exc, 'ename', '')} {getattr(exc, 'evalue', '')}"
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _free_space_if_full(exc: BaseException, run: _Run, *folders: Path) -> None:
+    """When ``exc`` is a full disk: delete ``folders`` (this run's staging folder, the config's failed
+    folder: cfbench's own; a notebook written on a full disk is truncated anyway) and raise
+    :class:`DiskFull`, one line."""
+    if not _is_disk_full(exc):
+        return
+    removed = []
+    for folder in folders:
+        if _is_ours(folder, run.config):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    raise DiskFull(run.study, folders[-1].parent, removed) from None
+
+
+def _staging_folder(final: Path, failed: Path, run: _Run) -> Path:
+    """This run's staging folder; on a full disk the config's old failed folder (cfbench's own) is
+    removed and the folder made again, and a disk still full is one line (:class:`DiskFull`)."""
+    try:
+        return _new_folder(final.parent, f".{run.config}.staging-")
+    except OSError as exc:
+        if not _is_disk_full(exc) or not _is_ours(failed, run.config):
+            _free_space_if_full(exc, run, failed)
+            raise
+        shutil.rmtree(failed, ignore_errors=True)
+        print(f"[cfbench] {run.study} / {run.config}: the disk is full; removed {failed.name} (a failed run's "
+              "folder) to make room", file=sys.stderr, flush=True)
+    try:
+        return _new_folder(final.parent, f".{run.config}.staging-")
+    except OSError as exc:
+        _free_space_if_full(exc, run, failed)
+        raise
 
 
 def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, force: bool = False,
@@ -567,14 +750,15 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     base = results_dir.resolve()  # relative to where the user stands, never to the package
     final = base / run.study / run.config
     failed = base / run.study / f"{run.config}.failed"
+    cache = _cache_state()  # a corrupt cache fails here, in one line, before any folder is made
+    _recover_swap(final)  # a swap a killed run left half done: finished or undone before anything else
     for stale in final.parent.glob(f".{run.config}.staging-*"):  # left by a killed run: this run holds the lock
-        _remove_ours(stale)
-    staging = _new_folder(final.parent, f".{run.config}.staging-")
+        _remove_ours(stale, run.config)
+    staging = _staging_folder(final, failed, run)
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
-    params = {**run.params, "output_dir": ".", "config_name": run.config}
+    params = {**_relative_to(staging, run.params), "output_dir": ".", "config_name": run.config}
     print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
           flush=True)
-    cache = _cache_state()
     started = _utc_now()
     t0 = time.perf_counter()
     km = _kernel_manager()
@@ -591,16 +775,19 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         )
     except Exception as exc:  # papermill's execution error, or a kernel that died
         _shutdown(km)
+        _free_space_if_full(exc, run, staging, failed)  # a full disk: this run's folders go, one line
+        with contextlib.suppress(OSError, ValueError):  # the failed notebook is read too: tidy it alike
+            tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
         where = staging
-        if not failed.exists() or _is_ours(failed):
-            _remove_ours(failed)
+        if not failed.exists() or _is_ours(failed, run.config):
+            _remove_ours(failed, run.config)
             if not failed.exists():
                 staging.rename(failed)
                 where = failed
         raise StudyFailed(run.study, where / f"{run.study}.ipynb", _one_line(exc)) from exc
     _shutdown(km)
     wall = time.perf_counter() - t0
-    _portable_paths(staging / f"{run.study}.ipynb", run)
+    tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
     leaks = ([str(Path(p).relative_to(staging)) for p in find_secret_leaks(staging)]
              + [f"the response cache ({hit})" for hit in _cache_leaks()])
     if leaks:
@@ -617,23 +804,30 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         "mode": mode, "config_source": run.label, "overrides": dict(run.overrides),
         "commit": _git_commit(root), "cpu_model": _cpu_model(), "started": started, "finished": _utc_now(),
         "cache": cache, "command": _portable_command(command) if command else _command(run),
+        "plugins": _plugin_packages(),
     }
-    _write_provenance(staging / f"{run.study}.ipynb", info)
-    (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    _write_view_page(staging, run)
-    _check_ours(final, force=force)  # still ours (or forced) at the swap
-    old = None
-    if final.exists():
-        import secrets
-
-        old = final.parent / f".{run.config}.old-{secrets.token_hex(4)}"  # a fresh name: never another's
-        final.rename(old)
-    staging.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    _remove_ours(failed)
+    try:
+        _write_provenance(staging / f"{run.study}.ipynb", info)
+        (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        _write_view_page(staging, run)
+        _check_ours(final, force=force)  # still ours (or forced) at the swap
+        _swap_in(staging, final)
+    except OSError as exc:
+        _free_space_if_full(exc, run, staging, failed)
+        raise
+    _remove_ours(failed, run.config)
     print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
     return info
+
+
+def _plugin_packages() -> list[dict[str, Any]]:
+    """The plugin packages installed or imported, with versions (:func:`cfbench.plugins.packages`)."""
+    from . import plugins
+
+    try:
+        return plugins.packages()
+    except Exception as exc:  # noqa: BLE001 - the run record names the problem instead
+        return [{"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:200]}]
 
 
 def _shown_path(path: str | os.PathLike[str]) -> str:
@@ -673,7 +867,7 @@ def _cache_state() -> dict[str, Any]:
         str(path).replace(str(Path.home()), "~", 1)
     rows = 0
     if path.is_file():
-        cache = ResponseCache(path)
+        cache = ResponseCache(path, read_only=True)
         try:
             rows = len(cache)
         finally:
@@ -777,16 +971,6 @@ def _shutdown(km: Any) -> None:
     shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
 
 
-def _portable_paths(notebook: Path, run: _Run) -> None:
-    """papermill records the absolute input and output paths in the executed notebook; keep the
-    project-relative ones instead, so a committed notebook holds no machine's paths."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
-    meta = nb.get("metadata", {}).get("papermill", {})
-    meta["input_path"] = f"notebooks/{run.study}.ipynb"
-    meta["output_path"] = f"results/{run.study}/{run.config}/{run.study}.ipynb"
-    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def _write_view_page(folder: Path, run: _Run) -> None:
     """The run explorer page (``view.html``) of a finished run, provenance from its ``run_info.json``.
     A streamed run's page is built from its ``view_preview/`` folder (the first transcripts).
@@ -824,7 +1008,7 @@ def _cache_leaks() -> list[str]:
     from .judges.cache import ResponseCache, default_cache_path
 
     path = default_cache_path()
-    return ResponseCache(path).find_secret_leaks() if path.is_file() else []
+    return ResponseCache(path, read_only=True).find_secret_leaks() if path.is_file() else []
 
 
 def _one_line(exc: BaseException) -> str:

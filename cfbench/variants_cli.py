@@ -101,10 +101,28 @@ def _write_review(out: Path, v: Any, transcripts: Any, *, title: str) -> dict[st
                          source=str(out), field="--out") from None
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
              "review": out / "review.html"}
-    v.to_parquet(paths["variants"], index=False)
-    rejection_table(v).to_csv(paths["rejections"], index=False)
-    paths["review"].write_text(review_html(v, transcripts, title=title), encoding="utf-8")
+    _replace_file(paths["variants"], lambda tmp: v.to_parquet(tmp, index=False))
+    _replace_file(paths["rejections"], lambda tmp: rejection_table(v).to_csv(tmp, index=False))
+    page = review_html(v, transcripts, title=title)
+    _replace_file(paths["review"], lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return paths
+
+
+def _replace_file(path: Path, write: Any) -> None:
+    """``write(tmp)`` a new file beside ``path``, then rename it onto ``path``: a ``review.html`` that
+    is a symbolic link is replaced by the new file, its target is never written (nor is a
+    half-written file left under the name)."""
+    from cfbench.core.errors import InputError
+
+    if path.is_dir() and not path.is_symlink():
+        raise InputError("is a folder; cfbench writes a file of this name here", source=str(path), field="--out")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists() or tmp.is_symlink():
+            tmp.unlink()
 
 
 def cue_items(file: str | Path, *, n_draft: int, n_control: int, seed: int, context_turns: int = 6) -> list[Any]:
@@ -158,7 +176,8 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     v = cue_variants(items, names, seed=seed, decisions=decisions)
     paths = _write_review(out, v, [], title="cues: " + _file_title(file))
     paths["guard_catch"] = out / "guard_catch.csv"
-    cue_guard_catch_table(items, names, seed=seed).to_csv(paths["guard_catch"], index=False)
+    table = cue_guard_catch_table(items, names, seed=seed)
+    _replace_file(paths["guard_catch"], lambda tmp: table.to_csv(tmp, index=False))
     return paths
 
 

@@ -54,3 +54,28 @@ def test_a_file_name_that_is_not_utf8_gives_a_page_titled_with_escapes(tmp_path,
     assert main(["variants", str(odd), "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
     page = (out / "review.html").read_text(encoding="utf-8")
     assert "<title>cfbench variant review: dialogue\\xff.json</title>" in page
+
+
+def test_out_never_writes_through_a_linked_file(tmp_path, capsys):
+    """A review.html (and the other outputs) that is a symbolic link is replaced, its target untouched."""
+    import json
+
+    src = tmp_path / "t.jsonl"
+    src.write_text(json.dumps({"id": "t1", "agent_name": "Omar", "turns": [
+        {"speaker": "agent", "text": "Hello, my name is Omar. How can I help you today?"},
+        {"speaker": "customer", "text": "My order has not arrived yet and I am worried."},
+        {"speaker": "agent", "text": "I am sorry to hear that, I will check the order for you right now."}]}) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for name in ("review.html", "variants.parquet", "rejections.csv"):
+        (victim / name).write_text("precious")
+        os.symlink(victim / name, out / name)
+    assert main(["variants", str(src), "--out", str(out), "--quiet", "--dimensions", "gender"]) == 0, \
+        capsys.readouterr().err
+    for name in ("review.html", "variants.parquet", "rejections.csv"):
+        assert (victim / name).read_text() == "precious"
+        assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
+    assert "<html" in (out / "review.html").read_text(encoding="utf-8").lower()
+    assert sorted(p.name for p in out.iterdir()) == ["rejections.csv", "review.html", "variants.parquet"]

@@ -361,7 +361,8 @@ def test_a_plugin_study_is_browsable_through_the_protocol(tmp_path, monkeypatch)
     mod.explorer_pairs = explorer_pairs
     monkeypatch.setitem(sys.modules, "plug_study_x", mod)
     import cfbench.studies as S
-    monkeypatch.setattr(S, "_plugin_studies", lambda: {"plug_x": "plug_study_x"})
+    ep = types.SimpleNamespace(name="plug_x", value="plug_study_x", group="cfbench.studies")
+    monkeypatch.setattr(S, "_plugin_entry_points", lambda: {"plug_x": ep})
     (tmp_path / "run_info.json").write_text(json.dumps({"study": "plug_x"}), encoding="utf-8")
     from cfbench.cli import main
 

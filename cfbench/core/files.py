@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["read_text", "read_yaml"]
+__all__ = ["read_text", "read_yaml", "load_yaml_text", "shorten"]
 
 
 def read_text(path: str | Path) -> str:
@@ -41,26 +41,62 @@ def _unique_key_loader():
             seen[key] = line
         return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
+    def compose_node(loader, parent, index):
+        # an alias (``*name``) may repeat a node that itself repeats nodes: 300 bytes can expand to
+        # millions of values (a "billion laughs" file), so a config may not use them at all
+        if loader.check_event(yaml.events.AliasEvent):
+            event = loader.peek_event()
+            line = event.start_mark.line + 1
+            raise InputError(f"uses the YAML alias *{str(event.anchor)[:40]}; aliases are not accepted "
+                             "(write the value out)", record=f"line {line}", field="<yaml>")
+        return yaml.SafeLoader.compose_node(loader, parent, index)
+
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    UniqueKeyLoader.compose_node = compose_node
     return UniqueKeyLoader
 
 
+def load_yaml_text(text: str) -> Any:
+    """Parse YAML text with the rules of :func:`read_yaml` (no aliases, no repeated keys); the
+    InputError names no file (the caller adds where the text came from)."""
+    import yaml
+
+    return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader subclass)
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """A repr of ``value`` of at most about ``limit`` characters (an error line quotes a prefix, never
+    a megabyte); built with :mod:`reprlib`, so a huge list or string is never rendered whole."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = r.maxlong = limit
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = 6
+    r.maxlevel = 3
+    text = r.repr(value)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text
+
+
 def read_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; InputError (with the line) when it is not valid YAML or repeats a key.
+    """Parse a YAML file; InputError (with the line) when it is not valid YAML, repeats a key or
+    uses an alias.
 
     PyYAML keeps the last value of a repeated key without a word; a config or contract whose
-    ``max_tpr_gap`` appears twice must not be read as either value.
+    ``max_tpr_gap`` appears twice must not be read as either value. Aliases are refused: nested
+    ones let a file of a few hundred bytes expand to millions of values.
     """
     import yaml
 
     text = read_text(path)
     try:
-        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader subclass)
+        return load_yaml_text(text)
     except InputError as exc:
         raise InputError(exc.problem, source=str(path), record=exc.record, field=exc.field) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         record = f"line {mark.line + 1}" if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"is not valid YAML ({problem})", source=str(path), record=record,
+        raise InputError(f"is not valid YAML ({problem[:200]})", source=str(path), record=record,
                          field="<yaml>") from None

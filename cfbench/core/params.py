@@ -19,6 +19,7 @@ import typing
 from typing import Any, Mapping, TypeVar
 
 from .errors import InputError
+from .files import shorten
 
 __all__ = ["params_from_mapping", "params_to_mapping", "check_floors"]
 
@@ -57,7 +58,7 @@ def params_from_mapping(cls: type[P], data: Mapping[str, Any] | None = None, *, 
         ok_types = _expected(hints[name])
         bad_bool = isinstance(value, bool) and bool not in ok_types and object not in ok_types
         if not isinstance(value, ok_types) or bad_bool:
-            raise InputError(f"expected {hints[name]!s}, got {type(value).__name__} {value!r}", source=source,
+            raise InputError(f"expected {hints[name]!s}, got {type(value).__name__} {shorten(value)}", source=source,
                              field=name)
         if isinstance(value, list):
             value = tuple(value)
@@ -80,7 +81,7 @@ def check_floors(cls: type, values: Mapping[str, Any], *, source: Any = "paramet
         low = _floor(fields[name], _expected(hints[name]))
         if low is not None and value < low:
             where = source(name) if callable(source) else source
-            raise InputError(f"must be at least {low}, got {value!r}", source=where, field=name)
+            raise InputError(f"must be at least {low}, got {shorten(value)}", source=where, field=name)
 
 
 def _floor(f: dataclasses.Field, ok_types: tuple[type, ...]) -> int | float | None:

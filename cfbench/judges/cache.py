@@ -21,23 +21,32 @@ everything sent):
 WAL mode and a busy timeout make the file safe for several processes at once;
 a write that still finds the file locked raises :class:`CacheLockedError`, which
 the runner retries and, failing that, records as the call's failure.
+
+``ResponseCache(path, read_only=True)`` opens the file without writing to it (an archived
+run to replay, a read-only mount; ``cache stats``). A cache that cannot be opened for
+writing is opened read-only on its own, with one warning line: cached replies are
+served, new ones are not stored. A file that is not a SQLite database, or is damaged,
+raises :class:`CacheError`, one line naming the file.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from ..core.errors import InputError
 from ..core.paths import cache_dir
 from .base import Request, Response
 
-__all__ = ["ResponseCache", "CacheLockedError", "default_cache_dir", "default_cache_path"]
+__all__ = ["ResponseCache", "CacheLockedError", "CacheError", "default_cache_dir", "default_cache_path"]
 
 
 def default_cache_dir() -> Path:
@@ -82,9 +91,32 @@ class CacheLockedError(RuntimeError):
     """Another process held the cache's write lock longer than the busy timeout."""
 
 
-def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+class CacheError(InputError):
+    """A cache file that cannot be used: not a SQLite database, damaged, or not writable when a
+    write is required. The message is one line naming the file."""
+
+
+def _is_lock_error(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
-    return "locked" in text or "busy" in text
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _is_readonly_error(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "unable to open database file" in text or "readonly database" in text or "read-only" in text
+
+
+def _reported(method):  # noqa: ANN001, ANN202 - decorator
+    """SQLite errors of a cache method become one line naming the file (a lock stays CacheLockedError)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    return wrapper
 
 
 def request_payload(request: Request) -> bytes:
@@ -105,20 +137,82 @@ class ResponseCache:
         How long one write waits for another process's lock before :class:`CacheLockedError`.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0,
+                 read_only: bool = False):
         self.path = Path(path) if path is not None else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
         self._local = threading.local()
-        con = self._conn()
-        self._write(lambda: con.executescript(_SCHEMA))
-        self._migrate(con)
+        self._warned = False
+        if read_only:
+            self._open_read_only()
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = self._conn()
+            self._write(lambda: con.executescript(_SCHEMA))
+            self._migrate(con)
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            if not (self.path.is_file() and (isinstance(exc, OSError) or _is_readonly_error(exc))):
+                raise self._error(exc) from None
+            self.read_only = True  # a read-only mount or file: serve what it holds, store nothing
+            self._open_read_only()
+            self._warn("cannot be written here; cached replies are read from it, new replies are not stored")
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise CacheError("no cache file here (a read-only cache must exist)", source=str(self.path))
+        try:
+            self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()
+        except sqlite3.Error as exc:
+            self.close()
+            if not _is_readonly_error(exc):
+                raise self._error(exc) from None
+            self._immutable = True  # no -shm can be made beside it (a read-only folder): read it as it is
+            try:
+                self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()
+            except sqlite3.Error as exc2:
+                self.close()
+                raise self._error(exc2) from None
+
+    def _error(self, exc: BaseException) -> Exception:
+        """One line naming the file for an SQLite or OS error of this cache."""
+        if isinstance(exc, sqlite3.Error) and _is_lock_error(exc):
+            return CacheLockedError(f"cache {self.path} is locked by another process: {exc}")
+        text = " ".join(str(exc).split())
+        if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text
+                                                       or "no such table" in text):
+            hint = ("is not a usable cfbench response cache (" + text + "); move it away or delete it, "
+                    "and cfbench starts a new one")
+        elif isinstance(exc, sqlite3.Error) and _is_readonly_error(exc):
+            hint = f"cannot be opened ({text}); check the file and its folder's permissions"
+        else:
+            hint = f"cache error: {type(exc).__name__}: {text}"
+        return CacheError(hint, source=str(self.path))
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            print(f"[cfbench] warning: response cache {self.path} {message}", file=sys.stderr, flush=True)
+
+    def _refuse_write(self, what: str) -> None:
+        raise CacheError(f"is opened read-only; {what} needs a writable cache (set CFBENCH_CACHE_DIR to a "
+                         "writable folder)", source=str(self.path))
 
     # one connection per thread; sqlite3 connections must not cross threads. A second one with
     # a short busy timeout serves writers that wait asynchronously themselves (the runner).
     def _conn(self, *, nowait: bool = False) -> sqlite3.Connection:
         attr = "con_nowait" if nowait else "con"
         con = getattr(self._local, attr, None)
+        if con is None and self.read_only:
+            from urllib.parse import quote
+
+            mode = "immutable=1" if getattr(self, "_immutable", False) else "mode=ro"
+            con = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?{mode}", uri=True,
+                                  timeout=self.busy_timeout_s, isolation_level=None)
+            con.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
+            setattr(self._local, attr, con)
         if con is None:
             con = sqlite3.connect(self.path, timeout=_NOWAIT_S if nowait else self.busy_timeout_s,
                                   isolation_level=None)
@@ -133,12 +227,12 @@ class ResponseCache:
     def _write(self, fn, waited: float | None = None):  # noqa: ANN001, ANN202 - small internal helper
         try:
             return fn()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             if _is_lock_error(exc):
                 raise CacheLockedError(f"cache {self.path} is locked by another process "
                                        f"(waited {self.busy_timeout_s if waited is None else waited:g} s): "
                                        f"{exc}") from None
-            raise
+            raise self._error(exc) from None
 
     def _migrate(self, con: sqlite3.Connection) -> None:
         """Caches written before ``pending`` kept every prompt in ``requests``: keep only the
@@ -158,6 +252,7 @@ class ResponseCache:
         self._write(move)
 
     # -- replies -------------------------------------------------------------------------------
+    @_reported
     def get(self, key: str, judge: str | None = None) -> tuple[Response, float | None] | None:
         """The cached reply of ``key`` (and, when given, stored for ``judge``), or None."""
         sql, args = "SELECT response, latency_s FROM responses WHERE key = ?", (key,)
@@ -176,6 +271,7 @@ class ResponseCache:
         """Like :meth:`get_many`, with each reply still as its stored JSON text."""
         return {key: (blob, lat) for key, blob, lat in self.get_rows(keys, judge)}
 
+    @_reported
     def get_rows(self, keys: Iterable[str], judge: str | None = None) -> list[tuple[str, str, float | None]]:
         """``(key, reply JSON, latency_s)`` of the cached ``keys``, in no particular order, each key
         once (batched ``IN`` look-ups of up to 900 keys; missing keys are absent).
@@ -205,6 +301,7 @@ class ResponseCache:
         """The subset of ``keys`` that has a cached reply (for ``judge``, when given; no reply is decoded)."""
         return set(self._keys_in("responses", keys, judge))
 
+    @_reported
     def _keys_in(self, table: str, keys: Sequence[str], judge: str | None) -> list[str]:
         out: list[str] = []
         con = self._conn()
@@ -233,6 +330,9 @@ class ResponseCache:
 
     def put_many(self, rows: Iterable[tuple[str, str, str, float | None]], *, wait: bool = True) -> int:
         """Store ``(key, judge, response_json, latency_s)`` rows in one transaction; returns how many were new."""
+        if self.read_only:
+            self._warn("is read-only; new replies and unanswered requests are not stored in it")
+            return 0
         con = self._conn(nowait=not wait)
         now = time.time()
         rows = [(k, j, blob, lat, now) for k, j, blob, lat in rows]
@@ -259,6 +359,8 @@ class ResponseCache:
     # -- failures ------------------------------------------------------------------------------
     def record_failures(self, judge: str, failures: Iterable[tuple[str, str]]) -> None:
         """Remember ``(key, reason)`` for keys without a reply (replay shows them as failed rows)."""
+        if self.read_only:
+            return
         con = self._conn()
         now = time.time()
         rows = [(k, judge, reason, now) for k, reason in failures]
@@ -274,6 +376,7 @@ class ResponseCache:
 
         self._write(write)
 
+    @_reported
     def failures_many(self, keys: Sequence[str], judge: str | None = None) -> dict[str, str]:
         """Recorded failure reasons of ``keys`` (only keys without a reply have one; for ``judge``
         only, when given)."""
@@ -290,6 +393,9 @@ class ResponseCache:
     # -- pending requests (Batch-API export) ---------------------------------------------------
     def remember_requests(self, judge: str, requests: Iterable[Request], *, keys: Iterable[str] | None = None) -> int:
         """Record unanswered requests (for Batch-API export). Returns how many were new."""
+        if self.read_only:
+            self._warn("is read-only; new replies and unanswered requests are not stored in it")
+            return 0
         con = self._conn()
         requests = list(requests)
         keys = list(keys) if keys is not None else [r.cache_key(judge) for r in requests]
@@ -317,6 +423,7 @@ class ResponseCache:
             yield key, j, json.loads(zlib.decompress(blob))
 
     # -- housekeeping --------------------------------------------------------------------------
+    @_reported
     def stats(self) -> dict[str, object]:
         con = self._conn()
         by_judge = dict(con.execute("SELECT judge, COUNT(*) FROM responses GROUP BY judge").fetchall())
@@ -344,6 +451,8 @@ class ResponseCache:
     def vacuum(self, *, drop_pending: bool = False, drop_failures: bool = False) -> dict[str, int]:
         """Compact the file: forget answered pending rows (and, if asked, all pending requests or
         recorded failures), checkpoint the WAL and rebuild the file. Returns sizes before/after."""
+        if self.read_only:
+            self._refuse_write("vacuum")
         con = self._conn()
         before = self._size()
 
@@ -368,6 +477,7 @@ class ResponseCache:
         return {"size_before": before, "size_after": self._size(), "pending_removed": n_pending,
                 "failures_removed": n_fail}
 
+    @_reported
     def find_secret_leaks(self, extra_env: tuple[str, ...] = ()) -> list[str]:
         """Where this cache holds a credential from the environment (any form, or a 12+ character
         piece): ``"<table>:<key>"`` per row, pending prompts decompressed. Empty when clean."""
@@ -388,6 +498,7 @@ class ResponseCache:
                     hits.append(f"{table}:{key}")
         return hits
 
+    @_reported
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
@@ -404,6 +515,8 @@ def remove_leaking_rows(cache: ResponseCache, extra_env: tuple[str, ...] = ()) -
     return those names: a credential found after a run must not stay in the cache. Rows of
     other tables and keys are left alone."""
     hits = cache.find_secret_leaks(extra_env)
+    if hits and cache.read_only:
+        cache._refuse_write(f"removing {len(hits)} row(s) that hold a credential")
     if hits:
         con = cache._conn()
 

@@ -65,11 +65,11 @@ def load_plugins() -> None:
     from cfbench import plugins
 
     plugins.load_env_plugins()
-    for ep in plugins.entry_points_of("cfbench.judges"):
-        if ep.name in _BUILTIN:
-            raise ValueError(f"plugin entry point cfbench.judges {ep.name!r} would replace the built-in "
-                             f"backend {ep.name!r}; give it another name")
-        register_backend(ep.name, ep.value)
+    for ep in plugins.usable_entry_points("cfbench.judges", builtin=_BUILTIN):  # a clash: disabled, one line
+        try:
+            register_backend(ep.name, ep.value)
+        except ValueError as exc:
+            plugins.disable(ep, str(exc))
 
 
 def backends() -> list[str]:

@@ -99,12 +99,16 @@ def judge_for(spec: str) -> Judge:
     return _JUDGES[spec]
 
 
-def _resolve_cache(cache: CacheArg) -> ResponseCache | None:
+def _resolve_cache(cache: CacheArg, *, read_only: bool = False) -> ResponseCache | None:
     if cache is False:
         return None
     if isinstance(cache, ResponseCache):
         return cache
-    return ResponseCache(cache)  # None -> default path
+    from .cache import default_cache_path
+
+    path = Path(cache) if cache is not None else default_cache_path()
+    # replay only reads (an archived cache, a read-only mount); a missing file is created as before
+    return ResponseCache(path, read_only=read_only and path.is_file())
 
 
 def _spec_of(judge: Judge | str) -> str:
@@ -434,7 +438,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     with _gc_paused():
         keys, unique = _keys_and_unique(spec, requests)
     t_start = time.perf_counter()
-    store = _resolve_cache(cache)
+    store = _resolve_cache(cache, read_only=mode == "replay")
     outcomes, hits, todo = _read_cache(store, spec, unique, mode)
     dispatch: _Dispatch | None = None
     if todo:

@@ -171,18 +171,39 @@ def load_plugins() -> None:
         return
     _PLUGINS_LOADED = True
     from cfbench import plugins
-    from cfbench.core.errors import InputError
 
+    builtin = set(_REGISTRY)  # cfbench's own dimensions: a plugin never replaces one
     plugins.load_env_plugins()
-    for ep in plugins.entry_points_of("cfbench.perturbers"):
-        obj = plugins.load_entry_point(ep)
+    owners: dict[str, list[tuple[Any, Perturber]]] = {}
+    for ep, obj in plugins.load_entry_points("cfbench.perturbers", builtin=builtin):
         items = obj if isinstance(obj, (list, tuple)) else [obj]
-        for item in items:
-            if isinstance(item, Perturber) or (isinstance(item, type) and issubclass(item, Perturber)):
-                register(item)
-            elif not isinstance(item, ModuleType):
-                raise InputError(f"{ep.value!r} is a {type(item).__name__}, not a Perturber or a module",
-                                 source="plugin entry point", record=ep.group, field=ep.name)
+        try:
+            made = [item() if isinstance(item, type) and issubclass(item, Perturber) else item for item in items]
+        except Exception as exc:  # noqa: BLE001 - a plugin's constructor
+            plugins.disable(ep, f"its perturber cannot be made: {type(exc).__name__}: {exc}")
+            continue
+        bad = [m for m in made if not isinstance(m, (Perturber, ModuleType))
+               or (isinstance(m, Perturber) and not isinstance(getattr(m, "dimension", None), Dimension))]
+        if bad:
+            plugins.disable(ep, f"{ep.value!r} is a {type(bad[0]).__name__}, not a Perturber or a module")
+            continue
+        for m in made:
+            if isinstance(m, Perturber):
+                owners.setdefault(m.dimension.id, []).append((ep, m))
+    for dim_id, entries in owners.items():
+        eps = {(ep.name, ep.value) for ep, _ in entries}
+        for ep, m in entries:
+            if dim_id in builtin:
+                plugins.disable(ep, f"its dimension {dim_id!r} is built into cfbench and is not replaced; "
+                                    "give it another id")
+            elif len(eps) > 1:
+                plugins.disable(ep, f"its dimension {dim_id!r} is also defined by another plugin entry point; "
+                                    "neither is used until one is renamed")
+            else:
+                try:
+                    register(m)
+                except (TypeError, ValueError) as exc:
+                    plugins.disable(ep, str(exc))
 
 
 def get_perturber(dimension_id: str) -> Perturber:

@@ -18,25 +18,43 @@ __all__ = ["available", "load", "explorer_pairs"]
 
 def _plugin_studies() -> dict[str, str]:
     """Study name -> module, from the ``cfbench.studies`` entry-point group (see :mod:`cfbench.plugins`)."""
+    return {name: ep.value for name, ep in _plugin_entry_points().items()}
+
+
+def _plugin_entry_points() -> dict:
     from cfbench import plugins
 
     plugins.load_env_plugins()
-    return {ep.name: ep.value for ep in plugins.entry_points_of("cfbench.studies")}
+    return {ep.name: ep for ep in plugins.usable_entry_points("cfbench.studies", builtin=_own())}
+
+
+def _own() -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")}
 
 
 def available() -> list[str]:
     """The studies in this package, by folder name, and those plugin packages add."""
-    own = {m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_")}
-    return sorted(own | set(_plugin_studies()))
+    return sorted(_own() | set(_plugin_studies()))
 
 
 def load(name: str) -> ModuleType:
-    """Import study ``name`` (which registers its scripted test doubles)."""
+    """Import study ``name`` (which registers its scripted test doubles). A plugin study that cannot
+    be imported is disabled with one warning line and raises :class:`InputError`."""
+    from cfbench import plugins
+    from cfbench.core.errors import InputError
+
     known = available()
     if name not in known:
         raise KeyError(f"unknown study {name!r} (known: {', '.join(known)})")
-    own = {m.name for m in pkgutil.iter_modules(__path__) if m.ispkg}
-    return importlib.import_module(f"{__name__}.{name}" if name in own else _plugin_studies()[name])
+    if name in _own():
+        return importlib.import_module(f"{__name__}.{name}")
+    ep = _plugin_entry_points()[name]
+    try:
+        return importlib.import_module(ep.value)
+    except (Exception, SystemExit) as exc:  # a plugin's import error, even sys.exit()
+        problem = f"cannot import {ep.value!r}: {' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]}"
+        plugins.disable(ep, problem)
+        raise InputError(problem, source=f"plugin study {name}", field=name) from None
 
 
 def explorer_pairs(folder: "str | os.PathLike[str]") -> Any:

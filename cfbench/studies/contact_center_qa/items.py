@@ -132,8 +132,9 @@ def iter_selected(transcripts: Iterable[Any], n: int, *, require_agent_name: boo
                 yield rest.popleft()
                 emitted += 1
     if emitted < n:
-        raise InputError(f"only {emitted} transcripts qualify, {n} requested", source="transcripts",
-                         field="agent_name" if require_agent_name else "id")
+        why = " (require_agent_name keeps only transcripts that name the agent)" if require_agent_name else ""
+        raise InputError(f"only {emitted} transcripts qualify, {n} requested{why}", source="transcripts",
+                         field="n_items")
 
 
 def select_items(transcripts: Sequence[Any], n: int, *, require_agent_name: bool = True,

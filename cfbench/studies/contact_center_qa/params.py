@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from cfbench.core.errors import InputError
+from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping, params_to_mapping
 
 __all__ = ["Params", "dims_of"]
@@ -50,6 +51,9 @@ class Params:
     real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
     real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
 
+    def __post_init__(self) -> None:
+        _check(self)
+
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
                     **overrides: Any) -> "Params":
@@ -59,6 +63,50 @@ class Params:
 
     def to_mapping(self) -> dict[str, Any]:
         return params_to_mapping(self)
+
+
+def _fail(field: str, problem: str) -> None:
+    raise InputError(problem, source="parameters", field=field)
+
+
+def _check_specs(name: str, values: Any, *, need_one: bool) -> None:
+    """A list of distinct non-empty strings (judge specs, question ids, dimension ids)."""
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        _fail(name, f"must be a list, got {type(values).__name__} {shorten(values)}")
+    if need_one and not values:
+        _fail(name, "must list at least one entry")
+    for v in values:
+        if not isinstance(v, str) or not v.strip():
+            _fail(name, f"every entry must be a non-empty string, got {shorten(v)}")
+    if len(set(values)) != len(values):
+        _fail(name, "lists an entry twice")
+
+
+def _check(p: "Params") -> None:
+    """Every field's range, naming the field (a run must fail here, not in a pandas index later)."""
+    from .qa import QA_MODES
+
+    _check_specs("judges", p.judges, need_one=True)
+    _check_specs("questions", p.questions, need_one=True)
+    for name in ("dimensions", "fairness_dimensions", "coaching_dimensions"):
+        _check_specs(name, p.dimensions if name == "dimensions" else getattr(p, name), need_one=False)
+    if p.qa_mode not in QA_MODES:
+        _fail("qa_mode", f"must be one of {', '.join(QA_MODES)}, got {shorten(p.qa_mode)}")
+    for name in ("max_tokens", "analysis_chars"):
+        if getattr(p, name) < 1:
+            _fail(name, f"must be at least 1, got {getattr(p, name)}")
+    for name in ("n_items", "n_boot", "conditions_per_dimension", "evidence_chars", "repeats", "paraphrases", "coaching_items",
+                 "real_items", "seed"):
+        if getattr(p, name) < 0:
+            _fail(name, f"must be 0 or more, got {getattr(p, name)}")
+    temps = p.robustness_temperatures
+    if isinstance(temps, str) or not isinstance(temps, (list, tuple)) or not temps:
+        _fail("robustness_temperatures", "must list at least one temperature")
+    for name, value in [("temperature", p.temperature)] + [("robustness_temperatures", t) for t in temps]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 2.0:
+            _fail(name, f"must be a number from 0 to 2, got {shorten(value)}")
+    if not 0.0 <= p.gate_max_net_cfr <= 1.0:
+        _fail("gate_max_net_cfr", f"must be from 0 to 1, got {p.gate_max_net_cfr}")
 
 
 def dims_of(params: Any) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Mapping
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
 from cfbench.core.seeding import rng_for
 from cfbench.perturb.judge_cue_review import cue_variants
@@ -75,10 +76,10 @@ class Params:
             raise InputError("must lie in (0, 9) points", source="parameters", field="gate_max_score_shift")
         for c in self.cues:
             if c not in BATTERY:
-                raise InputError(f"unknown cue {c!r} (known: {', '.join(BATTERY)})", source="parameters", field="cues")
+                raise InputError(f"unknown cue {shorten(c)} (known: {', '.join(BATTERY)})", source="parameters", field="cues")
         for c in self.pointwise_cues:
             if c not in POINTWISE_CUES:
-                raise InputError(f"{c!r} is not a pointwise cue (known: {', '.join(POINTWISE_CUES)})",
+                raise InputError(f"{shorten(c)} is not a pointwise cue (known: {', '.join(POINTWISE_CUES)})",
                                  source="parameters", field="pointwise_cues")
         if self.n_draft < 0 or self.n_control < 0 or self.n_draft + self.n_control < 2:
             raise InputError("need n_draft, n_control >= 0 and at least 2 items in all", source="parameters",

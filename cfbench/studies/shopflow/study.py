@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
 from cfbench.io.pairs import load_pairs
 from cfbench.report import RunOutput, StudyResult
@@ -67,7 +68,7 @@ class Params:
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.variants) != 2 or len(set(self.variants)) != 2:
-            raise InputError(f"need exactly two distinct variants, got {list(self.variants)}", source="parameters",
+            raise InputError(f"need exactly two distinct variants, got {shorten(list(self.variants))}", source="parameters",
                              field="variants")
         check_threshold(self.seed_threshold, name="seed_threshold")
         check_threshold(self.judged_threshold, name="judged_threshold")
