@@ -89,8 +89,8 @@ def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator
 
     The interval of :func:`cfbench.stats.intervals.bootstrap_t_rows` with one unit per item: each
     resample b (units drawn with replacement) gives ``t_b = (mean_b - mean) / se_b`` with ``se_b``
-    floored at ``se / sqrt(n)`` (a resample with no spread keeps a finite t); the bounds
-    ``mean - c t_(1-a) se`` and ``mean - c t_(a) se`` with ``c = n / (n - 1)`` are widened to
+    floored (:func:`cfbench.stats.intervals.floored_se`: a resample with no spread keeps a finite t); the bounds
+    ``mean - c t_(1-a) se`` and ``mean - c t_(a) se`` with ``c = (n / (n - 1))^2`` are widened to
     include the paired t interval. Fewer than 2 units, or a row without spread, give NaN bounds
     (no range is known for tone metrics).
     """
@@ -500,9 +500,10 @@ def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float, *, rng: np.r
         xc = x - x.mean()
         ub = u - u.mean(axis=1, keepdims=True)
         eb = ub - np.outer(ub @ xc / sxx, xc)                  # residuals of each resample's fit
-        # floored at se / sqrt(n) as in intervals.floored_se: a resample that drew one residual
-        # throughout has no spread, and its t must stay finite
-        seb = np.maximum(np.sqrt((eb ** 2).sum(axis=1) / (n - 2) * v0), se / np.sqrt(n))
+        # floored as in intervals.floored_se: a resample that drew one residual throughout has no
+        # spread, and its t must stay finite
+        from .intervals import floored_se
+        seb = floored_se(np.sqrt((eb ** 2).sum(axis=1) / (n - 2) * v0)[None, :], np.array([se]), n)[0]
         with np.errstate(divide="ignore", invalid="ignore"):
             tb = da / seb
         tb = np.where(np.isnan(tb), 0.0, tb)
