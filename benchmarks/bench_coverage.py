@@ -9,7 +9,13 @@ what a gate on the upper bound turns into a false pass). Then the gate's false-p
 rate when the true net CFR *equals* the maximum (0.10), and the length-adjusted tone
 difference of the identity-tone study (``coverage.length_adjusted_coverage``).
 
-Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences]``
+Then the families of data the studies produce (``coverage.FAMILIES``: mostly-zero coaching scores,
+heavy-tailed P(Yes) shifts, skewed tone differences, unequal variants per item, correlated judges,
+correlated flips, repeat noise) at 8, 20 and 60 items with one-sided misses on both sides and the
+mean width over the estimator's sampling spread, each beside the same audits run through the
+intervals as they were before issue 33.
+
+Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences] [--only-families]``
 (``--write-docs`` replaces the measured section of ``docs/statistics.md``; with
 ``--only-differences`` only the tables from the differences on (differences, length-adjusted
 differences, per-slice rates, matched sides, the gate) are re-run, and only they are replaced -
@@ -76,6 +82,84 @@ def slice_rate_exact_worst(*, n: int, method: str) -> dict:
     return {"coverage": float(cov.min()), "miss_high": float(miss.max())}
 
 
+FAMILY_NS = (8, 20, 60)
+
+
+class legacy_intervals:
+    """The intervals as they were before issue 33, patched in for the before/after columns of the
+    families table (same process, same seeds): a resample with no spread keeps its infinite t (the
+    old code clipped it to 1e12; either way the bound goes to the value range or, without one, off
+    the scale), the half-widths get K/(K-1) for means and no factor for paired tone differences, and
+    judge differences use the capped MOVER."""
+
+    def __enter__(self):
+        import numpy as np
+
+        from cfbench.stats import intervals as I
+        from cfbench.stats import paired as P
+
+        self.saved = (I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds)
+        I.floored_se = lambda se_b, se, K: se_b
+        t_bounds = I._t_bounds
+        I._t_bounds = lambda r, se, tb, K, c: t_bounds(r, se, np.clip(tb, -1e12, 1e12), K, c)
+        I.small_sample_factor = lambda K: K / (K - 1)
+        pd_new, bt_new = I.paired_difference, P.bootstrap_t_interval
+
+        def paired_difference(*args, pairing="capped", **kw):
+            return pd_new(*args, pairing="capped", **kw)
+
+        def bootstrap_t_interval(D, **kw):
+            I.small_sample_factor = lambda K: 1.0
+            try:
+                lo, hi = bt_new(D, **kw)
+            finally:
+                I.small_sample_factor = lambda K: K / (K - 1)
+            return lo, hi
+
+        I.paired_difference, P.bootstrap_t_interval = paired_difference, bootstrap_t_interval
+        import cfbench.stats.coverage as C
+        self.saved_c = C.paired_difference
+        C.paired_difference = paired_difference
+        return self
+
+    def __exit__(self, *exc):
+        from cfbench.stats import intervals as I
+        from cfbench.stats import paired as P
+        import cfbench.stats.coverage as C
+
+        I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds = self.saved
+        C.paired_difference = self.saved_c
+
+
+def _family_cell(r: dict) -> str:
+    return (f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / {100 * r['miss_high']:.1f}) "
+            f"x{r['width_ratio']:.2f}")
+
+
+def families_table(R: int, *, before: bool) -> list[str]:
+    """Coverage, one-sided misses (low / high) and mean width over the estimator's sampling spread for
+    every family of :data:`cfbench.stats.coverage.FAMILIES` at 8, 20 and 60 items; with ``before`` a
+    second line per family with the intervals as they were before issue 33 (same seeds)."""
+    out = ["**Families of data the studies produce (`coverage.family_coverage`)** - each cell: coverage % "
+           "(one-sided miss low % / high %) x mean width / sampling spread (the 2.5-97.5 % range of the "
+           f"estimate over the same audits); {R} audits per cell"
+           + ("; `before` rows: the same audits through the intervals as they were before issue 33 "
+              "(`legacy_intervals` in this script)" if before else ""), "",
+           "| family | interval | " + " | ".join(f"n={n}" for n in FAMILY_NS) + " |",
+           "|---|---|" + "---|" * len(FAMILY_NS)]
+    for name, (what, how) in C.FAMILIES.items():
+        cells = [C.family_coverage(name, n_items=n, reps=R, n_boot=1000, seed=1000 + n) for n in FAMILY_NS]
+        out.append(f"| {name}: {what} | {how} | " + " | ".join(_family_cell(r) for r in cells) + " |")
+        print(out[-1], flush=True)
+        if before and not name.endswith("_capped") and name not in ("cfr_correlated_flips", "net_cfr_repeat_noise",
+                                                                    "net_cfr_matched", "judges_cfr_capped"):
+            with legacy_intervals():
+                old = [C.family_coverage(name, n_items=n, reps=R, n_boot=1000, seed=1000 + n) for n in FAMILY_NS]
+            out.append(f"| {name}, before | | " + " | ".join(_family_cell(r) for r in old) + " |")
+            print(out[-1], flush=True)
+    return out + [""]
+
+
 SLICE_NS = (4, 6, 10, 17, 27, 44, 50)
 NS = (5, 8, 12, 20, 60, 200)
 START, END = "<!-- bench_coverage:start -->", "<!-- bench_coverage:end -->"
@@ -100,7 +184,15 @@ def main() -> None:
     ap.add_argument("--write-docs", action="store_true")
     ap.add_argument("--only-differences", action="store_true",
                     help="re-run only the differences, matched-sides and gate tables")
+    ap.add_argument("--only-families", action="store_true",
+                    help="print only the families table (with the before rows), write nothing")
     a = ap.parse_args()
+    if a.only_families:
+        header("bench_coverage --only-families")
+        t0 = time.time()
+        families_table(max(200, a.reps // 4) if a.quick else a.reps, before=True)
+        print(f"Run time: {time.time() - t0:.0f} s.")
+        return
     header("bench_coverage")
     R = max(200, a.reps // 4) if a.quick else a.reps
     R2 = R // 2  # loops (MOVER, bootstrap per audit)
@@ -140,6 +232,8 @@ def main() -> None:
                       "all-equal items: worst-case two-point bound", rows)
         lines += part
         print("\n".join(part), flush=True)
+        part = families_table(R2, before=True)
+        lines += part
         lines.append(DIFF_MARK)
         lines.append("")
 
