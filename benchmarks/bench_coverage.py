@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import REPO, header
+from _common import REPO, header, machine
 
 from cfbench.stats import coverage as C
 from cfbench.stats.coverage import _summary
@@ -198,7 +198,7 @@ def main() -> None:
     R2 = R // 2  # loops (MOVER, bootstrap per audit)
     t0 = time.time()
     lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
-             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates and means, {R // 2} for "
+             f"{' --write-docs' if a.write_docs else ''}` on {machine()}: simulated audits per cell: {R} for rates and means, {R // 2} for "
              f"paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
              f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
              f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
@@ -208,6 +208,7 @@ def main() -> None:
         lines = [DIFF_MARK, "",
                  f"The tables from here on were re-measured with `python benchmarks/bench_coverage.py --reps {a.reps}"
                  f"{' --quick' if a.quick else ''} --only-differences{' --write-docs' if a.write_docs else ''}` "
+                 f"on {machine()} "
                  f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences and "
                  "length-adjusted differences); the rate and mean tables above do not use MOVER.", ""]
 
@@ -228,7 +229,8 @@ def main() -> None:
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
                                                  reps=R, n_boot=1000, seed=n + m) for n in NS}))
     if rows:
-        part = _table("Means (MASD, direction, judge means): bootstrap-t (half-widths x K/(K-1)) and t over items (union); "
+        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2) and t "
+                      "over items (union); "
                       "all-equal items: worst-case two-point bound", rows)
         lines += part
         print("\n".join(part), flush=True)
@@ -252,8 +254,10 @@ def main() -> None:
     for eff in (0.0,):  # a location family: coverage is the same at every shift
         rows.append((f"paired tone difference effect={eff:g}",
                      {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
-    part = _table("Differences on the same items: MOVER with the item correlation capped at 0 (net CFR: 1 counterfactual pair + 3 repeat pairs per "
-                  "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
+    part = _table("Differences on the same items: net CFR and matched slices: MOVER with the item correlation capped at 0 "
+                  "(net CFR: 1 counterfactual pair + 3 repeat pairs per item; matched slices: "
+                  "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
+                  "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
     lines += part
     print("\n".join(part), flush=True)

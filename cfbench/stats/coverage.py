@@ -201,7 +201,8 @@ def matched_net_cfr(*, n_items: int, net: float = 0.10, p_rep: float = 0.3, pair
 def judge_delta_coverage(*, n_items: int, delta: float, kind: str = "rate", base: float = 0.1,
                          pairs_per_item: int = 1, spread: float = 0.5, reps: int = 1000, n_boot: int = 500,
                          seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
-    """Coverage of judge A minus judge B on the same items: ``kind="rate"`` (CFR, accuracy: judge A
+    """Coverage of judge A minus judge B on the same items (``paired_difference(pairing="items")``, as
+    ``judge_differences`` calls it): ``kind="rate"`` (CFR, accuracy: judge A
     flips at ``base + delta``, B at ``base``, item factor shared) or ``"mean"`` (MASD in points:
     A's pair values have mean ``base + delta``, B's ``base``, item scales shared)."""
     rng = np.random.default_rng(seed)
@@ -218,7 +219,7 @@ def judge_delta_coverage(*, n_items: int, delta: float, kind: str = "rate", base
         x1, x2 = ((base + delta) * v1).sum(axis=2), (base * v2).sum(axis=2)
         kw = {"n_boot": n_boot, "rng": rng, "value_range": (0.0, 100.0)}
     den = np.full(x1.shape, float(m))
-    lo, hi = _paired_rows(x1, den, x2, den, kind=kind, confidence=confidence, **kw)
+    lo, hi = _paired_rows(x1, den, x2, den, kind=kind, confidence=confidence, pairing="items", **kw)
     return _summary(lo, hi, delta)
 
 
@@ -279,13 +280,13 @@ def length_adjusted_coverage(*, n_units: int, errors: str = "skewed", intercept:
 #: name -> (what the study produces, which cfbench interval reports it). Every family is simulated by
 #: :func:`family_coverage` with a known truth, 1 pair per item unless said.
 FAMILIES = {
-    "coaching_mostly_zero": ("MASD of 1-10 coaching scores, |differences| 0/1/2/3 with odds .70/.20/.08/.02 "
+    "coaching_mostly_zero": ("MASD of 1-10 coaching scores, absolute differences 0/1/2/3 with odds .70/.20/.08/.02 "
                              "(truth 0.42)", "mean_interval_t, range 0..9"),
-    "coaching_rare": ("MASD of 1-10 coaching scores, |differences| 0/1/2 with odds .90/.08/.02 (truth 0.12)",
+    "coaching_rare": ("MASD of 1-10 coaching scores, absolute differences 0/1/2 with odds .90/.08/.02 (truth 0.12)",
                       "mean_interval_t, range 0..9"),
     "pyes_heavy_tail": ("MASD of P(Yes), lognormal shifts min(1, 0.03 e^Z) (heavy right tail)",
                         "mean_interval_t, range 0..1"),
-    "pyes_rare_large": ("MASD of P(Yes), |N(0, .03)| plus, on 30 % of items, a large shift U(.1, .4)",
+    "pyes_rare_large": ("MASD of P(Yes), abs(N(0, .03)) plus, on 30 % of items, a large shift U(.1, .4)",
                         "mean_interval_t, range 0..1"),
     "variants_hetero": ("MASD over 1-5 variants per item (unequal), item scales Gamma(1) (items very unlike), "
                         "half the variants do not move", "mean_interval_t (ratio), range 0..100"),
