@@ -18,15 +18,19 @@ Three building blocks, each checked by simulation (``tests/test_coverage_*.py``,
   ``(K / (K - 1))^2`` for small samples, and widened to include the t interval with
   the same standard error (each alone undercovers one kind of
   item distribution at n = 5..20; in the bench the widened union
-  covered at least 94.8 % in every simulated case from 8 items on, docs/statistics.md). When the items show no
+  covered at least 93 % in every simulated case from 8 items on, docs/statistics.md). When the items show no
   spread at all (e.g. every difference 0) a resampling interval would be a
   point; with a known value range ``[lo, hi]`` the worst case of a two-point
   distribution gives the bound ``c + (hi - c) (1 - a^(1/n))`` (and the mirror
   below), otherwise the interval is NaN and says why.
 * :func:`mover_difference` - a difference of two estimates on the same items
-  (net CFR, judge A minus judge B): Newcombe/Zou-Donner MOVER from the two
-  intervals above, with the correlation of the two estimates' item-level
-  contributions.
+  (net CFR): Newcombe/Zou-Donner MOVER from the two intervals above, with the
+  correlation of the two estimates' item-level contributions capped at 0.
+* :func:`paired_difference` with ``pairing="items"`` (judge A minus judge B):
+  the two sides paired item by item - Tango's matched-pairs interval for one
+  binary pair per item, else the bootstrap-t of the difference over items
+  (:func:`bootstrap_t_difference_rows`), so a strong positive correlation
+  between two judges narrows the interval as it should.
 
 Fewer than two items never give an interval: the bounds are NaN and
 ``ci_method`` starts with ``none:`` and says why.
