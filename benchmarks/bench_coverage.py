@@ -177,6 +177,141 @@ def _table(title: str, rows: list[tuple[str, dict[int, dict]]]) -> list[str]:
     return out + [""]
 
 
+def _rates_and_means(R: int, R2: int) -> list[str]:
+    """The rate, mean and families tables (no MOVER), then the differences marker."""
+    out: list[str] = []
+    rows = []
+    for m in (1, 3):
+        for p in (0.0, 0.02, 0.05, 0.2, 0.5):
+            rows.append((f"rate p={p:g}, {m} pair(s)/item",
+                         {n: C.rate_coverage(n_items=n, p=p, pairs_per_item=m, reps=R, seed=n + m) for n in NS}))
+    if rows:
+        out += _table("Rates (CFR, flip rates, robustness, accuracy): cluster-adjusted Clopper-Pearson", rows)
+        print("\n".join(out[-len(rows) - 5:]), flush=True)
+
+    rows = []
+    for m in (1, 3):
+        for shape in C.MEAN_SHAPES:
+            for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
+                rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
+                             {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
+                                                 reps=R, n_boot=1000, seed=n + m) for n in NS}))
+    if rows:
+        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2) and t "
+                      "over items (union); "
+                      "all-equal items: worst-case two-point bound", rows)
+        out += part
+        print("\n".join(part), flush=True)
+        part = families_table(R2, before=True)
+        out += part
+        out.append(DIFF_MARK)
+        out.append("")
+    return out
+
+
+def _difference_tables(R: int, R2: int) -> list[str]:
+    """The tables from the differences marker on: differences, length-adjusted, per-slice rates, matched sides, gate."""
+    out: list[str] = []
+    rows = []
+    for p_rep, net in ((0.0, 0.0), (0.05, 0.0), (0.05, 0.1), (0.2, 0.1)):
+        rows.append((f"net CFR={net:g}, repeat flips {p_rep:g}",
+                     {n: C.net_cfr_coverage(n_items=n, net=net, p_rep=p_rep, reps=R2, seed=n) for n in NS}))
+    for kind, base, deltas in (("rate", 0.1, (0.0, 0.1)), ("mean", 2.0, (0.0, 1.0))):
+        for d in deltas:
+            rows.append((f"judge A-B {'CFR/accuracy' if kind == 'rate' else 'MASD'} delta={d:g}",
+                         {n: C.judge_delta_coverage(n_items=n, delta=d, base=base, kind=kind, reps=R2 // 2,
+                                                    n_boot=500, seed=n) for n in NS}))
+    for pa, pb in ((0.0, 0.0), (0.3, 0.1)):
+        rows.append((f"matched slices rate a-b, {pa:g} vs {pb:g}",
+                     {n: matched_rate_diff_coverage(n_units=n, pa=pa, pb=pb, reps=R2, seed=n) for n in NS}))
+    for eff in (0.0,):  # a location family: coverage is the same at every shift
+        rows.append((f"paired tone difference effect={eff:g}",
+                     {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
+    part = _table("Differences on the same items: net CFR and matched slices: MOVER with the item correlation capped at 0 "
+                  "(net CFR: 1 counterfactual pair + 3 repeat pairs per item; matched slices: "
+                  "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
+                  "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
+                  "differences: bootstrap-t and paired t (union)", rows)
+    out += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for err in C.LENGTH_ERRORS:
+        rows.append((f"length-adjusted tone difference, {err} errors",
+                     {n: C.length_adjusted_coverage(n_units=n, errors=err, reps=R // 2, seed=n) for n in NS}))
+    rows.append(("skewed errors, OLS t alone (the previous method, for comparison)",
+                 {n: C.length_adjusted_coverage(n_units=n, errors="skewed", reps=R // 2, seed=n, ci_method="ols_t")
+                  for n in NS}))
+    part = _table("Paired tone difference at equal reply length (identity tone `fresh_length_adjusted_described`, "
+                  "`paired.length_adjusted_tests`): residual bootstrap-t (x K/(K-1)) and OLS t (union). Prompts' "
+                  "length differences L ~ N(1, 1) (centred away from 0), tone differences 0.5 + 0.3 L + error of unit "
+                  "variance; the truth is the intercept 0.5", rows)
+    out += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for p in (0.005, 0.02, 0.05, 0.2, 0.5, 0.8, 0.95, 0.98, 0.995):
+        rows.append((f"rate p={p:g}, Clopper-Pearson",
+                     {n: slice_rate_coverage(n=n, p=p, method="clopper-pearson", reps=R, seed=n) for n in SLICE_NS}))
+    for method in ("clopper-pearson", "wilson"):
+        rows.append((f"worst over p = 0.001..0.999, {method}, exact",
+                     {n: slice_rate_exact_worst(n=n, method=method) for n in SLICE_NS}))
+    part = ["**Per-slice rates (ShopFlow's selection / TPR / FPR per wording, `groups.rate_table`): Clopper-Pearson "
+            "(exact); Wilson, which the seed prints, for comparison** - coverage % (one-sided miss above %); the "
+            "`exact` rows are binomial sums, the worst cell over a grid of 999 true rates (the worst coverage and "
+            "the worst one-sided miss need not fall at the same rate)", "",
+            "| case | " + " | ".join(f"n={n}" for n in SLICE_NS) + " |", "|---|" + "---|" * len(SLICE_NS)]
+    part += [f"| {label} | " + " | ".join(_cell(cells[n]) for n in SLICE_NS) + " |" for label, cells in rows]
+    part.append("")
+    out += part
+    print("\n".join(part), flush=True)
+
+    rows = []
+    for m in (1, 3):
+        for p_rep in (0.1, 0.3):
+            rows.append((f"net CFR=0.1, repeat flips {p_rep:g}, cf flips whenever repeat flips, {m} pair(s)/item",
+                         {n: C.matched_net_cfr(n_items=n, net=0.10, p_rep=p_rep, pairs_per_item=m, reps=R2,
+                                               seed=100 * m + n) for n in NS}))
+        rows.append((f"identical sides (net 0), repeat flips 0.3, {m} pair(s)/item",
+                     {n: C.matched_net_cfr(n_items=n, p_rep=0.3, pairs_per_item=m, identical=True, reps=R2,
+                                           seed=7 * n + m) for n in NS}))
+    part = _table("Net CFR with the two sides matched item by item (`coverage.matched_net_cfr`: item instability "
+                  "u ~ Beta(0.5, .) with mean = repeat flip rate; each counterfactual pair flips when its repeat "
+                  "pair flips, plus extra flips so the true net CFR is exactly 0.10; identical sides: the same "
+                  "flips on both). In the net CFR=0.1 rows the one-sided miss above is the gate's false-pass rate "
+                  "at the maximum", rows)
+    zw = max(r["zero_width"] for _, cells in rows for r in cells.values())
+    part += [f"Largest share of zero-width intervals in these rows: {100 * zw:.1f} %.", ""]
+    out += part
+    print("\n".join(part), flush=True)
+
+    gate = ["**Gate false-pass rate** - share of audits passing `net_cfr_gate` (upper bound < 0.10) when the "
+            "true net CFR equals 0.10 (%)", "",
+            "| repeat flip rate | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
+    for p_rep in (0.0, 0.05, 0.2):
+        fps = [C.gate_false_pass(n_items=n, max_net=0.10, p_rep=p_rep, reps=R2, seed=n) for n in NS]
+        gate.append(f"| {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
+    from cfbench.stats.intervals import items_needed_zero_events
+    gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
+             "(below that the gate row says `not decidable at this n`).", ""]
+    out += gate
+    print("\n".join(gate), flush=True)
+    return out
+
+
+def _write_docs(lines: list[str], only_differences: bool) -> None:
+    """Replace the measured section of docs/statistics.md (from the differences marker on with ``only_differences``)."""
+    path = REPO / "docs" / "statistics.md"
+    text = path.read_text(encoding="utf-8")
+    i, j = text.index(START) + len(START), text.index(END)
+    if only_differences:
+        i = text.index(DIFF_MARK, i)
+        lines[0:2] = []  # the marker is kept in place
+        i += len(DIFF_MARK) + 1
+    path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
+    print(f"wrote {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=2000, help="audits per cell for the analytic intervals")
@@ -210,132 +345,16 @@ def main() -> None:
                  f"{' --quick' if a.quick else ''} --only-differences{' --write-docs' if a.write_docs else ''}` "
                  f"on {machine()} "
                  f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences and "
-                 "length-adjusted differences); the rate and mean tables above do not use MOVER.", ""]
+                 "length-adjusted differences); the rate, mean and families tables above were not re-run.", ""]
 
-    rows = []
-    for m in (1, 3) if not a.only_differences else ():
-        for p in (0.0, 0.02, 0.05, 0.2, 0.5):
-            rows.append((f"rate p={p:g}, {m} pair(s)/item",
-                         {n: C.rate_coverage(n_items=n, p=p, pairs_per_item=m, reps=R, seed=n + m) for n in NS}))
-    if rows:
-        lines += _table("Rates (CFR, flip rates, robustness, accuracy): cluster-adjusted Clopper-Pearson", rows)
-        print("\n".join(lines[-len(rows) - 5:]), flush=True)
-
-    rows = []
-    for m in (1, 3) if not a.only_differences else ():
-        for shape in C.MEAN_SHAPES:
-            for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
-                rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
-                             {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
-                                                 reps=R, n_boot=1000, seed=n + m) for n in NS}))
-    if rows:
-        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2) and t "
-                      "over items (union); "
-                      "all-equal items: worst-case two-point bound", rows)
-        lines += part
-        print("\n".join(part), flush=True)
-        part = families_table(R2, before=True)
-        lines += part
-        lines.append(DIFF_MARK)
-        lines.append("")
-
-    rows = []
-    for p_rep, net in ((0.0, 0.0), (0.05, 0.0), (0.05, 0.1), (0.2, 0.1)):
-        rows.append((f"net CFR={net:g}, repeat flips {p_rep:g}",
-                     {n: C.net_cfr_coverage(n_items=n, net=net, p_rep=p_rep, reps=R2, seed=n) for n in NS}))
-    for kind, base, deltas in (("rate", 0.1, (0.0, 0.1)), ("mean", 2.0, (0.0, 1.0))):
-        for d in deltas:
-            rows.append((f"judge A-B {'CFR/accuracy' if kind == 'rate' else 'MASD'} delta={d:g}",
-                         {n: C.judge_delta_coverage(n_items=n, delta=d, base=base, kind=kind, reps=R2 // 2,
-                                                    n_boot=500, seed=n) for n in NS}))
-    for pa, pb in ((0.0, 0.0), (0.3, 0.1)):
-        rows.append((f"matched slices rate a-b, {pa:g} vs {pb:g}",
-                     {n: matched_rate_diff_coverage(n_units=n, pa=pa, pb=pb, reps=R2, seed=n) for n in NS}))
-    for eff in (0.0,):  # a location family: coverage is the same at every shift
-        rows.append((f"paired tone difference effect={eff:g}",
-                     {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
-    part = _table("Differences on the same items: net CFR and matched slices: MOVER with the item correlation capped at 0 "
-                  "(net CFR: 1 counterfactual pair + 3 repeat pairs per item; matched slices: "
-                  "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
-                  "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
-                  "differences: bootstrap-t and paired t (union)", rows)
-    lines += part
-    print("\n".join(part), flush=True)
-
-    rows = []
-    for err in C.LENGTH_ERRORS:
-        rows.append((f"length-adjusted tone difference, {err} errors",
-                     {n: C.length_adjusted_coverage(n_units=n, errors=err, reps=R // 2, seed=n) for n in NS}))
-    rows.append(("skewed errors, OLS t alone (the previous method, for comparison)",
-                 {n: C.length_adjusted_coverage(n_units=n, errors="skewed", reps=R // 2, seed=n, ci_method="ols_t")
-                  for n in NS}))
-    part = _table("Paired tone difference at equal reply length (identity tone `fresh_length_adjusted_described`, "
-                  "`paired.length_adjusted_tests`): residual bootstrap-t (x K/(K-1)) and OLS t (union). Prompts' "
-                  "length differences L ~ N(1, 1) (centred away from 0), tone differences 0.5 + 0.3 L + error of unit "
-                  "variance; the truth is the intercept 0.5", rows)
-    lines += part
-    print("\n".join(part), flush=True)
-
-    rows = []
-    for p in (0.005, 0.02, 0.05, 0.2, 0.5, 0.8, 0.95, 0.98, 0.995):
-        rows.append((f"rate p={p:g}, Clopper-Pearson",
-                     {n: slice_rate_coverage(n=n, p=p, method="clopper-pearson", reps=R, seed=n) for n in SLICE_NS}))
-    for method in ("clopper-pearson", "wilson"):
-        rows.append((f"worst over p = 0.001..0.999, {method}, exact",
-                     {n: slice_rate_exact_worst(n=n, method=method) for n in SLICE_NS}))
-    part = ["**Per-slice rates (ShopFlow's selection / TPR / FPR per wording, `groups.rate_table`): Clopper-Pearson "
-            "(exact); Wilson, which the seed prints, for comparison** - coverage % (one-sided miss above %); the "
-            "`exact` rows are binomial sums, the worst cell over a grid of 999 true rates (the worst coverage and "
-            "the worst one-sided miss need not fall at the same rate)", "",
-            "| case | " + " | ".join(f"n={n}" for n in SLICE_NS) + " |", "|---|" + "---|" * len(SLICE_NS)]
-    part += [f"| {label} | " + " | ".join(_cell(cells[n]) for n in SLICE_NS) + " |" for label, cells in rows]
-    part.append("")
-    lines += part
-    print("\n".join(part), flush=True)
-
-    rows = []
-    for m in (1, 3):
-        for p_rep in (0.1, 0.3):
-            rows.append((f"net CFR=0.1, repeat flips {p_rep:g}, cf flips whenever repeat flips, {m} pair(s)/item",
-                         {n: C.matched_net_cfr(n_items=n, net=0.10, p_rep=p_rep, pairs_per_item=m, reps=R2,
-                                               seed=100 * m + n) for n in NS}))
-        rows.append((f"identical sides (net 0), repeat flips 0.3, {m} pair(s)/item",
-                     {n: C.matched_net_cfr(n_items=n, p_rep=0.3, pairs_per_item=m, identical=True, reps=R2,
-                                           seed=7 * n + m) for n in NS}))
-    part = _table("Net CFR with the two sides matched item by item (`coverage.matched_net_cfr`: item instability "
-                  "u ~ Beta(0.5, .) with mean = repeat flip rate; each counterfactual pair flips when its repeat "
-                  "pair flips, plus extra flips so the true net CFR is exactly 0.10; identical sides: the same "
-                  "flips on both). In the net CFR=0.1 rows the one-sided miss above is the gate's false-pass rate "
-                  "at the maximum", rows)
-    zw = max(r["zero_width"] for _, cells in rows for r in cells.values())
-    part += [f"Largest share of zero-width intervals in these rows: {100 * zw:.1f} %.", ""]
-    lines += part
-    print("\n".join(part), flush=True)
-
-    gate = ["**Gate false-pass rate** - share of audits passing `net_cfr_gate` (upper bound < 0.10) when the "
-            "true net CFR equals 0.10 (%)", "",
-            "| repeat flip rate | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
-    for p_rep in (0.0, 0.05, 0.2):
-        fps = [C.gate_false_pass(n_items=n, max_net=0.10, p_rep=p_rep, reps=R2, seed=n) for n in NS]
-        gate.append(f"| {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
-    from cfbench.stats.intervals import items_needed_zero_events
-    gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
-             "(below that the gate row says `not decidable at this n`).", ""]
-    lines += gate
-    print("\n".join(gate), flush=True)
+    if not a.only_differences:
+        lines += _rates_and_means(R, R2)
+    lines += _difference_tables(R, R2)
     lines.append(f"Run time: {time.time() - t0:.0f} s.")
     print(lines[-1])
 
     if a.write_docs:
-        path = REPO / "docs" / "statistics.md"
-        text = path.read_text(encoding="utf-8")
-        i, j = text.index(START) + len(START), text.index(END)
-        if a.only_differences:
-            i = text.index(DIFF_MARK, i)
-            lines[0:2] = []  # the marker is kept in place
-            i += len(DIFF_MARK) + 1
-        path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
-        print(f"wrote {path}")
+        _write_docs(lines, a.only_differences)
 
 
 if __name__ == "__main__":
