@@ -9,7 +9,13 @@ what a gate on the upper bound turns into a false pass). Then the gate's false-p
 rate when the true net CFR *equals* the maximum (0.10), and the length-adjusted tone
 difference of the identity-tone study (``coverage.length_adjusted_coverage``).
 
-Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences]``
+Then the families of data the studies produce (``coverage.FAMILIES``: mostly-zero coaching scores,
+heavy-tailed P(Yes) shifts, skewed tone differences, unequal variants per item, correlated judges,
+correlated flips, repeat noise) at 8, 20 and 60 items with one-sided misses on both sides and the
+mean width over the estimator's sampling spread, each beside the same audits run through the
+intervals as they were before issue 33.
+
+Usage: ``python benchmarks/bench_coverage.py [--reps 2000] [--quick] [--write-docs] [--only-differences] [--only-families]``
 (``--write-docs`` replaces the measured section of ``docs/statistics.md``; with
 ``--only-differences`` only the tables from the differences on (differences, length-adjusted
 differences, per-slice rates, matched sides, the gate) are re-run, and only they are replaced -
@@ -21,7 +27,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import REPO, header
+from _common import REPO, header, machine
 
 from cfbench.stats import coverage as C
 from cfbench.stats.coverage import _summary
@@ -76,6 +82,84 @@ def slice_rate_exact_worst(*, n: int, method: str) -> dict:
     return {"coverage": float(cov.min()), "miss_high": float(miss.max())}
 
 
+FAMILY_NS = (8, 20, 60)
+
+
+class legacy_intervals:
+    """The intervals as they were before issue 33, patched in for the before/after columns of the
+    families table (same process, same seeds): a resample with no spread keeps its infinite t (the
+    old code clipped it to 1e12; either way the bound goes to the value range or, without one, off
+    the scale), the half-widths get K/(K-1) for means and no factor for paired tone differences, and
+    judge differences use the capped MOVER."""
+
+    def __enter__(self):
+        import numpy as np
+
+        from cfbench.stats import intervals as I
+        from cfbench.stats import paired as P
+
+        self.saved = (I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds)
+        I.floored_se = lambda se_b, se, K: se_b
+        t_bounds = I._t_bounds
+        I._t_bounds = lambda r, se, tb, K, c: t_bounds(r, se, np.clip(tb, -1e12, 1e12), K, c)
+        I.small_sample_factor = lambda K: K / (K - 1)
+        pd_new, bt_new = I.paired_difference, P.bootstrap_t_interval
+
+        def paired_difference(*args, pairing="capped", **kw):
+            return pd_new(*args, pairing="capped", **kw)
+
+        def bootstrap_t_interval(D, **kw):
+            I.small_sample_factor = lambda K: 1.0
+            try:
+                lo, hi = bt_new(D, **kw)
+            finally:
+                I.small_sample_factor = lambda K: K / (K - 1)
+            return lo, hi
+
+        I.paired_difference, P.bootstrap_t_interval = paired_difference, bootstrap_t_interval
+        import cfbench.stats.coverage as C
+        self.saved_c = C.paired_difference
+        C.paired_difference = paired_difference
+        return self
+
+    def __exit__(self, *exc):
+        from cfbench.stats import intervals as I
+        from cfbench.stats import paired as P
+        import cfbench.stats.coverage as C
+
+        I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds = self.saved
+        C.paired_difference = self.saved_c
+
+
+def _family_cell(r: dict) -> str:
+    return (f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / {100 * r['miss_high']:.1f}) "
+            f"x{r['width_ratio']:.2f}")
+
+
+def families_table(R: int, *, before: bool) -> list[str]:
+    """Coverage, one-sided misses (low / high) and mean width over the estimator's sampling spread for
+    every family of :data:`cfbench.stats.coverage.FAMILIES` at 8, 20 and 60 items; with ``before`` a
+    second line per family with the intervals as they were before issue 33 (same seeds)."""
+    out = ["**Families of data the studies produce (`coverage.family_coverage`)** - each cell: coverage % "
+           "(one-sided miss low % / high %) x mean width / sampling spread (the 2.5-97.5 % range of the "
+           f"estimate over the same audits); {R} audits per cell"
+           + ("; `before` rows: the same audits through the intervals as they were before issue 33 "
+              "(`legacy_intervals` in this script)" if before else ""), "",
+           "| family | interval | " + " | ".join(f"n={n}" for n in FAMILY_NS) + " |",
+           "|---|---|" + "---|" * len(FAMILY_NS)]
+    for name, (what, how) in C.FAMILIES.items():
+        cells = [C.family_coverage(name, n_items=n, reps=R, n_boot=1000, seed=1000 + n) for n in FAMILY_NS]
+        out.append(f"| {name}: {what} | {how} | " + " | ".join(_family_cell(r) for r in cells) + " |")
+        print(out[-1], flush=True)
+        if before and not name.endswith("_capped") and name not in ("cfr_correlated_flips", "net_cfr_repeat_noise",
+                                                                    "net_cfr_matched", "judges_cfr_capped"):
+            with legacy_intervals():
+                old = [C.family_coverage(name, n_items=n, reps=R, n_boot=1000, seed=1000 + n) for n in FAMILY_NS]
+            out.append(f"| {name}, before | | " + " | ".join(_family_cell(r) for r in old) + " |")
+            print(out[-1], flush=True)
+    return out + [""]
+
+
 SLICE_NS = (4, 6, 10, 17, 27, 44, 50)
 NS = (5, 8, 12, 20, 60, 200)
 START, END = "<!-- bench_coverage:start -->", "<!-- bench_coverage:end -->"
@@ -93,56 +177,41 @@ def _table(title: str, rows: list[tuple[str, dict[int, dict]]]) -> list[str]:
     return out + [""]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=2000, help="audits per cell for the analytic intervals")
-    ap.add_argument("--quick", action="store_true", help="a quarter of the replications (a smoke run)")
-    ap.add_argument("--write-docs", action="store_true")
-    ap.add_argument("--only-differences", action="store_true",
-                    help="re-run only the differences, matched-sides and gate tables")
-    a = ap.parse_args()
-    header("bench_coverage")
-    R = max(200, a.reps // 4) if a.quick else a.reps
-    R2 = R // 2  # loops (MOVER, bootstrap per audit)
-    t0 = time.time()
-    lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
-             f"{' --write-docs' if a.write_docs else ''}`: simulated audits per cell: {R} for rates and means, {R // 2} for "
-             f"paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
-             f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
-             f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
-             f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
-             ""]
-    if a.only_differences:
-        lines = [DIFF_MARK, "",
-                 f"The tables from here on were re-measured with `python benchmarks/bench_coverage.py --reps {a.reps}"
-                 f"{' --quick' if a.quick else ''} --only-differences{' --write-docs' if a.write_docs else ''}` "
-                 f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences and "
-                 "length-adjusted differences); the rate and mean tables above do not use MOVER.", ""]
-
+def _rates_and_means(R: int, R2: int) -> list[str]:
+    """The rate, mean and families tables (no MOVER), then the differences marker."""
+    out: list[str] = []
     rows = []
-    for m in (1, 3) if not a.only_differences else ():
+    for m in (1, 3):
         for p in (0.0, 0.02, 0.05, 0.2, 0.5):
             rows.append((f"rate p={p:g}, {m} pair(s)/item",
                          {n: C.rate_coverage(n_items=n, p=p, pairs_per_item=m, reps=R, seed=n + m) for n in NS}))
     if rows:
-        lines += _table("Rates (CFR, flip rates, robustness, accuracy): cluster-adjusted Clopper-Pearson", rows)
-        print("\n".join(lines[-len(rows) - 5:]), flush=True)
+        out += _table("Rates (CFR, flip rates, robustness, accuracy): cluster-adjusted Clopper-Pearson", rows)
+        print("\n".join(out[-len(rows) - 5:]), flush=True)
 
     rows = []
-    for m in (1, 3) if not a.only_differences else ():
+    for m in (1, 3):
         for shape in C.MEAN_SHAPES:
             for eff in ((0.0, 2.0) if shape == "halfnormal" else (2.0,)):  # signed: a location family
                 rows.append((f"mean {shape} effect={eff:g}, {m} pair(s)/item",
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
                                                  reps=R, n_boot=1000, seed=n + m) for n in NS}))
     if rows:
-        part = _table("Means (MASD, direction, judge means): bootstrap-t (half-widths x K/(K-1)) and t over items (union); "
+        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2) and t "
+                      "over items (union); "
                       "all-equal items: worst-case two-point bound", rows)
-        lines += part
+        out += part
         print("\n".join(part), flush=True)
-        lines.append(DIFF_MARK)
-        lines.append("")
+        part = families_table(R2, before=True)
+        out += part
+        out.append(DIFF_MARK)
+        out.append("")
+    return out
 
+
+def _difference_tables(R: int, R2: int) -> list[str]:
+    """The tables from the differences marker on: differences, length-adjusted, per-slice rates, matched sides, gate."""
+    out: list[str] = []
     rows = []
     for p_rep, net in ((0.0, 0.0), (0.05, 0.0), (0.05, 0.1), (0.2, 0.1)):
         rows.append((f"net CFR={net:g}, repeat flips {p_rep:g}",
@@ -158,10 +227,12 @@ def main() -> None:
     for eff in (0.0,):  # a location family: coverage is the same at every shift
         rows.append((f"paired tone difference effect={eff:g}",
                      {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
-    part = _table("Differences on the same items: MOVER with the item correlation capped at 0 (net CFR: 1 counterfactual pair + 3 repeat pairs per "
-                  "item; judges: 1 pair per item; matched slices: `groups.paired_rate_diff_interval`); paired tone "
+    part = _table("Differences on the same items: net CFR and matched slices: MOVER with the item correlation capped at 0 "
+                  "(net CFR: 1 counterfactual pair + 3 repeat pairs per item; matched slices: "
+                  "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
+                  "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
-    lines += part
+    out += part
     print("\n".join(part), flush=True)
 
     rows = []
@@ -175,7 +246,7 @@ def main() -> None:
                   "`paired.length_adjusted_tests`): residual bootstrap-t (x K/(K-1)) and OLS t (union). Prompts' "
                   "length differences L ~ N(1, 1) (centred away from 0), tone differences 0.5 + 0.3 L + error of unit "
                   "variance; the truth is the intercept 0.5", rows)
-    lines += part
+    out += part
     print("\n".join(part), flush=True)
 
     rows = []
@@ -192,7 +263,7 @@ def main() -> None:
             "| case | " + " | ".join(f"n={n}" for n in SLICE_NS) + " |", "|---|" + "---|" * len(SLICE_NS)]
     part += [f"| {label} | " + " | ".join(_cell(cells[n]) for n in SLICE_NS) + " |" for label, cells in rows]
     part.append("")
-    lines += part
+    out += part
     print("\n".join(part), flush=True)
 
     rows = []
@@ -211,7 +282,7 @@ def main() -> None:
                   "at the maximum", rows)
     zw = max(r["zero_width"] for _, cells in rows for r in cells.values())
     part += [f"Largest share of zero-width intervals in these rows: {100 * zw:.1f} %.", ""]
-    lines += part
+    out += part
     print("\n".join(part), flush=True)
 
     gate = ["**Gate false-pass rate** - share of audits passing `net_cfr_gate` (upper bound < 0.10) when the "
@@ -223,21 +294,67 @@ def main() -> None:
     from cfbench.stats.intervals import items_needed_zero_events
     gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
              "(below that the gate row says `not decidable at this n`).", ""]
-    lines += gate
+    out += gate
     print("\n".join(gate), flush=True)
+    return out
+
+
+def _write_docs(lines: list[str], only_differences: bool) -> None:
+    """Replace the measured section of docs/statistics.md (from the differences marker on with ``only_differences``)."""
+    path = REPO / "docs" / "statistics.md"
+    text = path.read_text(encoding="utf-8")
+    i, j = text.index(START) + len(START), text.index(END)
+    if only_differences:
+        i = text.index(DIFF_MARK, i)
+        lines[0:2] = []  # the marker is kept in place
+        i += len(DIFF_MARK) + 1
+    path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=2000, help="audits per cell for the analytic intervals")
+    ap.add_argument("--quick", action="store_true", help="a quarter of the replications (a smoke run)")
+    ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--only-differences", action="store_true",
+                    help="re-run only the differences, matched-sides and gate tables")
+    ap.add_argument("--only-families", action="store_true",
+                    help="print only the families table (with the before rows), write nothing")
+    a = ap.parse_args()
+    if a.only_families:
+        header("bench_coverage --only-families")
+        t0 = time.time()
+        families_table(max(200, a.reps // 4) if a.quick else a.reps, before=True)
+        print(f"Run time: {time.time() - t0:.0f} s.")
+        return
+    header("bench_coverage")
+    R = max(200, a.reps // 4) if a.quick else a.reps
+    R2 = R // 2  # loops (MOVER, bootstrap per audit)
+    t0 = time.time()
+    lines = [f"Measured with `python benchmarks/bench_coverage.py --reps {a.reps}{' --quick' if a.quick else ''}"
+             f"{' --write-docs' if a.write_docs else ''}` on {machine()}: simulated audits per cell: {R} for rates and means, {R // 2} for "
+             f"paired tone differences and length-adjusted differences, {R2} for net CFR, matched-slice differences and the gate, "
+             f"{R2 // 2} for judge differences. The binomial SE of a coverage near 95 % from R audits is "
+             f"sqrt(0.0475 / R): {100 * (0.0475 / R) ** 0.5:.1f} points at {R}, "
+             f"{100 * (0.0475 / R2) ** 0.5:.1f} at {R2}, {100 * (0.0475 / (R2 // 2)) ** 0.5:.1f} at {R2 // 2}.",
+             ""]
+    if a.only_differences:
+        lines = [DIFF_MARK, "",
+                 f"The tables from here on were re-measured with `python benchmarks/bench_coverage.py --reps {a.reps}"
+                 f"{' --quick' if a.quick else ''} --only-differences{' --write-docs' if a.write_docs else ''}` "
+                 f"on {machine()} "
+                 f"({R2} audits per cell; {R2 // 2} for judge differences; {R // 2} for paired tone differences and "
+                 "length-adjusted differences); the rate, mean and families tables above were not re-run.", ""]
+
+    if not a.only_differences:
+        lines += _rates_and_means(R, R2)
+    lines += _difference_tables(R, R2)
     lines.append(f"Run time: {time.time() - t0:.0f} s.")
     print(lines[-1])
 
     if a.write_docs:
-        path = REPO / "docs" / "statistics.md"
-        text = path.read_text(encoding="utf-8")
-        i, j = text.index(START) + len(START), text.index(END)
-        if a.only_differences:
-            i = text.index(DIFF_MARK, i)
-            lines[0:2] = []  # the marker is kept in place
-            i += len(DIFF_MARK) + 1
-        path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
-        print(f"wrote {path}")
+        _write_docs(lines, a.only_differences)
 
 
 if __name__ == "__main__":

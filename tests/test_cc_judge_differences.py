@@ -48,7 +48,10 @@ def test_judge_differences_rows_and_intervals():
     assert masd.loc["gender", "delta"] > 0 and masd.loc["gender", "ci_low"] > 0
     acc = d[d["metric"] == "accuracy"].iloc[0]
     assert acc["dimension"] == "originals" and acc["value_a"] == 1.0 and acc["value_b"] == 0.5
-    assert acc["ci_method"].startswith("MOVER")
+    # one question per item: the two judges' answers are matched pairs (Tango's interval)
+    assert acc["ci_method"].startswith("tango score interval")
+    assert cfr.loc["gender", "ci_method"].startswith("tango score interval")
+    assert masd.loc["gender", "ci_method"] == "bootstrap-t and t over items of the paired difference (union)"
     assert d["ci_method"].notna().all()
 
 

@@ -315,10 +315,12 @@ def _reference_intervals(f: pd.DataFrame, n_boot: int, seed: int) -> tuple[list,
             sb, mb = s_[idx[b]], m[idx[b]]
             rb = sb.sum() / mb.sum()
             seb = np.sqrt(((sb - rb * mb) ** 2).sum() * K / (K - 1)) / mb.sum()
+            # floored: a resample with no spread takes se / sqrt(K), any other at least se / K
+            seb = se / np.sqrt(K) if seb <= 1e-9 * se else max(seb, se / K)
             t.append((rb - r) / seb)
         lo_t, hi_t = np.quantile(t, [0.025, 0.975])
         q = st.t.ppf(0.975, K - 1)
-        c = K / (K - 1)  # the small-sample widening of the bootstrap-t half-widths (docs/statistics.md)
+        c = (K / (K - 1)) ** 2  # the small-sample widening of the bootstrap-t half-widths (docs/statistics.md)
         masd_rows.append((min(r - c * hi_t * se, r - q * se), max(r - c * lo_t * se, r + q * se)))
     return cfr_rows, masd_rows
 

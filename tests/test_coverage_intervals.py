@@ -65,8 +65,8 @@ def test_mean_interval_reaches_93_percent_where_it_used_to_fall_short(shape, m):
 
 
 def test_mean_interval_widening_only_widens_and_vanishes_with_many_items():
-    # the K/(K-1) factor scales the bootstrap-t half-widths: the widened interval contains the one
-    # without it, and at 200 items the two differ by about 0.5 %
+    # the (K/(K-1))^2 factor scales the bootstrap-t half-widths: the widened interval contains the one
+    # without it, and at 200 items the two differ by about 1 %; resample SEs floored (floored_se)
     from cfbench.stats.bootstrap import resample_counts
     from cfbench.stats.intervals import bootstrap_t_rows
 
@@ -80,16 +80,17 @@ def test_mean_interval_widening_only_widens_and_vanishes_with_many_items():
         wt = w.T
         rb = (y @ wt) / K
         seb = np.sqrt(np.maximum((y * y) @ wt - K * rb * rb, 0) / (K - 1)) / math.sqrt(K)
+        seb = np.where(seb <= 1e-9 * se[:, None], se[:, None] / math.sqrt(K), np.maximum(seb, se[:, None] / K))
         tb = (rb - r[:, None]) / seb
         t_lo, t_hi = np.quantile(tb, 0.025, axis=1), np.quantile(tb, 0.975, axis=1)
         q = stats.t.ppf(0.975, K - 1)
         lo0, hi0 = np.minimum(r - t_hi * se, r - q * se), np.maximum(r - t_lo * se, r + q * se)
-        c = K / (K - 1)
+        c = (K / (K - 1)) ** 2
         assert np.allclose(lo, np.minimum(r - c * t_hi * se, r - q * se))
         assert np.allclose(hi, np.maximum(r - c * t_lo * se, r + q * se))
         assert (lo <= lo0 + 1e-12).all() and (hi >= hi0 - 1e-12).all()
         grow = (hi - lo) / (hi0 - lo0) - 1
-        assert grow.max() <= (0.15 if K == 8 else 0.006) and grow.max() > 0
+        assert grow.max() <= (0.32 if K == 8 else 0.011) and grow.max() > 0
 
 
 @pytest.mark.parametrize("n", [5, 8, 20, 60])

@@ -887,7 +887,7 @@ def _differences(per: pd.DataFrame, *, by: list[str], judge: str, item: str, jud
             A, B = A.reindex(items, fill_value=0.0), B.reindex(items, fill_value=0.0)
             d = paired_difference(A[num].to_numpy(float), A[den].to_numpy(float), B[num].to_numpy(float),
                                   B[den].to_numpy(float), kind=kind, n_boot=n_boot, rng=rng, confidence=level,
-                                  value_range=value_range)
+                                  value_range=value_range, pairing="items")
             rows.append(dict(zip(by, key)) | {"judge_a": a, "judge_b": b, "metric": metric,
                                               "value_a": d["est_1"], "value_b": d["est_2"],
                                               "delta": d["estimate"], "ci_low": d["ci_low"],
@@ -906,9 +906,11 @@ def judge_differences(frame: pd.DataFrame, *, value: str, kind: str, condition: 
     For every ``by`` group and every pair of judges (``judges`` order, else
     first appearance; A before B), both metrics are computed on the items
     that have pairs for both judges, and the difference gets the paired
-    MOVER interval of :func:`cfbench.stats.intervals.paired_difference`
-    (Clopper-Pearson sides for CFR, bootstrap-t sides for MASD, with the
-    correlation of the two judges' item contributions capped at 0).
+    interval of :func:`cfbench.stats.intervals.paired_difference` with
+    ``pairing="items"``: the two judges' item statistics are paired item by
+    item (Tango's matched-pairs interval for one binary pair per item, else a
+    bootstrap-t over items of the difference; items that all agree fall back
+    to the capped MOVER).
     Columns: ``by`` (without the judge), then :data:`DIFFERENCE_COLUMNS`.
     """
     by = [c for c in _as_list(by) if c != judge]
@@ -927,7 +929,7 @@ def judge_differences(frame: pd.DataFrame, *, value: str, kind: str, condition: 
 def accuracy_differences(frame: pd.DataFrame, *, answer: str, label: str, by: Sequence[str] = (),
                          judge: str = "judge", judges: Sequence | None = None, item: str = "item_id",
                          ok: str | None = "parse_ok", level: float = 0.95) -> pd.DataFrame:
-    """Accuracy of judge A minus judge B on the same items, with the paired MOVER interval (items clustered).
+    """Accuracy of judge A minus judge B on the same items, with the paired interval of :func:`judge_differences`.
 
     Only labelled rows whose answer parsed count. Columns as :func:`judge_differences`.
     """
@@ -941,5 +943,5 @@ def accuracy_differences(frame: pd.DataFrame, *, answer: str, label: str, by: Se
         return pd.DataFrame(columns=by + DIFFERENCE_COLUMNS)
     per = _item_sums(f, by + [judge], item, "_correct", "_n")
     rows = _differences(per, by=by, judge=judge, item=item, judges=judges, kind="rate", metric="accuracy",
-                        n_boot=0, seed=0, level=level, value_range=None, num="_correct", den="_n")
+                        n_boot=1000, seed=0, level=level, value_range=None, num="_correct", den="_n")
     return pd.DataFrame(rows, columns=by + DIFFERENCE_COLUMNS)

@@ -21,16 +21,26 @@ from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_diffe
 
 __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
            "matched_net_cfr", "length_adjusted_coverage",
-           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth"]
+           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage"]
 
 
-def _summary(lo: np.ndarray, hi: np.ndarray, truth: float) -> dict[str, float]:
+def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | None = None) -> dict[str, float]:
+    """Coverage, one-sided misses and share without interval; with the audits' point estimates
+    ``est`` also ``width_ratio``: the mean width over the estimator's own sampling spread (the
+    2.5-97.5 % range of ``est`` over the simulated audits), and the largest absolute bound."""
     ok = ~(np.isnan(lo) | np.isnan(hi))
-    lo, hi = lo[ok], hi[ok]
+    out_lo, out_hi = lo[ok], hi[ok]
     n = max(int(ok.sum()), 1)
-    return {"coverage": float(np.sum((lo <= truth) & (truth <= hi)) / n),
-            "miss_low": float(np.sum(lo > truth) / n), "miss_high": float(np.sum(hi < truth) / n),
-            "no_ci": float(1 - ok.mean()), "reps": int(ok.sum())}
+    out = {"coverage": float(np.sum((out_lo <= truth) & (truth <= out_hi)) / n),
+           "miss_low": float(np.sum(out_lo > truth) / n), "miss_high": float(np.sum(out_hi < truth) / n),
+           "no_ci": float(1 - ok.mean()), "reps": int(ok.sum())}
+    if est is not None:
+        est = np.asarray(est, float)
+        spread = float(np.diff(np.nanquantile(est, [0.025, 0.975]))[0])
+        width = float(np.mean(out_hi - out_lo)) if ok.any() else np.nan
+        out["width_ratio"] = width / spread if spread > 0 else np.inf
+        out["max_abs_bound"] = float(np.max(np.abs(np.concatenate([out_lo, out_hi])), initial=0.0))
+    return out
 
 
 def _item_weights(rng: np.random.Generator, shape: tuple[int, ...], spread: float) -> np.ndarray:
@@ -191,7 +201,8 @@ def matched_net_cfr(*, n_items: int, net: float = 0.10, p_rep: float = 0.3, pair
 def judge_delta_coverage(*, n_items: int, delta: float, kind: str = "rate", base: float = 0.1,
                          pairs_per_item: int = 1, spread: float = 0.5, reps: int = 1000, n_boot: int = 500,
                          seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
-    """Coverage of judge A minus judge B on the same items: ``kind="rate"`` (CFR, accuracy: judge A
+    """Coverage of judge A minus judge B on the same items (``paired_difference(pairing="items")``, as
+    ``judge_differences`` calls it): ``kind="rate"`` (CFR, accuracy: judge A
     flips at ``base + delta``, B at ``base``, item factor shared) or ``"mean"`` (MASD in points:
     A's pair values have mean ``base + delta``, B's ``base``, item scales shared)."""
     rng = np.random.default_rng(seed)
@@ -208,7 +219,7 @@ def judge_delta_coverage(*, n_items: int, delta: float, kind: str = "rate", base
         x1, x2 = ((base + delta) * v1).sum(axis=2), (base * v2).sum(axis=2)
         kw = {"n_boot": n_boot, "rng": rng, "value_range": (0.0, 100.0)}
     den = np.full(x1.shape, float(m))
-    lo, hi = _paired_rows(x1, den, x2, den, kind=kind, confidence=confidence, **kw)
+    lo, hi = _paired_rows(x1, den, x2, den, kind=kind, confidence=confidence, pairing="items", **kw)
     return _summary(lo, hi, delta)
 
 
@@ -262,3 +273,129 @@ def length_adjusted_coverage(*, n_units: int, errors: str = "skewed", intercept:
         r = intercept_interval(y[i], x[i], rng=boot, n_boot=n_boot, confidence=confidence)
         lo[i], hi[i] = r["adj_ci_low"], r["adj_ci_high"]
     return _summary(lo, hi, intercept)
+
+
+# --- the families of data the studies produce (issue 33) -----------------------------------------------
+
+#: name -> (what the study produces, which cfbench interval reports it). Every family is simulated by
+#: :func:`family_coverage` with a known truth, 1 pair per item unless said.
+FAMILIES = {
+    "coaching_mostly_zero": ("MASD of 1-10 coaching scores, absolute differences 0/1/2/3 with odds .70/.20/.08/.02 "
+                             "(truth 0.42)", "mean_interval_t, range 0..9"),
+    "coaching_rare": ("MASD of 1-10 coaching scores, absolute differences 0/1/2 with odds .90/.08/.02 (truth 0.12)",
+                      "mean_interval_t, range 0..9"),
+    "pyes_heavy_tail": ("MASD of P(Yes), lognormal shifts min(1, 0.03 e^Z) (heavy right tail)",
+                        "mean_interval_t, range 0..1"),
+    "pyes_rare_large": ("MASD of P(Yes), abs(N(0, .03)) plus, on 30 % of items, a large shift U(.1, .4)",
+                        "mean_interval_t, range 0..1"),
+    "variants_hetero": ("MASD over 1-5 variants per item (unequal), item scales Gamma(1) (items very unlike), "
+                        "half the variants do not move", "mean_interval_t (ratio), range 0..100"),
+    "tone_skewed": ("paired tone difference, Gamma(0.5, 2) - 1 per prompt (right-skewed, truth 0)",
+                    "paired.bootstrap_t_interval (no range)"),
+    "tone_skewed_left": ("paired tone difference, 1 - Gamma(0.5, 2) per prompt (left-skewed, truth 0)",
+                         "paired.bootstrap_t_interval (no range)"),
+    "judges_masd": ("judge A - judge B, MASD of P(Yes) on the same items (item correlation ~0.85), A 20 % higher",
+                    "paired_difference(kind='mean', pairing='items')"),
+    "judges_masd_capped": ("the same, with the capped MOVER used before issue 33",
+                           "paired_difference(kind='mean', pairing='capped')"),
+    "judges_cfr": ("judge A - judge B CFR, 1 pair per item, flips share a uniform per item "
+                   "(correlated judges), truth 0.045", "paired_difference(kind='rate', pairing='items'): Tango"),
+    "judges_cfr_3pairs": ("the same with 3 pairs per item", "paired_difference(kind='rate', pairing='items'): "
+                          "bootstrap-t of the item differences"),
+    "judges_cfr_capped": ("judge A - judge B CFR, 1 pair per item, capped MOVER (before)",
+                          "paired_difference(kind='rate', pairing='capped')"),
+    "cfr_correlated_flips": ("CFR with 3 pairs per item flipping together (item rate Beta(0.5, 4.5), mean 0.1)",
+                             "clustered_rate_intervals"),
+    "net_cfr_repeat_noise": ("net CFR 0.1 with repeat flips 0.2 (1 counterfactual + 3 repeat pairs per item)",
+                             "paired_difference(kind='rate'), capped MOVER"),
+    "net_cfr_matched": ("net CFR 0.1, counterfactual flips whenever the repeat flips (repeat flips 0.1)",
+                        "paired_difference(kind='rate'), capped MOVER"),
+}
+
+
+def _lognormal_truth(c: float) -> float:
+    """E[min(1, c e^Z)] for standard normal Z."""
+    from scipy.stats import norm
+
+    z0 = np.log(1.0 / c)
+    return float(c * np.exp(0.5) * norm.cdf(z0 - 1.0) + norm.sf(z0))
+
+
+def _family_means(rng, name: str, reps: int, K: int) -> tuple[np.ndarray, np.ndarray, float, tuple[float, float]]:
+    """(num, den, truth, value range) of the mean families."""
+    ones = np.ones((reps, K))
+    if name == "coaching_mostly_zero":
+        v = rng.choice([0.0, 1.0, 2.0, 3.0], p=[0.70, 0.20, 0.08, 0.02], size=(reps, K))
+        return v, ones, 0.42, (0.0, 9.0)
+    if name == "coaching_rare":
+        return rng.choice([0.0, 1.0, 2.0], p=[0.90, 0.08, 0.02], size=(reps, K)), ones, 0.12, (0.0, 9.0)
+    if name == "pyes_heavy_tail":
+        return np.minimum(1.0, 0.03 * np.exp(rng.normal(size=(reps, K)))), ones, _lognormal_truth(0.03), (0.0, 1.0)
+    if name == "pyes_rare_large":
+        v = np.abs(rng.normal(0, 0.03, (reps, K))) + (rng.random((reps, K)) < 0.3) * rng.uniform(0.1, 0.4, (reps, K))
+        return v, ones, 0.03 * np.sqrt(2 / np.pi) + 0.3 * 0.25, (0.0, 1.0)
+    if name == "variants_hetero":
+        m = rng.integers(1, 6, size=(reps, K, 1))
+        s = rng.gamma(1.0, 1.0, size=(reps, K, 1))
+        v = 2 * np.abs(rng.normal(size=(reps, K, 5))) * s / np.sqrt(2 / np.pi) * (rng.random((reps, K, 5)) < 0.5)
+        use = np.arange(5)[None, None, :] < m
+        return (v * use).sum(axis=2), m[..., 0].astype(float), 1.0, (0.0, 100.0)
+    raise ValueError(f"unknown family {name!r}")
+
+
+def _judges(rng, name: str, reps: int, K: int, n_boot: int):
+    """Rows of two judges' item sums on the same items: (x1, d1, x2, d2, truth, kind, pairing, kw)."""
+    pairing = "capped" if name.endswith("_capped") else "items"
+    if name.startswith("judges_masd"):
+        s = 0.1 * rng.gamma(2.0, 0.5, size=(reps, K))          # the item's own movability, shared
+        a = 1.2 * s * np.exp(rng.normal(0, 0.2, (reps, K)))
+        b = s * np.exp(rng.normal(0, 0.2, (reps, K)))
+        truth = 0.2 * 0.1 * np.exp(0.02)
+        return a, np.ones_like(a), b, np.ones_like(b), truth, "mean", pairing, {"n_boot": n_boot,
+                                                                                "value_range": (0.0, 1.0)}
+    m = 3 if name.endswith("3pairs") else 1
+    u = rng.beta(0.5, 4.5, size=(reps, K, 1))                   # item flippiness, mean 0.1
+    draw = rng.random((reps, K, m))                             # shared: the judges flip on the same pairs
+    a = (draw < u + 0.05 * (1 - u)).sum(axis=2).astype(float)
+    b = (draw < u).sum(axis=2).astype(float)
+    den = np.full(a.shape, float(m))
+    return a, den, b, den, 0.05 * 0.9, "rate", pairing, {"n_boot": n_boot}
+
+
+def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 1000, seed: int = 0,
+                    confidence: float = 0.95) -> dict[str, float]:
+    """Coverage, one-sided misses and width over sampling spread of the interval cfbench reports for
+    the data family ``name`` (:data:`FAMILIES`) at ``n_items`` items, ``reps`` seeded audits."""
+    from .paired import bootstrap_t_interval
+
+    rng = np.random.default_rng(seed)
+    K = n_items
+    if name in ("coaching_mostly_zero", "coaching_rare", "pyes_heavy_tail", "pyes_rare_large", "variants_hetero"):
+        num, den, truth, vr = _family_means(rng, name, reps, K)
+        lo, hi = _mean_rows(num, den, n_boot=n_boot, rng=rng, confidence=confidence, value_range=vr)
+        return _summary(lo, hi, truth, num.sum(axis=1) / den.sum(axis=1))
+    if name.startswith("tone_skewed"):
+        d = rng.gamma(0.5, 2.0, size=(reps, K)) - 1.0
+        d = -d if name.endswith("left") else d
+        lo, hi = bootstrap_t_interval(d, n_boot=n_boot, rng=rng, confidence=confidence)
+        return _summary(lo, hi, 0.0, d.mean(axis=1))
+    if name.startswith("judges_"):
+        x1, d1, x2, d2, truth, kind, pairing, kw = _judges(rng, name, reps, K, n_boot)
+        lo, hi = _paired_rows(x1, d1, x2, d2, kind=kind, confidence=confidence, rng=rng, pairing=pairing, **kw)
+        return _summary(lo, hi, truth, x1.sum(axis=1) / d1.sum(axis=1) - x2.sum(axis=1) / d2.sum(axis=1))
+    if name == "cfr_correlated_flips":
+        u = rng.beta(0.5, 4.5, size=(reps, K, 1))
+        x = (rng.random((reps, K, 3)) < u).sum(axis=2).astype(float)
+        group = np.repeat(np.arange(reps), K)
+        _, lo, hi, _ = clustered_rate_intervals(x.ravel(), np.full(x.size, 3.0), group, n_groups=reps,
+                                                confidence=confidence)
+        return _summary(lo, hi, 0.1, x.sum(axis=1) / (3 * K))
+    if name == "net_cfr_repeat_noise":
+        x1, x2 = _net_draws(rng, 0.3, 0.2, reps, K, 3, 0.5)
+        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, 3.0), confidence=confidence)
+        return _summary(lo, hi, 0.1, x1.mean(axis=1) - x2.sum(axis=1) / (3 * K))
+    if name == "net_cfr_matched":
+        x1, x2, truth = _matched_draws(rng, reps, K, 1, 0.1, 0.1, False)
+        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.ones_like(x2), confidence=confidence)
+        return _summary(lo, hi, truth, x1.mean(axis=1) - x2.mean(axis=1))
+    raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")

@@ -87,33 +87,24 @@ def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator
                          ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap-t interval of the mean along the last axis; the rows of a 2-D ``D`` share resamples.
 
-    Each resample b (units drawn with replacement) gives ``t_b = (mean_b - mean) / (sd_b / sqrt(n))``;
-    the bounds are ``mean - t_(1-a) se`` and ``mean - t_(a) se``, widened to include the paired t
-    interval. Fewer than 2 units, or a row without spread, give NaN bounds.
+    The interval of :func:`cfbench.stats.intervals.bootstrap_t_rows` with one unit per item: each
+    resample b (units drawn with replacement) gives ``t_b = (mean_b - mean) / se_b`` with ``se_b``
+    floored (:func:`cfbench.stats.intervals.floored_se`: a resample with no spread keeps a finite t); the bounds
+    ``mean - c t_(1-a) se`` and ``mean - c t_(a) se`` with ``c = (n / (n - 1))^2`` are widened to
+    include the paired t interval. Fewer than 2 units, or a row without spread, give NaN bounds
+    (no range is known for tone metrics).
     """
     from .bootstrap import resample_counts
+    from .intervals import bootstrap_t_rows
 
     D = np.atleast_2d(np.asarray(D, dtype=float))
     n = D.shape[-1]
     nan = np.full(D.shape[0], np.nan)
     if n < 2:
         return nan, nan.copy()
-    a = (1 - confidence) / 2
-    mean = D.mean(axis=1)
     se = D.std(axis=1, ddof=1) / np.sqrt(n)
-    W = resample_counts(n, n_boot, rng)  # (n_boot, n)
-    mb = D @ W.T / n
-    ssb = (D * D) @ W.T
-    sdb = np.sqrt(np.maximum(ssb - n * mb * mb, 0.0) / (n - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tb = (mb - mean[:, None]) / (sdb / np.sqrt(n))
-    tb = np.clip(np.where(np.isnan(tb), 0.0, tb), -1e12, 1e12)
-    q_lo, q_hi = np.quantile(tb, a, axis=1), np.quantile(tb, 1 - a, axis=1)
-    q = stats.t.ppf(1 - a, n - 1)
-    # widened to include the paired t interval: the bootstrap-t alone undercovers symmetric
-    # heavy-tailed differences at small n, the t alone skewed ones (docs/statistics.md)
-    lo, hi = np.minimum(mean - q_hi * se, mean - q * se), np.maximum(mean - q_lo * se, mean + q * se)
-    flat = ~(se > 0)
+    lo, hi = bootstrap_t_rows(D, np.ones_like(D), resample_counts(n, n_boot, rng), confidence)
+    flat = ~(se > 1e-12 * np.maximum(1.0, np.abs(D.mean(axis=1))))
     lo[flat] = hi[flat] = np.nan
     return lo, hi
 
@@ -509,10 +500,13 @@ def _intercept_fit(y: np.ndarray, x: np.ndarray, confidence: float, *, rng: np.r
         xc = x - x.mean()
         ub = u - u.mean(axis=1, keepdims=True)
         eb = ub - np.outer(ub @ xc / sxx, xc)                  # residuals of each resample's fit
-        seb = np.sqrt((eb ** 2).sum(axis=1) / (n - 2) * v0)
+        # floored as in intervals.floored_se: a resample that drew one residual throughout has no
+        # spread, and its t must stay finite
+        from .intervals import floored_se
+        seb = floored_se(np.sqrt((eb ** 2).sum(axis=1) / (n - 2) * v0)[None, :], np.array([se]), n)[0]
         with np.errstate(divide="ignore", invalid="ignore"):
             tb = da / seb
-        tb = np.clip(np.where(np.isnan(tb), 0.0, tb), -1e12, 1e12)  # nan: every draw the same residual
+        tb = np.where(np.isnan(tb), 0.0, tb)
         t_lo, t_hi = np.quantile(tb, [a, 1 - a])
         k = n / (n - 1)
         lo, hi = min(lo, intercept - k * t_hi * se), max(hi, intercept - k * t_lo * se)

@@ -161,12 +161,12 @@ def mean_mde(n: float, *, sd: float, alpha: float = 0.05, power: float = 0.8, n_
     ``sd``. That interval is location-scale equivariant, so ``reps`` seeded standard-normal samples
     give it exactly: the ``power`` quantile of minus their lower bounds, times ``sd``. ``n`` is rounded
     down to whole items. NaN below 3 items, and whenever the needed mean is not finite in practice
-    (over 10^6 SD: at 3 items one resample in 9 repeats a single item, whose bootstrap-t bound is
-    unbounded, so the printed lower bound is clipped to 0). It is larger than the t test's MDE (the union is wider): at 8
-    items 1.45 SD, against 1.16 for t alone.
+    (over 10^6 SD; a resample with no spread has a floored SE, so this no longer happens from 3
+    items on). It is larger than the t test's MDE (the union is wider): at 8 items 1.62 SD, against
+    1.16 for t alone.
 
     >>> round(mean_mde(8, sd=1.0), 2)
-    1.45
+    1.62
     """
     n = int(math.floor(n + 1e-9))
     if n < 3 or sd <= 0:
