@@ -40,8 +40,8 @@ def _tables(rows, judgments, variants, params):
     dims = dims_of(params)
     if hasattr(T, "new_state"):  # one implementation: item statistics -> tables
         state = T.new_state().update(rows, judgments, variants)
-        tables = S.finish_tables(state.compute(n_boot=params.n_boot, seed=params.seed), params, state)
-        return tables
+        tables = state.compute(n_boot=params.n_boot, seed=params.seed)
+        return S.finish_tables(tables, params, state.stats.flags, state.stats.frame("variants"))
     tables = S._order_columns(T.study_tables(rows, n_boot=params.n_boot, seed=params.seed))
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables["judge_means"] = T.judge_means(rows, n_boot=params.n_boot, seed=params.seed)
@@ -71,7 +71,8 @@ def compare(folder: Path) -> int:
     from cfbench.studies.contact_center_qa.requests import plan_for
 
     variants = plan_for(params, load_items(params), progress=False)[0]
-    kept = pd.read_parquet(folder / "variants.parquet", columns=["variant_id"])
+    kept = (pd.read_parquet(folder / "variants.parquet", columns=["variant_id"]) if
+            (folder / "variants.parquet").is_file() else variants)
     if sorted(kept["variant_id"]) != sorted(variants["variant_id"]):
         print("the variants made again differ from the folder's variants.parquet")
         return 1

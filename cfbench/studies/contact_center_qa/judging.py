@@ -1,7 +1,7 @@
 """Step 4 of the contact-center study: the judgments. Call every distinct request once, parse every reply.
 
 :func:`run_plan` is the entry (a plan of :mod:`.requests` in, judgments and judged rows out);
-:func:`iter_judged` runs it transcript by transcript for the streamed path. The judgments frame
+:func:`iter_judged` runs it transcript by transcript (what :func:`.study.run` walks). The judgments frame
 keeps the raw text of every reply; parse failures stay rows with ``parse_ok=False`` and their
 ``parse_error``, never a verdict.
 """
@@ -94,11 +94,13 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
     return judgments, rows, stats
 
 
-def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
-                ) -> Iterator[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
-    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
-    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
-    rubric = load_rubric()
+def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None,
+                rubric: pd.DataFrame | None = None, progress: bool = False
+                ) -> Iterator[tuple[Any, pd.DataFrame, Any, pd.DataFrame, pd.DataFrame, dict]]:
+    """``(transcript, variants, plan, judgments, rows, stats)`` per selected transcript: the transcript's plan
+    (coaching notes for the first ``coaching_items``, as a plan of all transcripts would have) answered by
+    every judge. ``progress``: the runner's bar per transcript."""
+    rubric = rubric if rubric is not None else load_rubric()
     coached = dataclasses.replace(params, coaching_items=1)
     plain = dataclasses.replace(params, coaching_items=0)
     items = iter_items(params) if transcripts is None else iter(transcripts)
@@ -106,5 +108,5 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
         p = coached if index < params.coaching_items else plain
         variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
         judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
-                                          progress=False)
-        yield t, variants, judgments, rows, stats
+                                          progress=progress)
+        yield t, variants, plan, judgments, rows, stats
