@@ -51,3 +51,16 @@ def test_a_column_that_appears_later_still_raises(tmp_path):
     with pytest.raises(ValueError, match="appeared after the first row group"):
         w.write(_frame(1).assign(extra=1))
     w.close()
+
+
+def test_an_object_column_of_booleans_stays_boolean(tmp_path):
+    """The evidence flags (True / False / None in an object column) come back as booleans, not as text."""
+    f = pd.DataFrame({"item_id": ["a", "a", "b"], "evidence_found": pd.Series([True, None, False], dtype=object)})
+    w = ParquetRows(tmp_path / "rows.parquet")
+    w.write(f)
+    w.write(f.assign(item_id="c"))
+    w.close()
+    back = pd.read_parquet(tmp_path / "rows.parquet")
+    assert back["evidence_found"].tolist()[:3] == [True, None, False] or \
+        back["evidence_found"].astype(object).where(back["evidence_found"].notna(), None).tolist()[:3] == [True, None, False]
+    assert pq.read_schema(tmp_path / "rows.parquet").field("evidence_found").type == "bool"

@@ -355,7 +355,8 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
     if len(hist):
         hist = hist.groupby(["judge", "arm", "dimension", "n_minority"], sort=True)["n_units"].sum().reset_index()
         hist["share"] = hist["n_units"] / hist.groupby(["judge", "arm", "dimension"])["n_units"].transform("sum")
-    out["flip_distribution"] = hist
+    out["flip_distribution"] = hist if len(hist) else pd.DataFrame(
+        columns=["judge", "arm", "dimension", "n_minority", "n_units", "share"])
     cfr_cells = s.frame("cfr")
     base = cfr_cells[cfr_cells["arm"] == "baseline"].drop(columns=["arm"]) if len(cfr_cells) else cfr_cells
     cmr = [_cfr_minus_robustness(base, s.frame(f"rob/{rdim}/qa/cfr"), n_boot=n_boot, seed=seed).assign(baseline=rdim)
@@ -593,6 +594,8 @@ def _evidence_checks(sums: pd.DataFrame) -> pd.DataFrame:
 def _kappa(counts: pd.DataFrame) -> pd.DataFrame:
     """:func:`cfbench.metrics.counterfactual.repeat_kappa` (by judge and repeat baseline) from the 2 x 2 counts."""
     cols = ["judge", "dimension", "kappa", "kappa_min", "n_repeat_pairs", "n_units"]
+    if not len(counts):  # no repeat parsed anywhere: no row (not an error)
+        return pd.DataFrame(columns=cols)
     rows = []
     for (judge, dim), g in counts.groupby(["judge", "dimension"], sort=True, dropna=False):
         pairs = g[g["rep_a"] != -1].groupby(["rep_a", "rep_b"], sort=True)[["n00", "n01", "n10", "n11"]].sum()
@@ -622,6 +625,9 @@ def _direction(cells: pd.DataFrame, *, n_boot: int, seed: int, value_range: tupl
     cols = BY + ["condition"]
     w = M._abs_range(value_range)
     diff_range = (-w[1], w[1])
+    out_cols = cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high", "ci_method"]
+    if not len(cells):  # no parsed pair anywhere: no row (not an error)
+        return pd.DataFrame(columns=out_cols)
     rng = np.random.default_rng(seed)
     per = cells.groupby(cols + [_ITEM], sort=True, dropna=False)[["sum", "count"]].sum().reset_index()
     rows = []
@@ -631,7 +637,7 @@ def _direction(cells: pd.DataFrame, *, n_boot: int, seed: int, value_range: tupl
         n = int(g["count"].sum())
         rows.append(dict(zip(cols, key)) | {"mean_diff": float(g["sum"].sum()) / n, "n_units": n, "n_items": len(g),
                                             "ci_low": lo, "ci_high": hi, "ci_method": method})
-    return pd.DataFrame(rows, columns=cols + ["mean_diff", "n_units", "n_items", "ci_low", "ci_high", "ci_method"])
+    return pd.DataFrame(rows, columns=out_cols)
 
 
 # -- helpers of the tables and the release gate ---------------------------------------------------------
