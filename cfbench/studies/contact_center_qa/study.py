@@ -74,6 +74,12 @@ class ContactCenterResult(StudyResult):
         """The row-level checks made on every transcript's judgments and rows during the walk, and the tables'."""
         t, s = self.tables, self.summary
         checks = dict(s.get("row_checks", {}))
+        loaded = {k: (dict.get(self.frames, k) if isinstance(self.frames, _RunFrames) else self.frames.get(k))
+                  for k in ("judgments", "rows")}  # frames already in memory are checked again; none is read
+        j, r = (f if isinstance(f, pd.DataFrame) else pd.DataFrame() for f in loaded.values())
+        n = int(s.get("n_requests", -1)) if isinstance(loaded["judgments"], pd.DataFrame) else 0  # nothing to count
+        for name, ok in _row_checks(n, j, r).items():
+            checks[name] = bool(checks.get(name, True) and ok)
         checks |= {
             "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
             "CFR rows are counterfactual dimensions only": not (
@@ -347,7 +353,7 @@ class _Walked:
             for judge, g in judgments.groupby("judge", sort=False):
                 c = self.parsed.setdefault(judge, [0, 0])
                 c[0], c[1] = c[0] + len(g), c[1] + int(g["parse_ok"].astype(bool).sum())
-        for name, ok in _row_checks(plan, judgments, rows).items():
+        for name, ok in _row_checks(plan.n_requests, judgments, rows).items():
             self.checks[name] = bool(self.checks.get(name, True) and ok)
         self.n_requests += len(judgments)
         self.n_rows += len(rows)
@@ -398,9 +404,10 @@ def _joined_plan(plans: list, params: Params) -> Any:
                           settings=settings)
 
 
-def _row_checks(plan: Any, judgments: pd.DataFrame, rows: pd.DataFrame) -> dict[str, bool]:
-    """The row-level invariants on one transcript's judgments and rows (the run ANDs them)."""
-    out = {"one judgment per distinct request": len(judgments) == plan.n_requests}
+def _row_checks(n_requests: int, judgments: pd.DataFrame, rows: pd.DataFrame) -> dict[str, bool]:
+    """The row-level invariants on judgments and rows of ``n_requests`` distinct requests (one transcript's
+    during the walk, which ANDs them; the whole run's when its frames are in memory)."""
+    out = {"one judgment per distinct request": len(judgments) == n_requests}
     if len(rows):
         orig = rows[(rows["dimension"] == "original") & (rows["arm"] == "baseline")]
         out["one original per unit"] = not orig.duplicated(["judge", "task", "question_id", "item_id"]).any()
