@@ -115,8 +115,13 @@ class VariantsParquet:
     ``condition``, ``turns`` as speaker/text records, ``header`` as text) to ``variants.parquet``, the file
     :func:`cfbench.view.write_inputs` would otherwise write from a frame of every variant."""
 
-    def __init__(self, path: str | Path):
+    GROUP_BYTES = 16 * 2**20
+
+    def __init__(self, path: str | Path, *, group_bytes: int | None = None):
         self.path, self.writer = Path(path), None
+        self.group_bytes = self.GROUP_BYTES if group_bytes is None else int(group_bytes)
+        self._held: list = []
+        self._held_bytes = 0
 
     @staticmethod
     def _schema() -> Any:
@@ -143,9 +148,20 @@ class VariantsParquet:
         if self.writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
-        self.writer.write_table(table)
+        self._held.append(table)  # held back into row groups of about group_bytes, as ParquetRows does
+        self._held_bytes += table.nbytes
+        if self._held_bytes >= self.group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self._held:
+            self.writer.write_table(pa.concat_tables(self._held))
+            self._held, self._held_bytes = [], 0
 
     def close(self) -> None:
         if self.writer is not None:
+            self._flush()
             self.writer.close()
             self.writer = None
