@@ -33,7 +33,7 @@ sequential audit):
     seal the pending rows, then ``compute(stats, **options)``; the statistics stay (compute again after
     more updates).
 ``stats``
-    the :class:`ItemStatistics` (named frames, flags); ``items`` the sealed items, in arrival order.
+    the :class:`ItemStatistics` (named frames, flags); ``items`` the sealed items, in the order they were sealed.
 
 :class:`ItemStatistics` keeps each named statistic as a list of small frames, compacts them (text as
 categories, a binary-counter merge so a statistic holds O(log n) frames) and, given ``spill`` (a
