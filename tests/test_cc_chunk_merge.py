@@ -171,3 +171,24 @@ def test_the_tables_differ_when_a_transcript_is_missing(judged):
     less = _one_state(per[1:], params)
     with pytest.raises(AssertionError):
         _assert_same(less, full, case)
+
+
+def test_p_yes_first_seen_in_a_later_transcript_still_counts(judged):
+    """Flags merge as a union: a judge whose first transcript carries no P(Yes) but a later one does is not
+    reported as a judge without P(Yes) (the first transcript's "none" used to win the merge)."""
+    from cfbench.studies.contact_center_qa.study import finish_tables
+
+    case, params, per, full = judged
+    if params.qa_mode != "compact":
+        pytest.skip("P(Yes) exists in the compact contract only")
+    state = new_state()
+    state.update(per[0][0].assign(p_yes=np.nan), per[0][1], per[0][2], complete=True)
+    for p in per[1:]:
+        state.update(*p, complete=True)
+    judges = set(per[0][0]["judge"])
+    assert all(("p_yes_any", j) in state.stats.flags for j in judges)
+    tables = finish_tables(_tables(state, params), params, state.stats.flags, state.stats.frame("variants"))
+    assert not (tables["warnings"]["kind"] == "p_yes").any()
+    alone = new_state().update(per[0][0].assign(p_yes=np.nan), per[0][1], per[0][2], complete=True)
+    tables = finish_tables(_tables(alone, params), params, alone.stats.flags, alone.stats.frame("variants"))
+    assert set(tables["warnings"].loc[tables["warnings"]["kind"] == "p_yes", "judge"]) == judges  # can fail
