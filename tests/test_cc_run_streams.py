@@ -131,3 +131,17 @@ def test_the_star_arm_joins_the_run(tmp_path, monkeypatch):
             assert (tab["source"] == "synthetic").all(), name
     assert len(res.summary["star"]["items"]) == 4
     assert (res.frames["star_judgments"]["source"] == "star").all()
+
+
+def test_flipped_examples_come_from_the_kept_transcripts(smoke_run):
+    params, res, _ = smoke_run
+    kept = set(res.frames["variants"]["item_id"])
+    examples = res.flipped_examples(k=5)
+    assert examples, "the scripted judge flips some answers"
+    for answers, edits in examples:
+        assert len(answers) and len(edits)
+    # every flipped unit of the kept transcripts is a candidate, no other transcript's
+    from cfbench.studies.contact_center_qa.tables import flipped_units
+
+    units = flipped_units(res.frames["rows"])
+    assert len(examples) == min(5, int(units["item_id"].isin(kept).sum()))

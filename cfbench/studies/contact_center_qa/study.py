@@ -121,11 +121,17 @@ class ContactCenterResult(StudyResult):
                    f"requests." if s.get("star") else "."))
 
     def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-        """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side)."""
+        """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side).
+        Looked for among the transcripts whose variants the result keeps (the first
+        :data:`.requests.PREVIEW_ITEMS`); only their rows are read."""
         from cfbench.perturb import side_by_side
         from cfbench.studies.contact_center_qa.tables import flipped_units
 
-        rows = self.frames["rows"]
+        v = self.frames.get("variants")
+        kept = list(dict.fromkeys(v["item_id"])) if isinstance(v, pd.DataFrame) and len(v) else []
+        rows = self._first_rows("rows", kept)
+        if not len(rows):
+            return []
         out = []
         for f in flipped_units(rows).head(k).itertuples(index=False):
             sub = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & (rows["judge"] == f.judge)
