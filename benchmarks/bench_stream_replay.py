@@ -5,7 +5,7 @@
    contract, so parsing and every table run as on real replies) and written straight into a response
    cache (``ResponseCache.put_many``), the way ``cfbench batch collect`` stores collected replies.
    Nothing is sent anywhere. The cache of the largest N serves every smaller N.
-2. ``replay``: for each N, a fresh child process runs ``run_streamed`` on the paper config with
+2. ``replay``: for each N, a fresh child process runs ``study.run`` (which always streams) on the paper config with
    ``n_items=N`` and ``CFBENCH_MODE=replay`` (a cache miss raises), writing the rows to Parquet, and
    reports its peak RSS (``ru_maxrss``) and wall time.
 
@@ -67,11 +67,11 @@ def fill(n: int, cache_dir: Path, chunk: int = 20_000) -> dict:
 def _child(n: int, cache_dir: str, out: str) -> None:
     os.environ["CFBENCH_CACHE_DIR"] = cache_dir
     os.environ["CFBENCH_MODE"] = "replay"
-    from cfbench.studies.contact_center_qa.study import run_streamed
+    from cfbench.studies.contact_center_qa.study import run
 
     params = paper_params(n)
     t0 = time.time()
-    res = run_streamed(params, out, progress=False, say_warnings=False)
+    res = run(params, out, progress=False, say_warnings=False)
     wall = time.time() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"n_items": n, "rss_mb": round(rss_mb, 1), "wall_s": round(wall, 1),

@@ -32,11 +32,17 @@ def _rows(n_items: int = 10, seed: int = 0, flip_b: float = 0.0) -> pd.DataFrame
                         recs.append(dict(judge=judge, arm=arm, dimension=dim, task="qa", item_id=f"i{it}",
                                          question_id="q", condition=cond, answer_yes=y, parse_ok=True, p_yes=p,
                                          confidence=70.0, label=None))
-    return pd.DataFrame(recs).assign(category=lambda f: np.where(f["dimension"] == "gender", "identity", "other"))
+    f = pd.DataFrame(recs).assign(category=lambda f: np.where(f["dimension"] == "gender", "identity", "other"))
+    # the columns every judged row has (no coaching score here)
+    return f.assign(variant_id=f["item_id"] + "/" + f["dimension"] + "/" + f["condition"], score=np.nan)
+
+
+def _differences(rows: pd.DataFrame, **kw) -> pd.DataFrame:
+    return T.study_tables(rows, **kw)["judge_differences"]
 
 
 def test_judge_differences_rows_and_intervals():
-    d = T.judge_differences(_rows(), n_boot=300, seed=1)
+    d = _differences(_rows(), n_boot=300, seed=1)
     assert set(zip(d["judge_a"], d["judge_b"])) == {("A", "B")}
     cfr = d[(d["metric"] == "cfr")].set_index("dimension")
     assert cfr.loc["gender", "value_a"] == pytest.approx(0.5) and cfr.loc["gender", "value_b"] == 0
@@ -57,9 +63,9 @@ def test_judge_differences_rows_and_intervals():
 
 def test_judge_order_is_the_given_order_and_one_judge_gives_nothing():
     r = _rows()
-    d = T.judge_differences(r, judges=["B", "A"], n_boot=100)
+    d = _differences(r, judges=["B", "A"], n_boot=100)
     assert set(zip(d["judge_a"], d["judge_b"])) == {("B", "A")}
-    assert T.judge_differences(r[r["judge"] == "A"]).empty
+    assert _differences(r[r["judge"] == "A"]).empty
 
 
 def test_study_tables_carry_judge_differences_and_fairness_intervals():

@@ -1,5 +1,5 @@
-"""The contact-center study path runs one way: items -> variants -> requests -> judgments -> tables ->
-item statistics -> figures -> findings -> study.
+"""The contact-center study path runs one way: items -> variants -> requests -> judgments -> tables (item
+statistics and every table from them) -> streamed (the Parquet row writer) -> figures -> findings -> study.
 
 Each step module may import the steps before it and the leaf helpers, never a later step. Imports
 are read from the source with ``ast`` (every import, including those inside functions), so a lazy
@@ -95,4 +95,4 @@ def test_the_graph_is_real():
     # the checks above would pass vacuously on an empty graph
     assert {"items", "variants", "prompts"} <= GRAPH["requests"]
     assert {"requests", "items"} <= GRAPH["judging"]
-    assert "judging" in GRAPH["streamed"] and "requests" in GRAPH["study"]
+    assert {"judging", "tables", "streamed", "requests"} <= GRAPH["study"]

@@ -34,3 +34,24 @@ def test_a_review_file_marks_rejected_variants_as_human_review(tmp_path):
     row = second.frames["variants"].set_index("variant_id").loc[target]
     assert not row["valid"] and row["rejection_reason"] == "human review" and row["rejected_by"] == "human"
     assert _rejections(second).loc["past_performance", "n_rejected_human"] == 1
+
+
+def test_a_review_of_decisions_on_two_transcripts_applies_to_each_and_an_unknown_id_is_refused(tmp_path):
+    """The run plans transcript by transcript: each transcript gets the decisions on its own variants, and a
+    decision on no variant of the run still raises (never dropped)."""
+    import pytest
+
+    from cfbench.core.errors import InputError
+
+    first = run(Params(**BASE), progress=False).frames["variants"]
+    made = first[first["applicable"].astype(bool) & (first["dimension"] == "past_performance")]
+    targets = made.drop_duplicates("item_id")["variant_id"].tolist()
+    assert len(targets) == 2  # one variant of each transcript
+    path = tmp_path / "reviewed.csv"
+    pd.DataFrame({"variant_id": targets, "decision": ["reject"] * 2}).to_csv(path, index=False)
+    second = run(Params(**BASE, decisions_path=str(path)), progress=False)
+    assert _rejections(second).loc["past_performance", "n_rejected_human"] == 2
+    pd.DataFrame({"variant_id": targets + ["zz999::past_performance::improving"],
+                  "decision": ["reject"] * 3}).to_csv(path, index=False)
+    with pytest.raises(InputError, match="not a variant of this run"):
+        run(Params(**BASE, decisions_path=str(path)), progress=False)

@@ -66,13 +66,13 @@ def test_figures_6_to_11_from_a_scripted_run():
 
     from cfbench.studies.contact_center_qa.judging import run_plan
     from cfbench.studies.contact_center_qa.requests import plan_evaluation
-    from cfbench.studies.contact_center_qa.tables import judge_means, study_tables
+    from cfbench.studies.contact_center_qa.tables import study_tables
 
     plan = plan_evaluation(variants_frame(), judges=["scripted:cc-qa"], questions=["issue_resolution"],
                            qa_mode="compact", repeats=3, robustness_temperature=0.7, coaching=True)
     _, rows, _ = run_plan(plan, cache=False, progress=False)
     tables = study_tables(rows, n_boot=50)
-    tables["judge_means"] = means = judge_means(rows, n_boot=50)
+    means = tables["judge_means"]
     # the mean confidence of Figure 8, recomputed by hand: parsed baseline QA replies, one per prompt
     qa = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & rows["parse_ok"]
               & ~rows["dimension"].str.startswith("robustness")].drop_duplicates("variant_id")

@@ -433,7 +433,7 @@ def cell_interval_rows(keys: list, bounds: np.ndarray, cs: np.ndarray, cp: np.nd
     ``bounds[b]:bounds[b + 1]``): ``cs`` the summed pair statistic, ``cp`` the valid pairs, ``cu`` the
     units with a pair, ``pairs_all`` the pairs before exclusions, ``item`` the cells that count as items.
     The estimate is ``sum(cs) / sum(cp)``; the interval is over the group's items (see :func:`_metric`).
-    Shared by the in-memory tables and the contact-center study's streamed item statistics."""
+    Shared by the functions on tidy frames here and by item-statistics tables (:mod:`cfbench.metrics.state`)."""
     nb = len(keys)
     if kind == "binary":
         cell_group = np.repeat(np.arange(nb), np.diff(bounds))

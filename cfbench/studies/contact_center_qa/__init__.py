@@ -22,9 +22,11 @@ one module per step, each importing only the steps before it: :mod:`.items` (the
 transcripts), :mod:`.variants` (counterfactual variants, compared conditions), :mod:`.requests`
 (the plan of rows and distinct requests, its cost; ``iter_requests``: the run's requests
 transcript by transcript, for ``cfbench batch plan --study contact_center_qa -f CONFIG``),
-:mod:`.calculator` (designs), :mod:`.judging` (run a plan), :mod:`.tables` (every analysis
-table), :mod:`.streamed` (item statistics, the streamed run's tables), :mod:`.figures`,
-:mod:`.findings`, :mod:`.explorer` (the run explorer's pairs, both arms), :mod:`.study` (``run``, ``run_streamed``, ``audit``, ``ContactCenterResult``).
+:mod:`.calculator` (designs), :mod:`.judging` (run a plan; ``iter_judged`` transcript by transcript),
+:mod:`.tables` (item statistics as mergeable state and every analysis table from them), :mod:`.streamed`
+(the Parquet row writer), :mod:`.figures`, :mod:`.findings`, :mod:`.explorer` (the run explorer's
+pairs, both arms), :mod:`.study` (``run``, ``audit``,
+``ContactCenterResult``).
 """
 
 from cfbench.view import register_explorer as _register_explorer

@@ -232,8 +232,9 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     for name, params in candidates.items():
         if not isinstance(params, Params):  # a ContactCenterResult: nothing is planned again
             full = params.summary.get("plan_only") or {}
-            if params.summary.get("streamed"):  # a streamed replay: its plan is the preview transcripts',
-                # its summary counts the whole design's requests (the judgments it looked up)
+            if params.summary.get("streamed") and not full:  # a run: its plan is its first transcripts',
+                # its summary counts the whole run's requests (the judgments it looked up); a plan-only
+                # preview's counts of the whole design come first
                 full = {"n_items": len(params.summary["items"]), "n_requests": params.summary["n_requests"]}
             plan = params.plan if params.plan is not None else _first_transcripts_plan(name, params)
             n_items = int(full.get("n_items") or len(params.summary["items"]))

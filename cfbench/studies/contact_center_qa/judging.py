@@ -1,7 +1,7 @@
 """Step 4 of the contact-center study: the judgments. Call every distinct request once, parse every reply.
 
 :func:`run_plan` is the entry (a plan of :mod:`.requests` in, judgments and judged rows out);
-:func:`iter_judged` runs it transcript by transcript for the streamed path. The judgments frame
+:func:`iter_judged` runs it transcript by transcript (what :func:`.study.run` walks). The judgments frame
 keeps the raw text of every reply; parse failures stay rows with ``parse_ok=False`` and their
 ``parse_error``, never a verdict.
 """
@@ -94,17 +94,54 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
     return judgments, rows, stats
 
 
-def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None
-                ) -> Iterator[tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]]:
-    """``(transcript, variants, judgments, rows, stats)`` per selected transcript: the transcript's plan
-    (coaching notes for the first ``coaching_items``, as the whole-run plan) answered by every judge."""
-    rubric = load_rubric()
+def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None,
+                rubric: pd.DataFrame | None = None, progress: bool = False
+                ) -> Iterator[tuple[Any, pd.DataFrame, Any, pd.DataFrame, pd.DataFrame, dict]]:
+    """``(transcript, variants, plan, judgments, rows, stats)`` per selected transcript: the transcript's plan
+    (coaching notes for the first ``coaching_items``, as a plan of all transcripts would have) answered by
+    every judge. ``progress``: the runner's bar per transcript.
+
+    A review decisions file (``params.decisions_path``) is read once; each transcript's variants get the
+    decisions on their own ids, and a decision on no variant of any transcript raises
+    :class:`~cfbench.core.errors.InputError` after the last one (a review of another run is never applied
+    silently, and never half)."""
+    import tempfile
+    from pathlib import Path
+
+    rubric = rubric if rubric is not None else load_rubric()
     coached = dataclasses.replace(params, coaching_items=1)
     plain = dataclasses.replace(params, coaching_items=0)
     items = iter_items(params) if transcripts is None else iter(transcripts)
-    for index, t in enumerate(items):
-        p = coached if index < params.coaching_items else plain
-        variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
-        judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
-                                          progress=False)
-        yield t, variants, judgments, rows, stats
+    decisions = _decisions(params)
+    used: set = set()
+    with tempfile.TemporaryDirectory(prefix="cfbench-decisions-") as tmp:
+        for index, t in enumerate(items):
+            p = coached if index < params.coaching_items else plain
+            if decisions is not None:
+                mine = decisions[decisions["_item"] == t.id]
+                used.update(mine.index)
+                path = Path(tmp) / "decisions.csv"
+                mine.drop(columns=["_item"]).to_csv(path, index=False)
+                p = dataclasses.replace(p, decisions_path=str(path) if len(mine) else "")
+            variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
+            judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
+                                              progress=progress)
+            yield t, variants, plan, judgments, rows, stats
+    if decisions is not None and len(decisions.index.difference(list(used))):
+        from cfbench.core.errors import InputError
+
+        left = decisions.loc[decisions.index.difference(list(used))]
+        raise InputError(f"not a variant of this run ({len(left)} unknown ids)", source=params.decisions_path,
+                         record=left["variant_id"].iloc[0], field="variant_id")
+
+
+def _decisions(params: Any) -> pd.DataFrame | None:
+    """The run's review decisions with the item each one is about (``_item``), or None."""
+    path = getattr(params, "decisions_path", "") or ""
+    if not path:
+        return None
+    from cfbench.perturb import read_decisions
+
+    d = read_decisions(path)
+    ids = [v[1:] if v[:1] == "'" and v[1:2] in ("=", "+", "-", "@", "\t", "\r") else v for v in d["variant_id"]]
+    return d.assign(_item=[v.split("::")[0] for v in ids])

@@ -51,8 +51,8 @@ TASKS = ("qa", "positives", "improvement", "customer")
 ROW_COLUMNS = ["row_id", "judge", "arm", "task", "question_id", "item_id", "dimension", "condition",
                "variant_id", "repeat", "temperature", "request_id", "key"]
 _ARMS = ("baseline", "fairness")
-#: transcripts a preview plans: a plan-only or streamed run's display frames, and ``design_table``'s
-#: costs of a streamed run that kept no plan
+#: transcripts a preview plans: a plan-only run's display frames, the per-row frames and plan a run keeps
+#: in memory (``study.run``), and ``design_table``'s costs of a run that kept no plan
 PREVIEW_ITEMS = 3
 
 

@@ -1,9 +1,10 @@
 """The contact-center study as one call: ``run(Params(...)) -> ContactCenterResult``.
 
 :class:`Params` mirrors the notebook's ``parameters`` cell field for field
-(minus ``output_dir`` and ``config_name``). :func:`run` loads and selects the
-transcripts, makes the counterfactual variants, plans and runs the judge
-requests, computes every table and figure and, given ``out``, writes them.
+(minus ``output_dir`` and ``config_name``). :func:`run` walks the selected
+transcripts one at a time (variants, plan, judgments, item statistics, rows to
+Parquet), computes every table from the item statistics, then the figures and,
+given ``out``, writes them: one path, whatever the number of transcripts.
 :func:`audit` is the short road for a researcher's own transcripts.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -20,20 +21,22 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.perturb import DIMENSIONS
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import explorer as _explorer
 from cfbench.studies.contact_center_qa import figures as _figures
-from cfbench.studies.contact_center_qa.items import (iter_items, labels_frame, load_items, select_items,
-                                                     synthetic_settings)
-from cfbench.studies.contact_center_qa.judging import run_plan
+from cfbench.studies.contact_center_qa.items import iter_items, select_items, synthetic_settings
+from cfbench.studies.contact_center_qa.judging import iter_judged
 from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
-from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests,
-                                                        plan_for)
-from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
+from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests)
+from cfbench.studies.contact_center_qa.tables import net_cfr_gate, new_state
 
-__all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit",
-           "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
+__all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
+           "source_of", "real_dialogues", "REAL_TABLES", "VIEW_ITEMS"]
+
+#: the explorer page of a run shows the pairs of its first this many transcripts (all of a smaller run)
+VIEW_ITEMS = 24
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
@@ -42,37 +45,52 @@ _MASD_FIRST = ["judge", "dimension", "score", "masd", "n_pairs"]
 
 @dataclass
 class ContactCenterResult(StudyResult):
-    """Every step of a contact-center run (see :func:`run`); ``plan`` is the run's request plan."""
+    """Every step of a contact-center run (see :func:`run`): the tables of all transcripts, the judged rows in
+    the run's Parquet files (``frames["rows"]``, ``frames["judgments"]`` read them when first used), the
+    per-row frames of the first transcripts; ``plan`` is their request plan."""
 
     plan: Any = None
+    #: the folder holding the run's ``rows.parquet``, ``judgments.parquet`` and ``variants.parquet``
+    run_dir: Any = None
+    _keep: Any = field(default=None, repr=False)  # the temporary run folder of a run given no ``out``
 
     def save(self, out: "RunOutput | str | Path") -> RunOutput:
-        """Write the tables (CSV), figures, summary and the judged frames (``judgments``/``rows`` parquet)."""
+        """Write the tables (CSV), figures and summary; the judged rows, judgments and the explorer's variants
+        (Parquet) are copied there when the run wrote them elsewhere."""
+        import shutil
+
         out = super().save(out)
-        j = self.frames["judgments"]
-        if "top_logprobs" in j.columns:
-            j = j.drop(columns=["top_logprobs"]).assign(top_logprobs=j["top_logprobs"].astype(str))
-        out.table("judgments", j, fmt="parquet")
-        out.table("rows", self.frames["rows"], fmt="parquet")
+        for name in ("rows", "judgments", "variants"):
+            src = Path(self.run_dir) / f"{name}.parquet" if self.run_dir is not None else None
+            target = out.dir / f"{name}.parquet"
+            if src is not None and src.is_file():
+                if src.resolve() != target.resolve():
+                    shutil.copyfile(src, target)
+            elif name in ("rows", "judgments") and isinstance(self.frames.get(name), pd.DataFrame):
+                out.table(name, self.frames[name], fmt="parquet")
         _explorer.save_star_frames(self.frames, out)  # star_rows / star_judgments / star_variants .parquet
         return out
 
     # -- invariants -------------------------------------------------------------------------------
     def invariants(self) -> dict[str, bool]:
-        j, rows, t = self.frames["judgments"], self.frames["rows"], self.tables
-        orig = rows[(rows["dimension"] == "original") & (rows["arm"] == "baseline")]
-        checks = {
-            "one judgment per distinct request": len(j) == int(self.summary.get("n_requests", -1)),
-            "no request judged twice": int(j.groupby("judge")["key"].nunique().sum()) == len(j),
-            "one original per unit": not orig.duplicated(["judge", "task", "question_id", "item_id"]).any(),
-            "a parsed reply has a value": bool((~j["parse_ok"] | j["answer"].notna() | j["score"].notna()).all()),
-            "a parse failure never becomes an answer": not j.loc[~j["parse_ok"], "answer"].notna().any(),
-            "a parse failure never becomes a score": not j.loc[~j["parse_ok"], "score"].notna().any(),
+        """The row-level checks made on every transcript's judgments and rows during the walk, and the tables'."""
+        t, s = self.tables, self.summary
+        checks = dict(s.get("row_checks", {}))
+        loaded = {k: (dict.get(self.frames, k) if isinstance(self.frames, _RunFrames) else self.frames.get(k))
+                  for k in ("judgments", "rows")}  # frames already in memory are checked again; none is read
+        j, r = (f if isinstance(f, pd.DataFrame) else pd.DataFrame() for f in loaded.values())
+        n = int(s.get("n_requests", -1)) if isinstance(loaded["judgments"], pd.DataFrame) else 0  # nothing to count
+        for name, ok in _row_checks(n, j, r).items():
+            checks[name] = bool(checks.get(name, True) and ok)
+        checks |= {
             "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
             "CFR rows are counterfactual dimensions only": not (
                 t["cfr"]["dimension"].isin(["original"]) | t["cfr"]["dimension"].astype(str)
                 .str.startswith("robustness")).any(),
-            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(self.summary.get("dimensions", [])),
+            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(s.get("dimensions", [])),
+            "every judged row written to Parquet": s.get("streamed", {}).get("n_rows_parquet") == s.get("n_rows"),
+            "one judgment per request counted": int(t["parse_rates"]["n"].sum()) == int(s.get("n_requests", -1))
+            if len(t["parse_rates"]) else int(s.get("n_requests", -1)) == 0,
         }
         return checks | _intervals_contain_estimates(t)
 
@@ -105,11 +123,17 @@ class ContactCenterResult(StudyResult):
                    f"requests." if s.get("star") else "."))
 
     def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
-        """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side)."""
+        """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side).
+        Looked for among the transcripts whose variants the result keeps (the first
+        :data:`.requests.PREVIEW_ITEMS`); only their rows are read."""
         from cfbench.perturb import side_by_side
         from cfbench.studies.contact_center_qa.tables import flipped_units
 
-        rows = self.frames["rows"]
+        v = self.frames.get("variants")
+        kept = list(dict.fromkeys(v["item_id"])) if isinstance(v, pd.DataFrame) and len(v) else []
+        rows = self._first_rows("rows", kept)
+        if not len(rows):
+            return []
         out = []
         for f in flipped_units(rows).head(k).itertuples(index=False):
             sub = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & (rows["judge"] == f.judge)
@@ -127,6 +151,42 @@ class ContactCenterResult(StudyResult):
         w = self.tables.get("warnings")
         return [] if w is None else [str(m) for m in w["message"]]
 
+    def _first_rows(self, name: str, items: Sequence[str]) -> pd.DataFrame:
+        """``rows`` or ``judgments`` of ``items`` only, read from the run's Parquet file with a filter."""
+        loaded = dict.get(self.frames, name) if isinstance(self.frames, dict) else None
+        if isinstance(loaded, pd.DataFrame):
+            return loaded[loaded["item_id"].isin(list(items))]
+        path = Path(self.run_dir) / f"{name}.parquet" if self.run_dir is not None else None
+        if path is None or not path.is_file():
+            f = self.frames.get(name)
+            return f[f["item_id"].isin(list(items))] if isinstance(f, pd.DataFrame) and len(f) else pd.DataFrame()
+        return pd.read_parquet(path, filters=[("item_id", "in", list(items))])
+
+    def view(self, directory: "str | os.PathLike[str] | None" = None, *, height: int = 720) -> Any:
+        """The run explorer page. A run of more than :data:`VIEW_ITEMS` transcripts gets the page of its first
+        :data:`VIEW_ITEMS` (the page holds every pair it shows; the tables are the whole run's), built from a
+        ``view_preview/`` folder of their rows; written as ``<directory>/view.html`` given ``directory``."""
+        items = list(self.summary.get("items", []))
+        if len(items) <= VIEW_ITEMS:
+            return super().view(directory, height=height)
+        from cfbench.view import ViewPage, write_view
+
+        first = items[:VIEW_ITEMS]
+        with tempfile.TemporaryDirectory(prefix="cfbench-view-") as tmp:
+            d = Path(directory) / "view_preview" if directory is not None else Path(tmp)
+            out = StudyResult.save(self, d)
+            for name in ("rows", "judgments"):
+                out.table(name, self._first_rows(name, first), fmt="parquet")
+            src = Path(self.run_dir) / "variants.parquet" if self.run_dir is not None else None
+            if src is not None and src.is_file():
+                pd.read_parquet(src, filters=[("item_id", "in", first)]).to_parquet(d / "variants.parquet",
+                                                                                     index=False)
+            target = Path(directory) / "view.html" if directory is not None else d / "view.html"
+            path = write_view(d, target, title=f"the first {len(first)} of {len(items)} transcripts "
+                                               "(tables: all of them)")
+            return ViewPage(path.read_text(encoding="utf-8"), path=path if directory is not None else None,
+                            height=height)
+
     # -- findings -----------------------------------------------------------------------------------
     def findings(self) -> str:
         from cfbench.studies.contact_center_qa.findings import findings_markdown
@@ -136,80 +196,292 @@ class ContactCenterResult(StudyResult):
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
-        say_warnings: bool = True) -> ContactCenterResult:
-    """Run the study: variants -> plan -> judgments -> tables -> figures (-> files when ``out`` is given).
+        say_warnings: bool = True, cache: Any = None) -> ContactCenterResult:
+    """Run the study: per transcript variants -> plan -> judgments -> item statistics; then tables ->
+    figures (-> files when ``out`` is given).
 
-    ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects)
+    The transcripts are walked one at a time (:func:`.judging.iter_judged`): each one's judged rows update
+    the item-statistics state (:func:`.tables.new_state`) and are appended to ``rows.parquet`` /
+    ``judgments.parquet`` (with ``variants.parquet`` for the explorer) in ``out``, or in a temporary folder
+    the result keeps when ``out`` is None. Every table is computed from the state, so memory stays flat in
+    the number of transcripts. ``frames["rows"]`` and ``frames["judgments"]`` read those files when first
+    used; the other per-row frames (``transcripts``, ``variants``, ``plan``) and ``result.plan`` cover
+    the first :data:`.requests.PREVIEW_ITEMS` transcripts; ``skipped``, ``plan_summary`` and ``cost`` cover all.
+
+    ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects, or any iterable of them)
     replaces loading from ``params.transcripts_path``; all of them are audited.
-    ``config_name`` is recorded in the summary (``config``).
+    ``config_name`` is recorded in the summary (``config``). ``cache``: the response cache to use.
     """
-    from cfbench.io.transcripts import transcripts_frame
-    from cfbench.perturb import DIMENSIONS, rejection_table
-
     if transcripts is None and os.environ.get("CFBENCH_MODE") == "plan":
         preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
         if preview is not None:
             return preview
-    if transcripts is None and os.environ.get("CFBENCH_MODE") == "replay":
-        streamed = _streamed_replay(params, out, config_name=config_name, progress=progress,
-                                    say_warnings=say_warnings)
-        if streamed is not None:
-            return streamed
     t0 = time.time()
     dims = dims_of(params)
     rubric = load_rubric()
-    chosen = list(transcripts) if transcripts is not None else load_items(params)
-    items = [t.id for t in chosen]
-    variants, plan = plan_for(params, chosen, rubric=rubric)
-    judgments, rows, run_stats = run_plan(plan, rubric=rubric, labels=labels_frame(chosen),
-                                          progress=progress)
-    tables = study_tables(rows, n_boot=params.n_boot, seed=params.seed)
-    tables = _order_columns(tables)
-    labels = {d: DIMENSIONS[d].label for d in dims}
-    tables["judge_means"] = judge_means(rows, n_boot=params.n_boot, seed=params.seed)
-    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
-    tables["variant_rejections"] = rejection_table(variants)
-    tables["parse_rates"] = _parse_rates(judgments)
-    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
-                                       dimensions=dims, labels=labels).reset_index()
-    tables = _in_judge_order(tables, list(params.judges))
-    tables["warnings"] = drop_warnings(params, dims, variants, rows, tables)
-    source = source_of(params, chosen, given=transcripts is not None)
+    run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
+    keep = None if run_out is not None else tempfile.TemporaryDirectory(prefix="cfbench-cc-run-")
+    folder = Path(keep.name) if keep is not None else run_out.dir
+    walked = _walk(params, folder, transcripts, cache=cache, progress=progress, rubric=rubric)
+    tables = finish_tables(walked.pop("tables"), params, walked["flags"], walked.pop("variants_compact"))
+    source = ("star" if walked["items"] and walked["all_star"] else
+              source_of(params, walked["first"][:1], given=transcripts is not None))
     real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
-    if isinstance(real, str):  # the arm was asked for but its dialogues are absent: say so, once
-        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
-            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
-            ignore_index=True)
-    tables = _with_source(tables, source)
-    if real is not None and not isinstance(real, str):
-        for name in REAL_TABLES:
-            tables[f"star_{name}"] = real.tables[name]
-        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
-            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    tables = _with_real_arm(tables, real, source)
+    frames = _RunFrames(walked["frames"], {"rows": folder / "rows.parquet", "judgments": folder / "judgments.parquet"})
+    summary = {"config": config_name} | _summary(params, walked, tables, dims, rubric, t0)
+    summary["source"] = source
     if real is not None and not isinstance(real, str):
         for name in ("transcripts", "variants", "judgments", "rows"):
             real.frames[name] = real.frames[name].assign(source="star")
-    frames = {"transcripts": transcripts_frame(chosen), "variants": variants, "plan": plan.rows,
-              "plan_summary": plan.summary(), "cost": estimate_cost(plan), "skipped": plan.skipped,
-              "judgments": judgments, "rows": rows}
-    summary = {"config": config_name} | _summary(params, plan, judgments, tables, run_stats, items, dims,
-                                                 rubric, t0)
-    summary["source"] = source
-    if real is not None and not isinstance(real, str):
         frames["star_transcripts"] = real.frames["transcripts"]
         frames["star_judgments"] = real.frames["judgments"]
         frames.update(_explorer.star_frames(real.frames))  # the arm's judged rows, for the run explorer
         summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
                                                         "accuracy_pct", "mean_cfr_pct", "label_source")}
-    result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=plan)
-    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
-    _say_parse_failures(judgments)
+    result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=walked["plan"])
+    result.run_dir, result._keep = folder, keep
+    labels = {d: DIMENSIONS[d].label for d in dims}
+    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(walked["items"]))
+    _say_parse_failures(walked["parsed"])
     if say_warnings:
         for line in tables["warnings"]["message"]:
             print(f"warning: {line}")
-    if out is not None:
-        result.save(out)
+    if run_out is not None:
+        result.save(run_out)
     return result
+
+
+def finish_tables(tables: dict[str, pd.DataFrame], params: Params, flags: Mapping[Any, Any],
+                  variants: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The run's tables from :func:`.tables.tables_from_stats`' and the parameters: column and judge order,
+    the net-CFR gate, the variant rejections (Table 9), Table 2 and the warnings. ``flags``: the state's
+    flags (which judges have P(Yes)); ``variants``: the run's variants (no text needed)."""
+    from cfbench.perturb import rejection_table
+
+    dims = dims_of(params)
+    labels = {d: DIMENSIONS[d].label for d in dims}
+    tables = _order_columns(tables)
+    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
+    tables["variant_rejections"] = rejection_table(variants)
+    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
+                                       dimensions=dims, labels=labels).reset_index()
+    tables = _in_judge_order(tables, list(params.judges))
+    p_yes = pd.DataFrame([{"judge": k[1], "task": "qa", "parse_ok": True,
+                           "p_yes": 1.0 if ("p_yes_any", k[1]) in flags else np.nan}
+                          for k in flags if k[0] == "qa_parsed"], columns=["judge", "task", "parse_ok", "p_yes"])
+    tables["warnings"] = drop_warnings(params, dims, variants, p_yes, tables)
+    return tables
+
+
+def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, cache: Any, progress: bool,
+          rubric: pd.DataFrame) -> dict[str, Any]:
+    """Every selected transcript once: judged, its rows into the item-statistics state and the Parquet files,
+    a few counts kept; then the tables from the state. Returns what :func:`run` assembles the result from."""
+    from cfbench.studies.contact_center_qa.streamed import ParquetRows, VariantsParquet
+
+    spill = tempfile.TemporaryDirectory(prefix="cfbench-item-stats-")  # compacted statistics wait on disk
+    state = new_state(spill=spill.name)
+    writers = {"rows": ParquetRows(folder / "rows.parquet"), "judgments": ParquetRows(folder / "judgments.parquet")}
+    variants_out = VariantsParquet(folder / "variants.parquet")
+    for stale in ("rows.parquet", "judgments.parquet", "variants.parquet"):
+        (folder / stale).unlink(missing_ok=True)  # a folder run into again: nothing of the last run is mixed in
+    w = _Walked()
+    bar = None
+    if progress:
+        from tqdm import tqdm  # a text bar: it renders in executed notebooks and terminals alike
+
+        # at most one update per 10 s: an executed notebook keeps every update as an output line
+        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center", mininterval=10)
+    try:
+        for t, variants, plan, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache,
+                                                                  rubric=rubric):
+            state.update(rows, judgments, variants, complete=True)
+            w.add(t, variants, plan, judgments, rows, st)
+            writers["rows"].write(rows)
+            j = judgments
+            if "top_logprobs" in j.columns:
+                j = j.assign(top_logprobs=j["top_logprobs"].astype(str))
+            writers["judgments"].write(j)
+            variants_out.write(variants)
+            if bar is not None:
+                bar.update(1)
+        tables = state.compute(n_boot=params.n_boot, seed=params.seed)  # judge pairs in sorted order
+        variants_compact = state.stats.frame("variants")
+    finally:
+        for wr in (*writers.values(), variants_out):
+            wr.close()
+        if bar is not None:
+            bar.close()
+        spill.cleanup()
+    out = w.finish(params)
+    out.update(tables=tables, flags=dict(state.stats.flags), variants_compact=variants_compact,
+               n_rows_parquet=writers["rows"].n_rows)
+    return out
+
+
+class _Walked:
+    """What the walk keeps besides the item statistics: counts, the row-level checks, and the per-row frames
+    of the first :data:`.requests.PREVIEW_ITEMS` transcripts."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.first: list = []
+        self.preview: dict[str, list] = {"variants": [], "plan": []}
+        self.skipped: list = []
+        self.plan_summary: list = []
+        self.cost: list = []
+        self.run_stats: dict = {}
+        self.parsed: dict = {}  # judge -> [judgments, parsed]
+        self.checks: dict = {}
+        self.all_star = True
+        self.n_requests = self.n_rows = 0
+        self.settings: dict = {}
+
+    def add(self, t: Any, variants: pd.DataFrame, plan: Any, judgments: pd.DataFrame, rows: pd.DataFrame,
+            st: dict) -> None:
+        self.items.append(t.id)
+        self.all_star = self.all_star and dict(getattr(t, "meta", {}) or {}).get("source") == "star"
+        if len(self.first) < PREVIEW_ITEMS:
+            self.first.append(t)
+            self.preview["variants"].append(variants)
+            self.preview["plan"].append(plan)
+        if not self.settings:
+            self.settings = dict(plan.settings)
+        self.skipped.append(plan.skipped)
+        self.plan_summary.append(plan.summary())
+        self.cost.append(estimate_cost(plan))
+        for judge, s in st.items():
+            agg = self.run_stats.setdefault(judge, {})
+            for k, v in s.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
+                    agg[k] = agg.get(k, 0) + v
+                elif k != "non_completion_rate":
+                    agg.setdefault(k, v)  # the judge's name, mode, cost note: the first transcript's
+        if len(judgments):
+            for judge, g in judgments.groupby("judge", sort=False):
+                c = self.parsed.setdefault(judge, [0, 0])
+                c[0], c[1] = c[0] + len(g), c[1] + int(g["parse_ok"].astype(bool).sum())
+        for name, ok in _row_checks(plan.n_requests, judgments, rows).items():
+            self.checks[name] = bool(self.checks.get(name, True) and ok)
+        self.n_requests += len(judgments)
+        self.n_rows += len(rows)
+
+    def finish(self, params: Params) -> dict[str, Any]:
+        for s in self.run_stats.values():
+            s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else 0.0
+        plan = _joined_plan(self.preview["plan"], params)
+        from cfbench.io.transcripts import transcripts_frame
+
+        frames = {"transcripts": transcripts_frame(self.first),
+                  "variants": _concat(self.preview["variants"]), "plan": plan.rows if plan is not None else None,
+                  "plan_summary": _summed(self.plan_summary, ["judge", "arm", "task"]),
+                  "cost": _summed(self.cost, ["judge"]), "skipped": _concat(self.skipped)}
+        settings = dict(self.settings, n_items=len(self.items), coaching_items=sorted(
+            i for i in self.items[:params.coaching_items]) if self.settings.get("coaching") else [])
+        return {"items": self.items, "first": self.first, "all_star": self.all_star, "frames": frames,
+                "plan": plan, "run_stats": self.run_stats, "parsed": self.parsed, "checks": self.checks,
+                "n_requests": self.n_requests, "n_rows": self.n_rows, "settings": settings}
+
+
+def _concat(parts: list) -> pd.DataFrame:
+    parts = [p for p in parts if p is not None and len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _summed(parts: list, keys: list[str]) -> pd.DataFrame:
+    """Per-transcript count frames added up per ``keys`` (the whole run's counts)."""
+    f = _concat(parts)
+    return f.groupby(keys, sort=True).sum(numeric_only=True).reset_index() if len(f) else f
+
+
+def _joined_plan(plans: list, params: Params) -> Any:
+    """The plans of the first transcripts as one :class:`.requests.EvaluationPlan` (row ids renumbered)."""
+    from cfbench.studies.contact_center_qa.requests import EvaluationPlan
+
+    if not plans:
+        return None
+    rows = _concat([p.rows for p in plans])
+    if "row_id" in rows.columns:
+        rows["row_id"] = np.arange(len(rows))
+    requests: dict[str, list] = {}
+    for p in plans:
+        for judge, reqs in p.requests.items():
+            requests.setdefault(judge, []).extend(reqs)
+    settings = dict(plans[0].settings, n_items=len(plans))
+    return EvaluationPlan(rows=rows, requests=requests, skipped=_concat([p.skipped for p in plans]),
+                          settings=settings)
+
+
+def _row_checks(n_requests: int, judgments: pd.DataFrame, rows: pd.DataFrame) -> dict[str, bool]:
+    """The row-level invariants on judgments and rows of ``n_requests`` distinct requests (one transcript's
+    during the walk, which ANDs them; the whole run's when its frames are in memory)."""
+    out = {"one judgment per distinct request": len(judgments) == n_requests}
+    if len(rows):
+        orig = rows[(rows["dimension"] == "original") & (rows["arm"] == "baseline")]
+        out["one original per unit"] = not orig.duplicated(["judge", "task", "question_id", "item_id"]).any()
+    if len(judgments):
+        j = judgments
+        ok = j["parse_ok"].astype(bool)
+        out |= {"no request judged twice": int(j.groupby("judge")["key"].nunique().sum()) == len(j),
+                "a parsed reply has a value": bool((~ok | j["answer"].notna() | j["score"].notna()).all()),
+                "a parse failure never becomes an answer": not j.loc[~ok, "answer"].notna().any(),
+                "a parse failure never becomes a score": not j.loc[~ok, "score"].notna().any()}
+    return out
+
+
+class _RunFrames(dict):
+    """A run's frames; ``rows`` and ``judgments`` are read from the run's Parquet files when first used."""
+
+    def __init__(self, frames: Mapping[str, Any], lazy: Mapping[str, Path]):
+        super().__init__(frames)
+        self._lazy = {k: Path(v) for k, v in lazy.items() if k not in frames}
+
+    def _load(self, key: Any) -> None:
+        path = self._lazy.pop(key, None)
+        if path is not None:
+            super().__setitem__(key, pd.read_parquet(path) if path.is_file() else pd.DataFrame())
+
+    def __getitem__(self, key: Any) -> Any:
+        self._load(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._load(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._lazy or super().__contains__(key)
+
+    def __iter__(self):
+        return iter(list(super().keys()) + [k for k in self._lazy if not super().__contains__(k)])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def keys(self):  # type: ignore[override]
+        return list(iter(self))
+
+    def items(self):  # type: ignore[override]
+        return [(k, self[k]) for k in list(iter(self))]
+
+    def values(self):  # type: ignore[override]
+        return [self[k] for k in list(iter(self))]
+
+
+def _with_real_arm(tables: dict[str, pd.DataFrame], real: Any, source: str) -> dict[str, pd.DataFrame]:
+    """The ``source`` column on every table, then the real-dialogue arm's tables (``star_*``) and warnings."""
+    if isinstance(real, str):  # the arm was asked for but its dialogues are absent: say so, once
+        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
+            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
+            ignore_index=True)
+    tables = _with_source(tables, source)  # before the STAR tables join: theirs say "star"
+    if real is not None and not isinstance(real, str):
+        for name in REAL_TABLES:
+            tables[f"star_{name}"] = real.tables[name]
+        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
+            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    return tables
 
 
 #: In plan-only mode (``CFBENCH_MODE=plan``, ``cfbench reproduce --plan-only``) a design of more distinct
@@ -254,41 +526,6 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
          for j in judges for k, v in counts["by_task_arm"].items()])
     if out is not None:
         result.save(out)
-    return result
-
-
-def _too_large(params: Params) -> "list[Any] | None":
-    """The first transcripts of a design of more than :data:`PLAN_ONLY_MAX_REQUESTS` distinct requests per
-    judge (estimated from the first transcript's requests x ``n_items``); None when it fits in memory."""
-    import itertools
-
-    first = list(itertools.islice(iter_items(params), PLAN_ONLY_PREVIEW_ITEMS))
-    if not first:
-        return None
-    per_item = sum(1 for _ in iter_requests(params, transcripts=first[:1]))
-    return first if per_item * params.n_items > PLAN_ONLY_MAX_REQUESTS else None
-
-
-def _streamed_replay(params: Params, out: "RunOutput | str | Path | None", *, config_name: str,
-                     progress: bool, say_warnings: bool) -> "ContactCenterResult | None":
-    """A replay (``CFBENCH_MODE=replay``, ``cfbench reproduce --replay``) of a design too large to hold in
-    memory: :func:`.streamed.run_streamed` (the whole design, transcript by transcript, tables from item
-    statistics, judged rows in ``rows.parquet``), with the per-row frames of its first few transcripts
-    for the notebook's display cells. None when the design fits in memory (the in-memory run)."""
-    import dataclasses
-
-    first = _too_large(params)
-    if first is None:
-        return None
-    result = run_streamed(params, out, config_name=config_name, progress=progress, say_warnings=say_warnings)
-    preview = run(dataclasses.replace(params, n_items=len(first), real_items=0), transcripts=first,
-                  progress=False, say_warnings=False)
-    for name in ("transcripts", "variants", "plan", "plan_summary", "cost", "skipped", "judgments", "rows"):
-        result.frames[name] = preview.frames[name]
-    result.plan = preview.plan
-    result.summary["streamed"]["preview_items"] = len(first)
-    if out is not None:
-        RunOutput(out.dir if isinstance(out, RunOutput) else out).summary(result.summary)
     return result
 
 
@@ -501,43 +738,39 @@ def _order_columns(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def _parse_rates(judgments: pd.DataFrame) -> pd.DataFrame:
-    g = judgments.groupby(["judge", "task"])
-    out = g.agg(n=("parse_ok", "size"), parse_ok=("parse_ok", "mean"), cache_hit=("cache_hit", "mean"))
-    out["n_parse_failures"] = g["parse_ok"].apply(lambda s: int((~s.astype(bool)).sum()))
-    return out.reset_index()
-
-
-def _say_parse_failures(judgments: pd.DataFrame) -> None:
-    for judge, grp in judgments.groupby("judge", sort=True):
-        n_ok = int(grp["parse_ok"].sum())
-        if n_ok == 0:
-            print(f"{judge}: none of its {len(grp)} replies could be read as an answer in the output "
-                  "contract; no CFR, MASD or accuracy is reported for this judge.")
-
-
-def _summary(params: Params, plan: Any, judgments: pd.DataFrame, tables: dict[str, pd.DataFrame],
-             run_stats: dict, items: list[str], dims: list[str], rubric: pd.DataFrame, t0: float) -> dict:
+def _summary(params: Params, walked: Mapping[str, Any], tables: dict[str, pd.DataFrame], dims: list[str],
+             rubric: pd.DataFrame, t0: float) -> dict:
     cfr, acc, rob = tables["cfr"], tables["accuracy"], tables["robustness"]
     base = cfr[cfr["arm"] == "baseline"]
     rob_same = rob[(rob["metric"] == "cfr") & (rob["baseline"] == "robustness")] if len(rob) else rob
-    n_parsed = judgments.groupby("judge")["parse_ok"].sum().astype(int)
+    parsed = walked["parsed"]
+    n_judged = sum(n for n, _ in parsed.values())
     return {
-        "judges": list(params.judges), "items": items, "questions": list(params.questions),
-        "qa_mode": params.qa_mode, "dimensions": dims, "n_rows": len(plan.rows),
-        "n_requests": int(plan.n_requests),
-        "parse_ok_rate": float(judgments["parse_ok"].mean()) if len(judgments) else float("nan"),
-        "n_parsed": n_parsed.to_dict(),
-        "n_parse_failures": (judgments.groupby("judge").size() - n_parsed).astype(int).to_dict(),
-        "run_stats": run_stats, "wall_s": round(time.time() - t0, 1),
+        "judges": list(params.judges), "items": walked["items"], "questions": list(params.questions),
+        "qa_mode": params.qa_mode, "dimensions": dims, "n_rows": walked["n_rows"],
+        "n_requests": walked["n_requests"],
+        "parse_ok_rate": sum(k for _, k in parsed.values()) / n_judged if n_judged else float("nan"),
+        "n_parsed": {j: k for j, (_, k) in sorted(parsed.items())},
+        "n_parse_failures": {j: n - k for j, (n, k) in sorted(parsed.items())},
+        "run_stats": walked["run_stats"], "wall_s": round(time.time() - t0, 1),
         "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
         "robustness_cfr_pct": (rob_same.set_index("judge")["value"] * 100).round(2).to_dict() if len(rob_same) else {},
         "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
         "fairness_prompting_delta": tables["fairness_prompting_delta"],
-        "plan": plan.settings, "rubric_version": rubric.attrs.get("version"),
+        "plan": walked["settings"], "rubric_version": rubric.attrs.get("version"),
         "params": params.to_mapping(),
         "warnings": [str(m) for m in tables["warnings"]["message"]] if "warnings" in tables else [],
+        "row_checks": walked["checks"],
+        "streamed": {"rows_parquet": "rows.parquet", "judgments_parquet": "judgments.parquet",
+                     "n_rows_parquet": walked["n_rows_parquet"], "preview_items": len(walked["first"])},
     }
+
+
+def _say_parse_failures(parsed: Mapping[str, Sequence[int]]) -> None:
+    for judge, (n, n_ok) in sorted(parsed.items()):
+        if n_ok == 0:
+            print(f"{judge}: none of its {n} replies could be read as an answer in the output "
+                  "contract; no CFR, MASD or accuracy is reported for this judge.")
 
 
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
@@ -575,202 +808,6 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
                     robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed)
     return run(params, out, transcripts=loaded, progress=progress)
-
-
-def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | None = None,
-                 config_name: str = "", progress: bool = True, cache: Any = None,
-                 say_warnings: bool = True) -> Any:
-    """:func:`run` for designs too large for memory: transcript by transcript, item statistics, tables
-    (:mod:`.streamed`).
-
-    The result has the tables of :data:`.streamed.STREAMED_TABLES`, the figures, a summary (``streamed`` says
-    what was done and lists :data:`.streamed.NOT_STREAMED`) and no per-row frames: the judged rows and judgments
-    are in ``<out>/rows.parquet`` and ``<out>/judgments.parquet`` (given ``out``; without it they are
-    not kept). Memory stays flat in the number of transcripts apart from the item statistics.
-    """
-    from cfbench.perturb import DIMENSIONS, rejection_table
-    from cfbench.studies.contact_center_qa import streamed as _streamed
-    from cfbench.studies.contact_center_qa.streamed import (NOT_STREAMED, ItemStats, ParquetRows, item_stats,
-                                                            iter_judged, tables_from_stats)
-
-    t0 = time.time()
-    dims = dims_of(params)
-    run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
-    writers = ({"rows": ParquetRows(run_out.path("rows.parquet")),
-                "judgments": ParquetRows(run_out.path("judgments.parquet"))} if run_out is not None else {})
-    # compacted item statistics wait on disk until the tables are made (memory flat in the transcripts)
-    spill = tempfile.TemporaryDirectory(prefix="cfbench-item-stats-")
-    stats = ItemStats(spill=spill.name)
-    items, run_stats, n_requests, n_rows = [], {}, 0, 0
-    firsts, all_star = [], True  # what source_of needs: are all transcripts STAR dialogues
-    bar = None
-    if progress:
-        from tqdm import tqdm  # a text bar: it renders in executed notebooks and terminals alike
-
-        # at most one update per 10 s: an executed notebook keeps every update as an output line
-        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center (streamed)",
-                   mininterval=10)
-    try:
-        for t, variants, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache):
-            items.append(t.id)
-            if not firsts:
-                firsts.append(t)
-            all_star = all_star and dict(getattr(t, "meta", {}) or {}).get("source") == "star"
-            stats.merge(item_stats(rows, judgments, variants))
-            if writers:
-                j = judgments
-                if "top_logprobs" in j.columns:
-                    j = j.assign(top_logprobs=j["top_logprobs"].astype(str))
-                writers["rows"].write(rows)
-                writers["judgments"].write(j)
-            for judge, s in st.items():
-                agg = run_stats.setdefault(judge, {})
-                for k, v in s.items():
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
-                        agg[k] = agg.get(k, 0) + v
-            if len(items) % _streamed.COMPACT_EVERY == 0:
-                stats.compact()
-            n_requests += len(judgments)
-            n_rows += len(rows)
-            if bar is not None:
-                bar.update(1)
-    except BaseException:
-        spill.cleanup()
-        raise
-    finally:
-        for w in writers.values():
-            w.close()
-        if bar is not None:
-            bar.close()
-    for s in run_stats.values():
-        s["non_completion_rate"] = (s.get("n_failed", 0) / s["n_unique"]) if s.get("n_unique") else float("nan")
-    try:
-        tables = tables_from_stats(stats, n_boot=params.n_boot, seed=params.seed)
-        variants = stats.frame("variants")
-        flags = stats.flags
-    finally:
-        spill.cleanup()
-    del stats  # the item statistics are not needed after the tables: free them before the figures
-    tables = _order_columns(tables)
-    labels = {d: DIMENSIONS[d].label for d in dims}
-    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
-    tables["variant_rejections"] = rejection_table(variants)
-    tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
-                                       dimensions=dims, labels=labels).reset_index()
-    tables = _in_judge_order(tables, list(params.judges))
-    p_yes = pd.DataFrame([{"judge": k[1], "task": "qa", "parse_ok": True, "p_yes": 1.0 if v else np.nan}
-                          for k, v in flags.items() if k[0] == "p_yes_any"],
-                         columns=["judge", "task", "parse_ok", "p_yes"])
-    warn = drop_warnings(params, dims, variants, p_yes, tables)
-    if NOT_STREAMED:  # a table this path does not build is said, never silently missing
-        note = ("streamed run: tables " + ", ".join(NOT_STREAMED) + " are not built by the streamed path (the "
-                "judged rows are in rows.parquet)")
-        warn = pd.concat([warn, pd.DataFrame([{"kind": "streamed", "judge": "", "dimension": "",
-                                               "reason": "not streamed", "message": note}])], ignore_index=True)
-    tables["warnings"] = warn
-    source = "star" if items and all_star else source_of(params, firsts[:1], given=transcripts is not None)
-    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
-    if isinstance(real, str):  # asked for, dialogues absent: one warning row, as in run()
-        tables["warnings"] = pd.concat([tables["warnings"], pd.DataFrame(
-            [{"kind": "real_arm", "judge": "", "dimension": "", "reason": real, "message": real}])],
-            ignore_index=True)
-    tables = _with_source(tables, source)  # before the STAR tables join, as in run(): theirs say "star"
-    if real is not None and not isinstance(real, str):  # a few STAR dialogues: run in memory
-        for name in REAL_TABLES:
-            tables[f"star_{name}"] = real.tables[name]
-        tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
-            message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
-    cfr, acc = tables["cfr"], tables["accuracy"]
-    pr = tables["parse_rates"]
-    n_parsed = ((pr["n"] - pr["n_parse_failures"]).groupby(pr["judge"]).sum().astype(int).to_dict()
-                if len(pr) else {})
-    n_failed = pr.groupby("judge")["n_parse_failures"].sum().astype(int).to_dict() if len(pr) else {}
-    base = cfr[cfr["arm"] == "baseline"]
-    summary = {"config": config_name, "judges": list(params.judges), "items": items,
-               "questions": list(params.questions), "qa_mode": params.qa_mode, "dimensions": dims,
-               "n_rows": n_rows, "n_requests": n_requests, "run_stats": run_stats,
-               "wall_s": round(time.time() - t0, 1),
-               "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
-               "accuracy_pct": (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict(),
-               "fairness_prompting_delta": tables["fairness_prompting_delta"], "params": params.to_mapping(),
-               "n_parsed": n_parsed, "n_parse_failures": n_failed,
-               "source": source, "warnings": [str(m) for m in tables["warnings"]["message"]],
-               "streamed": {"not_built": list(NOT_STREAMED), "n_rows_parquet": writers["rows"].n_rows if writers else 0, "rows_parquet": "rows.parquet" if writers else None,
-                            "judgments_parquet": "judgments.parquet" if writers else None}}
-    if real is not None and not isinstance(real, str):
-        summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
-                                                        "accuracy_pct", "mean_cfr_pct", "label_source")}
-    frames = {"variants_compact": variants}
-    result = StreamedContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=None)
-    result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(items))
-    if say_warnings:
-        for line in tables["warnings"]["message"]:
-            print(f"warning: {line}")
-    if run_out is not None:
-        result.save(run_out)
-    return result
-
-
-class StreamedContactCenterResult(ContactCenterResult):
-    """A streamed run: the tables of the whole design, no per-row frames (they are in Parquet), or
-    the frames of the first few transcripts when :func:`.study.run` added them for display."""
-
-    def save(self, out: Any) -> Any:
-        """Tables, figures, summary; the judged rows were written to Parquet while streaming."""
-        from cfbench.report import StudyResult
-
-        return StudyResult.save(self, out)
-
-    def view(self, directory: "str | os.PathLike[str] | None" = None, *, height: int = 720) -> Any:
-        """The run explorer on the first transcripts only (the frames :func:`run` added for display).
-
-        The page of the whole design would read all of ``rows.parquet`` into memory (about 40 MB per
-        transcript measured at 70 paper transcripts), so it is built from a ``view_preview/`` folder holding
-        the first transcripts' rows and judgments, and written as ``<directory>/view.html``."""
-        import tempfile
-
-        from cfbench.view import ViewPage, write_inputs, write_view
-
-        n = self.summary.get("streamed", {}).get("preview_items")
-        if not n or "rows" not in self.frames:
-            raise InputError("a streamed run without the first transcripts' frames has no explorer page; its "
-                             "judged rows are in rows.parquet (read them with pyarrow or DuckDB)",
-                             source="StreamedContactCenterResult.view")
-        with tempfile.TemporaryDirectory(prefix="cfbench-view-") as tmp:
-            d = Path(directory) / "view_preview" if directory is not None else Path(tmp)
-            preview = ContactCenterResult(params=self.params, frames=self.frames, tables=self.tables,
-                                          summary=self.summary, plan=self.plan)
-            preview.save(d)  # the first transcripts' rows.parquet / judgments.parquet, not the whole design's
-            write_inputs(d, self.frames)
-            target = Path(directory) / "view.html" if directory is not None else d / "view.html"
-            path = write_view(d, target, title=f"streamed run: the first {n} of {len(self.summary['items'])} "
-                                               "transcripts (tables: the whole design)")
-            return ViewPage(path.read_text(encoding="utf-8"), path=path if directory is not None else None,
-                            height=height)
-
-    def invariants(self) -> dict[str, bool]:
-        t, s = self.tables, self.summary
-        checks = {
-            "CFR is a fraction": bool(t["cfr"]["cfr"].dropna().between(0, 1).all()),
-            "CFR rows are counterfactual dimensions only": not (
-                t["cfr"]["dimension"].isin(["original"]) | t["cfr"]["dimension"].astype(str)
-                .str.startswith("robustness")).any(),
-            "CFR dimensions were asked for": set(t["cfr"]["dimension"]) <= set(s.get("dimensions", [])),
-            "every judged row written to Parquet": (not s["streamed"].get("rows_parquet")
-                                                    or s["streamed"]["n_rows_parquet"] == s["n_rows"]),
-            "one judgment per request counted": int(t["parse_rates"]["n"].sum()) == int(s["n_requests"]),
-        }
-        return checks | _intervals_contain_estimates(t)
-
-    def header(self) -> str:
-        s = self.summary
-        return (f"**Streamed run**: {len(s['items']):,} transcripts x {len(s['questions'])} questions x "
-                f"{len(s['dimensions'])} dimensions; judges {', '.join(s['judges'])}; {s['n_requests']:,} "
-                f"judgments, {s['n_rows']:,} judged rows (in `rows.parquet`), reduced transcript by transcript "
-                f"to item statistics (took {s['wall_s']:.0f} s). Not built on this path: "
-                f"{', '.join(s['streamed']['not_built'])}."
-                + (f" Cells showing per-row frames show the first {s['streamed']['preview_items']} "
-                   "transcripts only." if s["streamed"].get("preview_items") else ""))
 
 
 def _intervals_contain_estimates(t: dict[str, pd.DataFrame]) -> dict[str, bool]:
