@@ -46,7 +46,8 @@ __all__ = ["ItemStats", "item_stats", "tables_from_stats", "iter_judged", "Parqu
 #: tables of :func:`.tables.study_tables` / :func:`.study.run` the streamed path does not build
 NOT_STREAMED: tuple = ()  # tables of run() the streamed path does not build (none)
 #: tables the streamed path builds (equal to the in-memory run's)
-STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
+STREAMED_TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accuracy_by_label",
+                   "flip_distribution", "responsiveness",
                    "cfr_minus_robustness", "cfr_by_category", "fairness_prompting_delta", "judge_means",
                    "net_cfr_gate", "parse_rates", "variant_rejections", "table2", "warnings", "judge_differences",
                    "evidence_checks", "kappa", "direction")
@@ -216,8 +217,9 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame, variants: pd.DataFra
                 s.add(f"rob/{rdim}/{task}/{col}", _cells(sub, value=col, kind="score", by=["judge"], unit=T.UNIT,
                                                          condition="repeat"))
     qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"])):
-        s.add(name, _accuracy_cells(qa_orig, by))
+    for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"]),
+                     ("accuracy_by_label", ["judge", "label_yes"])):
+        s.add(name, _accuracy_cells(T.label_yes(qa_orig), by))
     s.add("flip_hist", _flip_hist(qa_cf))
     s.add("cfr_by_category", _cells(qa_cf, value=T.ANSWER, kind="binary", by=["judge", "arm", "category"],
                                     unit=["item_id", "question_id", "dimension"]))
@@ -644,6 +646,7 @@ def tables_from_stats(s: ItemStats, *, n_boot: int = 1000, seed: int = 0) -> dic
 
     out["accuracy"] = _accuracy(s.frame("accuracy"), ["judge"])
     out["accuracy_by_question"] = _accuracy(s.frame("accuracy_by_question"), ["judge", "question_id"])
+    out["accuracy_by_label"] = _accuracy(s.frame("accuracy_by_label"), ["judge", "label_yes"])
     hist = s.frame("flip_hist")
     if len(hist):
         hist = hist.groupby(["judge", "arm", "dimension", "n_minority"], sort=True)["n_units"].sum().reset_index()

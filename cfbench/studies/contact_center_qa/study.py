@@ -29,7 +29,8 @@ from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests,
                                                         plan_for)
-from cfbench.studies.contact_center_qa.tables import judge_means, net_cfr_gate, study_tables
+from cfbench.studies.contact_center_qa.gates import gate_tables
+from cfbench.studies.contact_center_qa.tables import judge_means, study_tables
 
 __all__ = ["Params", "ContactCenterResult", "StreamedContactCenterResult", "run", "run_streamed", "audit",
            "drop_warnings", "WARNING_COLUMNS", "source_of", "real_dialogues", "REAL_TABLES"]
@@ -165,7 +166,6 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables["judge_means"] = judge_means(rows, n_boot=params.n_boot, seed=params.seed)
-    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
     tables["variant_rejections"] = rejection_table(variants)
     tables["parse_rates"] = _parse_rates(judgments)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
@@ -184,6 +184,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
             tables[f"star_{name}"] = real.tables[name]
         tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
             message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    tables.update(gate_tables(tables, params))  # verdicts: gates.py (responsiveness before invariance)
     if real is not None and not isinstance(real, str):
         for name in ("transcripts", "variants", "judgments", "rows"):
             real.frames[name] = real.frames[name].assign(source="star")
@@ -337,7 +338,7 @@ def plan_cost_by_judge(judges: Sequence[str], counts: dict[str, Any]) -> list[di
 
 
 #: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.
-REAL_TABLES = ("accuracy", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
+REAL_TABLES = ("accuracy", "accuracy_by_label", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
 
 
 def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:
@@ -650,7 +651,6 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
     del stats  # the item statistics are not needed after the tables: free them before the figures
     tables = _order_columns(tables)
     labels = {d: DIMENSIONS[d].label for d in dims}
-    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
     tables["variant_rejections"] = rejection_table(variants)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()
@@ -677,6 +677,7 @@ def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | N
             tables[f"star_{name}"] = real.tables[name]
         tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
             message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
+    tables.update(gate_tables(tables, params))  # verdicts: gates.py (responsiveness before invariance)
     cfr, acc = tables["cfr"], tables["accuracy"]
     pr = tables["parse_rates"]
     n_parsed = ((pr["n"] - pr["n_parse_failures"]).groupby(pr["judge"]).sum().astype(int).to_dict()

@@ -13,8 +13,8 @@ import pandas as pd
 
 from cfbench.metrics import counterfactual as M
 
-__all__ = ["study_tables", "flipped_units", "net_cfr_gate", "judge_means", "judge_differences", "evidence_checks",
-           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "GATE_COLUMNS"]
+__all__ = ["study_tables", "flipped_units", "judge_means", "judge_differences", "evidence_checks",
+           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "label_yes"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -34,6 +34,13 @@ SCORES = {"qa": [("confidence", "confidence"), ("p_yes_pct", "p_yes")],
 #: every score of the study lies in 0..100 (confidence, P(Yes) x 100, coaching scores): the range
 #: that bounds MASD and direction intervals and gives the worst-case interval when items show no spread
 SCORE_RANGE = (0.0, 100.0)
+
+
+def label_yes(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``label_yes`` (1.0 / 0.0 from ``label``, NaN without a label): the class of a labelled row."""
+    lab = frame["label"] if "label" in frame.columns else pd.Series(np.nan, index=frame.index)
+    return frame.assign(label_yes=lab.map(lambda v: np.nan if v is None or (isinstance(v, float) and np.isnan(v))
+                                          else M._label_to_float(v)))
 
 
 def score_items():
@@ -63,7 +70,8 @@ def split_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
 def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
     """Every table of the contact-center study from the parsed ``rows`` of :func:`run_plan`.
 
-    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``,
+    Keys: ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``, ``accuracy_by_label``
+    (per judge and label class ``label_yes``),
     ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``, ``direction``,
     ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence
     shares per judge), ``judge_differences`` (every pair of judges, in the order they
@@ -107,6 +115,9 @@ def study_tables(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> di
     out["accuracy"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge"], ok=OK, item="item_id")
     out["accuracy_by_question"] = M.accuracy(qa_orig, answer=ANSWER, label="label", by=["judge", "question_id"], ok=OK,
                                              item="item_id")
+    # per label class (Yes / No), for the responsiveness check of the gates (balanced accuracy, gates.py)
+    out["accuracy_by_label"] = M.accuracy(label_yes(qa_orig), answer=ANSWER, label="label", by=["judge", "label_yes"],
+                                          ok=OK, item="item_id")
     qa_rob = rob_all[rob_all["task"] == "qa"]
     out["kappa"] = (M.repeat_kappa(qa_rob, answer=ANSWER, unit=UNIT, by=["judge", "dimension"], ok=OK).rename(columns={"dimension": "baseline"})
                     if len(qa_rob) else pd.DataFrame())
@@ -243,54 +254,6 @@ def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
     r = r[(r["dimension"] != "original") & ~r["dimension"].astype(str).str.startswith("robustness")]
     g = r.groupby(["judge", "dimension", "item_id", "question_id"])["answer"].nunique().rename("n_answers")
     return g[g > 1].reset_index()
-
-
-GATE_COLUMNS = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "ci_method", "n_items",
-                "max_net", "point_pass", "interval_pass", "items_needed", "verdict"]
-
-
-def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
-                 baseline: str = "robustness", confidence: float = 0.95) -> pd.DataFrame:
-    """A release gate on CFR net of the repeat-noise baseline, by point estimate and by interval.
-
-    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``;
-    it says nothing about what the data rule out.
-    ``interval_pass``: the upper bound of the net CFR's 95 % interval (MOVER of
-    two cluster-adjusted Clopper-Pearson intervals, see
-    :func:`cfbench.metrics.counterfactual.cfr_minus_robustness`) lies strictly
-    *below* ``max_net``. A judge whose true net CFR equals the maximum passes
-    this in at most 2.5 % of audits if the interval holds its one-sided level;
-    simulated, at most 2.4 % at every n from 5 to 200 transcripts
-    (``docs/statistics.md``, ``tests/test_coverage_intervals.py``). A row
-    without an interval fails it.
-    ``items_needed``: the fewest items at which 0 flips (and 0 repeat flips)
-    would give an upper bound below ``max_net``
-    (:func:`cfbench.stats.intervals.items_needed_zero_events`); computed, not set.
-    ``verdict``: ``pass``; ``not decidable at this n (needs >= N items)`` when
-    the row failed and has fewer items than that, so no outcome could have
-    passed it without repeat flips; ``no interval (...)`` when the row has
-    none; ``fail`` otherwise.
-    Columns: :data:`GATE_COLUMNS`.
-    """
-    from cfbench.stats.intervals import items_needed_zero_events
-
-    t = cfr_minus_robustness
-    if not len(t):
-        return pd.DataFrame(columns=GATE_COLUMNS)
-    t = t[t["baseline"] == baseline].copy()
-    need = items_needed_zero_events(float(max_net), confidence=confidence)
-    t["max_net"] = float(max_net)
-    t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
-    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] < max_net)
-    t["items_needed"] = need
-    if "ci_method" not in t.columns:
-        t["ci_method"] = np.where(t["ci_high"].notna(), "", "none")
-    verdict = np.where(t["interval_pass"], "pass",
-                       np.where(t["ci_high"].isna(), "no interval (" + t["ci_method"].astype(str) + ")",
-                                np.where(t["n_items"] < need, f"not decidable at this n (needs >= {need} items)",
-                                         "fail")))
-    t["verdict"] = verdict
-    return t[GATE_COLUMNS].reset_index(drop=True)
 
 
 def judge_means(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
