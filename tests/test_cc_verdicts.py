@@ -50,7 +50,13 @@ register_script("cc-test-flipper", _truthful(0.05, 0.30), does="test: reads the 
 
 
 @pytest.fixture(scope="module")
-def results():
+def results(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # a module fixture runs outside conftest's per-test cache
+        mp.setenv("CFBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return _results()
+
+
+def _results():
     return run(Params(**BASE, judges=("scripted:yes", "scripted:no", "scripted:cc-test-fair",
                                       "scripted:cc-test-flipper")), progress=False)
 
