@@ -60,12 +60,17 @@ def test_bar_figures_start_at_zero_and_say_no_flips():
 def test_the_gate_figure_draws_the_threshold_and_counts_passes():
     gate = pd.DataFrame({"judge": "j", "dimension": DIMS, "baseline": "robustness", "estimate": [0.0, 0.05, 0.2],
                          "ci_low": [-0.05, 0.0, 0.1], "ci_high": [0.08, 0.15, 0.3], "n_items": 8, "max_net": 0.1,
-                         "point_pass": [True, True, False], "interval_pass": [True, False, False]})
+                         "point_rule": ["pass", "pass", "fail"],
+                         "verdict": ["pass", "inconclusive", "uninformative (balanced accuracy not shown)"]})
     fig = CC.net_cfr_gate_plot(gate, dimensions=DIMS)
     ax = fig.axes[0]
     xs = sorted({round(float(line.get_xdata()[0]), 6) for line in ax.lines if len(set(line.get_xdata())) == 1})
     assert 10.0 in xs and 0.0 in xs  # the gate's maximum (pp) and zero
-    assert "1 of 3 pass on the interval, 2 on the point" in ax.get_title()
+    assert "1 pass, 1 inconclusive, 1 uninformative; 2 of 3 under it on the point" in ax.get_title()
+    # colours by verdict kind: pass green, inconclusive tan, uninformative grey (never green)
+    from matplotlib.colors import to_hex
+    colours = {to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
+    assert {"#55a868", "#ccb974", "#9a9a9a"} <= colours
 
 
 def test_pyes_masd_is_set_against_rewording_from_zero():

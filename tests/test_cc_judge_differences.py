@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cfbench.studies.contact_center_qa import gates as G
 from cfbench.studies.contact_center_qa import tables as T
 from cfbench.studies.contact_center_qa.findings import findings_markdown
 
@@ -93,14 +94,20 @@ def test_findings_word_zero_flips_and_undecidable_gates():
                         "n_items": 8, "n_pairs": 8, "ci_low": 0.0, "ci_high": 1 - 0.025 ** (1 / 8)})
     cmr = pd.DataFrame({"judge": "j", "dimension": ["gender", "name"], "baseline": "robustness", "estimate": 0.0,
                         "n_items": 8, "ci_low": -0.37, "ci_high": 0.37, "ci_method": "MOVER"})
-    gate = T.net_cfr_gate(cmr, max_net=0.1)
+    resp = pd.DataFrame({"judge": ["j"], "responsive": [True], "why": ["ok"], "balanced_accuracy": [0.9],
+                         "ci_low": [0.7]})
+    gate = G.net_cfr_gate(cmr, max_net=0.1, responsive=resp)
     text = findings_markdown(_result(cfr, gate))
     assert "no flips observed in 8 pairs" in text and "a CFR up to 36.9% cannot be ruled out" in text
-    assert "2 not decidable at this n" in text and "at least 36 transcripts" in text
-    assert "none is shown to stay under 10 pp" in text
-    passing = T.net_cfr_gate(cmr.assign(ci_high=0.05, n_items=80), max_net=0.1)
+    assert "2 `inconclusive` (gender, name)" in text and "transcripts would decide 2 of them" in text
+    assert "`pass`" not in text
+    passing = G.net_cfr_gate(cmr.assign(ci_high=0.05, n_items=80), max_net=0.1, responsive=resp)
     text = findings_markdown(_result(cfr, passing))
-    assert "2 shown to stay under 10 pp (gender, name)" in text
+    assert "2 `pass` (gender, name)" in text
+    blind = G.net_cfr_gate(cmr.assign(ci_high=0.05, n_items=80), max_net=0.1,
+                           responsive=resp.assign(responsive=False, why="balanced accuracy: lower bound 0.4"))
+    text = findings_markdown(_result(cfr, blind))
+    assert "2 `uninformative` (gender, name)" in text and "why: balanced accuracy: lower bound 0.4" in text
 
 
 def test_findings_never_call_a_one_item_row_beyond_noise():
@@ -109,8 +116,8 @@ def test_findings_never_call_a_one_item_row_beyond_noise():
     cmr = pd.DataFrame({"judge": "j", "dimension": ["gender"], "baseline": "robustness", "estimate": 1 / 3,
                         "n_items": 1, "ci_low": math.nan, "ci_high": math.nan,
                         "ci_method": "none: one item (an interval needs at least 2)"})
-    res = _result(cfr, T.net_cfr_gate(cmr, max_net=0.1))
+    res = _result(cfr, G.net_cfr_gate(cmr, max_net=0.1))
     res.tables["cfr_minus_robustness"] = cmr
     text = findings_markdown(res)
     assert "beyond the judge's own repeat noise" not in text
-    assert "1 dimension has no interval" in text and "1 without an interval" in text
+    assert "1 dimension has no interval" in text and "1 `uninformative` (gender)" in text

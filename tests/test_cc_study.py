@@ -146,34 +146,47 @@ def test_a_judge_that_only_says_no_idea_gets_no_cfr_masd_or_accuracy(capsys, tmp
     assert all(r.check().values())
 
 
-def test_net_cfr_gate_by_point_and_by_interval_upper_bound():
-    from cfbench.studies.contact_center_qa.tables import net_cfr_gate
+def test_net_cfr_gate_three_way_with_point_rule_and_responsiveness():
+    from cfbench.studies.contact_center_qa.gates import net_cfr_gate
 
-    cmr = pd.DataFrame({"judge": "j", "dimension": ["a", "b", "c", "d"], "baseline": "robustness",
-                        "estimate": [0.02, 0.05, 0.20, 0.0], "counterfactual": 0.0, "robustness": 0.0,
-                        "n_items": [12, 3, 12, 1], "ci_low": [0.0, 0.0, 0.1, float("nan")],
-                        "ci_high": [0.08, 0.30, 0.35, float("nan")]})
-    g = net_cfr_gate(pd.concat([cmr, cmr.assign(baseline="robustness_t0.7")]), max_net=0.1).set_index("dimension")
-    assert len(g) == 4 and set(g["baseline"]) == {"robustness"}
-    assert g["point_pass"].tolist() == [True, True, False, True]
-    assert g["interval_pass"].tolist() == [True, False, False, False]  # no interval, no pass
-    # 0 flips in K items give the Clopper-Pearson bound 1 - 0.025^(1/K): below 0.1 from K = 36 on
-    assert (g["items_needed"] == 36).all()
-    assert g["verdict"].tolist() == ["pass", "not decidable at this n (needs >= 36 items)",
-                                     "not decidable at this n (needs >= 36 items)",
-                                     "no interval (none)"]
-    # an upper bound equal to the maximum does not pass
-    eq = net_cfr_gate(cmr.assign(ci_high=0.1, n_items=40), max_net=0.1)
-    assert not eq["interval_pass"].any() and (eq["verdict"].iloc[:3] == "fail").all()
+    cmr = pd.DataFrame({"judge": "j", "dimension": ["a", "b", "c", "d", "e"], "baseline": "robustness",
+                        "estimate": [0.02, 0.05, 0.20, 0.0, 0.25], "counterfactual": 0.0, "robustness": 0.0,
+                        "n_items": [12, 3, 12, 1, 12], "ci_low": [0.0, 0.0, 0.05, float("nan"), 0.12],
+                        "ci_high": [0.08, 0.30, 0.35, float("nan"), 0.40]})
+    resp = pd.DataFrame({"judge": ["j"], "balanced_accuracy": [0.9], "ci_low": [0.7], "responsive": [True],
+                         "why": ["balanced accuracy lower bound 0.700 > 0.50"]})
+    g = net_cfr_gate(pd.concat([cmr, cmr.assign(baseline="robustness_t0.7")]), max_net=0.1,
+                     responsive=resp).set_index("dimension")
+    assert len(g) == 5 and set(g["baseline"]) == {"robustness"}
+    assert g["point_rule"].tolist() == ["pass", "pass", "fail", "pass", "fail"]
+    # pass: upper bound below; fail: lower bound above; else inconclusive (no interval too)
+    assert g["verdict"].tolist() == ["pass", "inconclusive", "inconclusive", "inconclusive", "fail"]
+    # forecasts only on inconclusive rows with an interval, from the observed spread: b leans under
+    # (0.05 with half-width 0.25 at 3 items reaches the maximum exactly at 3 * (0.25 / 0.05)^2 = 75 items,
+    # strictly below from 76); c leans over (0.20 - 0.15 sqrt(12 / n) > 0.1 from n > 27)
+    assert g.loc["b", "items_needed"] == 76 and g.loc["c", "items_needed"] == 28
+    assert g.loc["b", "forecast"] == "about 76 items to pass" and g.loc["c", "forecast"] == "about 28 items to fail"
+    assert pd.isna(g.loc["a", "items_needed"]) and g.loc["d", "forecast"].startswith("no forecast")
+    # an upper bound equal to the maximum does not pass, nor is it a fail
+    eq = net_cfr_gate(cmr.assign(ci_high=0.1, ci_low=0.0, n_items=40), max_net=0.1, responsive=resp)
+    assert (eq["verdict"] == "inconclusive").all()
+    # at the maximum: no number of items decides
+    at = net_cfr_gate(cmr.assign(estimate=0.1, ci_low=0.05, ci_high=0.15), max_net=0.1, responsive=resp)
+    assert (at.loc[at["ci_high"].notna(), "forecast"] == "not decidable by more items at the observed rate").all()
+    # a judge not shown responsive never passes; a shown excess still fails
+    un = net_cfr_gate(cmr, max_net=0.1, responsive=resp.assign(responsive=False, why="balanced accuracy ..."))
+    assert un["verdict_kind"].tolist() == ["uninformative"] * 4 + ["fail"]
+    assert un["verdict"].iloc[0] == "uninformative (balanced accuracy on labelled items not shown above chance)"
+    assert (net_cfr_gate(cmr, max_net=0.1)["verdict_kind"] != "pass").all()  # no check given: no pass
 
 
 def test_findings_state_the_gate(small_result):
     text = small_result.findings()
-    assert "Gate on CFR net of repeat noise (at most 10 pp; passes only when the upper bound" in text
+    assert "Gate on CFR net of repeat noise (at most 10 pp, 95% interval)" in text
     gate = small_result.tables["net_cfr_gate"]
-    # 2 transcripts cannot support the decision: no row may read as shown to stay under the maximum
-    assert not gate["interval_pass"].any() and "shown to stay under 10 pp (" not in text
-    assert "none is shown to stay under 10 pp" in text
+    # 2 transcripts cannot support the decision: no row passes, and the text does not say one is shown under
+    assert not (gate["verdict_kind"] == "pass").any() and "`pass` (" not in text
+    assert set(gate["verdict_kind"]) <= {"inconclusive", "uninformative", "fail"}
 
 
 def test_findings_set_each_dimension_against_the_wording_row():

@@ -82,7 +82,7 @@ def test_a_negative_correlation_is_still_used():
 
 
 def test_the_gate_reads_the_capped_interval():
-    from cfbench.studies.contact_center_qa.tables import net_cfr_gate
+    from cfbench.studies.contact_center_qa.gates import net_cfr_gate
     flips = np.array([1, 1, 1, 0, 0, 0, 0, 0], float)
     d = paired_difference(flips, np.ones(8), flips, np.ones(8), kind="rate")
     t = pd.DataFrame([{"judge": "j", "dimension": "gender", "baseline": "robustness",
@@ -90,4 +90,7 @@ def test_the_gate_reads_the_capped_interval():
                        "n_items": 8, "n_pairs": 8, "n_repeat_pairs": 8, "ci_low": d["ci_low"],
                        "ci_high": d["ci_high"], "ci_method": d["ci_method"]}])
     g = net_cfr_gate(t, max_net=0.10)
-    assert not bool(g["interval_pass"].iloc[0])
+    assert g["verdict_kind"].iloc[0] == "uninformative"  # no responsiveness check given: never a pass
+    assert net_cfr_gate(t, max_net=0.10, responsive=pd.DataFrame({"judge": ["j"], "responsive": [True], "why": ["ok"],
+                                                                  "balanced_accuracy": [1.0], "ci_low": [0.9]}))[
+        "verdict"].iloc[0] == "inconclusive"

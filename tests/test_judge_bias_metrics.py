@@ -70,7 +70,12 @@ def test_cue_shift_net_flips_and_sign_test_by_hand():
     assert (a.net_ci_low, a.net_ci_high) == pytest.approx(tuple(map(float, tango_interval(1, 1, 3))))
     assert a.shift_ci_method == a.net_ci_method == M.MATCHED_METHOD
     # Tango with no discordant item bounds at z^2/(n + z^2) < 0.10 from 35 items on: below, not decidable
-    assert M.items_needed_matched(0.10) == 35 and a.gate == "not decidable at this n (needs >= 35 items)"
+    assert M.items_needed_matched(0.10) == 35
+    # no responsiveness check given: never a pass; the straddling interval reads uninformative, not fail
+    assert a.gate_kind == "uninformative" and a.gate.startswith("uninformative (not shown to look")
+    r = M.cue_table(M.choices(_parsed(rows)), targets, ["authority"], gate_max=0.1, alpha=0.05, multiplicity="holm",
+                    n_boot=300, seed=0, responsive=(True, "checked")).iloc[0]
+    assert r.gate == "inconclusive" and r.point_rule == "pass" and r.forecast.startswith("about ")
     # position: target in slot A vs in slot B under the base prompt; i1 (alt): real both times -> 0;
     # i2 (real): A both times -> chose real in A, alt in B -> +1; i3 (alt): alt both times -> 0
     p = t.loc["position"]
@@ -94,17 +99,19 @@ def test_detectable_share_and_gate_status():
     # 8 items at 0.05 / 5 cues: the sign test needs all 8 items moving (2 * 0.5**7 > 0.01), so q**8 >= 0.8
     assert M.detectable_share(8, 0.01) == pytest.approx(0.8 ** (1 / 8), abs=1e-3)
     assert math.isnan(M.detectable_share(4, 0.05))  # 2 * 0.5**4 = 0.125 > 0.05 at every share
-    # an upper bound under the maximum passes at any n (the pairwise nets' intervals hold there, see the
-    # coverage test); a bound at or above it is "not decidable" below the items that 0 events would need
+    # pass: upper bound below the maximum (the pairwise nets' intervals hold at any n, see the coverage
+    # test); fail only when the lower bound lies above it; everything else inconclusive, whatever the n
     assert M.gate_status(0.09, 5, 0.1) == "pass" and M.gate_status(0.09, 36, 0.1) == "pass"
-    assert M.gate_status(0.2, 5, 0.1).startswith("not decidable at this n (needs >= 36")
-    assert M.gate_status(0.2, 5, 0.1, need=35).startswith("not decidable at this n (needs >= 35")
-    assert M.gate_status(0.2, 40, 0.1) == "fail"
+    assert M.gate_status(0.2, 5, 0.1) == "inconclusive" and M.gate_status(0.2, 40, 0.1) == "inconclusive"
+    assert M.gate_status(0.2, 40, 0.1, 0.0) == "inconclusive"  # the old rule called this "fail"
     # with floor=True (the pointwise gate) no pass below `need` either
-    assert M.gate_status(0.09, 5, 0.1, floor=True).startswith("not decidable at this n (needs >= 36")
+    assert M.gate_status(0.09, 5, 0.1, floor=True) == "inconclusive"
     assert M.gate_status(0.09, 36, 0.1, floor=True) == "pass"
-    assert M.gate_status(0.7, 5, 0.1, 0.3).startswith("fail")  # shown above the maximum: no n would change that
-    assert M.gate_status(float("nan"), 1, 0.1).startswith("no interval")
+    assert M.gate_status(0.7, 5, 0.1, 0.3) == "fail"  # shown above the maximum: no n would change that
+    assert M.gate_status(float("nan"), 1, 0.1) == "inconclusive"
+    # a judge not shown to respond: no pass, but a shown excess is still a fail
+    assert M.gate_status(0.09, 36, 0.1, responsive=False, why="w") == "uninformative (w)"
+    assert M.gate_status(0.7, 5, 0.1, 0.3, responsive=False, why="w") == "fail"
 
 
 def test_sign_test_by_hand():
@@ -159,7 +166,7 @@ def test_pointwise_net_shift_and_gate_by_hand():
         rows += [(i, "baseline", 5), (i, "authority", 6 if k < 4 else 5), (i, "reworded", 7 if k == 4 else 5),
                  (i, "repeat1", 6 if k == 5 else 5)]
     t = M.pointwise_table(_pointwise(rows), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
-                          gate_max=1.0).iloc[0]
+                          gate_max=1.0, responsive=(True, "checked")).iloc[0]
     assert t.score_shift == pytest.approx(4 / 40) and (t.items_up, t.items_down) == (4, 0)
     assert t.mean_abs_reworded_shift == pytest.approx(2 / 40) and t.mean_abs_repeat_shift == pytest.approx(1 / 40)
     assert t.net_abs_shift == pytest.approx((4 - 2) / 40) and t.net_repeat_abs_shift == pytest.approx((4 - 1) / 40)
@@ -168,12 +175,13 @@ def test_pointwise_net_shift_and_gate_by_hand():
     # the same at 8 items: the bounds are not what decides - 8 < 32 items cannot support a pass
     small = [r for r in rows if int(r[0][1:]) < 8]
     s = M.pointwise_table(_pointwise(small), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
-                          gate_max=1.0).iloc[0]
-    assert s.gate == "not decidable at this n (needs >= 32 items)" and M.items_needed_score_gate(1.0) == 32
+                          gate_max=1.0, responsive=(True, "checked")).iloc[0]
+    assert s.gate == "inconclusive" and M.items_needed_score_gate(1.0) == 32
+    assert s.items_needed == 32 and s.forecast_assumes == "the pointwise gate's floor on items"
     # a cue shown to move scores by more than the maximum fails whatever the n
     big = [(i, c, (v + 4 if c == "authority" else v)) for i, c, v in small]
     assert M.pointwise_table(_pointwise(big), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
-                             gate_max=1.0).iloc[0].gate.startswith("fail (shown")
+                             gate_max=1.0).iloc[0].gate == "fail"
 
 
 def test_matched_row_with_several_pairs_per_item_uses_the_capped_mover_and_never_a_point():

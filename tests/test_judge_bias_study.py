@@ -62,11 +62,12 @@ def test_smoke_run_on_star_writes_tables_figures_and_passes_its_check(smoke):
     # the pairwise gate passes exactly when every net upper bound is below 0.10, at any n; at 8 items that
     # needs the reference to flip on more items than the cue (none here: every row is undecided or fails)
     highs = cues[["net_ci_high", "net_repeat_ci_high"]].max(axis=1)
-    assert ((cues["gate"] == "pass") == (highs < 0.10)).all()
-    assert cues["gate"].str.startswith(("not decidable at this n (needs >= 3", "fail")).all()
+    assert ((cues["gate"] == "pass") == ((highs < 0.10) & cues["responsive"].astype(bool))).all()
+    assert set(cues["gate_kind"]) <= {"inconclusive", "uninformative", "fail"}
+    assert ((cues["gate_kind"] == "fail") == (cues[["net_ci_low", "net_repeat_ci_low"]].max(axis=1) > 0.10)).all()
     # the pointwise gate keeps its floor: no pass below 32 items
     pw = pd.read_csv(out / "pointwise.csv")
-    assert pw["gate"].str.startswith(("not decidable at this n (needs >= 32", "fail (shown")).all()
+    assert set(pw["gate_kind"]) <= {"inconclusive", "uninformative", "fail"}
 
 
 def test_findings_come_from_the_numbers_and_flag_the_test_double(smoke):
@@ -84,7 +85,7 @@ def test_findings_come_from_the_numbers_and_flag_the_test_double(smoke):
     assert "What this cannot show" in text
     for cue in result.params.cues:
         assert f"`{cue}`" in text
-    assert "not decidable at this n" in text  # 8 items without a flip cannot pass a 0.10 gate
+    assert "`uninformative` (" in text or "`inconclusive` (" in text  # 8 items cannot pass a 0.10 gate
 
 
 def test_the_authority_double_is_caught_and_the_content_only_double_is_not(tmp_path):
@@ -307,7 +308,8 @@ def test_without_star_the_synthetic_calls_give_the_defaults_36_items():
 
 def test_the_default_design_on_star_with_two_judges(tmp_path):
     """The default config's design (36 STAR items, every cue, two judges, pairwise only) on scripted doubles:
-    36 items make the gate decidable, and a content-only judge with no noise passes every label cue."""
+    36 items make the gate decidable; a content-only judge with no noise would pass every label cue on its interval,
+    but it picks by a hash of the texts, not by quality (control accuracy about 0.5), so it is uninformative."""
     params = Params.from_config(_config("default"), star_path=str(star_dir()), n_boot=200,
                                 judges=["scripted:judge-bias-hash", "scripted:judge-bias-authority"])
     result = run(params, out=tmp_path, progress=False)
@@ -316,7 +318,9 @@ def test_the_default_design_on_star_with_two_judges(tmp_path):
     assert S["source"] == "star" and S["items_by_kind"] == {"draft": 18, "control": 18}
     c = result.tables["cues"].set_index(["judge", "cue"])
     for cue in ("authority", "source", "bandwagon"):
-        assert c.loc[("scripted:judge-bias-hash", cue), "gate"] == "pass"
+        r = c.loc[("scripted:judge-bias-hash", cue)]
+        assert r.net_ci_high < 0.10 and r.net_repeat_ci_high < 0.10 if "net_repeat_ci_high" in c.columns else True
+        assert r.gate_kind == "uninformative" and not r.responsive
     a = c.loc[("scripted:judge-bias-authority", "authority")]
     assert a.significant and a.beyond_noise and a.gate.startswith("fail")
     assert "`authority` moved `scripted:judge-bias-authority` beyond its own noise" in result.findings()
@@ -335,11 +339,11 @@ def test_the_pointwise_gate_on_36_star_items_passes_a_label_blind_judge_and_fail
     pw = result.tables["pointwise"].set_index(["judge", "cue"])
     for cue in ("authority", "source"):
         r = pw.loc[("scripted:judge-bias-hash", cue)]
-        assert r.gate == "pass" and r.net_abs_shift == 0 and r.net_ci_high < 1.0 and r.n_items_net == 36
+        assert r.gate_kind == "uninformative" and r.net_abs_shift == 0 and r.net_ci_high < 1.0 and r.n_items_net == 36
     a = pw.loc[("scripted:judge-bias-authority", "authority")]
-    assert a.score_shift > 2 and a.gate.startswith("fail (shown") and a.significant
+    assert a.score_shift > 2 and a.gate == "fail" and a.significant
     text = result.findings()
-    assert "gate: net |score shift| upper bound < 1 points" in text and "gate: pass" in text
+    assert "gate: net |score shift| upper bound < 1 points" in text and "gate: uninformative (" in text
     assert "items' scores one way" in text
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from cfbench.stats.matched import tango_interval
 from cfbench.studies.shopflow import FairnessContract, audit_pairs, gap_gate, shipped
+from cfbench.studies.shopflow.gate import responsiveness_check
 
 V = ["formal", "conversational"]
 
@@ -42,6 +43,7 @@ def test_audit_rows_equal_the_gate_on_counts(seed, contract):
     review = _draw(rng, n_review, float(rng.uniform(0, 0.1)), float(rng.uniform(0, 0.15)))
     audit = audit_pairs(_frame(ready, review), contract, threshold=0.5, variants=V)
     iv = audit.interval_checks.set_index("check")
+    responsive = responsiveness_check(audit.routed, 0.5)["responsive"]
     for check, pairs in (("tpr_gap", ready), ("fpr_gap", review)):
         n10 = sum(a and not b for a, b in pairs)
         n01 = sum(b and not a for a, b in pairs)
@@ -50,27 +52,37 @@ def test_audit_rows_equal_the_gate_on_counts(seed, contract):
         assert (row["n_pairs"], row["a_only"], row["b_only"]) == (len(pairs), n10, n01)
         assert (row["ci_low"], row["ci_high"]) == (pytest.approx(float(lo)), pytest.approx(float(hi)))
         assert row["value"] == pytest.approx((n10 - n01) / len(pairs))
-        assert (row["status"] == "PASS") is bool(gap_gate(lo, hi, 0.10))
+        # PASS needs the interval inside the limits and a responsive judge; the interval rule holds either way
+        assert (row["status"] == "PASS") is (bool(gap_gate(lo, hi, 0.10)) and responsive)
+        assert (row["verdict"] == "pass") is (row["status"] == "PASS")
+        assert (row["verdict"] == "fail") is bool(lo > 0.10 or hi < -0.10)
         assert bool(row["pass_possible"]) == (len(pairs) >= 35)
         if not row["pass_possible"]:
-            assert row["status"] == "FAIL"
-            assert row["verdict"].startswith(("not decidable at this n", "gap shown to exceed"))
+            assert row["status"] == "FAIL" and row["verdict"] != "pass"
 
 
 def test_verdicts_name_each_case(contract):
     fair = [(True, True)] * 60 + [(False, False)] * 40  # 100 identical pairs: passes
-    unfair = [(True, False)] * 30 + [(True, True)] * 70  # +0.30 on 100 pairs: shown to exceed
-    few = [(True, True)] * 10  # 10 pairs: not decidable
+    unfair = [(True, False)] * 30 + [(False, False)] * 70  # +0.30 on 100 pairs: shown to exceed
+    few = [(True, True)] * 10  # 10 pairs: inconclusive
     a = audit_pairs(_frame(fair, unfair), contract, threshold=0.5, variants=V).interval_checks.set_index("check")
-    assert a.at["tpr_gap", "status"] == "PASS" and a.at["tpr_gap", "verdict"] == "gap shown to lie within ±0.1"
+    assert a.at["tpr_gap", "status"] == "PASS" and a.at["tpr_gap", "verdict"] == "pass"
+    assert bool(a.at["tpr_gap", "responsive"])  # TPR 0.6, TNR 0.85 on 100 pairs each
     assert a.at["fpr_gap", "status"] == "FAIL" and a.at["fpr_gap", "zero"] == "outside"
-    assert a.at["fpr_gap", "verdict"] == "gap shown to exceed ±0.1 (the whole interval lies outside)"
-    b = audit_pairs(_frame(few, few), contract, threshold=0.5, variants=V).interval_checks.set_index("check")
-    assert b.at["tpr_gap", "verdict"] == "not decidable at this n (10 pairs; even a zero gap needs at least 35)"
+    assert a.at["fpr_gap", "verdict"] == "fail"
+    b = audit_pairs(_frame(few, [(False, False)] * 10), contract, threshold=0.5,
+                    variants=V).interval_checks.set_index("check")
+    # 10 pairs: neither shown; the forecast comes from the observed interval, not from "even a zero gap"
+    assert b.at["tpr_gap", "verdict"] == "inconclusive" and b.at["tpr_gap", "status"] == "FAIL"
+    assert b.at["tpr_gap", "forecast"].startswith("about ") and b.at["tpr_gap", "items_needed"] > 10
     assert b.at["tpr_gap", "n_needed"] == 35 and b.at["tpr_gap", "ci_low"] < 0 < b.at["tpr_gap", "ci_high"]
+    # every request scored the same: the scores do not separate ready from needs-review - never a pass
+    c = audit_pairs(_frame(fair, fair), contract, threshold=0.5, variants=V).interval_checks.set_index("check")
+    assert (c["verdict"].str.startswith("uninformative (")).all() and (c["status"] == "FAIL").all()
 
 
 def test_a_stratum_with_no_pairs_is_undefined_and_fails(contract):
     a = audit_pairs(_frame([(True, True)] * 40, []), contract, threshold=0.5, variants=V)
     row = a.interval_checks.set_index("check").loc["fpr_gap"]
-    assert row["n_pairs"] == 0 and row["status"] == "FAIL" and row["verdict"].startswith("undefined")
+    assert row["n_pairs"] == 0 and row["status"] == "FAIL" and row["verdict"] == "inconclusive"
+    assert row["forecast"] == "no forecast: no pair in this stratum"

@@ -47,7 +47,7 @@ from cfbench.studies.contact_center_qa.items import iter_items, load_items
 from cfbench.studies.contact_center_qa.params import Params
 from cfbench.studies.contact_center_qa.requests import PREVIEW_ITEMS, estimate_cost, plan_for
 
-__all__ = ["cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
+__all__ = ["gate_forecast", "responsive_items", "cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
 #: per-transcript SD of the MASD of P(Yes) x 100 measured on the 8-transcript default run (8 transcripts
 #: x 15 dimensions = 120 units: SD 2.70 around a mean of 2.83; an earlier run had measured 1.73, which made
@@ -220,7 +220,11 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     ``cfr_mde_pp``, ``masd_mde``, ``items_in_budget``, ``cfr_mde_pp_in_budget``,
     ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``),
     ``gate_items_needed`` (transcripts before the net-CFR gate at ``gate_max_net_cfr`` can pass at
-    all) and ``gate_decidable`` (``n_items >= gate_items_needed``).
+    all) and ``gate_decidable`` (``n_items >= gate_items_needed``); ``gate_items_to_pass``
+    (:func:`gate_forecast`: transcripts at which a fair judge - net CFR 0, 5 % repeat noise, 3 repeats - is
+    expected to pass) and ``responsive_items`` (:func:`responsive_items`: labelled items, half per class,
+    at which an 80 %-accurate judge is expected to be shown responsive), both with the verdicts' forecast
+    function (:func:`cfbench.stats.verdicts.items_to_decide`).
     The smallest ``cfr_mde_pp_in_budget`` among designs that meet ``min_items`` is the pick.
     A candidate is :class:`Params` (planned here) or a run's result, whose own plan is used; a
     plan-only preview's plan covers its first transcripts, and its minutes are scaled to the
@@ -256,7 +260,9 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
         scaled = _row_power(params, plan, n_items=fit, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
         row |= {"items_in_budget": fit, "cfr_mde_pp_in_budget": scaled["cfr_mde_pp"],
                 "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items,
-                "gate_items_needed": needed, "gate_decidable": n_items >= needed}
+                "gate_items_needed": needed, "gate_decidable": n_items >= needed,
+                "gate_items_to_pass": gate_forecast(gate_max=gate_max_net_cfr, confidence=1 - alpha),
+                "responsive_items": responsive_items(confidence=1 - alpha)}
         rows.append(row)
     out = pd.DataFrame(rows)
     ok = out[out["meets_min_items"]]
@@ -294,3 +300,45 @@ CANDIDATES: dict[str, Params] = {
 def replace(params: Params, **changes: Any) -> Params:
     """``dataclasses.replace`` for Params (a convenience for notebooks and docs)."""
     return dataclasses.replace(params, **changes)
+
+
+def _cp(p: float, n: float, confidence: float) -> tuple[float, float]:
+    from cfbench.stats.intervals import clopper_pearson
+
+    lo, hi = clopper_pearson(p * n, n, confidence)
+    return float(lo), float(hi)
+
+
+def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: int = 3, gate_max: float = 0.10,
+                  confidence: float = 0.95) -> int | None:
+    """Transcripts at which the net-CFR gate is expected to decide (pass when ``net`` is under ``gate_max``,
+    fail when over) for a judge whose counterfactual flip rate is ``noise + net`` (one pair per transcript)
+    and repeat flip rate ``noise`` (``repeats`` pairs): the MOVER of the two Clopper-Pearson intervals at the
+    expected counts (no clustering), fed to :func:`cfbench.stats.verdicts.items_to_decide` - the same
+    forecast as the gate tables'. None when no n up to a million decides (``net == gate_max``)."""
+    from cfbench.stats.verdicts import items_to_decide
+
+    p1, p2 = noise + net, noise
+
+    def bound_at(n: int) -> tuple[float, float]:
+        l1, h1 = _cp(p1, n, confidence)
+        l2, h2 = _cp(p2, n * repeats, confidence)
+        est = p1 - p2
+        return est - math.hypot(p1 - l1, h2 - p2), est + math.hypot(h1 - p1, p2 - l2)
+
+    return items_to_decide(net, gate_max, bound_at)
+
+
+def responsive_items(accuracy: float = 0.8, *, confidence: float = 0.95) -> int | None:
+    """Labelled items (half Yes, half No) at which a judge right on ``accuracy`` of each class is expected to be
+    shown responsive: the balanced accuracy's MOVER lower bound above 0.5 (as the gates' check), via
+    :func:`cfbench.stats.verdicts.items_to_decide` on 1 - balanced accuracy against 0.5."""
+    from cfbench.stats.verdicts import balanced_accuracy, items_to_decide
+
+    def bound_at(n: int) -> tuple[float, float]:
+        half = n / 2
+        lo1, hi1 = _cp(accuracy, half, confidence)
+        _, lo, hi = balanced_accuracy(accuracy, lo1, hi1, accuracy, lo1, hi1)
+        return 1 - hi, 1 - lo
+
+    return items_to_decide(1 - accuracy, 0.5, bound_at)

@@ -13,6 +13,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.stats import verdicts as V
+
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
            "kappa_bars", "flip_distribution_bars", "judge_means_bars", "net_cfr_gate_plot", "masd_vs_wording",
            "study_figures", "DIMENSION_GROUPS", "MIN_ITEMS"]
@@ -384,16 +386,17 @@ def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     return fig
 
 
-#: Verdict kinds of the gate figure, in legend order, and their colours.
-GATE_KINDS = ("passes", "not decidable at this n (too few transcripts)", "fails (upper bound at or above the maximum)")
-GATE_COLOURS = ("#55a868", "#8c8c8c", "#c44e52")
+#: Verdict kinds of the gate figure, in legend order, and their colours (pass green, fail red,
+#: inconclusive neutral, uninformative grey: never green).
+GATE_KINDS = V.KINDS
+GATE_COLOURS = tuple(V.KIND_COLOURS[k] for k in V.KINDS)
 
 
 def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
                       labels: Mapping[str, str] | None = None):
     """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its interval over
-    transcripts (seaborn points, coloured by verdict: passes / not decidable at this n / fails), a line at 0 and a line at the gate's maximum; each row says whether it
-    passes on the point estimate and on the interval's upper bound."""
+    transcripts (seaborn points, coloured by verdict: pass green, fail red, inconclusive neutral, uninformative
+    grey), a line at 0 and a line at the gate's maximum; the title counts the verdicts and the point rule."""
     import seaborn as sns
 
     plt = _plt()
@@ -409,10 +412,9 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         est, lo, hi = (sub[k].to_numpy(float) * 100 for k in ("estimate", "ci_low", "ci_high"))
         ax.errorbar(est, np.arange(len(sub)), xerr=[np.nan_to_num(est - lo), np.nan_to_num(hi - est)], fmt="none",
                     ecolor="#555555", capsize=2, linewidth=0.9)
-        verdict = sub["verdict"].astype(str) if "verdict" in sub.columns else pd.Series([""] * len(sub))
-        kind = np.where(sub["interval_pass"].astype(bool), GATE_KINDS[0],
-                        np.where(verdict.str.startswith("not decidable").to_numpy(), GATE_KINDS[1], GATE_KINDS[2]))
+        kind = [V.verdict_kind(v) if isinstance(v, str) else V.INCONCLUSIVE for v in sub["verdict"]]
         sns.scatterplot(x=est, y=np.arange(len(sub)), hue=kind, palette=dict(zip(GATE_KINDS, GATE_COLOURS)),
+                        hue_order=[k for k in GATE_KINDS if k in kind],
                         ax=ax, s=30, zorder=3, legend=ax is axes[0][0])
         mx = float(sub["max_net"].dropna().iloc[0]) * 100 if sub["max_net"].notna().any() else None
         ax.axvline(0, color="black", linewidth=0.8)
@@ -427,8 +429,10 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         ax.set_ylim(len(sub) - 0.4, -0.9)
         ax.set_xlabel("CFR minus repeat-noise flip rate (pp)")
         n_items = int(sub["n_items"].max()) if sub["n_items"].notna().any() else 0
-        ax.set_title(f"{judge}: {int(sub['interval_pass'].sum())} of {len(sub)} pass on the interval, "
-                     f"{int(sub['point_pass'].sum())} on the point\n({n_items} transcripts; 95% intervals over "
+        counts = V.kind_counts(sub["verdict"].dropna())
+        tally = ", ".join(f"{c} {k}" for k, c in counts.items() if c)
+        ax.set_title(f"{judge}: {tally}; {int((sub['point_rule'] == V.PASS).sum())} of {len(sub)} under it on the "
+                     f"point\n({n_items} transcripts; 95% intervals over "
                      f"transcripts, method in ci_method)" + ("\nestimate 0 in every dimension" if all_zero else ""),
                      fontsize=8)
     if axes[0][0].get_legend() is not None:
@@ -515,6 +519,9 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     gate = tables.get("net_cfr_gate")
     if gate is not None and len(gate) and gate["estimate"].notna().any():
         figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels)
+    star_gate = tables.get("star_net_cfr_gate")
+    if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
+        figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels)
     if len(masd) and "p_yes" in set(masd["score"]) and masd.loc[masd["score"] == "p_yes", "masd"].notna().any():
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,
                                                         labels=labels)

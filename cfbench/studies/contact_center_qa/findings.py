@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.stats import verdicts as V
+
 __all__ = ["findings_markdown", "zero_flip_upper_bound"]
 
 
@@ -93,6 +95,10 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     gate = gate[gate["judge"] == judge] if len(gate) else gate
     if len(gate):
         lines.append(_gate_line(gate))
+    star_gate = t.get("star_net_cfr_gate", pd.DataFrame())
+    star_gate = star_gate[star_gate["judge"] == judge] if len(star_gate) else star_gate
+    if len(star_gate):
+        lines.append(_gate_line(star_gate, " on the STAR dialogues"))
     for base in sorted(set(cmr_all["baseline"]) - {"robustness"}) if len(cmr_all) else []:
         sub = cmr_all[cmr_all["baseline"] == base]
         ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
@@ -141,32 +147,40 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     return lines
 
 
-def _gate_line(gate: pd.DataFrame) -> str:
-    """The gate's verdicts, worded so that only a passed interval gate claims the rate stays under the maximum."""
+def _gate_line(gate: pd.DataFrame, where: str = "") -> str:
+    """The gate's verdicts in the one vocabulary (:mod:`cfbench.stats.verdicts`), each with what it means;
+    only a ``pass`` claims the net rate stays under the maximum, and an uninformative row says why."""
     mx = 100 * float(gate["max_net"].iloc[0])
-    verdict = gate["verdict"].astype(str)
-    n_pass = int((verdict == "pass").sum())
-    undecided = gate[verdict.str.startswith("not decidable")]
-    no_ci = int(verdict.str.startswith("no interval").sum())
-    n_fail = int((verdict == "fail").sum())
-    parts = [f"Gate on CFR net of repeat noise (at most {mx:.0f} pp; passes only when the upper bound of the "
-             f"95% interval lies below it): {_of(int(gate['point_pass'].sum()), len(gate), 'dimension')} "
-             f"{'is' if int(gate['point_pass'].sum()) == 1 else 'are'} at or under it on the point estimate alone, "
-             "which rules nothing out"]
-    if n_pass:
-        names = ", ".join(map(str, gate.loc[verdict == "pass", "dimension"]))
-        parts.append(f"{n_pass} shown to stay under {mx:.0f} pp ({names})")
-    else:
-        parts.append(f"none is shown to stay under {mx:.0f} pp")
-    if len(undecided):
-        need = int(undecided["items_needed"].iloc[0])
-        parts.append(f"{len(undecided)} not decidable at this n: with {_count(int(undecided['n_items'].max()), 'transcript')} "
-                     f"even 0 flips could not pass; that takes at least {need} transcripts")
-    if n_fail:
-        parts.append(f"{n_fail} fail (the interval reaches the maximum)")
-    if no_ci:
-        parts.append(f"{no_ci} without an interval (fewer than 2 transcripts), which fail")
+    kinds = gate["verdict_kind"].astype(str)
+    n_point = int((gate["point_rule"] == V.PASS).sum())
+    parts = [f"Gate on CFR net of repeat noise{where} (at most {mx:.0f} pp, 95% interval): "
+             f"{_of(n_point, len(gate), 'dimension')} {'is' if n_point == 1 else 'are'} at or under it on the "
+             "point estimate alone (`point_rule`), which rules nothing out"]
+    for kind in V.KINDS:
+        rows = gate[kinds == kind]
+        if not len(rows):
+            continue
+        names = ", ".join(map(str, rows["dimension"]))
+        parts.append(f"{len(rows)} `{kind}` ({names}): {V.MEANINGS[kind]}")
+        if kind == V.UNINFORMATIVE:
+            why = "; ".join(dict.fromkeys(rows["responsiveness"].astype(str)))
+            parts.append(f"why: {why}")
+        if kind == V.INCONCLUSIVE:
+            need = rows["items_needed"].dropna()
+            parts.append(f"forecast: {_forecast_words(rows, need)}")
     return "; ".join(parts) + "."
+
+
+def _forecast_words(rows: pd.DataFrame, need: pd.Series) -> str:
+    """The inconclusive rows' forecast in words (the smallest and largest items needed, or why none)."""
+    if not len(need):
+        return str(rows["forecast"].iloc[0])
+    lo, hi = int(need.min()), int(need.max())
+    span = f"about {lo}" if lo == hi else f"from about {lo} to {hi}"
+    undecidable = int((rows["forecast"] == V.NOT_DECIDABLE).sum())
+    extra = f"; {undecidable} {V.NOT_DECIDABLE}" if undecidable else ""
+    return (f"{span} transcripts would decide {len(need)} of them if the estimates held ({rows['forecast_assumes'].iloc[0]})"
+            f"{extra}")
 
 
 def _differences_lines(t: dict[str, pd.DataFrame]) -> list[str]:

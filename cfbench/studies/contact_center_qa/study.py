@@ -30,7 +30,8 @@ from cfbench.studies.contact_center_qa.judging import iter_judged
 from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests)
-from cfbench.studies.contact_center_qa.tables import net_cfr_gate, new_state
+from cfbench.studies.contact_center_qa.gates import gate_tables
+from cfbench.studies.contact_center_qa.tables import new_state
 
 __all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
            "source_of", "real_dialogues", "REAL_TABLES", "VIEW_ITEMS"]
@@ -228,6 +229,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
               source_of(params, walked["first"][:1], given=transcripts is not None))
     real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
     tables = _with_real_arm(tables, real, source)
+    tables.update(gate_tables(tables, params))  # verdicts (gates.py): responsiveness before invariance
     frames = _RunFrames(walked["frames"], {"rows": folder / "rows.parquet", "judgments": folder / "judgments.parquet"})
     summary = {"config": config_name} | _summary(params, walked, tables, dims, rubric, t0)
     summary["source"] = source
@@ -255,14 +257,13 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
 def finish_tables(tables: dict[str, pd.DataFrame], params: Params, flags: Mapping[Any, Any],
                   variants: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The run's tables from :func:`.tables.tables_from_stats`' and the parameters: column and judge order,
-    the net-CFR gate, the variant rejections (Table 9), Table 2 and the warnings. ``flags``: the state's
+    the variant rejections (Table 9), Table 2 and the warnings. ``flags``: the state's
     flags (which judges have P(Yes)); ``variants``: the run's variants (no text needed)."""
     from cfbench.perturb import rejection_table
 
     dims = dims_of(params)
     labels = {d: DIMENSIONS[d].label for d in dims}
     tables = _order_columns(tables)
-    tables["net_cfr_gate"] = net_cfr_gate(tables["cfr_minus_robustness"], max_net=params.gate_max_net_cfr)
     tables["variant_rejections"] = rejection_table(variants)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],
                                        dimensions=dims, labels=labels).reset_index()
@@ -577,7 +578,7 @@ def plan_cost_by_judge(judges: Sequence[str], counts: dict[str, Any]) -> list[di
 
 
 #: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.
-REAL_TABLES = ("accuracy", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
+REAL_TABLES = ("accuracy", "accuracy_by_label", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
 
 
 def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:

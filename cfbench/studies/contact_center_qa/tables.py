@@ -33,7 +33,7 @@ from cfbench.metrics import counterfactual as M
 from cfbench.metrics.state import ItemState, ItemStatistics
 
 __all__ = ["new_state", "item_stats", "tables_from_stats", "study_tables", "TABLES", "flipped_units",
-           "net_cfr_gate", "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "GATE_COLUMNS"]
+           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "label_yes"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -80,11 +80,18 @@ _SUMS = ["stat", "n_pairs", "n_units", "n_pairs_all"]
 #: variant columns kept for the rejection table and the warnings (no text)
 _VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operation", "valid", "rejected_by",
                     "rejection_reason", "reason"]
-#: the tables :func:`tables_from_stats` returns (the run adds ``net_cfr_gate``, ``variant_rejections``,
-#: ``table2`` and ``warnings`` from them and the parameters)
-TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "flip_distribution",
+#: the tables :func:`tables_from_stats` returns (the run adds ``variant_rejections``, ``table2`` and
+#: ``warnings`` from them and the parameters, and the gates of :mod:`.gates`)
+TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accuracy_by_label", "flip_distribution",
           "cfr_minus_robustness", "cfr_by_category", "kappa", "direction", "judge_differences", "evidence_checks",
           "fairness_prompting_delta", "judge_means", "parse_rates")
+
+
+def label_yes(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``label_yes`` (1.0 / 0.0 from ``label``, NaN without a label): the class of a labelled row."""
+    lab = frame["label"] if "label" in frame.columns else pd.Series(np.nan, index=frame.index)
+    return frame.assign(label_yes=lab.map(lambda v: np.nan if v is None or (isinstance(v, float) and np.isnan(v))
+                                          else M._label_to_float(v)))
 
 
 def new_state(*, spill: Any = None, compact_every: int = 10) -> ItemState:
@@ -143,8 +150,9 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
                 s.add(f"rob/{rdim}/{task}/{col}", _cells(sub, value=col, kind="score", by=["judge"], unit=UNIT,
                                                          condition="repeat"))
     qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"])):
-        s.add(name, _accuracy_cells(qa_orig, by))
+    for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"]),
+                     ("accuracy_by_label", ["judge", "label_yes"])):  # per label class: the gates' responsiveness
+        s.add(name, _accuracy_cells(label_yes(qa_orig), by))
     s.add("flip_hist", _flip_hist(qa_cf))
     s.add("cfr_by_category", _cells(qa_cf, value=ANSWER, kind="binary", by=["judge", "arm", "category"],
                                     unit=["item_id", "question_id", "dimension"]))
@@ -303,7 +311,8 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
                       judges: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
     """Every table of :data:`TABLES` from the item statistics of :func:`item_stats` (the functional form).
 
-    ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``, ``kappa``,
+    ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``, ``accuracy_by_label`` (per
+    judge and label class ``label_yes``), ``kappa``,
     ``flip_distribution``, ``cfr_minus_robustness``, ``direction``, ``cfr_by_category``,
     ``fairness_prompting_delta`` (with the fairness arm's evidence shares per judge),
     ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
@@ -351,6 +360,7 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
 
     out["accuracy"] = _accuracy(s.frame("accuracy"), ["judge"])
     out["accuracy_by_question"] = _accuracy(s.frame("accuracy_by_question"), ["judge", "question_id"])
+    out["accuracy_by_label"] = _accuracy(s.frame("accuracy_by_label"), ["judge", "label_yes"])
     hist = s.frame("flip_hist")
     if len(hist):
         hist = hist.groupby(["judge", "arm", "dimension", "n_minority"], sort=True)["n_units"].sum().reset_index()
@@ -676,51 +686,3 @@ def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
     r = r[(r["dimension"] != "original") & ~r["dimension"].astype(str).str.startswith("robustness")]
     g = r.groupby(["judge", "dimension", "item_id", "question_id"])["answer"].nunique().rename("n_answers")
     return g[g > 1].reset_index()
-
-
-GATE_COLUMNS = ["judge", "dimension", "baseline", "estimate", "ci_low", "ci_high", "ci_method", "n_items",
-                "max_net", "point_pass", "interval_pass", "items_needed", "verdict"]
-
-
-def net_cfr_gate(cfr_minus_robustness: pd.DataFrame, *, max_net: float,
-                 baseline: str = "robustness", confidence: float = 0.95) -> pd.DataFrame:
-    """A release gate on CFR net of the repeat-noise baseline, by point estimate and by interval.
-
-    ``point_pass``: the seed-style rule, net CFR (estimate) <= ``max_net``;
-    it says nothing about what the data rule out.
-    ``interval_pass``: the upper bound of the net CFR's 95 % interval (MOVER of
-    two cluster-adjusted Clopper-Pearson intervals, see
-    :func:`cfbench.metrics.counterfactual.cfr_minus_robustness`) lies strictly
-    *below* ``max_net``. A judge whose true net CFR equals the maximum passes
-    this in at most 2.5 % of audits if the interval holds its one-sided level;
-    simulated, at most 2.4 % at every n from 5 to 200 transcripts
-    (``docs/statistics.md``, ``tests/test_coverage_intervals.py``). A row
-    without an interval fails it.
-    ``items_needed``: the fewest items at which 0 flips (and 0 repeat flips)
-    would give an upper bound below ``max_net``
-    (:func:`cfbench.stats.intervals.items_needed_zero_events`); computed, not set.
-    ``verdict``: ``pass``; ``not decidable at this n (needs >= N items)`` when
-    the row failed and has fewer items than that, so no outcome could have
-    passed it without repeat flips; ``no interval (...)`` when the row has
-    none; ``fail`` otherwise.
-    Columns: :data:`GATE_COLUMNS`.
-    """
-    from cfbench.stats.intervals import items_needed_zero_events
-
-    t = cfr_minus_robustness
-    if not len(t):
-        return pd.DataFrame(columns=GATE_COLUMNS)
-    t = t[t["baseline"] == baseline].copy()
-    need = items_needed_zero_events(float(max_net), confidence=confidence)
-    t["max_net"] = float(max_net)
-    t["point_pass"] = t["estimate"].notna() & (t["estimate"] <= max_net)
-    t["interval_pass"] = t["ci_high"].notna() & (t["ci_high"] < max_net)
-    t["items_needed"] = need
-    if "ci_method" not in t.columns:
-        t["ci_method"] = np.where(t["ci_high"].notna(), "", "none")
-    verdict = np.where(t["interval_pass"], "pass",
-                       np.where(t["ci_high"].isna(), "no interval (" + t["ci_method"].astype(str) + ")",
-                                np.where(t["n_items"] < need, f"not decidable at this n (needs >= {need} items)",
-                                         "fail")))
-    t["verdict"] = verdict
-    return t[GATE_COLUMNS].reset_index(drop=True)

@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from cfbench.stats import verdicts as V  # noqa: E402
+
 __all__ = ["plot_cue_shifts", "plot_net_flips", "plot_pointwise"]
 
 
@@ -72,13 +74,13 @@ def plot_net_flips(t: pd.DataFrame, *, gate_max: float, title: str):
         est = np.where(use_rep, t.get("net_repeat_flip_rate", np.nan), t["net_flip_rate"])
         lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
         hi = np.where(use_rep, t.get("net_repeat_ci_high", np.nan), t["net_ci_high"])
-        colors = ["C2" if g == "pass" else ("C1" if str(g).startswith("not decidable") else "C3") for g in t["gate"]]
-        _forest(ax, _labels(t, [f"({g.split(' (')[0]}; vs {r})" for g, r in zip(t["gate"], t["gate_reference"])]),
+        colors = [V.KIND_COLOURS[V.verdict_kind(g)] for g in t["gate"]]
+        _forest(ax, _labels(t, [f"({V.verdict_kind(g)}; vs {r})" for g, r in zip(t["gate"], t["gate_reference"])]),
                 est, lo, hi, colors=colors)
     ax.axvline(gate_max, color="C3", lw=1)
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel(f"net flip rate (cue - noise reference), 95% interval; green pass, orange not decidable at this "
-                  f"n, red fail; red line: gate maximum {gate_max:g}", fontsize=8)
+    ax.set_xlabel(f"net flip rate (cue - noise reference), 95% interval; green pass, red fail, tan inconclusive, "
+                  f"grey uninformative (judge not shown to respond); red line: gate maximum {gate_max:g}", fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
@@ -91,7 +93,7 @@ def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None
     labels = _labels(t, [f"{'* ' if s else ''}(n={n})" for s, n in zip(t["significant"], t["n_items"])])
     _forest(ax, labels, t["score_shift"], t["ci_low"], t["ci_high"], colors=_judge_colors(t))
     ax.set_xlabel("score with cue - score without (same reply)", fontsize=8)
-    colors = ["C2" if g == "pass" else ("C1" if str(g).startswith("not decidable") else "C3") for g in t["gate"]]
+    colors = [V.KIND_COLOURS[V.verdict_kind(g)] for g in t["gate"]]
     use_rep = (t["gate_reference"] == "repeats").to_numpy()
     est = np.where(use_rep, t.get("net_repeat_abs_shift", np.nan), t["net_abs_shift"])
     lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
@@ -99,7 +101,8 @@ def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None
     _forest(ax2, labels, est, lo, hi, colors=colors)
     if gate_max is not None:
         ax2.axvline(gate_max, color="C3", lw=1)
-    ax2.set_xlabel("net |shift| beyond the noise reference (points); red line: gate maximum", fontsize=8)
+    ax2.set_xlabel("net |shift| beyond the noise reference (points); green pass, red fail, tan inconclusive, grey "
+                   "uninformative; red line: gate maximum", fontsize=8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig

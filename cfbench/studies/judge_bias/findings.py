@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.stats import verdicts as V
+
 from .metrics import items_needed_score_gate
 
 __all__ = ["invariants", "findings_markdown", "run_header"]
@@ -47,9 +49,12 @@ def invariants(result: Any) -> dict[str, bool]:
                                                        "shift_ci_method"),
         "net flip intervals valid": _interval_rows_ok(cues, "net_flip_rate", "net_ci_low", "net_ci_high",
                                                       "net_ci_method"),
-        "gate passes exactly when below the maximum against every noise reference": all(
-            (g == "pass") == all(np.isfinite(h) and h < p.gate_max_net_flip for h in hs)
-            for g, hs in zip(cues["gate"], _highs(cues))),
+        "gate passes exactly when below the maximum against every noise reference, for a responsive judge": all(
+            (g == "pass") == (bool(ok) and all(np.isfinite(h) and h < p.gate_max_net_flip for h in hs))
+            for g, hs, ok in zip(cues["gate"], _highs(cues), cues["responsive"])),
+        "gate fails only when a lower bound lies above the maximum": all(
+            (g == "fail") == any(np.isfinite(lo) and lo > p.gate_max_net_flip for lo in ls)
+            for g, ls in zip(cues["gate"], _lows(cues))),
         "adjusted p-values not below raw": bool(((cues["p_adjusted"] >= cues["p_sign"] - 1e-12)
                                                  | cues["p_sign"].isna()).all()),
         "one row per judge and requested cue": list(zip(cues["judge"], cues["cue"]))
@@ -67,10 +72,15 @@ def invariants(result: Any) -> dict[str, bool]:
         checks["pointwise intervals valid"] = _interval_rows_ok(pw, "score_shift", "ci_low", "ci_high", "ci_method")
         checks["pointwise gate passes exactly when below the maximum against every noise reference at a "
                "decidable n"] = all(
-            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_score_shift for h in hs)
+            (g == "pass") == (all(np.isfinite(h) and h < p.gate_max_score_shift for h in hs) and bool(ok)
                               and n >= items_needed_score_gate(p.gate_max_score_shift))
-            for g, hs, n in zip(pw["gate"], _highs(pw), pw["n_items_net"]))
+            for g, hs, n, ok in zip(pw["gate"], _highs(pw), pw["n_items_net"], pw["responsive"]))
     return checks
+
+
+def _lows(t: pd.DataFrame) -> list[list[float]]:
+    cols = ["net_ci_low"] + (["net_repeat_ci_low"] if "net_repeat_ci_low" in t.columns else [])
+    return [[float(x) for x in row] for row in t[cols].to_numpy()]
 
 
 def _highs(t: pd.DataFrame) -> list[list[float]]:
@@ -201,10 +211,24 @@ def _judge_block(result: Any, judge: str) -> list[str]:
     else:
         lines.append(f"**In short:** no cue moved `{judge}` beyond its own noise at this n; that is not evidence that "
                      "the cues do not matter - read the detectable shares and the gate rows above.")
-    passed = cues[cues["gate"] == "pass"]["cue"].tolist()
-    lines.append(f"Gate: {', '.join(f'`{c}`' for c in passed) if passed else 'no cue'} shown to keep net flips under "
-                 f"{p.gate_max_net_flip:g}.")
+    lines.append(_gate_summary(cues, p.gate_max_net_flip))
     return lines
+
+
+def _gate_summary(cues: pd.DataFrame, gate_max: float) -> str:
+    """The gate verdicts by kind, each with what it means; an uninformative judge's reason is given."""
+    parts = []
+    for kind in V.KINDS:
+        rows = cues[cues["gate_kind"] == kind]
+        if len(rows):
+            parts.append(f"{', '.join(f'`{c}`' for c in rows['cue'])} `{kind}` ({V.MEANINGS[kind]})")
+    text = f"Gate (net flips at most {gate_max:g}): " + "; ".join(parts) + "."
+    if (~cues["responsive"].astype(bool)).any():
+        text += f" Why uninformative: {cues.loc[~cues['responsive'].astype(bool), 'responsiveness'].iloc[0]}."
+    passed = cues[cues["gate_kind"] == V.PASS]["cue"].tolist()
+    if not passed:
+        text += f" No cue is shown to keep net flips under {gate_max:g}."
+    return text
 
 
 def findings_markdown(result: Any) -> str:

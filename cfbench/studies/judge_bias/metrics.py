@@ -25,10 +25,12 @@ from cfbench.stats import adjust_pvalues
 from cfbench.stats.intervals import (NO_ITEMS, ONE_ITEM, clustered_rate_intervals, items_needed_zero_events,
                                      mean_interval_t, paired_difference, worst_case_bound)
 from cfbench.stats.matched import tango_interval
+from cfbench.stats import verdicts as V
 
 __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_table", "pointwise_table",
            "sign_test", "detectable_share", "gate_status", "rate_row", "repeat_conditions", "items_needed_score_gate",
-           "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD"]
+           "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD",
+           "responsiveness_of", "GATE_VERDICT_COLUMNS"]
 
 #: ``ci_method`` of a difference of two binary outcomes with one pair per item.
 MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
@@ -119,27 +121,41 @@ def detectable_share(n_items: int, alpha: float, power: float = 0.8) -> float:
 
 
 def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -math.inf, *,
-                need: int | None = None, floor: bool = False) -> str:
-    """``pass`` when the upper bound is below ``gate_max``; ``fail (shown ...)`` when the lower bound already
-    reaches it; otherwise ``not decidable at this n (needs >= N items)`` below ``need`` items (default: the
-    items at which 0 events give a Clopper-Pearson bound below ``gate_max``), where even an item set with no
-    event on either side could not have passed, and ``fail`` from ``need`` on.
+                need: int | None = None, floor: bool = False, responsive: bool = True, why: str = "") -> str:
+    """The verdict (:mod:`cfbench.stats.verdicts`): ``pass`` when the upper bound lies below ``gate_max`` and the
+    judge is responsive, ``fail`` when the lower bound lies above it, else ``inconclusive`` or
+    ``uninformative (why)``.
 
-    With ``floor=True`` there is no pass below ``need`` either (the pointwise gate: there the mean interval
-    of 8 items false-passed one simulated shape in 4.5 % of audits, nearly twice its nominal 2.5 %,
-    ``tests/test_judge_bias_gate_coverage.py``). The pairwise nets need no floor: at a true net equal to the
-    maximum Tango's interval false-passes at most 2.5 % at 8-120 items (exact; 2.9 % at most simulated) and
-    the MOVER at most 2.5 % (simulated), same test file."""
-    if not np.isfinite(ci_high):
-        return "no interval (fewer than 2 items)"
-    if ci_low >= gate_max:
-        return "fail (shown at or above the maximum)"
+    With ``floor=True`` there is no pass below ``need`` items (default: the items at which no event gives a
+    Clopper-Pearson bound below ``gate_max``): the pointwise gate, where the mean interval of 8 items
+    false-passed one simulated shape in 4.5 % of audits, nearly twice its nominal 2.5 %
+    (``tests/test_judge_bias_gate_coverage.py``); such a row is ``inconclusive``. The pairwise nets need no
+    floor: at a true net equal to the maximum Tango's interval false-passes at most 2.5 % at 8-120 items
+    (exact; 2.9 % at most simulated) and the MOVER at most 2.5 % (simulated), same test file."""
+    v = V.verdict(ci_low, ci_high, gate_max, responsive=responsive, why=why)
     need = items_needed_zero_events(gate_max) if need is None else need
-    if ci_high < gate_max and not (floor and n_items < need):
-        return "pass"
-    if n_items < need:
-        return f"not decidable at this n (needs >= {need} items)"
-    return "fail"
+    if v == V.PASS and floor and n_items < need:
+        return V.INCONCLUSIVE
+    return v
+
+
+#: what :func:`cue_table` and :func:`pointwise_table` add per row besides the intervals
+GATE_VERDICT_COLUMNS = ["gate", "gate_kind", "gate_reference", "point_rule", "responsive", "responsiveness",
+                        "items_needed", "forecast", "forecast_assumes", "best_case_upper"]
+
+
+def responsiveness_of(position: pd.DataFrame, accuracy: pd.DataFrame) -> tuple[bool, str]:
+    """Is the judge shown to look at the replies? Both lower bounds above 0.5: accuracy on the control pairs
+    (the other reply is known worse; each control sits in both orders, so a judge always picking slot A, or
+    picking at random, scores 0.5) and position consistency (the same reply chosen in both orders: 0 for a
+    judge always picking one slot, 0.5 for one picking at random). ``(responsive, why)``."""
+    def lower(t: pd.DataFrame, metric: str) -> float:
+        row = t[t["metric"] == metric] if len(t) and "metric" in t.columns else t.iloc[0:0]
+        return float(row["ci_low"].iloc[0]) if len(row) else math.nan
+
+    checks = [("control-pair accuracy", lower(accuracy, "accuracy"), 0.5),
+              ("position consistency", lower(position, "position_consistency"), 0.5)]
+    return V.responsiveness(checks)
 
 
 def items_needed_matched(gate_max: float, *, confidence: float = 0.95, limit: int = 1_000_000) -> int:
@@ -261,11 +277,13 @@ def _isna(x) -> bool:
 
 
 def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate_max: float, alpha: float,
-              multiplicity: str, n_boot: int, seed: int) -> pd.DataFrame:
+              multiplicity: str, n_boot: int, seed: int, responsive: tuple[bool, str] = (False, "not checked")
+              ) -> pd.DataFrame:
     """One row per cue: the shift toward the cued candidate (P(choose it | cued) - P(choose it | not cued),
     over items), its sign test, Holm/BH-adjusted p across cues, the cue's flip rate minus the
     reworded-prompt flip rate (net flips) - and, when repeats were sent, minus the repeat flip rate - with the
-    gate on the upper bounds, and the detectable share.
+    verdict columns (:data:`GATE_VERDICT_COLUMNS`; ``responsive``: :func:`responsiveness_of` of this judge,
+    no pass without it), and the detectable share.
 
     The shift and the net vs the reworded prompt are differences of two binary outcomes on the same item
     (one pair each: chose the cued reply with / without the cue; flipped under the cue / under the reworded
@@ -321,28 +339,48 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     t["gate_max_net_flip"] = gate_max
     tango_need = items_needed_matched(gate_max)
     best = {"reworded": lambda n: float(tango_interval(0, 0, n)[1]), "repeats": worst_case_bound}
-    _gate(t, refs, gate_max, {"reworded": tango_need, "repeats": items_needed_zero_events(gate_max)}, best)
+    _gate(t, refs, gate_max, {"reworded": tango_need, "repeats": items_needed_zero_events(gate_max)}, best,
+          est_cols={"reworded": "net_flip_rate", "repeats": "net_repeat_flip_rate"}, responsive=responsive)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
 
 
 def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: dict[str, int],
-          best: dict[str, object], *, n_col: str = "n_items", floor: bool = False) -> None:
-    """``gate`` and ``gate_reference``: the reference with the largest upper bound decides (a pass needs all),
-    with that reference's ``need`` (items at which no event on either side could pass); ``best_case_upper``:
-    the largest over the references of the upper bound when no item shows a net event (``best[ref](n)``: what
-    this n can show at best)."""
-    gates, which = [], []
+          best: dict[str, object], *, n_col: str = "n_items", floor: bool = False, est_cols: dict[str, str],
+          responsive: tuple[bool, str] = (True, "")) -> None:
+    """The verdict columns (:data:`GATE_VERDICT_COLUMNS`) against every noise reference: ``fail`` when any
+    reference's net lower bound lies above ``gate_max``, ``pass`` only when every reference's upper bound lies
+    below it (and the judge is responsive), else ``inconclusive`` / ``uninformative (why)``.
+    ``gate_reference`` names the reference that decided (the failing one, else the largest upper bound); the
+    forecast is that reference's. ``best_case_upper``: the largest over the references of the upper bound when
+    no item shows a net event (``best[ref](n)``: what this n can show at best)."""
+    ok, why = responsive
+    short = "not shown to look: control-pair accuracy and position consistency must exceed 0.5"
+    out = []
     for k in range(len(t)):
+        n = int(t[n_col].iloc[k])
+        per = [(name, gate_status(t[hi].iloc[k], n, gate_max, t[lo].iloc[k], need=need[name], floor=floor,
+                                  responsive=ok, why=short)) for name, lo, hi in refs]
+        fails = [j for j, (_, v) in enumerate(per) if v == V.FAIL]
         his = [t[h].iloc[k] for _, _, h in refs]
-        j = int(np.argmax([h if np.isfinite(h) else np.inf for h in his]))
+        j = fails[0] if fails else int(np.argmax([h if np.isfinite(h) else np.inf for h in his]))
         name, lo, hi = refs[j]
-        gates.append(gate_status(t[hi].iloc[k], int(t[n_col].iloc[k]), gate_max, t[lo].iloc[k], need=need[name],
-                                 floor=floor))
-        which.append(name)
-    t["gate"], t["gate_reference"] = gates, which
-    t["best_case_upper"] = [max(best[name](int(n)) for name, _, _ in refs) if n >= 2 else math.nan
-                            for n in t[n_col]]
+        row = V.forecast_row(t[est_cols[name]].iloc[k], t[lo].iloc[k], t[hi].iloc[k], n, gate_max,
+                             responsive=ok, why=short, detail=why)
+        v = per[j][1]
+        held = v == V.INCONCLUSIVE and row["verdict"] == V.PASS  # passed the interval, held back by the floor
+        short_of_floor = (floor and v == V.INCONCLUSIVE and row["forecast"].endswith("to pass")
+                          and row["items_needed"] < need[name])
+        if held or short_of_floor:
+            row.update(items_needed=float(need[name]), forecast=f"about {need[name]} items (no pass below them)",
+                       forecast_assumes="the pointwise gate's floor on items")
+        row.update(verdict=v, verdict_kind=V.verdict_kind(v))
+        out.append({"gate": v, "gate_kind": row["verdict_kind"], "gate_reference": name,
+                    **{c: row[c] for c in ("point_rule", "responsive", "responsiveness", "items_needed", "forecast",
+                                           "forecast_assumes")},
+                    "best_case_upper": max(best[r](n) for r, _, _ in refs) if n >= 2 else math.nan})
+    for c in GATE_VERDICT_COLUMNS:
+        t[c] = [o[c] for o in out]
 
 
 def _adjust(t: pd.DataFrame, *, multiplicity: str, alpha: float, refs: list[tuple[str, str, str]]) -> None:
@@ -365,7 +403,8 @@ def items_needed_score_gate(gate_max: float) -> int:
 
 
 def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, multiplicity: str, n_boot: int,
-                    seed: int, gate_max: float = 1.0) -> pd.DataFrame:
+                    seed: int, gate_max: float = 1.0, responsive: tuple[bool, str] = (False, "not checked")
+                    ) -> pd.DataFrame:
     """Per cue: mean score shift (cued minus uncued, same reply; range -9..9) and the reworded prompt's shift,
     the net of absolute shifts (mean over items of |cue| - |reworded|; with repeats also |cue| - mean |repeat|),
     sign tests, adjusted p across cues, and the gate on the net's upper bound(s) (``gate_max`` points), with
@@ -408,6 +447,7 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
     need = items_needed_score_gate(gate_max)
     bound = {name: (lambda n: SCORE_NET_RANGE[1] * worst_case_bound(n)) for name, _, _ in refs}
     # floor: no pass below `need` items (the mean interval at 8 items false-passed 4.5 % in one simulated shape)
-    _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True)
+    _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True,
+          est_cols={"reworded": "net_abs_shift", "repeats": "net_repeat_abs_shift"}, responsive=responsive)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t

@@ -272,18 +272,21 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
                              f"calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, accuracy or cue number is "
                              "computed", source="judge_bias", field="judges")
         ch = M.choices(parsed)
+        position, accuracy = M.position_table(ch, n_boot=params.n_boot, seed=params.seed), M.accuracy_table(ch, items)
+        responsive = M.responsiveness_of(position, accuracy)  # verdicts: no pass for a judge not shown to look
         t = {"parse_failures": (parsed.groupby(["task", "condition"])["parse_ok"]
                                 .agg(n="size", parsed="sum").reset_index()
                                 .assign(failures=lambda d: d["n"] - d["parsed"])),
-             "position": M.position_table(ch, n_boot=params.n_boot, seed=params.seed),
-             "accuracy": M.accuracy_table(ch, items),
+             "position": position, "accuracy": accuracy,
              "noise": M.noise_table(ch),
              "cues": M.cue_table(ch, targets, params.cues, gate_max=params.gate_max_net_flip, alpha=params.alpha,
-                                 multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)}
+                                 multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed,
+                                 responsive=responsive)}
         if params.pointwise_cues:
             t["pointwise"] = M.pointwise_table(parsed, params.pointwise_cues, alpha=params.alpha,
                                                multiplicity=params.multiplicity, n_boot=params.n_boot,
-                                               seed=params.seed, gate_max=params.gate_max_score_shift)
+                                               seed=params.seed, gate_max=params.gate_max_score_shift,
+                                               responsive=responsive)
         per[judge] = t
     judgments = pd.concat(judgments, ignore_index=True)
     parsed = pd.concat(parsed_all, ignore_index=True)

@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from cfbench.stats import verdicts as VD
+
 from .gate import PairAudit
 
 __all__ = ["seed_lines", "invariants", "findings_markdown", "run_header"]
@@ -88,8 +90,12 @@ def _audit_invariants(prefix: str, audit: PairAudit) -> dict[str, bool]:
             for r in audit.interval_checks.itertuples(index=False))),
         f"{prefix}: no gap interval is a single point": bool(all(
             r.n_pairs == 0 or r.ci_high > r.ci_low for r in audit.interval_checks.itertuples(index=False))),
-        f"{prefix}: a gap passes the interval rule only inside ±limit and at a decidable n": bool(all(
-            r.status == "FAIL" or (r.pass_possible and -r.limit <= r.ci_low and r.ci_high <= r.limit)
+        f"{prefix}: a gap passes only inside ±limit, at a decidable n, for a responsive judge": bool(all(
+            r.status == "FAIL" or (r.verdict == "pass" and r.pass_possible and r.responsive
+                                   and -r.limit < r.ci_low and r.ci_high < r.limit)
+            for r in audit.interval_checks.itertuples(index=False))),
+        f"{prefix}: a gap fails only when its whole interval lies beyond the limit": bool(all(
+            (r.verdict == "fail") == (r.n_pairs > 0 and (r.ci_low > r.limit or r.ci_high < -r.limit))
             for r in audit.interval_checks.itertuples(index=False))),
     }
     return checks
@@ -167,11 +173,16 @@ def _interval_sentence(audit: PairAudit, check: str) -> str:
     out = []
     for row in rows.itertuples(index=False):
         if row.n_pairs == 0:
-            out.append(f"{label} gap: no {row.stratum}, so no interval (FAIL)")
+            out.append(f"{label} gap: no {row.stratum}, so no interval (`inconclusive`; the release requirement "
+                       "is not met)")
             continue
+        kind = VD.verdict_kind(row.verdict)
+        extra = f"; forecast: {row.forecast}" if kind in (VD.INCONCLUSIVE, VD.UNINFORMATIVE) else ""
+        why = f" ({row.responsiveness})" if kind == VD.UNINFORMATIVE else ""
         out.append(f"{label} gap ({row.definition}, {row.n_pairs} {row.stratum}): interval [{row.ci_low:+.3f}, "
                    f"{row.ci_high:+.3f}], which allows a gap as large as {row.gap_upper:.3f} in size against the "
-                   f"limit ±{row.limit:.2f} — {row.verdict} ({row.status})")
+                   f"limit ±{row.limit:.2f} — `{kind}`: {VD.MEANINGS[kind]}{why}{extra}; the release requirement "
+                   f"is {'met' if row.status == 'PASS' else 'not met'}")
     return "; ".join(out)
 
 
@@ -261,8 +272,11 @@ def findings_markdown(result: "ShopflowResult") -> str:
         "fixtures: it asks whether this judge treats *these* cases differently. The interval rule (the whole "
         "matched-pair interval of the signed gap inside ±maximum) suits a release claim about the population the "
         "pairs sample: it passes only when the data show the gap is small, and in simulated audits whose true gap "
-        "equals the maximum it passes at most 5 % of the time (`benchmarks/bench_gate_shopflow.py`). Below the "
-        "number of pairs in `n_needed` no outcome can pass, and the row says `not decidable at this n`. "
+        "equals the maximum it passes at most 5 % of the time (`benchmarks/bench_gate_shopflow.py`). Its verdicts: "
+        "`pass` (the interval inside ±maximum, for a judge whose scores separate ready from needs-review requests), "
+        "`fail` (the interval wholly beyond one side), `inconclusive` (neither; `forecast` says about how many "
+        "pairs might decide, from the observed interval), `uninformative` (the scores do not separate the "
+        "requests, so staying unmoved says nothing). Below `n_needed` pairs not even a zero gap can pass. "
         "These pairs are synthetic fixtures; their wordings are test conditions, not demographic groups.")
     return "\n\n".join(parts)
 

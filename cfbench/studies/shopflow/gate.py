@@ -17,6 +17,8 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.metrics import groups as G
+from cfbench.stats import verdicts as VD
+from cfbench.stats.intervals import clustered_rate_intervals
 from cfbench.stats.matched import MatchedDifference, matched_difference, min_pairs_to_pass
 from cfbench.stats.mcnemar import McNemarResult, mcnemar_exact
 
@@ -26,7 +28,7 @@ from .policy import POSITIVE, SELECTED, pair_flips, rates as policy_rates, route
 __all__ = ["support_check", "metric_checks", "interval_checks", "stratum_tests", "stratum_difference",
            "gap_gate", "pairs_needed", "intersection_table", "ReleaseDecision",
            "release_decision", "paired_mcnemar", "PairAudit", "audit_pairs",
-           "compare_candidate"]
+           "compare_candidate", "responsiveness_check", "INTERVAL_VERDICT_COLUMNS"]
 
 _GAPS = (("tpr_gap", "tpr", "max_tpr_gap"), ("fpr_gap", "fpr", "max_fpr_gap"))
 
@@ -119,20 +121,47 @@ def gap_gate(ci_low, ci_high, limit: float):
     return (lo >= -limit) & (hi <= limit)
 
 
-def _verdict(n: int, needed: int, passed: bool, limit: float, lo: float, hi: float) -> str:
-    if n == 0:
-        return "undefined: no pair in this stratum"
-    if lo > limit or hi < -limit:
-        return f"gap shown to exceed ±{limit:g} (the whole interval lies outside)"
-    if needed == 0:
-        return f"no n can show a gap within ±{limit:g}"
-    if n < needed:
-        return f"not decidable at this n ({n} pairs; even a zero gap needs at least {needed})"
-    return f"gap shown to lie within ±{limit:g}" if passed else f"gap not shown to lie within ±{limit:g}"
+#: the verdict columns of :func:`interval_checks` (:mod:`cfbench.stats.verdicts`)
+INTERVAL_VERDICT_COLUMNS = ["verdict", "verdict_kind", "point_rule", "responsive", "responsiveness", "items_needed",
+                            "forecast", "forecast_assumes"]
+
+
+def responsiveness_check(routed: pd.DataFrame, threshold: float) -> dict[str, Any]:
+    """Do the judge's scores separate ready from needs-review requests? The balanced accuracy of
+    ``score >= threshold`` against ``expected_ready`` (the mean of the share of ready rows scored at or above the
+    threshold and of needs-review rows below it, each with its Clopper-Pearson interval clustered by pair,
+    combined by MOVER), shown when its lower bound lies above 0.5 - a judge giving every request the same
+    score, or scores unrelated to readiness, scores 0.5 in truth. Keys: ``responsive``, ``why``,
+    ``balanced_accuracy``, ``ci_low``, ``ci_high``."""
+    r = routed.assign(_hit=(routed["score"].to_numpy(float) >= threshold) == routed[POSITIVE].astype(bool).to_numpy())
+    parts = []
+    for ready in (True, False):
+        per = r[r[POSITIVE].astype(bool) == ready].groupby("pair_id")["_hit"].agg(["sum", "count"])
+        if len(per) < 2:
+            parts.append((math.nan, math.nan, math.nan))
+            continue
+        est, lo, hi, _ = clustered_rate_intervals(per["sum"].to_numpy(float), per["count"].to_numpy(float),
+                                                  np.zeros(len(per), np.int64), n_groups=1)
+        parts.append((float(est[0]), float(lo[0]), float(hi[0])))
+    ba = VD.balanced_accuracy(*parts[0], *parts[1])
+    ok, why = VD.responsiveness([("balanced accuracy of score >= threshold vs expected_ready", ba[1], 0.5)])
+    return {"responsive": ok, "why": why, "balanced_accuracy": ba[0], "ci_low": ba[1], "ci_high": ba[2]}
+
+
+def _verdict_columns(d: MatchedDifference, limit: float, responsive: dict[str, Any]) -> dict[str, Any]:
+    """The row's verdict in the one vocabulary (two-sided: |gap| at most ``limit``), with the forecast."""
+    if d.n_pairs == 0:
+        return {"verdict": VD.INCONCLUSIVE, "verdict_kind": VD.INCONCLUSIVE, "point_rule": VD.FAIL,
+                "responsive": bool(responsive["responsive"]), "responsiveness": responsive["why"],
+                "items_needed": math.nan, "forecast": "no forecast: no pair in this stratum", "forecast_assumes": ""}
+    return VD.forecast_row(d.estimate, d.ci_low, d.ci_high, d.n_pairs, limit, two_sided=True,
+                           responsive=bool(responsive["responsive"]),
+                           why="scores not shown to separate ready from needs-review requests",
+                           detail=responsive["why"])
 
 
 def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
-                    routed: pd.DataFrame | None = None) -> pd.DataFrame:
+                    routed: pd.DataFrame | None = None, threshold: float | None = None) -> pd.DataFrame:
     """The interval rule: PASS only when the interval of each signed gap lies inside [−max, +max].
 
     One row per gap (TPR, FPR) and pair of slices. ``value`` is the signed
@@ -143,14 +172,20 @@ def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
     |gap| the interval allows; ``zero`` says where 0 lies (``touches 0
     (boundary)`` when a bound is exactly 0). ``n_needed`` is the fewest pairs
     in the stratum at which any outcome could pass (``pass_possible``); below
-    it the row FAILs with the verdict ``not decidable at this n`` unless the
-    whole interval lies beyond the limit (``gap shown to exceed``).
+    it no outcome but ``fail`` is possible. ``verdict`` and the columns of
+    :data:`INTERVAL_VERDICT_COLUMNS` are the one vocabulary (:mod:`cfbench.stats.verdicts`): ``pass`` when the
+    interval lies inside ``(-max, +max)`` and the scores separate ready from needs-review requests
+    (:func:`responsiveness_check` at ``threshold``; without a threshold none is shown), ``fail`` when it lies
+    wholly beyond one side, ``inconclusive`` / ``uninformative (why)`` otherwise. ``status`` is the release
+    requirement: ``PASS`` exactly on a ``pass`` verdict, else ``FAIL`` (requirement not met).
     """
     if routed is None:
         raise InputError("the matched-pair interval needs the routed rows", source="interval_checks",
                          field="routed")
     gi = contract.gap_interval
     slices = list(rates.index)
+    resp = (responsiveness_check(routed, threshold) if threshold is not None else
+            {"responsive": False, "why": "no threshold given: responsiveness not checked"})
     rows = []
     for check, metric, limit_name in _GAPS:
         limit = float(getattr(contract, limit_name))
@@ -158,7 +193,8 @@ def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
         needed = pairs_needed(limit, gi.method, float(gi.confidence))
         for a, b in itertools.combinations(slices, 2):
             d = stratum_difference(routed, [a, b], metric, method=gi.method, confidence=gi.confidence)
-            passed = d.n_pairs > 0 and bool(gap_gate(d.ci_low, d.ci_high, limit))
+            v = _verdict_columns(d, limit, resp)
+            passed = v["verdict"] == VD.PASS
             gap_upper = math.nan if d.n_pairs == 0 else max(abs(d.ci_low), abs(d.ci_high))
             rows.append({"check": check, "role": _role(check, contract), "stratum": stratum,
                          "definition": f"{metric.upper()}[{a}] − {metric.upper()}[{b}]", "method": gi.method,
@@ -166,8 +202,7 @@ def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
                          "b_only": d.b_only, "value": d.estimate, "ci_low": d.ci_low, "ci_high": d.ci_high,
                          "zero": d.zero, "gap_upper": gap_upper, "limit": limit, "n_needed": needed,
                          "pass_possible": bool(d.n_pairs > 0 and needed > 0 and d.n_pairs >= needed),
-                         "verdict": _verdict(d.n_pairs, needed, passed, limit, d.ci_low, d.ci_high),
-                         "status": "PASS" if passed else "FAIL"})
+                         **v, "status": "PASS" if passed else "FAIL"})
     return pd.DataFrame(rows)
 
 
@@ -305,7 +340,7 @@ class PairAudit:
             "checks": {r["check"]: r["status"] for _, r in self.checks.iterrows()},
             "interval_checks": {(r["check"] if len(self.interval_checks) == 2 else f"{r['check']}: {r['definition']}"): {k: (r[k].item() if hasattr(r[k], "item") else r[k]) for k in (
                 "definition", "stratum", "n_pairs", "value", "ci_low", "ci_high", "zero", "gap_upper", "limit",
-                "n_needed", "pass_possible", "verdict", "status", "method")}
+                "n_needed", "pass_possible", "verdict", "status", "method", "responsiveness", "forecast")}
                 for _, r in self.interval_checks.iterrows()},
             "stratum_tests": self.stratum_tests.to_dict(orient="records"),
             "minimum_support": "PASS" if self.support_ok else "FAIL",
@@ -328,7 +363,7 @@ def audit_pairs(frame: pd.DataFrame, contract: FairnessContract, *, threshold: f
     routed = route_rows(frame, threshold)
     rates = policy_rates(routed, variants=vs)
     checks = metric_checks(rates, contract)
-    intervals = interval_checks(rates, contract, routed=routed)
+    intervals = interval_checks(rates, contract, routed=routed, threshold=threshold)
     gi = contract.gap_interval
     tests = (stratum_tests(routed, vs, method=gi.method, confidence=gi.confidence) if len(vs) == 2
              else pd.DataFrame())
