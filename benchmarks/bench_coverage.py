@@ -293,7 +293,7 @@ def _difference_tables(R: int, R2: int) -> list[str]:
         gate.append(f"| {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
     from cfbench.stats.intervals import items_needed_zero_events
     gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
-             "(below that the gate row says `not decidable at this n`).", ""]
+             "(below that a gate row with no flip stays `inconclusive`).", ""]
     out += gate
     print("\n".join(gate), flush=True)
     return out
