@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping
 
 from .core.errors import InputError
 from .core.files import read_yaml
-from .core.secrets import SecretLeakError, find_secret_leaks
+from .core.secrets import SecretLeakError, locate_secret_leaks, note_unsearched, scrub
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -591,6 +591,9 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         )
     except Exception as exc:  # papermill's execution error, or a kernel that died
         _shutdown(km)
+        leaked = _leak_check(staging, run)  # a failed run's folder is kept: it is checked like results
+        if leaked:
+            raise SecretLeakError(f"{run.study} failed ({_one_line(exc)[:200]}); {leaked}") from exc
         where = staging
         if not failed.exists() or _is_ours(failed):
             _remove_ours(failed)
@@ -601,15 +604,6 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _shutdown(km)
     wall = time.perf_counter() - t0
     _portable_paths(staging / f"{run.study}.ipynb", run)
-    leaks = ([str(Path(p).relative_to(staging)) for p in find_secret_leaks(staging)]
-             + [f"the response cache ({hit})" for hit in _cache_leaks()])
-    if leaks:
-        shutil.rmtree(staging, ignore_errors=True)  # this run's own staging folder
-        removed = _remove_cache_leaks()
-        shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
-        raise SecretLeakError(f"{run.study}: a credential from the environment was written to {shown}; "
-                              f"the run's outputs were deleted and {len(removed)} cache row(s) holding it "
-                              "removed (previous results left untouched)")
     info = {
         "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
@@ -621,6 +615,9 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _write_provenance(staging / f"{run.study}.ipynb", info)
     (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     _write_view_page(staging, run)
+    leaked = _leak_check(staging, run)  # after the last file is written, before anything is swapped
+    if leaked:
+        raise SecretLeakError(f"{run.study}: {leaked}")
     _check_ours(final, force=force)  # still ours (or forced) at the swap
     old = None
     if final.exists():
@@ -810,6 +807,39 @@ def _write_view_page(folder: Path, run: _Run) -> None:
               f"the results are complete, run `cfbench view` on the folder to retry", file=sys.stderr, flush=True)
 
 
+def _leak_check(folder: Path, run: _Run) -> str | None:
+    """Check every file a run leaves behind (its staging folder, whether it succeeded or failed) and the
+    response cache for a credential from the environment. On a hit the folder is moved aside whole to
+    ``<config>.quarantined-<UTC time>`` (readable by its owner only; nothing is deleted), the cache rows
+    holding it are removed, and the one-line reason is returned: which files, where in each, never the
+    credential. None when nothing leaked."""
+    note_unsearched()  # a placeholder key is said once and not hunted (it would match ordinary words)
+    files = [f"{Path(p).relative_to(folder)} ({where})" for p, where in locate_secret_leaks(folder)]
+    leaks = files + [f"the response cache ({hit})" for hit in _cache_leaks()]
+    if not leaks:
+        return None
+    removed = _remove_cache_leaks()
+    shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
+    import secrets
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = folder.parent / f"{run.config}.quarantined-{stamp}"
+    if aside.exists():
+        aside = folder.parent / f"{run.config}.quarantined-{stamp}-{secrets.token_hex(3)}"
+    folder.rename(aside)
+    for sub in [aside, *aside.rglob("*")]:
+        if sub.is_dir() and not sub.is_symlink():
+            sub.chmod(0o700)
+    try:
+        shown_aside = str(aside.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown_aside = str(aside)
+    kept = (f"the run's outputs were moved aside to {shown_aside} (readable by you only; look at the "
+            "files named, then delete the folder)")
+    return (f"a credential from the environment was written to {shown}; {kept}, and {len(removed)} cache "
+            "row(s) holding it removed (previous results left untouched)")
+
+
 def _remove_cache_leaks() -> list[str]:
     """Delete the response-cache rows that hold a credential; their names."""
     from .judges.cache import ResponseCache, default_cache_path, remove_leaking_rows
@@ -835,4 +865,4 @@ def _one_line(exc: BaseException) -> str:
     text = " ".join(str(evalue).split())
     cell = getattr(exc, "exec_count", None)
     where = f" in cell [{cell}]" if cell else ""
-    return f"{ename}{where}: {text[:500]}"
+    return f"{ename}{where}: {scrub(text)[:500]}"  # a notebook's error may quote a key (a URL holding one)

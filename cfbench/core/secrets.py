@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 __all__ = ["SECRET_ENV", "PLACEHOLDERS", "weakness", "note_unsearched", "secret_values", "scrub", "scrub_secrets", "clip", "credentials", "echoed_credential",
-           "find_secret_leaks", "FRAGMENT", "SecretLeakError"]
+           "find_secret_leaks", "locate_secret_leaks", "FRAGMENT", "SecretLeakError"]
 
 #: Environment variables whose values are secrets (API keys, tokens).
 SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
@@ -440,8 +440,32 @@ def _packed_page_data(page: str) -> list[str]:
     return out
 
 
-def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[str]:
-    """Files under ``directory`` that hold a credential from the environment (any form, or a piece)."""
+def _first_offset(text: str, creds: dict[str, str]) -> int | None:
+    """Where in ``text`` the first piece of a credential starts (any reading), else None."""
+    name = echoed_credential(text, creds=creds)
+    if name is None:
+        return None
+    spans = _spans(text, creds[name])
+    return min(a for a, _ in spans) if spans else 0
+
+
+def _parquet_leak(path: "os.PathLike[str]", creds: dict[str, str]) -> str | None:
+    """``row R, column 'C'`` of the first parquet cell holding a credential (strings may be compressed
+    on disk, so the cells are read), else None."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    for column in table.column_names:
+        for row, cell in enumerate(table.column(column).to_pylist()):
+            if cell is not None and echoed_credential(str(cell), creds=creds):
+                return f"row {row}, column {column!r}"
+    return None
+
+
+def locate_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Every file under ``directory`` holding a credential from the environment (any form, or a piece),
+    with where in it: ``(path, "character 123")``, ``(path, "row 4, column 'text'")`` for parquet,
+    ``(path, "its packed page data")`` for a view page. Never the credential itself."""
     from pathlib import Path
 
     creds = credentials(extra_env)
@@ -452,12 +476,16 @@ def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str,
         if not path.is_file():
             continue
         text = path.read_bytes().decode("utf-8", "replace")
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            text += "\n".join(map(str, pq.read_table(path).to_pylist()))
-        if path.suffix in (".html", ".htm"):
-            text += "\n".join(_packed_page_data(text))
-        if echoed_credential(text, creds=creds):
-            hits.append(str(path))
+        at = _first_offset(text, creds)
+        if at is not None:
+            hits.append((str(path), f"character {at}"))
+        elif path.suffix == ".parquet" and (cell := _parquet_leak(path, creds)):
+            hits.append((str(path), cell))
+        elif path.suffix in (".html", ".htm") and echoed_credential("\n".join(_packed_page_data(text)), creds=creds):
+            hits.append((str(path), "its packed page data"))
     return hits
+
+
+def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[str]:
+    """Files under ``directory`` that hold a credential from the environment (any form, or a piece)."""
+    return [path for path, _ in locate_secret_leaks(directory, extra_env)]
