@@ -33,6 +33,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from cfbench.core.text import csv_text
+
 __all__ = ["add_parser", "run_variants", "run_cue_variants", "cue_items", "load_any", "select_transcripts", "main"]
 
 
@@ -102,7 +104,7 @@ def _write_review(out: Path, v: Any, transcripts: Any, *, title: str) -> dict[st
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
              "review": out / "review.html"}
     v.to_parquet(paths["variants"], index=False)
-    rejection_table(v).to_csv(paths["rejections"], index=False)
+    paths["rejections"].write_text(csv_text(rejection_table(v)), encoding="utf-8")
     paths["review"].write_text(review_html(v, transcripts, title=title), encoding="utf-8")
     return paths
 
@@ -158,7 +160,7 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     v = cue_variants(items, names, seed=seed, decisions=decisions)
     paths = _write_review(out, v, [], title="cues: " + _file_title(file))
     paths["guard_catch"] = out / "guard_catch.csv"
-    cue_guard_catch_table(items, names, seed=seed).to_csv(paths["guard_catch"], index=False)
+    paths["guard_catch"].write_text(csv_text(cue_guard_catch_table(items, names, seed=seed)), encoding="utf-8")
     return paths
 
 

@@ -52,3 +52,65 @@ def find_unstorable(obj: object, where: str = "") -> tuple[str, str] | None:
             if found := find_unstorable(v, f"{where}[{i}]"):
                 return found
     return None
+
+
+# -- terminals ---------------------------------------------------------------------------------------
+#: control characters (C0, DEL, C1) and the bidi controls that reorder what a line shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: object, *, newlines: bool = False) -> str:
+    """``text`` safe to print: every control character (escape sequences that set a title, clear the
+    screen or move the cursor; CR that overwrites a line; NUL; bidi overrides) shown as a visible
+    ``\\x1b``-style escape instead of acting; newlines too unless ``newlines`` (so outside text cannot
+    forge a line of its own, such as a fake "all requests succeeded").
+
+    >>> for_terminal("boom \\x1b]0;owned\\x07\\r\\nall requests succeeded")
+    'boom \\\\x1b]0;owned\\\\x07\\\\x0d\\\\x0aall requests succeeded'
+    """
+    text = text if isinstance(text, str) else str(text)
+    if newlines:
+        return "\n".join(_CONTROL.sub(lambda m: _shown(m.group(0)), line) for line in text.split("\n"))
+    return _CONTROL.sub(lambda m: _shown(m.group(0)), text)
+
+
+# -- spreadsheets ------------------------------------------------------------------------------------
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: str) -> str:
+    """A CSV text cell a spreadsheet shows as text: a leading ``=``, ``+``, ``-``, ``@``, tab or CR gets a
+    ``'`` in front (:func:`cfbench.perturb.read_decisions` takes it off). Only text: a number in a numeric
+    column never comes here (:func:`csv_text`), so ``-0.25`` stays a number.
+
+    >>> neutralise_cell("=cmd|' /C calc'!A0"), neutralise_cell("star-1::gender::male")
+    ("'=cmd|' /C calc'!A0", 'star-1::gender::male')
+    """
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def csv_text(frame: "object") -> str:
+    """The one CSV serialisation of cfbench's tables (a pandas DataFrame, no index): every text cell
+    and column name a spreadsheet would evaluate neutralised (:func:`neutralise_cell`); numbers, booleans
+    and missing values written as they are."""
+    import pandas as pd
+
+    assert isinstance(frame, pd.DataFrame)
+    import csv
+
+    out = frame.copy(deep=False)
+    has_cr = False
+    for col in out.columns:
+        series = out[col]
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            out[col] = series.map(lambda v: neutralise_cell(v) if isinstance(v, str) else v, na_action="ignore")
+            has_cr = has_cr or bool(out[col].map(lambda v: isinstance(v, str) and "\r" in v).any())
+    out.columns = [neutralise_cell(c) if isinstance(c, str) else c for c in out.columns]
+    # Python 3.11's csv leaves a field holding a lone CR unquoted (a reader then splits the row there):
+    # such a table is written with every text cell quoted; any other keeps the minimal quoting
+    return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL)

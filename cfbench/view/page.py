@@ -48,6 +48,7 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.core.paths import package_text
 from cfbench.core.secrets import credentials, echoed_credential, scrub_secrets
+from cfbench.core.text import csv_text
 
 __all__ = ["ViewPage", "build_payload", "load_pairs_any", "view_html", "write_view", "diff_segments",
            "write_inputs", "INPUT_FRAMES",
@@ -797,7 +798,7 @@ def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFra
                           if ts is not None and not isinstance(ts, float) else None for ts in f["turns"]]
             f.to_parquet(target, index=False)
         else:
-            text = frame.to_csv(index=False)
+            text = csv_text(frame)
             target.write_text(scrub_secrets(text) if credentials() else text, encoding="utf-8")
         written.append(target)
     return written
