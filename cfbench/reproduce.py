@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping
 from .core.errors import InputError
 from .core.files import read_yaml
 from .core.secrets import SecretLeakError, locate_secret_leaks, note_unsearched, scrub
+from .core.text import for_terminal
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -572,8 +573,8 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     staging = _new_folder(final.parent, f".{run.config}.staging-")
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
     params = {**run.params, "output_dir": ".", "config_name": run.config}
-    print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
-          flush=True)
+    print(for_terminal(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}"),
+          file=sys.stderr, flush=True)
     cache = _cache_state()
     started = _utc_now()
     t0 = time.perf_counter()
@@ -629,7 +630,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     _remove_ours(failed)
-    print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
+    print(for_terminal(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s"), file=sys.stderr, flush=True)
     return info
 
 
@@ -802,8 +803,8 @@ def _write_view_page(folder: Path, run: _Run) -> None:
                 shutil.copyfile(folder / "run_info.json", preview / "run_info.json")
         write_view(src, folder / "view.html", title=title)
     except Exception as exc:  # noqa: BLE001 - the results stand without their page
-        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "
+        message = for_terminal(scrub(" ".join(f"{type(exc).__name__}: {exc}".split())))[:300]
+        print(f"[cfbench] warning: {run.study} / {for_terminal(run.config)}: view.html not written ({message}); "
               f"the results are complete, run `cfbench view` on the folder to retry", file=sys.stderr, flush=True)
 
 

@@ -208,6 +208,9 @@ class FakeOpenAIServer:
                                      headers={"Retry-After": arg} if arg else None)
         if kind.isdigit():
             return web.json_response({"error": {"message": f"fake error {kind}", "type": "fake"}}, status=int(kind))
+        if kind == "ansi":  # an error body that commands the terminal: title, clear screen, a forged line
+            return web.Response(text="boom\x1b]0;owned\x07\x1b[2J\x1b[H\r\n[cfbench] all requests succeeded\x1b[0m",
+                                status=int(arg or 500), content_type="text/plain")
         if kind == "text":
             return web.Response(text=f"<html>fake error {arg}</html>", status=int(arg), content_type="text/html")
         if kind == "echo-key":

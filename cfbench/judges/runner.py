@@ -62,7 +62,7 @@ from .base import GenerationConfig, Judge, JudgeError, Request, Response, Retrya
 from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
 from ..core.errors import InputError
-from ..core.text import unstorable
+from ..core.text import for_terminal, unstorable
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
@@ -530,7 +530,7 @@ class _Dispatch:
         """Call every key of ``todo`` (at most the gate's limit in flight) and record each outcome."""
         unique = self.unique
         todo.sort(key=lambda k: self.judge.order_key(unique[k]))
-        self.bar = tqdm(total=len(todo), desc=desc, disable=not progress, mininterval=1.0,
+        self.bar = tqdm(total=len(todo), desc=for_terminal(desc) if desc else desc, disable=not progress, mininterval=1.0,
                         unit="call", dynamic_ncols=True)
         # More workers than slots: those waiting out a backoff hold no slot while the others keep
         # the limit busy.
@@ -663,7 +663,8 @@ class _Dispatch:
         """Record a failed call: logged (scrubbed of credentials), kept as the key's outcome, and
         written to the cache within a second, so a killed run keeps the reason."""
         reason = scrub(reason, self.secret_env)
-        log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, self.spec, attempt, reason)
+        log.warning("request %s on %s failed after %d attempt(s): %s", for_terminal(req.request_id),
+                    for_terminal(self.spec), attempt, for_terminal(reason))  # a server's body may hold escapes
         self.outcomes[key] = _failed(reason)
         self.failures.add(key, reason)
 
@@ -709,7 +710,7 @@ def _result(requests: list[Request], keys: list[str], unique: dict[str, Request]
         stats["peak_in_flight"] = gate.peak
     if n_failed:
         log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
-                    spec, n_failed, len(unique), 100 * stats["non_completion_rate"])
+                    for_terminal(spec), n_failed, len(unique), 100 * stats["non_completion_rate"])
     return RunResult(frame, stats)
 
 
@@ -785,7 +786,7 @@ def _quietly(fn, what: str) -> None:  # noqa: ANN001
     try:
         fn()
     except CacheLockedError as exc:
-        log.warning("could not %s: %s", what, exc)
+        log.warning("could not %s: %s", what, for_terminal(exc))
 
 
 def _failed(reason: str) -> tuple:
