@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping
 from .core.errors import InputError
 from .core.files import read_yaml
 from .core.secrets import SecretLeakError, locate_secret_leaks, note_unsearched, scrub
-from .core.text import for_terminal
+from .core.text import for_terminal, md_code, md_safe, md_text
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
            "notebook_parameters", "StudyFailed", "MARKER", "results_folder_name"]
@@ -724,26 +724,27 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
     commit_txt = (f"`{commit['sha'][:12]}`" + (" with uncommitted changes to tracked files" if commit["dirty"]
                                                  else " (clean)")) if commit else "unknown (not a git checkout)"
     cache = info.get("cache") or {}
-    cache_txt = (f"`{cache.get('file')}`, " + ("empty at the start" if cache.get("started_empty") else
+    cache_txt = (f"{md_code(cache.get('file'))}, " + ("empty at the start" if cache.get("started_empty") else
                                                f"{cache.get('replies_before', 0):,} replies in it at the start"))
     overrides = info.get("overrides") or {}
-    over_txt = ", ".join(f"`{k} = {v!r}`" for k, v in overrides.items()) or "none"
+    over_txt = ", ".join(md_code(f"{k} = {v!r}") for k, v in overrides.items()) or "none"
     wall = float(info.get("wall_s") or 0)
+    folder = f"{info.get('study')}/{info.get('config')}"
     lines = [
         "### How this notebook was produced",
         "",
         f"- {what.get(mode, mode)}",
-        f"- command: `{info.get('command', '')}`; results folder `{info.get('study')}/{info.get('config')}`",
-        f"- config: {info.get('config_source', '')}; overrides: {over_txt}",
+        f"- command: {md_code(info.get('command', ''))}; results folder {md_code(folder)}",
+        f"- config: {md_text(info.get('config_source', ''))}; overrides: {over_txt}",
         f"- commit: {commit_txt}",
-        f"- machine: {info.get('cpu_model') or '?'}, {info.get('cpus')} cores, {info.get('machine')}, "
+        f"- machine: {md_text(info.get('cpu_model') or '?')}, {info.get('cpus')} cores, {info.get('machine')}, "
         f"Python {info.get('python')}",
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
         "",
         "_Written by `cfbench reproduce` after the notebook ran; `run_info.json` beside it holds the same._",
     ]
-    return "\n".join(lines)
+    return md_safe("\n".join(lines))  # names from outside (config files, overrides) hold no live markup
 
 
 def _write_provenance(notebook: Path, info: Mapping[str, Any]) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "html_text"]
+__all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "md_safe", "html_text", "csv_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -114,3 +114,74 @@ def csv_text(frame: "object") -> str:
     # Python 3.11's csv leaves a field holding a lone CR unquoted (a reader then splits the row there):
     # such a table is written with every text cell quoted; any other keeps the minimal quoting
     return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL)
+
+
+# -- Markdown and HTML ---------------------------------------------------------------------------------
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|~$])")  # what can open markup inside a line
+_TICKS = re.compile(r"`+")
+_UNSAFE = re.compile(r"\\.|[<\[\]]", re.S)
+
+
+def html_text(text: object) -> str:
+    """``text`` for HTML text or a quoted attribute: ``&``, ``<``, ``>``, quotes escaped."""
+    import html
+
+    return html.escape(text if isinstance(text, str) else str(text), quote=True)
+
+
+def md_text(text: object) -> str:
+    """Outside text (a judge, config, dimension or cue name) as inert inline Markdown: on one line,
+    HTML escaped (no tag, no entity of its own) and every mark that can open inline markup backslash-escaped
+    (no emphasis, code, link or image, table cell, strike-through or math). Meant for text inside a line,
+    never at its start."""
+    one_line = " ".join((text if isinstance(text, str) else str(text)).split())
+    escaped = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _MD_PUNCT.sub(r"\\\1", escaped)
+
+
+def md_code(text: object) -> str:
+    """Outside text as an inline code span that holds whatever it contains: fenced by one backtick more
+    than its longest run of backticks, padded when it starts or ends with one, on one line. Markdown and
+    HTML inside a code span are shown, never interpreted."""
+    one_line = " ".join((text if isinstance(text, str) else str(text)).split()) or " "
+    fence = "`" * (max((len(m) for m in _TICKS.findall(one_line)), default=0) + 1)
+    pad = " " if one_line[0] == "`" or one_line[-1] == "`" or (one_line[0] == " " and one_line[-1] == " ") else ""
+    return f"{fence}{pad}{one_line}{pad}{fence}"
+
+
+def _outside_code(text: str) -> str:
+    """Text outside code spans: no tag (``<`` written ``&lt;``), no link or image (``[`` and ``]``
+    backslash-escaped; cfbench's own Markdown uses neither)."""
+    return _UNSAFE.sub(lambda m: m.group(0) if len(m.group(0)) == 2 else "&lt;" if m.group(0) == "<"
+                       else "\\" + m.group(0), text)  # an escape pair (``\\[``) is kept as it is
+
+
+def md_safe(markdown: str) -> str:
+    """Markdown cfbench built (its own emphasis, headings, lists and code spans kept) with, outside code
+    spans, every ``<`` written ``&lt;`` and every ``[``/``]`` escaped: whatever an interpolated name held,
+    no raw HTML tag, link or remote image reaches the page. Code spans are found as CommonMark finds
+    them (a run of n backticks closed by the next run of exactly n), so a backtick inside a name that
+    breaks a span still leaves whatever follows it escaped."""
+    out: list[str] = []
+    pos = 0
+    n = len(markdown)
+    while pos < n:
+        m = _TICKS.search(markdown, pos)
+        if m is None:
+            out.append(_outside_code(markdown[pos:]))
+            break
+        out.append(_outside_code(markdown[pos:m.start()]))
+        fence = m.group(0)
+        close = m.end()
+        while True:
+            c = _TICKS.search(markdown, close)
+            if c is None or len(c.group(0)) == len(fence):
+                break
+            close = c.end()
+        if c is None:  # an unclosed run is literal backticks
+            out.append(fence)
+            pos = m.end()
+            continue
+        out.append(markdown[m.start():c.end()])
+        pos = c.end()
+    return "".join(out)
