@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .core.errors import InputError
+from .core.text import for_terminal
 
 __all__ = ["add_parser", "load_requests"]
 
@@ -144,10 +145,10 @@ def _shard_lines(manifest: dict[str, Any], folder: Path | None = None) -> None:
         print(f"{s['file']}: {s.get('count', 0):,} requests, {s.get('bytes', 0):,} bytes, "
               f"batch {s.get('batch_id') or '-'} status {s.get('status') or 'not submitted'}{extra}")
         for e in s.get("errors") or ():
-            print(f"  batch error {e.get('code')}: {e.get('message')}")
+            print(for_terminal(f"  batch error {e.get('code')}: {e.get('message')}"))
         if s.get("submit_error"):
             e = s["submit_error"]
-            print(f"  not created ({e.get('status')}): {e.get('message')}")
+            print(for_terminal(f"  not created ({e.get('status')}): {e.get('message')}"))
     usage = manifest.get("usage")
     if usage and usage.get("n_replies"):
         print(f"collected {usage['n_replies']:,} replies: {usage['prompt_tokens']:,} prompt + "

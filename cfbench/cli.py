@@ -22,6 +22,7 @@ import shlex
 import sys
 
 from .core.errors import InputError
+from .core.text import for_terminal
 from .judges.cache import CacheLockedError
 from .reproduce import StudyFailed
 
@@ -67,7 +68,7 @@ def _cmd_judges(args: argparse.Namespace) -> int:
                       GenerationConfig(max_tokens=3, top_logprobs=5))
         res = run_requests(args.check, [req], cache=False, progress=False)
         row = res.judgments.iloc[0]
-        print(f"{args.check}: ok={row.ok} text={row.text!r} error={row.error}")
+        print(for_terminal(f"{args.check}: ok={row.ok} text={row.text!r} error={row.error}"))  # server text: inert
         return 0 if row.ok else 1
     return 0
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             plugins.use(modules)
         except InputError as exc:
-            print(f"cfbench: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(f"cfbench: error: {for_terminal(' '.join(str(exc).split()))}", file=sys.stderr)
             return 2
     args.argv = argv
     if args.debug:
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (InputError, StudyFailed, CacheLockedError, FileNotFoundError, ValueError, KeyError) as exc:
         message = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
-        print(f"cfbench: error: {message}", file=sys.stderr)
+        print(f"cfbench: error: {for_terminal(message)}", file=sys.stderr)
         return 2
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core.secrets import scrub_secrets
+from .core.text import csv_text
 
 #: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted.
 MARKER = ".cfbench-results"
@@ -98,7 +99,7 @@ class RunOutput:
         """Write ``frame`` as ``<name>.csv`` (or ``.parquet``)."""
         if fmt == "csv":
             p = self.dir / f"{name}.csv"
-            text = frame.to_csv(index=False)
+            text = csv_text(frame)  # formula cells neutralised: the one CSV writer
             p.write_text(scrub_secrets(text), encoding="utf-8")
         elif fmt == "parquet":
             p = self.dir / f"{name}.parquet"

@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping
 
 from .core.errors import InputError
 from .core.files import load_yaml_text, read_yaml, shorten
-from .core.secrets import SecretLeakError, find_secret_leaks
+from .core.secrets import SecretLeakError, locate_secret_leaks, note_unsearched, scrub
+from .core.text import for_terminal, md_code, md_safe, md_text
 from .executed import tidy_executed
 
 __all__ = ["CONFIGS", "studies", "reproduce", "load_config", "load_config_file", "project_root",
@@ -757,8 +758,8 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     staging = _staging_folder(final, failed, run)
     # The notebook runs inside the staging folder and writes to ".": no machine path enters its parameters.
     params = {**_relative_to(staging, run.params), "output_dir": ".", "config_name": run.config}
-    print(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}", file=sys.stderr,
-          flush=True)
+    print(for_terminal(f"[cfbench] {run.study} / {run.config} -> {results_dir / run.study / run.config}"),
+          file=sys.stderr, flush=True)
     started = _utc_now()
     t0 = time.perf_counter()
     km = _kernel_manager()
@@ -778,6 +779,9 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         _free_space_if_full(exc, run, staging, failed)  # a full disk: this run's folders go, one line
         with contextlib.suppress(OSError, ValueError):  # the failed notebook is read too: tidy it alike
             tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
+        leaked = _leak_check(staging, run)  # a failed run's folder is kept: it is checked like results
+        if leaked:
+            raise SecretLeakError(f"{run.study} failed ({_one_line(exc)[:200]}); {leaked}") from exc
         where = staging
         if not failed.exists() or _is_ours(failed, run.config):
             _remove_ours(failed, run.config)
@@ -788,15 +792,6 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
     _shutdown(km)
     wall = time.perf_counter() - t0
     tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
-    leaks = ([str(Path(p).relative_to(staging)) for p in find_secret_leaks(staging)]
-             + [f"the response cache ({hit})" for hit in _cache_leaks()])
-    if leaks:
-        shutil.rmtree(staging, ignore_errors=True)  # this run's own staging folder
-        removed = _remove_cache_leaks()
-        shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
-        raise SecretLeakError(f"{run.study}: a credential from the environment was written to {shown}; "
-                              f"the run's outputs were deleted and {len(removed)} cache row(s) holding it "
-                              "removed (previous results left untouched)")
     info = {
         "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
@@ -810,13 +805,20 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         _write_provenance(staging / f"{run.study}.ipynb", info)
         (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         _write_view_page(staging, run)
+    except OSError as exc:
+        _free_space_if_full(exc, run, staging, failed)
+        raise
+    leaked = _leak_check(staging, run)  # after the last file is written, before anything is swapped
+    if leaked:
+        raise SecretLeakError(f"{run.study}: {leaked}")
+    try:
         _check_ours(final, force=force)  # still ours (or forced) at the swap
         _swap_in(staging, final)
     except OSError as exc:
         _free_space_if_full(exc, run, staging, failed)
         raise
     _remove_ours(failed, run.config)
-    print(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s", file=sys.stderr, flush=True)
+    print(for_terminal(f"[cfbench] {run.study} / {run.config}: done in {wall:.0f} s"), file=sys.stderr, flush=True)
     return info
 
 
@@ -920,26 +922,27 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
     commit_txt = (f"`{commit['sha'][:12]}`" + (" with uncommitted changes to tracked files" if commit["dirty"]
                                                  else " (clean)")) if commit else "unknown (not a git checkout)"
     cache = info.get("cache") or {}
-    cache_txt = (f"`{cache.get('file')}`, " + ("empty at the start" if cache.get("started_empty") else
+    cache_txt = (f"{md_code(cache.get('file'))}, " + ("empty at the start" if cache.get("started_empty") else
                                                f"{cache.get('replies_before', 0):,} replies in it at the start"))
     overrides = info.get("overrides") or {}
-    over_txt = ", ".join(f"`{k} = {v!r}`" for k, v in overrides.items()) or "none"
+    over_txt = ", ".join(md_code(f"{k} = {v!r}") for k, v in overrides.items()) or "none"
     wall = float(info.get("wall_s") or 0)
+    folder = f"{info.get('study')}/{info.get('config')}"
     lines = [
         "### How this notebook was produced",
         "",
         f"- {what.get(mode, mode)}",
-        f"- command: `{info.get('command', '')}`; results folder `{info.get('study')}/{info.get('config')}`",
-        f"- config: {info.get('config_source', '')}; overrides: {over_txt}",
+        f"- command: {md_code(info.get('command', ''))}; results folder {md_code(folder)}",
+        f"- config: {md_text(info.get('config_source', ''))}; overrides: {over_txt}",
         f"- commit: {commit_txt}",
-        f"- machine: {info.get('cpu_model') or '?'}, {info.get('cpus')} cores, {info.get('machine')}, "
+        f"- machine: {md_text(info.get('cpu_model') or '?')}, {info.get('cpus')} cores, {info.get('machine')}, "
         f"Python {info.get('python')}",
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
         "",
         "_Written by `cfbench reproduce` after the notebook ran; `run_info.json` beside it holds the same._",
     ]
-    return "\n".join(lines)
+    return md_safe("\n".join(lines))  # names from outside (config files, overrides) hold no live markup
 
 
 def _write_provenance(notebook: Path, info: Mapping[str, Any]) -> None:
@@ -990,9 +993,42 @@ def _write_view_page(folder: Path, run: _Run) -> None:
                 shutil.copyfile(folder / "run_info.json", preview / "run_info.json")
         write_view(src, folder / "view.html", title=title, pairs=explorer_pairs(src))
     except Exception as exc:  # noqa: BLE001 - the results stand without their page
-        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        print(f"[cfbench] warning: {run.study} / {run.config}: view.html not written ({message}); "
+        message = for_terminal(scrub(" ".join(f"{type(exc).__name__}: {exc}".split())))[:300]
+        print(f"[cfbench] warning: {run.study} / {for_terminal(run.config)}: view.html not written ({message}); "
               f"the results are complete, run `cfbench view` on the folder to retry", file=sys.stderr, flush=True)
+
+
+def _leak_check(folder: Path, run: _Run) -> str | None:
+    """Check every file a run leaves behind (its staging folder, whether it succeeded or failed) and the
+    response cache for a credential from the environment. On a hit the folder is moved aside whole to
+    ``<config>.quarantined-<UTC time>`` (readable by its owner only; nothing is deleted), the cache rows
+    holding it are removed, and the one-line reason is returned: which files, where in each, never the
+    credential. None when nothing leaked."""
+    note_unsearched()  # a placeholder key is said once and not hunted (it would match ordinary words)
+    files = [f"{Path(p).relative_to(folder)} ({where})" for p, where in locate_secret_leaks(folder)]
+    leaks = files + [f"the response cache ({hit})" for hit in _cache_leaks()]
+    if not leaks:
+        return None
+    removed = _remove_cache_leaks()
+    shown = ", ".join(leaks[:5]) + (f" and {len(leaks) - 5} more" if len(leaks) > 5 else "")
+    import secrets
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = folder.parent / f"{run.config}.quarantined-{stamp}"
+    if aside.exists():
+        aside = folder.parent / f"{run.config}.quarantined-{stamp}-{secrets.token_hex(3)}"
+    folder.rename(aside)
+    for sub in [aside, *aside.rglob("*")]:
+        if sub.is_dir() and not sub.is_symlink():
+            sub.chmod(0o700)
+    try:
+        shown_aside = str(aside.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown_aside = str(aside)
+    kept = (f"the run's outputs were moved aside to {shown_aside} (readable by you only; look at the "
+            "files named, then delete the folder)")
+    return (f"a credential from the environment was written to {shown}; {kept}, and {len(removed)} cache "
+            "row(s) holding it removed (previous results left untouched)")
 
 
 def _remove_cache_leaks() -> list[str]:
@@ -1020,4 +1056,4 @@ def _one_line(exc: BaseException) -> str:
     text = " ".join(str(evalue).split())
     cell = getattr(exc, "exec_count", None)
     where = f" in cell [{cell}]" if cell else ""
-    return f"{ename}{where}: {text[:500]}"
+    return f"{ename}{where}: {scrub(text)[:500]}"  # a notebook's error may quote a key (a URL holding one)

@@ -33,6 +33,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from cfbench.core.text import csv_text
+
 __all__ = ["add_parser", "run_variants", "run_cue_variants", "cue_items", "load_any", "select_transcripts", "main"]
 
 
@@ -102,7 +104,8 @@ def _write_review(out: Path, v: Any, transcripts: Any, *, title: str) -> dict[st
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
              "review": out / "review.html"}
     _replace_file(paths["variants"], lambda tmp: v.to_parquet(tmp, index=False))
-    _replace_file(paths["rejections"], lambda tmp: rejection_table(v).to_csv(tmp, index=False))
+    rejections = csv_text(rejection_table(v))
+    _replace_file(paths["rejections"], lambda tmp: tmp.write_text(rejections, encoding="utf-8"))
     page = review_html(v, transcripts, title=title)
     _replace_file(paths["review"], lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return paths
@@ -176,8 +179,8 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     v = cue_variants(items, names, seed=seed, decisions=decisions)
     paths = _write_review(out, v, [], title="cues: " + _file_title(file))
     paths["guard_catch"] = out / "guard_catch.csv"
-    table = cue_guard_catch_table(items, names, seed=seed)
-    _replace_file(paths["guard_catch"], lambda tmp: table.to_csv(tmp, index=False))
+    table = csv_text(cue_guard_catch_table(items, names, seed=seed))
+    _replace_file(paths["guard_catch"], lambda tmp: tmp.write_text(table, encoding="utf-8"))
     return paths
 
 

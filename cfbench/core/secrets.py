@@ -3,9 +3,12 @@ r"""Keeping credentials out of everything cfbench writes (no imports from the re
 A careless or hostile server may echo the key: in an error body, a redirect, a
 ``\u``-escaped JSON string, a URL-encoded query, or the reply itself. The rules:
 
-* :func:`scrub` reads a text canonically before matching: every percent-escape (any
-  case, ``%73%6b%2D``), ``\u``/``\x`` and JSON escape decoded (repeatedly, for double
-  encodings), and every base64 run decoded; then any run of 8 or more consecutive
+* :func:`scrub` reads a text as a human or a program could read it back before matching: every
+  percent-escape (any case, ``%73%6b%2D``), ``\u``/``\x`` and JSON escape and HTML character
+  reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
+  such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
+  full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
+  every hex run (``736b2d…``, ``0x73 0x6b``, ``73:6b``) decoded; then any run of 8 or more consecutive
   characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
@@ -15,7 +18,10 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   parquet through pyarrow, whose strings may be compressed on disk).
 
 Credentials are the values of :data:`SECRET_ENV` plus any variable a backend names
-(its ``api_key_env``), 8 characters or longer.
+(its ``api_key_env``), except values that cannot be secret (:func:`weakness`: a known placeholder
+such as ``sk-no-key-required`` or ``EMPTY``, fewer than 12 characters beyond the public prefix, or
+under 40 bits of entropy): searching for those would match ordinary words and cost a user their
+results; :func:`note_unsearched` says so once, one line per variable.
 """
 
 from __future__ import annotations
@@ -27,16 +33,72 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable
 
-__all__ = ["SECRET_ENV", "secret_values", "scrub", "scrub_secrets", "clip", "credentials", "echoed_credential",
-           "find_secret_leaks", "FRAGMENT", "SecretLeakError"]
+__all__ = ["SECRET_ENV", "PLACEHOLDERS", "weakness", "note_unsearched", "secret_values", "scrub", "scrub_secrets", "clip", "credentials", "echoed_credential",
+           "find_secret_leaks", "locate_secret_leaks", "FRAGMENT", "SecretLeakError"]
 
 #: Environment variables whose values are secrets (API keys, tokens).
 SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
 
 
 def secret_values(extra_env: tuple[str, ...] = ()) -> dict[str, str]:
-    """The secret values set in this environment (name -> value), those long enough to search for."""
-    return {n: v for n in SECRET_ENV + tuple(extra_env) if (v := os.environ.get(n)) and len(v) >= 8}
+    """The secret values set in this environment (name -> value): those that could be secret
+    (:func:`weakness` finds nothing to say against them)."""
+    return {n: v for n in SECRET_ENV + tuple(extra_env) if (v := os.environ.get(n)) and weakness(v) is None}
+
+
+#: Values that servers' documentation tells users to set when the server needs no key (vLLM, llama.cpp,
+#: Ollama, LM Studio, gateways), compared case-insensitively: never searched for in outputs.
+PLACEHOLDERS = frozenset({
+    "sk-no-key-required", "no-key-required", "anything", "empty", "none", "null", "dummy", "sk-dummy",
+    "dummy-key", "fake", "fake-key", "sk-fake", "sk-fake-key", "test", "sk-test", "placeholder", "not-needed",
+    "not-used", "unused", "no-key", "nokey", "sk-no-key", "key", "api-key", "your-api-key", "your_api_key",
+    "sk-your-key", "sk-xxx", "ollama", "lm-studio", "lmstudio", "llama", "llama.cpp", "vllm", "local",
+    "sk-local", "token-abc123", "sk-1234", "sk-12345", "sk-123456", "changeme", "secret", "password",
+})
+
+#: Shortest secret part (after the public prefix) worth searching for, and least information in it
+#: (characters times the Shannon entropy of their distribution, in bits). A random key of the common
+#: providers has 30-90 characters and well over 100 bits; ``required`` or ``anything`` have 8 and ~22.
+MIN_SECRET_CHARS = 12
+MIN_SECRET_BITS = 40.0
+
+
+def weakness(value: str) -> str | None:
+    """Why ``value`` cannot be a secret worth searching for in outputs (a known placeholder, too short,
+    too low in entropy), else None. Searching for such a value would match ordinary words in
+    transcripts and cost a user their results."""
+    import math
+    from collections import Counter
+
+    if value.strip().lower() in PLACEHOLDERS:
+        return "is a known placeholder"
+    body = value[_public_prefix(value):]
+    if len(body) < MIN_SECRET_CHARS:
+        return f"has fewer than {MIN_SECRET_CHARS} characters beyond its public prefix"
+    counts = Counter(body)
+    bits = -sum(c * math.log2(c / len(body)) for c in counts.values())
+    if bits < MIN_SECRET_BITS:
+        return "is too low in entropy to be secret"
+    return None
+
+
+_NOTED: set[str] = set()
+
+
+def note_unsearched(stream: "object | None" = None, extra_env: Iterable[str] = ()) -> list[str]:
+    """Say once per process, one line per variable (never its value), which credentials set in the
+    environment are not searched for in outputs and why; the lines said now."""
+    import sys
+
+    said = []
+    for name in SECRET_ENV + tuple(extra_env):
+        value = os.environ.get(name)
+        why = weakness(value) if value else None
+        if why and name not in _NOTED:
+            _NOTED.add(name)
+            said.append(f"[cfbench] note: {name} {why}; it is not searched for in outputs")
+            print(said[-1], file=stream or sys.stderr, flush=True)
+    return said
 
 #: Shortest run of a credential's characters that counts as a piece of it.
 FRAGMENT = 8
@@ -85,46 +147,95 @@ def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
     return spans
 
 
-# -- canonical form: every escape decoded, with each decoded character's span in the original text --
-_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[\\/\"'bfnrt]")
+# -- canonical form: what a human or a program reads back, with each character's span in the original --
+#: percent, ``\u``/``\x`` and JSON escapes, and HTML character references (named, decimal, hex)
+_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[\\/\"'bfnrt]"
+                     r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
+#: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by one separator
+_HEX_RUN = re.compile(r"(?:(?:0[xX])?[0-9a-fA-F]{2}[\s:,;.\-]?){8,}")
+_NOT_HEX = re.compile(r"0[xX]|[^0-9a-fA-F]")
+#: code points outside the control/format categories that still show nothing
+_BLANK = "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0" + "".join(
+    map(chr, range(0xFE00, 0xFE10)))
 
 
-def _decode_pass(text: str) -> tuple[str, list[int], list[int]] | None:
-    """``text`` with every percent-escape (any case), ``\\u``/``\\x`` escape and JSON escape decoded,
-    and for each decoded character the start and end of what spelled it; None when nothing to decode."""
-    if "%" not in text and "\\" not in text:
+@lru_cache(maxsize=1)
+def _invisible() -> "re.Pattern[str]":
+    """Runs of invisible characters: controls (NUL, ESC, CR/LF, ...), format characters (soft hyphen,
+    zero-width space/joiners, BOM, bidi marks, tags), blank fillers and variation selectors."""
+    import unicodedata
+
+    cps = [cp for cp in range(0x10000) if unicodedata.category(chr(cp)) in ("Cc", "Cf")]
+    cps += [ord(c) for c in _BLANK] + list(range(0xE0000, 0xE0080)) + list(range(0xE0100, 0xE01F0))
+    ranges: list[list[int]] = []
+    for cp in sorted(set(cps)):
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return re.compile("[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "")
+                                    for a, b in ranges) + "]+")
+
+
+def _decode_one(m: re.Match) -> str:
+    esc = m.group(0)
+    if esc[0] == "&":
+        import html
+
+        return html.unescape(esc)
+    if esc[0] == "%" or esc[1] == "x":
+        return chr(int(esc[-2:], 16))
+    if esc[1] == "u":
+        return chr(int(esc[2:], 16))
+    return _SIMPLE[esc]
+
+
+def _readable(chars: str) -> str:
+    """``chars`` as read back: invisible characters dropped, compatibility forms (full-width,
+    mathematical letters, ligatures) folded by NFKC."""
+    import unicodedata
+
+    if _invisible().search(chars):
+        chars = _invisible().sub("", chars)
+    return chars if chars.isascii() else unicodedata.normalize("NFKC", chars)
+
+
+def _canon_pass(text: str) -> tuple[str, list[int], list[int]] | None:
+    """One reading of ``text``: every escape and character reference decoded, invisible characters
+    dropped, NFKC applied character by character; for each character of the reading the start and
+    end of what spelled it in ``text``. None when the reading is ``text`` itself."""
+    if _quick_pass(text) == text:
         return None
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
+
+    def emit(chars: str, a: int, b: int) -> None:
+        for ch in _readable(chars):
+            out.append(ch)
+            starts.append(a)
+            ends.append(b)
+
     pos = 0
     for m in _ESCAPE.finditer(text):
         a, b = m.span()
         for i in range(pos, a):
-            out.append(text[i])
-            starts.append(i)
-            ends.append(i + 1)
-        esc = m.group(0)
-        if esc[0] == "%" or esc[1] == "x":
-            ch = chr(int(esc[-2:], 16))
-        elif esc[1] == "u":
-            ch = chr(int(esc[2:], 16))
-        else:
-            ch = _SIMPLE[esc]
-        out.append(ch)
-        starts.append(a)
-        ends.append(b)
+            emit(text[i], i, i + 1)
+        emit(_decode_one(m), a, b)
         pos = b
-    if not starts and pos == 0:
-        return None
     for i in range(pos, len(text)):
-        out.append(text[i])
-        starts.append(i)
-        ends.append(i + 1)
+        emit(text[i], i, i + 1)
     return "".join(out), starts, ends
+
+
+def _quick_pass(text: str) -> str:
+    """The same reading as :func:`_canon_pass`, without positions (fast, for detection)."""
+    if "%" in text or "\\" in text or "&" in text:
+        text = _ESCAPE.sub(_decode_one, text)
+    return _readable(text)
 
 
 @lru_cache(maxsize=64)
@@ -153,7 +264,7 @@ def _decoded_chain(text: str) -> list[tuple[str, Callable[[int, int], tuple[int,
     views: list[tuple[str, Callable[[int, int], tuple[int, int]]]] = [(text, lambda a, b: (a, b))]
     cur, cur_map = text, views[0][1]
     for _ in range(3):
-        dec = _decode_pass(cur)
+        dec = _canon_pass(cur)
         if dec is None:
             break
         d, st, en = dec
@@ -167,26 +278,49 @@ def _decoded_chain(text: str) -> list[tuple[str, Callable[[int, int], tuple[int,
 
 
 def _quick_decodings(text: str) -> list[str]:
-    """``text`` and its decodings (no position maps: for detection)."""
+    """``text`` and its readings (no position maps: for detection)."""
     out = [text]
     for _ in range(3):
-        cur = out[-1]
-        if "%" not in cur and "\\" not in cur:
-            break
-        d = _ESCAPE.sub(_decode_one, cur)
-        if d == cur:
+        d = _quick_pass(out[-1])
+        if d == out[-1]:
             break
         out.append(d)
     return out
 
 
-def _decode_one(m: re.Match) -> str:
-    esc = m.group(0)
-    if esc[0] == "%" or esc[1] == "x":
-        return chr(int(esc[-2:], 16))
-    if esc[1] == "u":
-        return chr(int(esc[2:], 16))
-    return _SIMPLE[esc]
+@lru_cache(maxsize=64)
+def _hex_blocks(value: str) -> "re.Pattern[str]":
+    """The hex spelling of the credential's blocks (:func:`_blocks`), separators allowed: every hex
+    spelling of a window holds one, so a text without a match holds none (a fast first test)."""
+    sep = r"[\s:,;.\-]?(?:0[xX])?"
+    return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode("utf-8")) for blk in _blocks(value)),
+                      re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _hex_windows(value: str) -> tuple[str, ...]:
+    """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value`` (UTF-8 bytes)."""
+    return tuple(w.encode("utf-8").hex() for w in _windows(value))
+
+
+def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
+    """Spans of ``view`` whose hex digits (separators and ``0x`` allowed between byte pairs) spell a
+    piece of ``value``: each from the first to the last digit of the piece, nothing around it."""
+    wins = _hex_windows(value)
+    spans: list[tuple[int, int]] = []
+    if not wins or not _hex_blocks(value).search(view):
+        return spans
+    for m in _HEX_RUN.finditer(view):
+        run = m.group(0)
+        digits = [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
+                  and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
+        hexed = "".join(run[i] for i in digits).lower()
+        for w in wins:
+            at = hexed.find(w)
+            while at != -1:
+                spans.append((m.start() + digits[at], m.start() + digits[at + len(w) - 1] + 1))
+                at = hexed.find(w, at + 1)
+    return spans
 
 
 def _spans(text: str, value: str) -> list[tuple[int, int]]:
@@ -200,6 +334,7 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
             run = m.group(0)
             if any(w in run for w in b64):
                 spans.append(to_text(*m.span()))
+        spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
     return spans
 
 
@@ -214,8 +349,8 @@ def scrub(text: str, extra_env: Iterable[str] = ()) -> str:
             if echoed_credential(text, creds={name: value}) is None:
                 break
             spans = _spans(text, value)
-            if not spans:
-                break
+            if not spans:  # read in a way no span maps back to: the whole text goes
+                return f"<{name}>"
             spans.sort()
             merged: list[list[int]] = []
             for a, b in spans:
@@ -257,6 +392,8 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
             if any(b in view for b in blocks) and any(w in view for w in windows):
                 return name
             if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
+                return name
+            if _hex_runs(view, value):
                 return name
     return None
 
@@ -303,8 +440,32 @@ def _packed_page_data(page: str) -> list[str]:
     return out
 
 
-def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[str]:
-    """Files under ``directory`` that hold a credential from the environment (any form, or a piece)."""
+def _first_offset(text: str, creds: dict[str, str]) -> int | None:
+    """Where in ``text`` the first piece of a credential starts (any reading), else None."""
+    name = echoed_credential(text, creds=creds)
+    if name is None:
+        return None
+    spans = _spans(text, creds[name])
+    return min(a for a, _ in spans) if spans else 0
+
+
+def _parquet_leak(path: "os.PathLike[str]", creds: dict[str, str]) -> str | None:
+    """``row R, column 'C'`` of the first parquet cell holding a credential (strings may be compressed
+    on disk, so the cells are read), else None."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    for column in table.column_names:
+        for row, cell in enumerate(table.column(column).to_pylist()):
+            if cell is not None and echoed_credential(str(cell), creds=creds):
+                return f"row {row}, column {column!r}"
+    return None
+
+
+def locate_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Every file under ``directory`` holding a credential from the environment (any form, or a piece),
+    with where in it: ``(path, "character 123")``, ``(path, "row 4, column 'text'")`` for parquet,
+    ``(path, "its packed page data")`` for a view page. Never the credential itself."""
     from pathlib import Path
 
     creds = credentials(extra_env)
@@ -315,12 +476,16 @@ def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str,
         if not path.is_file():
             continue
         text = path.read_bytes().decode("utf-8", "replace")
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            text += "\n".join(map(str, pq.read_table(path).to_pylist()))
-        if path.suffix in (".html", ".htm"):
-            text += "\n".join(_packed_page_data(text))
-        if echoed_credential(text, creds=creds):
-            hits.append(str(path))
+        at = _first_offset(text, creds)
+        if at is not None:
+            hits.append((str(path), f"character {at}"))
+        elif path.suffix == ".parquet" and (cell := _parquet_leak(path, creds)):
+            hits.append((str(path), cell))
+        elif path.suffix in (".html", ".htm") and echoed_credential("\n".join(_packed_page_data(text)), creds=creds):
+            hits.append((str(path), "its packed page data"))
     return hits
+
+
+def find_secret_leaks(directory: "os.PathLike[str] | str", extra_env: tuple[str, ...] = ()) -> list[str]:
+    """Files under ``directory`` that hold a credential from the environment (any form, or a piece)."""
+    return [path for path, _ in locate_secret_leaks(directory, extra_env)]

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 
 from cfbench.core.errors import InputError
 from cfbench.core.files import read_text
+from cfbench.core.text import find_unstorable
 
 from .headers import loads_strict
 from .transcripts import Transcript, Turn
@@ -88,6 +89,8 @@ def star_dialogue(obj: Any, *, source: str) -> Transcript:
         raise InputError("is missing (not a STAR dialogue)", source=source, record="<file>", field="DialogueID")
     did = obj["DialogueID"]
     rid = f"star-{did}"
+    if bad := find_unstorable(obj):  # a lone surrogate (JSON "\ud800") would fail far later, unnamed
+        raise InputError(f"{bad[1]}, which cannot be stored", source=source, record=rid, field=bad[0])
     events = obj.get("Events")
     if not isinstance(events, list):
         raise InputError("must be a list of events", source=source, record=rid, field="Events")

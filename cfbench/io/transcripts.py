@@ -37,6 +37,7 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.core.files import read_text
 from cfbench.core.render import approx_tokens
+from cfbench.core.text import find_unstorable
 
 from .headers import check_header, loads_strict
 
@@ -145,6 +146,8 @@ def _parse_record(obj: Any, *, source: str, position: str) -> Transcript:
     unknown = sorted(set(obj) - _RECORD_KEYS)
     if unknown:
         raise _err(f"unknown field(s) {unknown}; allowed: {sorted(_RECORD_KEYS)}", source, rid, unknown[0])
+    if bad := find_unstorable(obj):  # a lone surrogate (JSON "\ud800") would fail far later, unnamed
+        raise _err(f"{bad[1]}, which cannot be stored", source, rid, bad[0])
 
     domain = obj.get("domain", "")
     if domain is None:

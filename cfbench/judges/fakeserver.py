@@ -32,6 +32,44 @@ from typing import Iterable
 __all__ = ["FakeOpenAIServer"]
 
 
+def _between(sep: str):
+    return lambda key: sep.join(key)
+
+
+def _named_entities(key: str) -> str:
+    """Each character as an HTML named reference whose NFKC reading is that character (``&Ascr;``,
+    ``&hyphen;`` has none: ``&#45;``), else a decimal one."""
+    import unicodedata
+    from html.entities import html5
+
+    names: dict[str, str] = {}
+    for name, value in sorted(html5.items()):
+        if name.endswith(";") and len(value) == 1 and len(unicodedata.normalize("NFKC", value)) == 1:
+            names.setdefault(unicodedata.normalize("NFKC", value), name)
+    return "".join(f"&{names[c]}" if c in names else f"&#{ord(c)};" for c in key)
+
+
+#: Spellings of a key a hostile server may echo and a person or program can read back (issue 36).
+KEY_FORMS = {
+    "hex": lambda key: key.encode().hex(),
+    "HEX": lambda key: key.encode().hex().upper(),
+    "hex-0x": lambda key: " ".join(f"0x{b:02x}" for b in key.encode()),
+    "hex-colon": lambda key: ":".join(f"{b:02x}" for b in key.encode()),
+    "soft-hyphen": _between("\u00ad"),
+    "zero-width": _between("\u200b"),
+    "zwj-bom": lambda key: "\u200d".join(key[:10]) + "\ufeff".join(key[10:]),
+    "nul": _between("\x00"),
+    "full-width": lambda key: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key),
+    "math-bold": lambda key: "".join(chr(0x1D41A + ord(c) - 97) if "a" <= c <= "z" else
+                                     chr(0x1D400 + ord(c) - 65) if "A" <= c <= "Z" else c for c in key),
+    "html-decimal": lambda key: "".join(f"&#{ord(c)};" for c in key),
+    "html-hex": lambda key: "".join(f"&#x{ord(c):X};" for c in key),
+    "html-named": _named_entities,
+    "html-shy": lambda key: "&shy;".join(key),
+    "full-width-zero-width": lambda key: "\u200c".join(chr(ord(c) + 0xFEE0) for c in key),
+}
+
+
 class FakeOpenAIServer:
     def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
                  history: int = 256, max_in_flight: int | None = None):
@@ -128,6 +166,11 @@ class FakeOpenAIServer:
         text = self.reply if self.reply is not None else f"echo: {user}"
         if kind == "echo-key-200":
             text = f"Sure. Your configuration uses the key {key} as requested."
+        if kind == "echo-key-form":  # the key spelled in one of the forms of KEY_FORMS, at offset ``off``
+            form, _, off = arg.partition("@")
+            text = "x" * int(off or 0) + f" Sure. Your key is {KEY_FORMS[form](key)} as requested."
+        if kind == "surrogate":  # a lone surrogate: valid JSON (``"\ud800"``), not encodable as UTF-8
+            text = "Yes \ud800 80"
         if kind == "big":
             text = "x" * int(arg)
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
@@ -165,6 +208,9 @@ class FakeOpenAIServer:
                                      headers={"Retry-After": arg} if arg else None)
         if kind.isdigit():
             return web.json_response({"error": {"message": f"fake error {kind}", "type": "fake"}}, status=int(kind))
+        if kind == "ansi":  # an error body that commands the terminal: title, clear screen, a forged line
+            return web.Response(text="boom\x1b]0;owned\x07\x1b[2J\x1b[H\r\n[cfbench] all requests succeeded\x1b[0m",
+                                status=int(arg or 500), content_type="text/plain")
         if kind == "text":
             return web.Response(text=f"<html>fake error {arg}</html>", status=int(arg), content_type="text/html")
         if kind == "echo-key":

@@ -61,6 +61,8 @@ from ..core.schema import JUDGMENT_COLUMNS
 from .base import GenerationConfig, Judge, JudgeError, Request, Response, RetryableError, request_keys
 from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
+from ..core.errors import InputError
+from ..core.text import for_terminal, unstorable
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
@@ -208,10 +210,15 @@ _TOKENS_FACTOR = 2
 
 def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str, ...] = (),
                   creds: dict[str, str] | None = None) -> str | None:
-    """Why a reply must not be trusted, or None: it echoes a credential, or it is far beyond
+    """Why a reply must not be trusted, or None: it holds a lone surrogate (no file can store it), it
+    echoes a credential, or it is far beyond
     ``max_tokens`` (more than 32 characters per allowed token + 1024, or more than twice the
     allowed completion tokens + 16 by the server's own count)."""
     text = response.text if isinstance(response.text, str) else ""
+    for part, value in (("text", text), ("top_logprobs", "".join(response.top_logprobs or ())),
+                        ("finish_reason", response.finish_reason)):
+        if bad := unstorable(value):  # valid JSON (``"\ud800"``) that no file can hold: data, not a crash
+            return f"reply {part} {bad}, which cannot be stored; not cached"
     creds = credentials(secret_env) if creds is None else creds
     name = echoed_credential(text, creds=creds)
     if name is None and response.top_logprobs:
@@ -527,7 +534,7 @@ class _Dispatch:
         """Call every key of ``todo`` (at most the gate's limit in flight) and record each outcome."""
         unique = self.unique
         todo.sort(key=lambda k: self.judge.order_key(unique[k]))
-        self.bar = tqdm(total=len(todo), desc=desc, disable=not progress, mininterval=1.0,
+        self.bar = tqdm(total=len(todo), desc=for_terminal(desc) if desc else desc, disable=not progress, mininterval=1.0,
                         unit="call", dynamic_ncols=True)
         # More workers than slots: those waiting out a backoff hold no slot while the others keep
         # the limit busy.
@@ -660,7 +667,8 @@ class _Dispatch:
         """Record a failed call: logged (scrubbed of credentials), kept as the key's outcome, and
         written to the cache within a second, so a killed run keeps the reason."""
         reason = scrub(reason, self.secret_env)
-        log.warning("request %s on %s failed after %d attempt(s): %s", req.request_id, self.spec, attempt, reason)
+        log.warning("request %s on %s failed after %d attempt(s): %s", for_terminal(req.request_id),
+                    for_terminal(self.spec), attempt, for_terminal(reason))  # a server's body may hold escapes
         self.outcomes[key] = _failed(reason)
         self.failures.add(key, reason)
 
@@ -706,7 +714,7 @@ def _result(requests: list[Request], keys: list[str], unique: dict[str, Request]
         stats["peak_in_flight"] = gate.peak
     if n_failed:
         log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
-                    spec, n_failed, len(unique), 100 * stats["non_completion_rate"])
+                    for_terminal(spec), n_failed, len(unique), 100 * stats["non_completion_rate"])
     return RunResult(frame, stats)
 
 
@@ -741,7 +749,12 @@ def _cost(spec: str, ptok: int, ctok: int,
 
 def _keys_and_unique(spec: str, requests: list[Request]) -> tuple[list[str], dict[str, Request]]:
     """Keys of ``requests`` and the first request of each distinct key, in first-seen order.
-    Raises on a ``request_id`` used twice."""
+    Raises on a ``request_id`` used twice, and on a message no file can store (one line naming the request)."""
+    for r in requests:  # a lone surrogate would crash the key's hash far from the input that held it
+        for i, m in enumerate(r.messages):
+            if bad := unstorable(m.get("content")):
+                raise InputError(f"{bad}, which cannot be sent or stored", source=f"request to {spec}",
+                                 record=r.request_id, field=f"messages[{i}].content")
     keys = request_keys(spec, requests)
     unique: dict[str, Request] = dict(zip(keys, requests))
     if len(unique) < len(requests):  # merged requests: each key keeps its first request
@@ -777,7 +790,7 @@ def _quietly(fn, what: str) -> None:  # noqa: ANN001
     try:
         fn()
     except CacheLockedError as exc:
-        log.warning("could not %s: %s", what, exc)
+        log.warning("could not %s: %s", what, for_terminal(exc))
 
 
 def _failed(reason: str) -> tuple:

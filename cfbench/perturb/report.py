@@ -22,12 +22,14 @@ import json
 import re
 import sys
 import warnings
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
 from cfbench.core.seeding import rng_for
+from cfbench.core.text import csv_text
 from cfbench.io.transcripts import Transcript
 
 from .base import Variant
@@ -225,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({100.0 * tot['n_rejected'] / max(1, tot['n']):.1f} %)")
     if args.sample_out:
         dims = [d for d in v["dimension"].unique() if d != "original"]
-        gold_sample(v, per_dimension={d: args.per_dimension for d in dims}, seed=args.seed).to_csv(
-            args.sample_out, index=False)
+        sample = gold_sample(v, per_dimension={d: args.per_dimension for d in dims}, seed=args.seed)
+        Path(args.sample_out).write_text(csv_text(sample), encoding="utf-8")
         print(f"\nsample to annotate written to {args.sample_out}")
     if args.gold:
         gold = pd.read_csv(args.gold, dtype=str, keep_default_na=False)

@@ -39,6 +39,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from cfbench.core.text import neutralise_cell
 from cfbench.io.transcripts import Transcript
 
 __all__ = ["diff_html", "diff_segments", "review_cards", "review_html", "PAGE_SIZE", "neutralise_cell"]
@@ -143,19 +144,6 @@ def review_cards(variants: pd.DataFrame, transcripts: Iterable[Transcript]) -> l
 
 
 #: What a spreadsheet reads as the start of a formula.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise_cell(value: str) -> str:
-    """A CSV cell a spreadsheet shows as text: a leading ``=``, ``+``, ``-``, ``@``, tab or CR gets a
-    ``'`` in front (the page's export does the same; :func:`cfbench.perturb.read_decisions` takes it off).
-
-    >>> neutralise_cell("=cmd|' /C calc'!A0"), neutralise_cell("star-1::gender::male")
-    ("'=cmd|' /C calc'!A0", 'star-1::gender::male')
-    """
-    return "'" + value if value.startswith(_FORMULA_START) else value
-
-
 def _json_for_script(obj: Any) -> str:
     """JSON that cannot end its ``<script>`` block or open a comment: ``<``, ``>``, ``&`` and the
     two JavaScript line separators are written as ``\\u`` escapes (JSON.parse reads them back)."""

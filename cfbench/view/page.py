@@ -34,6 +34,7 @@ import pandas as pd
 from cfbench.core.errors import InputError
 from cfbench.core.paths import package_text
 from cfbench.core.secrets import credentials, echoed_credential, scrub_secrets
+from cfbench.core.text import csv_text
 
 from .pairs import PairSet, final_name, folder_file, read_json, study_of
 
@@ -472,7 +473,7 @@ def write_inputs(directory: str | os.PathLike[str], frames: dict[str, pd.DataFra
         if fname.endswith(".parquet"):
             variants_for_page(frame).to_parquet(target, index=False)
         else:
-            text = frame.to_csv(index=False)
+            text = csv_text(frame)
             _atomic_write(target, scrub_secrets(text) if credentials() else text)
         written.append(target)
     return written

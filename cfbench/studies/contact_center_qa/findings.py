@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.stats import verdicts as V
+from cfbench.core.text import md_text
 
 __all__ = ["findings_markdown", "zero_flip_upper_bound"]
 
@@ -59,7 +60,7 @@ def _interval(lo: float, hi: float, scale: float = 100.0, unit: str = "") -> str
 
 def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int,
                  n_requested: int | None = None) -> list[str]:
-    lines = [f"**{judge}** - {n_parsed} replies read, {n_failed} parse failures excluded from every metric."]
+    lines = [f"**{md_text(judge)}** - {n_parsed} replies read, {n_failed} parse failures excluded from every metric."]
     if n_parsed == 0:
         lines.append("No reply could be read as an answer in the output contract, so this run reports no "
                      "CFR, MASD or accuracy for this judge.")
@@ -82,7 +83,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     no_ci = cmr[~has_ci] if len(cmr) else cmr
     if len(above):
         lines.append("Flips beyond the judge's own repeat noise (interval of CFR minus robustness above 0): "
-                     + "; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp {_interval(r.ci_low, r.ci_high, unit=' pp')}"
+                     + "; ".join(f"{md_text(r.dimension)} {100 * r.estimate:+.1f} pp {_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                  for r in above.itertuples()) + ".")
     elif len(cmr) > len(no_ci):
         lines.append("No dimension's CFR is distinguishable from the judge's repeat noise: every interval of "
@@ -111,7 +112,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     if len(flipped):
         top = flipped.sort_values("cfr", ascending=False).head(3)
         lines.append("Largest observed CFR: " + "; ".join(
-            f"{r.dimension} {_pct(r.cfr)} {_interval(r.ci_low, r.ci_high, unit=' %')} (n={r.n_items})"
+            f"{md_text(r.dimension)} {_pct(r.cfr)} {_interval(r.ci_low, r.ci_high, unit=' %')} (n={r.n_items})"
             for r in top.itertuples()) + ".")
     if len(zero):
         w = zero.sort_values(["ci_high", "n_pairs"], ascending=[False, True]).iloc[0]
@@ -125,7 +126,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
         top = m.sort_values("masd", ascending=False).head(3)
         width = float(np.nanmedian(m["ci_high"] - m["ci_low"])) if m["ci_high"].notna().any() else float("nan")
         lines.append("MASD of P(Yes) (points of probability x 100), largest: " + "; ".join(
-            f"{r.dimension} {r.masd:.2f} {_interval(r.ci_low, r.ci_high, scale=1.0)}" for r in top.itertuples())
+            f"{md_text(r.dimension)} {r.masd:.2f} {_interval(r.ci_low, r.ci_high, scale=1.0)}" for r in top.itertuples())
             + (f"; the median interval is {width:.2f} points wide, so differences between dimensions smaller "
                "than that are not resolved." if not math.isnan(width) else "."))
         lines += _wording_scale(judge, m, t.get("robustness", pd.DataFrame()))
@@ -192,7 +193,7 @@ def _differences_lines(t: dict[str, pd.DataFrame]) -> list[str]:
     for (a, b), g in d.groupby(["judge_a", "judge_b"], sort=False):
         sure = g[g["ci_low"].notna() & ((g["ci_low"] > 0) | (g["ci_high"] < 0))]
         scale = {"cfr": 100.0, "accuracy": 100.0}
-        desc = "; ".join(f"{r.metric} {r.dimension} {scale.get(r.metric, 1.0) * r.delta:+.1f} "
+        desc = "; ".join(f"{md_text(r.metric)} {md_text(r.dimension)} {scale.get(r.metric, 1.0) * r.delta:+.1f} "
                          f"{_interval(r.ci_low, r.ci_high, scale=scale.get(r.metric, 1.0))}"
                          for r in sure.itertuples())
         out.append(f"**{a} minus {b}** on the same transcripts: {_of(len(sure), len(g), 'difference')} (CFR and "
@@ -234,13 +235,13 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
         return []
     k = n_dialogues if n_dialogues else int(max(cfr["n_items"].max() if len(cfr) else 0,
                                                 acc["n_items"].max() if len(acc) else 0))
-    lines = [f"**{judge}, real dialogues (STAR arm)** - {_count(k, 'dialogue')} from the STAR corpus, judged "
+    lines = [f"**{md_text(judge)}, real dialogues (STAR arm)** - {_count(k, 'dialogue')} from the STAR corpus, judged "
              "against the customers' own answers; the synthetic numbers above do not rest on them."]
     if len(cfr):
         flips = (cfr["cfr"] * cfr["n_pairs"]).round().astype(int)
         has = cfr["ci_low"].notna() & cfr["ci_high"].notna()
         seen = cfr[flips > 0].assign(n_flips=flips[flips > 0]).sort_values(["cfr", "n_pairs"], ascending=[False, False])
-        desc = "; ".join(f"{r.dimension} {int(r.n_flips)}/{int(r.n_pairs)} {_interval(r.ci_low, r.ci_high, unit=' %')}"
+        desc = "; ".join(f"{md_text(r.dimension)} {int(r.n_flips)}/{int(r.n_pairs)} {_interval(r.ci_low, r.ci_high, unit=' %')}"
                          for r in seen.head(5).itertuples())
         more = f" and {len(seen) - 5} more" if len(seen) > 5 else ""
         line = (f"CFR: flips seen in {_of(len(seen), len(cfr), 'dimension')}" + (f" ({desc}{more})" if len(seen) else "")
@@ -269,7 +270,7 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
         if len(cmr):
             above = cmr[cmr["ci_low"] > 0]
             lines.append("Beyond the judge's own repeat noise on these dialogues (interval of CFR minus robustness "
-                         "above 0): " + ("; ".join(f"{r.dimension} {100 * r.estimate:+.1f} pp "
+                         "above 0): " + ("; ".join(f"{md_text(r.dimension)} {100 * r.estimate:+.1f} pp "
                                                    f"{_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                                    for r in above.itertuples())
                                          if len(above) else f"none of {_count(len(cmr), 'dimension')}") + ".")

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.core.text import md_code, md_safe, md_text
 from cfbench.core.errors import InputError
 from cfbench.perturb import DIMENSIONS
 from cfbench.report import RunOutput, StudyResult
@@ -97,7 +98,10 @@ class ContactCenterResult(StudyResult):
 
     # -- display helpers ---------------------------------------------------------------------------
     def header(self) -> str:
-        """A Markdown line describing this run, generated from its parameters and plan."""
+        """A Markdown line describing this run, generated from its parameters and plan (names escaped)."""
+        return md_safe(self._header())
+
+    def _header(self) -> str:
         s, p = self.summary, self.params
         if s.get("plan_only"):
             f = s["plan_only"]
@@ -115,7 +119,7 @@ class ContactCenterResult(StudyResult):
                   "the original against 1 sampled condition per dimension" if k == 1 else
                   f"{k} sampled conditions per item and dimension")
         return (f"**This run**: {n} transcript{'s' if n != 1 else ''} x {nq} question{'s' if nq != 1 else ''} "
-                f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(s['judges'])}; "
+                f"x {len(s['dimensions'])} dimensions ({design}); judges {', '.join(map(md_code, s['judges']))}; "
                 f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
                 f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s)."
                 + (f" Tables rest on **{s['source']}** transcripts" if s.get("source") else "")
@@ -192,7 +196,7 @@ class ContactCenterResult(StudyResult):
     def findings(self) -> str:
         from cfbench.studies.contact_center_qa.findings import findings_markdown
 
-        return findings_markdown(self)
+        return md_safe(findings_markdown(self))  # no raw tag from a name, whatever it held
 
 
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from cfbench.core.text import md_code, md_safe, md_text
 from cfbench.core.params import params_from_mapping, params_to_mapping
 from cfbench.metrics.lexicon import TONE_METRICS
 from cfbench.perturb.stimuli import identity_ids, identity_label
@@ -121,7 +122,7 @@ class IdentityToneResult(StudyResult):
         else:
             parts.append("**Released data**: not reproduced in this run (workbook not found or not asked for).")
         parts.append(_fresh_findings(self.summary["fresh"], self.tables))
-        return "\n\n".join(parts)
+        return md_safe("\n\n".join(parts))  # no raw tag from a model name, whatever it held
 
 
 def _fmt_pair(row: pd.Series) -> str:
@@ -430,7 +431,7 @@ _LOCAL_TOKENS_PER_S = (12.8, 17.6)
 def describe_run(params: Params, config_name: str = "") -> str:
     """A Markdown header generated from the parameters: what this run does and roughly how long it takes."""
     n_replies = params.n_prompts * 8
-    lines = [f"**This run{f' ({config_name})' if config_name else ''}**: "
+    lines = [f"**This run{f' ({md_text(config_name)})' if config_name else ''}**: "
              + ("reproduces the released seed-002 data when the workbook is found, then " if params.reproduce_released
                 else "")
              + f"audits {len(params.fresh_models)} model(s) on {params.n_prompts} "
@@ -442,16 +443,16 @@ def describe_run(params: Params, config_name: str = "") -> str:
     for m in params.fresh_models:
         kind = m.split(":", 1)[0]
         if kind == "scripted":
-            lines.append(f"- `{m}`: a scripted test double (seconds; never a source of reported numbers).")
+            lines.append(f"- {md_code(m)}: a scripted test double (seconds; never a source of reported numbers).")
         elif kind == "local":
             tokens = n_replies * min(params.completion_cap, _LOCAL_NATURAL_TOKENS)
             lo, hi = (tokens / r / 60 for r in reversed(_LOCAL_TOKENS_PER_S))
-            lines.append(f"- `{m}`: about {lo:.0f}–{hi:.0f} min of generation on an idle 2-core CPU "
+            lines.append(f"- {md_code(m)}: about {lo:.0f}–{hi:.0f} min of generation on an idle 2-core CPU "
                          f"(cached replies replay in seconds).")
         else:
-            lines.append(f"- `{m}`: {n_replies} API calls (time and cost depend on the provider).")
+            lines.append(f"- {md_code(m)}: {n_replies} API calls (time and cost depend on the provider).")
     lines.append(f"- Paired tests over {params.n_prompts} prompts; bootstrap-t intervals widened to include the t interval, "
                  f"{params.n_resamples:,} resamples (seed {params.seed}; coverage in docs/statistics.md). A reply that stops at the {params.completion_cap}-token cap is "
                  f"detected (finish reason 'length', else tokens at the cap), counted in `fresh_truncation` and "
                  f"left out of every tone and length metric.")
-    return "\n".join(lines)
+    return md_safe("\n".join(lines))

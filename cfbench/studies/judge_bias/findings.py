@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.stats import verdicts as V
+from cfbench.core.text import md_code
 
 from .metrics import items_needed_score_gate
 
@@ -110,8 +111,8 @@ def run_header(result: Any) -> str:
     S = result.summary
     kinds = ", ".join(f"{v} {k}" for k, v in S["items_by_kind"].items())
     judges = S["judges"]
-    who = (f"Judge `{judges[0]}`" if len(judges) == 1 else
-           f"Judges `{judges[0]}` (headline) and {', '.join(f'`{j}`' for j in judges[1:])} (comparison)")
+    who = (f"Judge {md_code(judges[0])}" if len(judges) == 1 else
+           f"Judges {md_code(judges[0])} (headline) and {', '.join(map(md_code, judges[1:]))} (comparison)")
     double = (" **A scripted test double is among the judges: its numbers show the machinery works and say nothing "
               "about any model.**" if S["test_double_judges"] else "")
     return (f"{who} on {S['n_items']} items ({kinds}) from **{S['source']}** ({S['source_note']}); "
@@ -124,7 +125,7 @@ def _judge_block(result: Any, judge: str) -> list[str]:
     sel = {k: v[v["judge"] == judge] for k, v in T.items() if isinstance(v, pd.DataFrame) and "judge" in v.columns}
     role = ("headline judge" if judge == p.judges[0] else
             "comparison judge, on the same items, measured against its own noise")
-    lines = [f"### `{judge}` ({role})", ""]
+    lines = [f"### {md_code(judge)} ({role})", ""]
     pos = sel["position"].set_index("metric")
     pc, pb = pos.loc["position_consistency"], pos.loc["position_bias_slot_a"]
     lines.append(f"- **Position.** The judge kept its choice when the two replies swapped slots on {_pct(pc.estimate)} "

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
+from cfbench.core.text import md_safe
 from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
@@ -226,10 +227,10 @@ class JudgeBiasResult(StudyResult):
         return F.invariants(self)
 
     def findings(self) -> str:
-        return F.findings_markdown(self)
+        return md_safe(F.findings_markdown(self))  # no raw tag from a name, whatever it held
 
     def header(self) -> str:
-        return F.run_header(self)
+        return md_safe(F.run_header(self))
 
 
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cfbench.stats import verdicts as VD
+from cfbench.core.text import md_code
 
 from .gate import PairAudit
 
@@ -286,12 +287,12 @@ def run_header(result: "ShopflowResult") -> str:
     p = result.params
     seed = result.summary.get("seed", {})
     judged = result.summary.get("judged")
-    text = (f"**This run.** Part 1: {seed.get('n_pairs', 0)} pairs from `{Path(seed.get('source', '')).name}` at "
+    text = (f"**This run.** Part 1: {seed.get('n_pairs', 0)} pairs from {md_code(Path(seed.get('source', '')).name)} at "
             f"threshold {p.seed_threshold:.2f}.")
     if judged:
         stats = judged.get("judge_stats", {})
-        text += (f" Part 2: judge `{p.judge}`, prompt `{p.prompt}`"
-                 + (f" (candidate `{p.candidate_prompt}`)" if p.candidate_prompt else "")
+        text += (f" Part 2: judge {md_code(p.judge)}, prompt {md_code(p.prompt)}"
+                 + (f" (candidate {md_code(p.candidate_prompt)})" if p.candidate_prompt else "")
                  + f", {judged['n_pairs_loaded']} pairs loaded, {judged['n_pairs']} audited, "
                  f"{judged['n_pairs_excluded']} excluded, threshold {p.judged_threshold:.2f}; "
                  f"{stats.get('n_called', 0)} calls made and {stats.get('n_cached', 0)} read from the cache "

@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from cfbench.core.text import md_safe
 from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
@@ -110,11 +111,11 @@ class ShopflowResult(StudyResult):
         return F.invariants(self)
 
     def findings(self) -> str:
-        return F.findings_markdown(self)
+        return md_safe(F.findings_markdown(self))  # no raw tag from a name, whatever it held
 
     def header(self) -> str:
         """One Markdown paragraph saying what this run did (judge, pairs, calls), from its numbers."""
-        return F.run_header(self)
+        return md_safe(F.run_header(self))
 
 
 def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResult) -> None:

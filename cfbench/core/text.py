@@ -1,0 +1,189 @@
+"""Outside text made safe for where it goes: a file, a terminal, a spreadsheet, Markdown or HTML.
+
+Text that reaches cfbench from outside (judge replies, server error bodies, transcripts, judge and
+config names) is data. These helpers keep it from acting as anything else:
+
+* :func:`unstorable` says why a text cannot be written as UTF-8 (a lone surrogate), naming the
+  character and where it is;
+* :func:`for_terminal` neutralises control characters (escape sequences that set a title, clear the
+  screen or rewrite a line) before a line is printed;
+* :func:`neutralise_cell` keeps a spreadsheet from evaluating a CSV text cell (``=``, ``+``, ``-``,
+  ``@``, tab, CR at its start);
+* :func:`md_text` and :func:`md_code` put outside text into notebook Markdown: escaped for Markdown and
+  HTML (a raw ``<img onerror>`` never reaches a page), code spans whose fence outlasts any run of
+  backticks inside.
+
+No imports from the rest of the package.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "md_safe", "html_text", "csv_text"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unstorable(text: object) -> str | None:
+    """Why ``text`` cannot be stored as UTF-8 (``holds a lone surrogate (U+D800 at character 4)``), else
+    None (also for anything that is not a string)."""
+    if isinstance(text, str) and (m := _SURROGATE.search(text)):
+        return f"holds a lone surrogate (U+{ord(m.group(0)):04X} at character {m.start()})"
+    return None
+
+
+def find_unstorable(obj: object, where: str = "") -> tuple[str, str] | None:
+    """The first string (key or value) inside ``obj`` (nested dicts and lists, as JSON loads them) that
+    cannot be stored as UTF-8: ``(field path, reason)`` such as ``("turns[2].text", "holds a lone
+    surrogate (U+D800 at character 5)")``, else None."""
+    if isinstance(obj, str):
+        bad = unstorable(obj)
+        return (where or "<value>", bad) if bad else None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            sub = f"{where}.{k}" if where else str(k)
+            if bad := unstorable(k):
+                return sub, f"name {bad}"
+            if found := find_unstorable(v, sub):
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            if found := find_unstorable(v, f"{where}[{i}]"):
+                return found
+    return None
+
+
+# -- terminals ---------------------------------------------------------------------------------------
+#: control characters (C0, DEL, C1) and the bidi controls that reorder what a line shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: object, *, newlines: bool = False) -> str:
+    """``text`` safe to print: every control character (escape sequences that set a title, clear the
+    screen or move the cursor; CR that overwrites a line; NUL; bidi overrides) shown as a visible
+    ``\\x1b``-style escape instead of acting; newlines too unless ``newlines`` (so outside text cannot
+    forge a line of its own, such as a fake "all requests succeeded").
+
+    >>> for_terminal("boom \\x1b]0;owned\\x07\\r\\nall requests succeeded")
+    'boom \\\\x1b]0;owned\\\\x07\\\\x0d\\\\x0aall requests succeeded'
+    """
+    text = text if isinstance(text, str) else str(text)
+    if newlines:
+        return "\n".join(_CONTROL.sub(lambda m: _shown(m.group(0)), line) for line in text.split("\n"))
+    return _CONTROL.sub(lambda m: _shown(m.group(0)), text)
+
+
+# -- spreadsheets ------------------------------------------------------------------------------------
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: str) -> str:
+    """A CSV text cell a spreadsheet shows as text: a leading ``=``, ``+``, ``-``, ``@``, tab or CR gets a
+    ``'`` in front (:func:`cfbench.perturb.read_decisions` takes it off). Only text: a number in a numeric
+    column never comes here (:func:`csv_text`), so ``-0.25`` stays a number.
+
+    >>> neutralise_cell("=cmd|' /C calc'!A0"), neutralise_cell("star-1::gender::male")
+    ("'=cmd|' /C calc'!A0", 'star-1::gender::male')
+    """
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def csv_text(frame: "object") -> str:
+    """The one CSV serialisation of cfbench's tables (a pandas DataFrame, no index): every text cell
+    and column name a spreadsheet would evaluate neutralised (:func:`neutralise_cell`); numbers, booleans
+    and missing values written as they are."""
+    import pandas as pd
+
+    assert isinstance(frame, pd.DataFrame)
+    import csv
+
+    out = frame.copy(deep=False)
+    has_cr = False
+    for col in out.columns:
+        series = out[col]
+        if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+            out[col] = series.map(lambda v: neutralise_cell(v) if isinstance(v, str) else v, na_action="ignore")
+            has_cr = has_cr or bool(out[col].map(lambda v: isinstance(v, str) and "\r" in v).any())
+    out.columns = [neutralise_cell(c) if isinstance(c, str) else c for c in out.columns]
+    # Python 3.11's csv leaves a field holding a lone CR unquoted (a reader then splits the row there):
+    # such a table is written with every text cell quoted; any other keeps the minimal quoting
+    return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL)
+
+
+# -- Markdown and HTML ---------------------------------------------------------------------------------
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|~$])")  # what can open markup inside a line
+_TICKS = re.compile(r"`+")
+_UNSAFE = re.compile(r"\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])", re.S)
+
+
+def html_text(text: object) -> str:
+    """``text`` for HTML text or a quoted attribute: ``&``, ``<``, ``>``, quotes escaped."""
+    import html
+
+    return html.escape(text if isinstance(text, str) else str(text), quote=True)
+
+
+def md_text(text: object) -> str:
+    """Outside text (a judge, config, dimension or cue name) as inert inline Markdown: on one line,
+    HTML escaped (no tag, no entity of its own) and every mark that can open inline markup backslash-escaped
+    (no emphasis, code, link or image, table cell, strike-through or math). Meant for text inside a line,
+    never at its start."""
+    one_line = " ".join((text if isinstance(text, str) else str(text)).split())
+    escaped = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _MD_PUNCT.sub(r"\\\1", escaped)
+
+
+def md_code(text: object) -> str:
+    """Outside text as an inline code span that holds whatever it contains: fenced by one backtick more
+    than its longest run of backticks, padded when it starts or ends with one, on one line. Markdown and
+    HTML inside a code span are shown, never interpreted."""
+    one_line = " ".join((text if isinstance(text, str) else str(text)).split()) or " "
+    fence = "`" * (max((len(m) for m in _TICKS.findall(one_line)), default=0) + 1)
+    pad = " " if one_line[0] == "`" or one_line[-1] == "`" or (one_line[0] == " " and one_line[-1] == " ") else ""
+    return f"{fence}{pad}{one_line}{pad}{fence}"
+
+
+def _outside_code(text: str) -> str:
+    """Text outside code spans: no tag (``<`` before a letter, ``/``, ``!`` or ``?`` written ``&lt;``), no
+    link, image or link definition (``]`` before ``(``, ``[`` or ``:`` backslash-escaped; cfbench's own
+    Markdown uses none). ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; an escape pair is kept."""
+    return _UNSAFE.sub(lambda m: m.group(0) if m.group(0)[0] == "\\" else
+                       "&lt;" if m.group(0) == "<" else "\\]", text)
+
+
+def md_safe(markdown: str) -> str:
+    """Markdown cfbench built (its own emphasis, headings, lists and code spans kept) with, outside code
+    spans, every ``<`` that could open a tag written ``&lt;`` and every ``]`` that could close a link
+    escaped: whatever an interpolated name held,
+    no raw HTML tag, link or remote image reaches the page. Code spans are found as CommonMark finds
+    them (a run of n backticks closed by the next run of exactly n), so a backtick inside a name that
+    breaks a span still leaves whatever follows it escaped."""
+    out: list[str] = []
+    pos = 0
+    n = len(markdown)
+    while pos < n:
+        m = _TICKS.search(markdown, pos)
+        if m is None:
+            out.append(_outside_code(markdown[pos:]))
+            break
+        out.append(_outside_code(markdown[pos:m.start()]))
+        fence = m.group(0)
+        close = m.end()
+        while True:
+            c = _TICKS.search(markdown, close)
+            if c is None or len(c.group(0)) == len(fence):
+                break
+            close = c.end()
+        if c is None:  # an unclosed run is literal backticks
+            out.append(fence)
+            pos = m.end()
+            continue
+        out.append(markdown[m.start():c.end()])
+        pos = c.end()
+    return "".join(out)

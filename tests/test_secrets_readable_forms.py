@@ -1,0 +1,113 @@
+"""Issue 36: a key spelled in any form a person or a program reads back (hex, HTML references, invisible
+characters between its letters, full-width or mathematical letters), at any offset, is found and
+scrubbed, and a server echoing it in any of these forms leaves it in no file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from cfbench.core.secrets import _quick_decodings, echoed_credential, find_secret_leaks, scrub
+from cfbench.judges.fakeserver import KEY_FORMS
+
+KEY = "sk-proj-" + "Hq4Lz8Wm2Xc6Vb9Nt3Rk7Pd5"
+BODY = KEY[len("sk-proj-"):]
+FILLER = "The agent greets the customer and checks the order number twice before answering. " * 2
+OFFSETS = (0, 1, 7, 64)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+
+def readable_trace(text: str) -> bool:
+    """Whether a piece of 8+ characters of the key's secret part shows in some reading of ``text``
+    (decoded, invisible characters dropped, NFKC), or the hex spelling of one does."""
+    pieces = [BODY[i:i + 8] for i in range(len(BODY) - 7)]
+    views = _quick_decodings(text)
+    hexed = "".join(c for c in text.lower().replace("0x", "") if c in "0123456789abcdef")
+    return any(p in v for p in pieces for v in views) or any(p.encode().hex() in hexed for p in pieces)
+
+
+def placed(form: str, offset: int) -> str:
+    return FILLER[:offset] + KEY_FORMS[form](KEY) + " " + FILLER[offset:]
+
+
+@pytest.mark.parametrize("offset", OFFSETS)
+@pytest.mark.parametrize("form", sorted(KEY_FORMS))
+def test_each_readable_form_at_each_offset_is_found_and_scrubbed(form, offset):
+    text = placed(form, offset)
+    assert readable_trace(text), "the test's own reader must see the key"
+    assert echoed_credential(text) == "OPENAI_API_KEY"
+    out = scrub(text)
+    assert "<OPENAI_API_KEY>" in out and echoed_credential(out) is None and not readable_trace(out), repr(out)
+    assert out.startswith(FILLER[:offset]) and out.endswith(FILLER[offset:])  # only the key went
+
+
+@pytest.mark.parametrize("form", ["hex", "soft-hyphen", "html-decimal", "full-width"])
+def test_a_piece_of_the_key_in_a_form_is_found(form):
+    piece = KEY_FORMS[form](BODY[3:13])  # 10 characters of the secret part
+    assert echoed_credential(f"look: {piece} ok") == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize("text", [
+    "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 of the transcript",
+    "Fish &amp; chips &lt;3 &#8212; caf&eacute; &#x263A; 0x1f 0x2e", "ｆｕｌｌ－ｗｉｄｔｈ ｔｅｘｔ 123",
+    "co\u00adoper\u00adation and zero\u200bwidth", "tab\there\r\nnew line \x00 nul",
+])
+def test_ordinary_text_in_those_forms_is_left_alone(text):
+    assert echoed_credential(text) is None and scrub(text) == text
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".ipynb", ".html", ".parquet", ".sqlite"])
+@pytest.mark.parametrize("form", sorted(KEY_FORMS))
+def test_the_results_check_finds_every_form_in_every_kind_of_file(tmp_path, form, suffix):
+    text = placed(form, 7)
+    path = tmp_path / f"out{suffix}"
+    if suffix == ".csv":
+        pd.DataFrame({"id": ["a"], "text": [text]}).to_csv(path, index=False)
+    elif suffix == ".ipynb":  # notebooks keep non-ASCII as it is
+        path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [text]}]}, ensure_ascii=False),
+                        encoding="utf-8")
+    elif suffix == ".parquet":
+        pd.DataFrame({"text": [text]}).to_parquet(path)
+    elif suffix == ".sqlite":
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE t (v TEXT)")
+        con.execute("INSERT INTO t VALUES (?)", (text,))
+        con.commit()
+        con.close()
+    else:
+        path.write_text(f"<html><body><p>{text}</p></body></html>", encoding="utf-8")
+    (tmp_path / "clean.csv").write_text(FILLER, encoding="utf-8")
+    assert [p.rsplit("/", 1)[1] for p in find_secret_leaks(tmp_path)] == [path.name]
+
+
+@pytest.mark.parametrize("form", sorted(KEY_FORMS))
+def test_a_server_echoing_the_key_in_a_form_leaves_it_in_no_row_cache_or_table(tmp_path, form, capsys):
+    pytest.importorskip("aiohttp")
+    from cfbench.judges import GenerationConfig, Request, run_requests
+    from cfbench.judges.fakeserver import FakeOpenAIServer
+
+    cache_path = tmp_path / "responses.sqlite"
+    reqs = [Request(f"r{i}", ({"role": "user", "content": f"question {i}"},), GenerationConfig(max_tokens=64))
+            for i in range(len(OFFSETS))]
+    with FakeOpenAIServer() as srv:
+        srv.script([f"echo-key-form:{form}@{off}" for off in OFFSETS])
+        res = run_requests(f"openai:m@{srv.base_url}", reqs, cache=cache_path, progress=False, concurrency=1)
+    assert not res.judgments.ok.any()
+    assert res.judgments.error.str.contains("reply echoed a credential").all(), res.judgments.error.tolist()
+    res.judgments.to_csv(tmp_path / "judged_rows.csv", index=False)
+    con = sqlite3.connect(cache_path)
+    dump = "\n".join(con.iterdump())
+    con.close()
+    cap = capsys.readouterr()
+    for text in (dump, (tmp_path / "judged_rows.csv").read_text(encoding="utf-8"), cap.out + cap.err):
+        assert not readable_trace(text) and echoed_credential(text) is None
+    assert find_secret_leaks(tmp_path) == []
