@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.core.text import md_code, md_safe, md_text
+from cfbench.core.text import md_code, md_safe
 from cfbench.core.errors import InputError
 from cfbench.perturb import DIMENSIONS
 from cfbench.report import RunOutput, StudyResult
