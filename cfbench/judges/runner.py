@@ -61,6 +61,7 @@ from ..core.schema import JUDGMENT_COLUMNS
 from .base import GenerationConfig, Judge, JudgeError, Request, Response, RetryableError, request_keys
 from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
+from .failures import NOT_SENT, failure_kind
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
@@ -232,18 +233,27 @@ class _Gate:
 
     * it grows while latency holds (doubling per window of ``limit`` good replies until the first
       overload, then by ``max(1, limit // 8)`` per window, so it recovers within a few windows);
+    * it is cut by the latency gradient (TCP Vegas, Netflix's gradient limit) when the median
+      latency of a window of ``limit`` replies exceeds ``TOLERANCE`` x the best latency seen
+      (+ ``SLACK_S``): to ``limit x bound / median``, at most by half per window. A server that
+      queues calls instead of refusing them (llama.cpp's, one slot) makes each call wait for the
+      ones ahead of it, so its latency grows with the calls in flight and the limit settles where
+      latency stops growing (about 2 on a one-slot server) instead of filling its queue until
+      calls time out;
     * it is cut by half when overload replies (429/503) make up at least ``OVERLOAD_SHARE`` of
       the replies since the last cut (the last ``WINDOW`` of them at most; at least
       ``MIN_OVERLOADS`` overloads, or ``WINDOW // 5`` replies, before a share counts), and at most
       once per epoch (calls admitted before a cut saw the old limit, so their 429s do not count
       again). A scattering of 429s from a server that fails some calls at random therefore does
       not collapse the limit; a saturated server, which refuses most calls beyond its capacity,
-      is backed off from at once.
+      is backed off from at once. Timeouts count as overload replies here.
     """
 
     OVERLOAD_SHARE = 0.15
     WINDOW = 100
     MIN_OVERLOADS = 5
+    TOLERANCE = 2.0   # latency up to this multiple of the best one seen is not queueing
+    SLACK_S = 0.05    # ... plus this much (scheduling noise on sub-second replies)
 
     def __init__(self, start: int, *, ceiling: int, adaptive: bool):
         self.limit = max(1, min(start, ceiling))
@@ -260,6 +270,8 @@ class _Gate:
         self._epoch = 0          # bumped by every cut
         self._window: collections.deque[bool] = collections.deque()  # recent replies: overloaded?
         self._n_over = 0
+        self._lat: list[float] = []  # latencies of this epoch's replies, one window at a time
+        self.latency_cuts = 0
 
     async def acquire(self, *, priority: bool = False) -> int:
         """Take a slot (waiting if none is free); returns the epoch to pass back to
@@ -321,19 +333,28 @@ class _Gate:
             return  # a few early 429s are not yet a share
         if self._n_over < self.OVERLOAD_SHARE * len(self._window):
             return
-        self._epoch += 1
-        self._slow_start = False
-        self._good = 0
-        self._window.clear()
-        self._n_over = 0
-        self._set(max(1, self.limit // 2))
+        self._cut(self.limit // 2)
 
-    def succeeded(self, latency: float) -> None:
+    def succeeded(self, latency: float, epoch: int | None = None) -> None:
+        """A reply after ``latency`` seconds (from the moment its call was sent). Grows the limit while
+        latency holds; cuts it by the latency gradient when the median latency of a window of
+        replies (calls admitted in this epoch) exceeds ``TOLERANCE`` x the best latency seen."""
         if not self.adaptive:
             return
         self._note(False)
         self._best = latency if self._best is None else min(self._best, latency)
-        if latency > 2.0 * self._best + 0.05:  # latency no longer holds: stop growing
+        if epoch is not None and epoch != self._epoch:
+            return  # admitted before the last cut: its latency reflects the old limit
+        lat = self._lat
+        lat.append(latency)
+        if len(lat) >= max(2, self.limit):
+            median = sorted(lat)[len(lat) // 2]
+            lat.clear()
+            bound = self.TOLERANCE * self._best + self.SLACK_S
+            if median > bound and self.limit > 1:  # queueing at the server: back off by the gradient
+                self._cut(max(self.limit // 2, int(self.limit * bound / median)), latency=True)
+                return
+        if latency > self.TOLERANCE * self._best + self.SLACK_S:  # latency no longer holds: stop growing
             self._good = 0
             return
         self._good += 1
@@ -341,6 +362,16 @@ class _Gate:
             self._good = 0
             step = self.limit if self._slow_start else max(1, self.limit // 8)
             self._set(min(self.ceiling, self.limit + step))
+
+    def _cut(self, limit: int, *, latency: bool = False) -> None:
+        self._epoch += 1
+        self._slow_start = False
+        self._good = 0
+        self._window.clear()
+        self._n_over = 0
+        self._lat.clear()
+        self.latency_cuts += latency
+        self._set(max(1, limit))
 
 
 class _FirstTimeout:
@@ -475,7 +506,7 @@ def _read_cache(store: ResponseCache | None, spec: str, unique: dict[str, Reques
         _quietly(lambda: store.remember_requests(spec, [unique[k] for k in todo], keys=todo), "remember requests")
     if mode == "plan":
         for k in todo:
-            outcomes[k] = _failed("not run: plan mode (recorded for `cfbench cache export`)")
+            outcomes[k] = _failed(f"{NOT_SENT}: recorded for `cfbench cache export`")
         todo = []
     return outcomes, hits, todo
 
@@ -517,6 +548,8 @@ class _Dispatch:
         self.quick = _FirstTimeout(timeout_s) if getattr(judge, "adaptive_concurrency", False) else None
         self.fresh: list[Response] = []  # replies received in this run (for its token tallies)
         self.n_called = 0
+        self.n_retried = 0  # calls whose first attempt failed transiently (retried, or not when max_attempts=1)
+        self.retry_kinds: collections.Counter[str] = collections.Counter()  # retries by failure kind
         self.bar: Any = None
 
     async def run(self, todo: list[str], *, desc: str, progress: bool) -> None:
@@ -559,8 +592,11 @@ class _Dispatch:
             except RetryableError as exc:
                 gate.release()
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                if getattr(exc, "overload", False):
+                if getattr(exc, "overload", False) or failure_kind(reason) == "timeout":
                     gate.overloaded(epoch)
+                self.retry_kinds[failure_kind(reason)] += attempt < max_attempts
+                if attempt == 1:
+                    self.n_retried += max_attempts > 1
                 if attempt == max_attempts:
                     reason += f" (gave up after {attempt} attempt(s))"
                     break
@@ -585,7 +621,7 @@ class _Dispatch:
                 break
             gate.release()
             latency = time.perf_counter() - t0
-            gate.succeeded(latency)
+            gate.succeeded(latency, epoch)
             if quick is not None and quick.observe(latency):
                 # the first cut is known: calls started before it get it too (a call that hung
                 # at the start of the run must not hold its slot for the whole timeout)
@@ -696,14 +732,43 @@ def _result(requests: list[Request], keys: list[str], unique: dict[str, Request]
         "cost_note": cost_note,
         "wall_s": time.perf_counter() - t_start,
     }
+    kinds = collections.Counter(failure_kind(o[6]) for o in outcomes.values() if o[6] is not None)
+    stats["failures_by_kind"] = dict(sorted(kinds.items()))
+    stats["n_not_sent"] = kinds.get(NOT_SENT, 0)
+    stats["n_retried"] = dispatch.n_retried if dispatch is not None else 0
+    stats["retries_by_kind"] = dict(sorted((dispatch.retry_kinds if dispatch is not None else {}).items()))
     gate = dispatch.gate if dispatch is not None else None
     if gate is not None and gate.adaptive:
         stats["concurrency_history"] = gate.history
         stats["peak_in_flight"] = gate.peak
-    if n_failed:
-        log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
-                    spec, n_failed, len(unique), 100 * stats["non_completion_rate"])
+        stats["latency_cuts"] = gate.latency_cuts
+    _warn_failures(spec, stats, len(unique))
     return RunResult(frame, stats)
+
+
+#: A share of calls needing a retry above this is worth a warning (a server that drops or times out
+#: calls); below it retries are routine (a stray 503).
+RETRY_WARN_SHARE = 0.05
+
+
+def _warn_failures(spec: str, stats: dict[str, Any], n_unique: int) -> None:
+    """One warning per kind of trouble: calls not sent (plan only), calls that failed (by kind), and
+    calls that needed a retry when more than :data:`RETRY_WARN_SHARE` of those made did."""
+    n_not_sent = stats["n_not_sent"]
+    if n_not_sent:
+        log.warning("%s: %d of %d distinct requests not sent (plan only; recorded for `cfbench cache export`)",
+                    spec, n_not_sent, n_unique)
+    n_failed = stats["n_failed"] - n_not_sent
+    if n_failed:
+        by = ", ".join(f"{n} {k}" for k, n in stats["failures_by_kind"].items() if k != NOT_SENT)
+        log.warning("%s: %d of %d distinct requests failed: %s (non-completion rate %.1f%%)",
+                    spec, n_failed, n_unique, by, 100 * stats["non_completion_rate"])
+    n_called, n_retried = stats["n_called"], stats["n_retried"]
+    if n_called and n_retried > RETRY_WARN_SHARE * n_called:
+        by = ", ".join(f"{n} {k}" for k, n in stats["retries_by_kind"].items())
+        log.warning("%s: %d of %d calls needed a retry (%.0f%%; retries: %s); the server may be overloaded: "
+                    "lower concurrency or raise timeout_s", spec, n_retried, n_called, 100 * n_retried / n_called,
+                    by or "none")
 
 
 def _cost(spec: str, ptok: int, ctok: int,
