@@ -42,6 +42,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import gc
 import json
 import logging
@@ -65,11 +66,75 @@ from .failures import NOT_SENT, failure_kind
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
-           "chat_function"]
+           "chat_function", "judge_settings"]
 
 log = logging.getLogger("cfbench.judges")
 
 CacheArg = ResponseCache | str | Path | None | Literal[False]
+
+
+DEFAULT_TIMEOUT_S = 600.0
+FROM_SETTINGS: Any = type("FromSettings", (), {"__repr__": lambda self: "FROM_SETTINGS"})()
+_SETTINGS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("cfbench_judge_settings", default={})
+
+
+@contextlib.contextmanager
+def judge_settings(*, concurrency: int | None = None, timeout_s: float | None = None) -> Iterator[None]:
+    """Operational defaults for every :func:`run_requests` inside (a study's ``Params.concurrency`` and
+    ``Params.timeout_s``): ``concurrency`` calls in flight (None or 0: adapt to the server), attempts
+    cut ``timeout_s`` seconds after sending (None or 0: the default). They are not part of any cache
+    key. An argument given to :func:`run_requests` itself wins."""
+    for name, value in (("concurrency", concurrency), ("timeout_s", timeout_s)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(f"judge setting {name} must be a number >= 0, got {value!r}")
+    now = dict(_SETTINGS.get())
+    now.update({k: v for k, v in (("concurrency", concurrency), ("timeout_s", timeout_s)) if v})
+    token = _SETTINGS.set(now)
+    try:
+        yield
+    finally:
+        _SETTINGS.reset(token)
+
+
+def uses_judge_settings(fn: Callable) -> Callable:
+    """Decorate a study's ``run(params, ...)``: its judge calls use ``params.concurrency`` and
+    ``params.timeout_s`` (0 or absent: the defaults), see :func:`judge_settings`."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(params: Any, *args: Any, **kwargs: Any) -> Any:
+        with judge_settings(concurrency=getattr(params, "concurrency", None) or None,
+                            timeout_s=getattr(params, "timeout_s", None) or None):
+            return fn(params, *args, **kwargs)
+
+    return wrapped
+
+
+def _env_number(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"${name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"${name} must be a number >= 0, got {raw!r}")
+    return value or None
+
+
+def resolve_settings(concurrency: int | None, timeout_s: Any) -> tuple[int | None, float | None]:
+    """``(concurrency, timeout_s)`` after the defaults: the argument, else :func:`judge_settings`, else
+    ``$CFBENCH_CONCURRENCY`` / ``$CFBENCH_TIMEOUT_S``, else adaptive / 600 s."""
+    ctx = _SETTINGS.get()
+    if concurrency is None:
+        concurrency = ctx.get("concurrency")
+        if concurrency is None:
+            env = _env_number("CFBENCH_CONCURRENCY")
+            concurrency = int(env) if env else None
+    if timeout_s is FROM_SETTINGS:
+        timeout_s = ctx.get("timeout_s") or _env_number("CFBENCH_TIMEOUT_S") or DEFAULT_TIMEOUT_S
+    return (int(concurrency) if concurrency else None), timeout_s
 
 
 class CacheMissError(RuntimeError):
@@ -141,7 +206,7 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
 
 def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
                  mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
-                 max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
+                 max_attempts: int = 3, timeout_s: Any = FROM_SETTINGS, backoff_s: float = 1.0,
                  backoff_max_s: float = 60.0, jitter_seed: int = 0,
                  price_table: Mapping[str, tuple[float, float]] | None = None,
                  desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
@@ -158,7 +223,12 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
         ``cfbench cache export`` and returns them as not run.
         Defaults to ``$CFBENCH_MODE`` or ``"live"`` (``cfbench reproduce --replay`` sets it).
     concurrency : int, optional
-        Calls in flight at once; defaults to the backend's ``max_concurrency``.
+        Calls in flight at once (a fixed limit). Default: :func:`judge_settings`, else
+        ``$CFBENCH_CONCURRENCY``, else the backend's: an adaptive limit for network backends (see
+        :class:`_Gate`), its ``max_concurrency`` for the others.
+    timeout_s : float or None
+        Seconds one attempt may take, counted from the moment it is sent (never from when it was
+        queued here). Default: :func:`judge_settings`, else ``$CFBENCH_TIMEOUT_S``, else 600.
     max_attempts : int
         Attempts per call for transient errors (429, 5xx, timeouts); at most 3 by default.
     backoff_s, backoff_max_s : float
@@ -184,6 +254,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
     >>> r.judgments.loc[0, "text"]
     'Yes'
     """
+    concurrency, timeout_s = resolve_settings(concurrency, timeout_s)  # here: a worker thread has no context
     coro = arun_requests(judge, requests, cache=cache, mode=mode, concurrency=concurrency,
                          max_attempts=max_attempts, timeout_s=timeout_s, backoff_s=backoff_s,
                          backoff_max_s=backoff_max_s, jitter_seed=jitter_seed, price_table=price_table,
@@ -442,7 +513,7 @@ class _FailureLog:
 
 async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
                         mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
-                        max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
+                        max_attempts: int = 3, timeout_s: Any = FROM_SETTINGS, backoff_s: float = 1.0,
                         backoff_max_s: float = 60.0, jitter_seed: int = 0,
                         price_table: Mapping[str, tuple[float, float]] | None = None,
                         desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
@@ -454,6 +525,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     record (:meth:`_Dispatch.call`, :meth:`_Dispatch.record_reply`, :meth:`_Dispatch.record_failure`),
     and the result (:func:`_result`: the frame and the tallies).
     """
+    concurrency, timeout_s = resolve_settings(concurrency, timeout_s)
     if mode is None:
         mode = os.environ.get("CFBENCH_MODE", "live")  # type: ignore[assignment]
     if mode not in ("live", "replay", "plan"):

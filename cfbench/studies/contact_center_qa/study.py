@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import figures as _figures
 from cfbench.studies.contact_center_qa.items import (iter_items, labels_frame, load_items, select_items,
@@ -132,6 +133,7 @@ class ContactCenterResult(StudyResult):
         return findings_markdown(self)
 
 
+@uses_judge_settings
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
         say_warnings: bool = True) -> ContactCenterResult:
@@ -540,7 +542,8 @@ def _summary(params: Params, plan: Any, judgments: pd.DataFrame, tables: dict[st
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
           dimensions: Sequence[str] = (), conditions_per_dimension: int = 0, repeats: int = 3,
           qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0, n_items: int | None = None,
-          out: "RunOutput | str | Path | None" = None, progress: bool = True) -> ContactCenterResult:
+          out: "RunOutput | str | Path | None" = None, progress: bool = True, concurrency: int = 0,
+          timeout_s: float = 0.0) -> ContactCenterResult:
     """CFR and MASD with item-bootstrap intervals for your transcripts and any judge specs.
 
     ``transcripts`` is a path (JSONL/CSV, see :func:`cfbench.io.transcripts.load_transcripts`)
@@ -548,7 +551,9 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     selection, no coaching, no fairness arm). Table 2's judge columns keep the order of
     ``judges``. A requested dimension that yields no judged variant, or a judge without
     P(Yes), prints one ``warning:`` line and is a row of ``result.tables["warnings"]``. Originals are a condition only where a dimension's compared
-    set says so; the robustness repeats are their own rows, never part of CFR.
+    set says so; the robustness repeats are their own rows, never part of CFR. ``concurrency`` fixes
+    the judge calls in flight (0: adapt to the server's latency) and ``timeout_s`` how long a call
+    may take from the moment it is sent (0: 600 s); see docs/servers.md.
 
     >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
     >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])  # doctest: +SKIP
@@ -570,10 +575,12 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
                     dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
-                    robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed)
+                    robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed,
+                    concurrency=concurrency, timeout_s=timeout_s)
     return run(params, out, transcripts=loaded, progress=progress)
 
 
+@uses_judge_settings
 def run_streamed(params: Any, out: Any = None, *, transcripts: Iterable[Any] | None = None,
                  config_name: str = "", progress: bool = True, cache: Any = None,
                  say_warnings: bool = True) -> Any:
