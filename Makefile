@@ -20,7 +20,7 @@ AMIRI_DIR := $(if $(CFBENCH_AMIRI_PATH),$(CFBENCH_AMIRI_PATH),$(abspath $(SHARED
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,local-small,api,lab,test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,local-small,api,lab,test,server]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name cfbench --display-name "Python (cfbench)"  # the notebooks' kernel
 	$(BIN)/cfbench model install
 	touch $@

@@ -1,7 +1,7 @@
 """The cfbench command line.
 
   cfbench reproduce [--config smoke|default|paper | -f FILE] [-p NAME VALUE ...] [--study S ...]
-                    [--replay | --plan-only] [--results DIR] [--force]
+                    [--replay | --plan-only] [--results DIR] [--force] [--concurrency N] [--timeout-s S]
   cfbench judges [--check SPEC]
   cfbench batch plan|submit|status|collect ...   paper scale through a Batch API (see cfbench batch -h)
   cfbench cache stats|vacuum|export|import ...    the response cache
@@ -34,6 +34,14 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     from .reproduce import parse_override
 
+    import os
+
+    for name, value in (("CFBENCH_CONCURRENCY", args.concurrency), ("CFBENCH_TIMEOUT_S", args.timeout_s)):
+        if value is not None:  # read by every judge call of the run, notebooks' kernels included
+            if not value > 0:
+                raise InputError(f"must be > 0, got {value:g}", source="command line",
+                                 field=name.removeprefix("CFBENCH_").lower())
+            os.environ[name] = f"{value:g}"
     overrides = dict(parse_override(n, v) for n, v in (args.param or []))
     command = "cfbench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if args.argv is None else args.argv))
     info = reproduce(args.config, args.study or None, config_file=args.file, overrides=overrides or None,
@@ -140,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", action="store_true", help="answer every judge call from the cache; fail on a miss")
     p.add_argument("--plan-only", action="store_true",
                    help="call no model; record uncached requests for `cfbench cache export` (Batch API)")
+    p.add_argument("--concurrency", type=int, metavar="N",
+                   help="judge calls in flight (default: adapt to the server's latency; docs/servers.md)")
+    p.add_argument("--timeout-s", type=float, metavar="S",
+                   help="seconds a judge call may take from the moment it is sent (default: 600)")
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("judges", help="list judge backends and whether each is usable here")

@@ -801,6 +801,10 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         "cache": cache, "command": _portable_command(command) if command else _command(run),
         "plugins": _plugin_packages(),
     }
+    if mode == "live":  # which server answered (a replay or a plan asks none)
+        from .judges.server_info import server_provenance, server_specs
+
+        info["servers"] = server_provenance(server_specs(params))
     try:
         _write_provenance(staging / f"{run.study}.ipynb", info)
         (staging / "run_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -910,6 +914,19 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _server_line(srv: Mapping[str, Any]) -> str:
+    """One provenance line for a judge server (see :mod:`cfbench.judges.server_info`)."""
+    def code(value: Any) -> str:  # server-supplied text inside a code span: no backtick, no line break
+        return "`" + " ".join(str(value).replace("`", "'").split()) + "`"
+
+    if srv.get("error"):
+        return f"{code(srv.get('judge'))} could not be asked: {code(srv['error'])}"
+    served = ", ".join(code(m) for m in srv.get("served_models") or ()) or "none listed"
+    extra = "".join(f"; {k} {code(srv[k])}" for k in ("server", "version") if srv.get(k))
+    return (f"{code(srv.get('base_url'))} (model {code(srv.get('model'))}; serves {served}{extra}; "
+            f"client {code(srv.get('client'))})")
+
+
 def provenance_markdown(info: Mapping[str, Any]) -> str:
     """The provenance cell of an executed notebook, from its ``run_info.json`` fields."""
     mode = info.get("mode", "replay" if info.get("replay") else "live")
@@ -939,6 +956,7 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
         f"Python {info.get('python')}",
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
+        *[f"- judge server: {_server_line(srv)}" for srv in info.get("servers") or ()],
         "",
         "_Written by `cfbench reproduce` after the notebook ran; `run_info.json` beside it holds the same._",
     ]

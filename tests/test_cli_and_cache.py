@@ -127,7 +127,7 @@ def test_plan_mode_calls_nothing_and_records_for_export(tmp_path):
     reqs = [Request(f"r{i}", ({"role": "user", "content": f"q{i % 2}"},)) for i in range(3)]
     res = run_requests(spec, reqs, cache=cache, mode="plan", progress=False)
     assert res.stats["n_called"] == 0 and not res.judgments.ok.any() and not res.judgments.cache_hit.any()
-    assert res.judgments.error.str.startswith("not run: plan mode").all()
+    assert res.judgments.error.str.startswith("not sent (plan only)").all()
     assert len(list(cache.pending(spec))) == 2  # distinct requests only
     assert export_batch(cache, spec, tmp_path / "b.jsonl") == 2
 

@@ -111,11 +111,11 @@ def test_concurrency_recovers_after_a_burst_of_429s(tmp_path):
     with FakeOpenAIServer(latency_s=0.01) as srv:
         srv.script(["429:0"] * 40)  # a burst at the start, then a healthy server
         res = run_requests(f"openai:m@{srv.base_url}", [req(i) for i in range(3000)], cache=False,
-                           progress=False, backoff_s=0.01, max_attempts=12)
+                           progress=False, backoff_s=0.01, max_attempts=45)
     assert res.judgments.ok.all()
     hist = res.stats["concurrency_history"]
     low = min(hist)
-    assert low < 16, hist  # it backed off ...
+    assert low < hist[0], hist  # it backed off ...
     assert hist[-1] >= 4 * max(low, 8), hist  # ... and recovered well beyond where it was cut
 
 

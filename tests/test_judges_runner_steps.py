@@ -38,7 +38,7 @@ def test_read_cache_in_plan_mode_calls_nothing_and_in_replay_raises_on_a_miss(tm
     unique = _unique(2)
     outcomes, hits, todo = _read_cache(cache, SPEC, unique, "plan")
     assert todo == [] and not hits
-    assert all(o[6].startswith("not run: plan mode") for o in outcomes.values())
+    assert all(o[6].startswith("not sent (plan only)") for o in outcomes.values())
     with pytest.raises(CacheMissError):
         _read_cache(cache, SPEC, unique, "replay")
     cache.record_failures(SPEC, [(k, "boom") for k in unique])

@@ -26,15 +26,15 @@ from .base import (PRESETS, GenerationConfig, Judge, JudgeError, Request, Respon
                    yes_probability)
 from .cache import ResponseCache, default_cache_dir, default_cache_path
 from .registry import UnknownJudgeError, backends, get_judge, parse_spec, register_backend
-from .runner import (CacheMissError, RunResult, arun_requests, chat_function, judge_for, plan_requests,
-                     run_requests)
+from .runner import (CacheMissError, RunResult, arun_requests, chat_function, judge_for, judge_settings,
+                     plan_requests, run_requests)
 from .scripted import register_script
 
 __all__ = [
     "PRESETS", "GenerationConfig", "Judge", "JudgeError", "Request", "Response", "RetryableError",
     "yes_probability", "ResponseCache", "default_cache_dir", "default_cache_path", "UnknownJudgeError",
     "backends", "get_judge", "parse_spec", "register_backend", "CacheMissError", "RunResult",
-    "arun_requests", "chat_function", "judge_for", "plan_requests", "run_requests", "register_script", "usable_backends",
+    "arun_requests", "chat_function", "judge_for", "judge_settings", "plan_requests", "run_requests", "register_script", "usable_backends",
 ]
 
 
@@ -53,9 +53,18 @@ def usable_backends() -> dict[str, str]:
                        "; install the embedded judge with: pip install 'cfbench[local]'")
     has_aiohttp = importlib.util.find_spec("aiohttp") is not None
     has_sdk = importlib.util.find_spec("openai") is not None
-    status["openai"] = ("usable" if has_aiohttp and os.environ.get("OPENAI_API_KEY") else
-                        "needs " + ("aiohttp (pip install 'cfbench[api]') and " if not has_aiohttp else "") +
-                        "OPENAI_API_KEY (or a keyless server via openai:<model>@<base_url>)") + \
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    if has_aiohttp and os.environ.get("OPENAI_API_KEY"):
+        openai_status = "usable"
+    elif has_aiohttp and base_url:  # a self-hosted server mostly needs no key, as the backend knows
+        from .server_info import public_url
+
+        openai_status = (f"usable without a key at $OPENAI_BASE_URL={public_url(base_url)} (set OPENAI_API_KEY "
+                         "if that server wants one; `cfbench judges --check openai:<model>` tries a call)")
+    else:
+        openai_status = ("needs " + ("aiohttp (pip install 'cfbench[api]') and " if not has_aiohttp else "") +
+                         "OPENAI_API_KEY (or a keyless server: openai:<model>@<base_url> or $OPENAI_BASE_URL)")
+    status["openai"] = openai_status + \
         ("" if has_sdk else "; the Batch API steps also need the openai SDK (pip install 'cfbench[api]')")
     has_hf = importlib.util.find_spec("huggingface_hub") is not None
     status["hf"] = ("usable" if has_hf and os.environ.get("HF_TOKEN") else

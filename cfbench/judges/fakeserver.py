@@ -3,7 +3,9 @@
 It answers ``POST /v1/chat/completions`` after a fixed latency, and can be
 told to misbehave for the next requests (see :meth:`FakeOpenAIServer.script`).
 With ``max_in_flight`` it answers 429 to any call beyond that many at once (a
-saturated vLLM), and records the peak it saw.
+saturated vLLM), and records the peak it saw. With ``slots`` it serves that many
+calls at a time and queues the rest, never refusing one (llama.cpp's server with
+one slot): latency grows with the calls in flight.
 
 It also speaks enough of the Batch API for the openai SDK: ``POST /v1/files``
 (multipart upload), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
@@ -72,9 +74,11 @@ KEY_FORMS = {
 
 class FakeOpenAIServer:
     def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
-                 history: int = 256, max_in_flight: int | None = None):
+                 history: int = 256, max_in_flight: int | None = None, slots: int | None = None):
         self.latency_s = latency_s
         self.max_in_flight = max_in_flight
+        self.slots = slots  # serve at most this many at once, queue the rest (llama.cpp's server)
+        self._slots: asyncio.Semaphore | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self.files: dict[str, bytes] = {}
@@ -151,7 +155,12 @@ class FakeOpenAIServer:
                 await asyncio.sleep(self.latency_s / 10)
                 return web.json_response({"error": {"message": "server saturated", "type": "rate_limit"}},
                                          status=429)
-            if self.latency_s:
+            if self.slots is not None:  # queued: latency grows with the calls in flight
+                if self._slots is None:
+                    self._slots = asyncio.Semaphore(self.slots)
+                async with self._slots:
+                    await asyncio.sleep(self.latency_s)
+            elif self.latency_s:
                 await asyncio.sleep(self.latency_s)
             key = request.headers.get("Authorization", "").removeprefix("Bearer ")
             return await self._reply(action, body, key)

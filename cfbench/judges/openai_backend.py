@@ -30,6 +30,8 @@ __all__ = ["OpenAIJudge", "DEFAULT_BASE_URL"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _SNIPPET = 300  # characters of a server's error text kept in a message
+_CONNECT_TIMEOUT_S = 30.0  # opening a connection; the reply's own limit is the runner's timeout_s
+_SINGLE_CALL_TIMEOUT_S = 600.0  # complete() outside the runner, without request_timeout_s
 
 
 def _aiohttp() -> ModuleType:
@@ -57,7 +59,7 @@ class OpenAIJudge(Judge):
     adaptive_concurrency = True
 
     def __init__(self, model: str, *, api_key_env: str = "OPENAI_API_KEY", max_concurrency: int = 256,
-                 initial_concurrency: int = 16, request_timeout_s: float = 120.0, **_: Any) -> None:
+                 initial_concurrency: int = 4, request_timeout_s: float | None = None, **_: Any) -> None:
         self.model, _, spec_url = model.partition("@")
         named_url = spec_url or os.environ.get("OPENAI_BASE_URL")
         self.base_url = canonical_base_url(named_url or DEFAULT_BASE_URL)
@@ -99,7 +101,9 @@ class OpenAIJudge(Judge):
             return entry[1]
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.max_concurrency),
-            timeout=aiohttp.ClientTimeout(total=self.request_timeout_s),
+            # the runner times each attempt from the moment it is sent (``timeout_s``); a backend limit
+            # only where one was asked for (``request_timeout_s``), plus a bound on connecting
+            timeout=aiohttp.ClientTimeout(total=self.request_timeout_s, sock_connect=_CONNECT_TIMEOUT_S),
             headers={"Authorization": f"Bearer {self._key()}", "Accept": "application/json"},
         )
         self._sessions[id(loop)] = (loop, session)
@@ -113,7 +117,10 @@ class OpenAIJudge(Judge):
     def complete(self, request: Request) -> Response:
         async def once() -> Response:
             try:
-                return await self.acomplete(request)
+                return await asyncio.wait_for(self.acomplete(request), self.request_timeout_s or _SINGLE_CALL_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                raise RetryableError(f"timeout: no reply within {self.request_timeout_s or _SINGLE_CALL_TIMEOUT_S:g} s"
+                                     ) from None
             finally:
                 await self.arelease()
 
@@ -177,7 +184,9 @@ class OpenAIJudge(Judge):
             async with session.post(self._url, json=body, allow_redirects=False) as resp:
                 raw = await resp.read()
         except asyncio.TimeoutError:
-            raise RetryableError(f"timeout: no complete reply within {self.request_timeout_s:g} s") from None
+            what = (f"no complete reply within request_timeout_s={self.request_timeout_s:g} s"
+                    if self.request_timeout_s else f"no connection within {_CONNECT_TIMEOUT_S:g} s")
+            raise RetryableError(f"timeout: {what}") from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise RetryableError(self._scrub(f"{type(exc).__name__}: {exc}")) from None
         except aiohttp.ClientError as exc:

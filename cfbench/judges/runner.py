@@ -42,6 +42,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import gc
 import json
 import logging
@@ -63,14 +64,79 @@ from .cache import CacheLockedError, ResponseCache
 from ..core.secrets import credentials, echoed_credential, scrub
 from ..core.errors import InputError
 from ..core.text import for_terminal, unstorable
+from .failures import NOT_SENT, failure_kind
 from .registry import canonical_spec, get_judge
 
 __all__ = ["run_requests", "arun_requests", "plan_requests", "RunResult", "CacheMissError", "judge_for",
-           "chat_function"]
+           "chat_function", "judge_settings"]
 
 log = logging.getLogger("cfbench.judges")
 
 CacheArg = ResponseCache | str | Path | None | Literal[False]
+
+
+DEFAULT_TIMEOUT_S = 600.0
+FROM_SETTINGS: Any = type("FromSettings", (), {"__repr__": lambda self: "FROM_SETTINGS"})()
+_SETTINGS: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("cfbench_judge_settings", default={})
+
+
+@contextlib.contextmanager
+def judge_settings(*, concurrency: int | None = None, timeout_s: float | None = None) -> Iterator[None]:
+    """Operational defaults for every :func:`run_requests` inside (a study's ``Params.concurrency`` and
+    ``Params.timeout_s``): ``concurrency`` calls in flight (None or 0: adapt to the server), attempts
+    cut ``timeout_s`` seconds after sending (None or 0: the default). They are not part of any cache
+    key. An argument given to :func:`run_requests` itself wins."""
+    for name, value in (("concurrency", concurrency), ("timeout_s", timeout_s)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(f"judge setting {name} must be a number >= 0, got {value!r}")
+    now = dict(_SETTINGS.get())
+    now.update({k: v for k, v in (("concurrency", concurrency), ("timeout_s", timeout_s)) if v})
+    token = _SETTINGS.set(now)
+    try:
+        yield
+    finally:
+        _SETTINGS.reset(token)
+
+
+def uses_judge_settings(fn: Callable) -> Callable:
+    """Decorate a study's ``run(params, ...)``: its judge calls use ``params.concurrency`` and
+    ``params.timeout_s`` (0 or absent: the defaults), see :func:`judge_settings`."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(params: Any, *args: Any, **kwargs: Any) -> Any:
+        with judge_settings(concurrency=getattr(params, "concurrency", None) or None,
+                            timeout_s=getattr(params, "timeout_s", None) or None):
+            return fn(params, *args, **kwargs)
+
+    return wrapped
+
+
+def _env_number(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"${name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"${name} must be a number >= 0, got {raw!r}")
+    return value or None
+
+
+def resolve_settings(concurrency: int | None, timeout_s: Any) -> tuple[int | None, float | None]:
+    """``(concurrency, timeout_s)`` after the defaults: the argument, else :func:`judge_settings`, else
+    ``$CFBENCH_CONCURRENCY`` / ``$CFBENCH_TIMEOUT_S``, else adaptive / 600 s."""
+    ctx = _SETTINGS.get()
+    if concurrency is None:
+        concurrency = ctx.get("concurrency")
+        if concurrency is None:
+            env = _env_number("CFBENCH_CONCURRENCY")
+            concurrency = int(env) if env else None
+    if timeout_s is FROM_SETTINGS:
+        timeout_s = ctx.get("timeout_s") or _env_number("CFBENCH_TIMEOUT_S") or DEFAULT_TIMEOUT_S
+    return (int(concurrency) if concurrency else None), timeout_s
 
 
 class CacheMissError(RuntimeError):
@@ -146,7 +212,7 @@ def plan_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cac
 
 def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
                  mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
-                 max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
+                 max_attempts: int = 3, timeout_s: Any = FROM_SETTINGS, backoff_s: float = 1.0,
                  backoff_max_s: float = 60.0, jitter_seed: int = 0,
                  price_table: Mapping[str, tuple[float, float]] | None = None,
                  desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
@@ -163,7 +229,12 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
         ``cfbench cache export`` and returns them as not run.
         Defaults to ``$CFBENCH_MODE`` or ``"live"`` (``cfbench reproduce --replay`` sets it).
     concurrency : int, optional
-        Calls in flight at once; defaults to the backend's ``max_concurrency``.
+        Calls in flight at once (a fixed limit). Default: :func:`judge_settings`, else
+        ``$CFBENCH_CONCURRENCY``, else the backend's: an adaptive limit for network backends (see
+        :class:`_Gate`), its ``max_concurrency`` for the others.
+    timeout_s : float or None
+        Seconds one attempt may take, counted from the moment it is sent (never from when it was
+        queued here). Default: :func:`judge_settings`, else ``$CFBENCH_TIMEOUT_S``, else 600.
     max_attempts : int
         Attempts per call for transient errors (429, 5xx, timeouts); at most 3 by default.
     backoff_s, backoff_max_s : float
@@ -189,6 +260,7 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
     >>> r.judgments.loc[0, "text"]
     'Yes'
     """
+    concurrency, timeout_s = resolve_settings(concurrency, timeout_s)  # here: a worker thread has no context
     coro = arun_requests(judge, requests, cache=cache, mode=mode, concurrency=concurrency,
                          max_attempts=max_attempts, timeout_s=timeout_s, backoff_s=backoff_s,
                          backoff_max_s=backoff_max_s, jitter_seed=jitter_seed, price_table=price_table,
@@ -243,18 +315,27 @@ class _Gate:
 
     * it grows while latency holds (doubling per window of ``limit`` good replies until the first
       overload, then by ``max(1, limit // 8)`` per window, so it recovers within a few windows);
+    * it is cut by the latency gradient (TCP Vegas, Netflix's gradient limit) when the median
+      latency of a window of ``limit`` replies exceeds ``TOLERANCE`` x the best latency seen
+      (+ ``SLACK_S``): to ``limit x bound / median``, at most by half per window. A server that
+      queues calls instead of refusing them (llama.cpp's, one slot) makes each call wait for the
+      ones ahead of it, so its latency grows with the calls in flight and the limit settles where
+      latency stops growing (about 2 on a one-slot server) instead of filling its queue until
+      calls time out;
     * it is cut by half when overload replies (429/503) make up at least ``OVERLOAD_SHARE`` of
       the replies since the last cut (the last ``WINDOW`` of them at most; at least
       ``MIN_OVERLOADS`` overloads, or ``WINDOW // 5`` replies, before a share counts), and at most
       once per epoch (calls admitted before a cut saw the old limit, so their 429s do not count
       again). A scattering of 429s from a server that fails some calls at random therefore does
       not collapse the limit; a saturated server, which refuses most calls beyond its capacity,
-      is backed off from at once.
+      is backed off from at once. Timeouts count as overload replies here.
     """
 
     OVERLOAD_SHARE = 0.15
     WINDOW = 100
     MIN_OVERLOADS = 5
+    TOLERANCE = 2.0   # latency up to this multiple of the best one seen is not queueing
+    SLACK_S = 0.05    # ... plus this much (scheduling noise on sub-second replies)
 
     def __init__(self, start: int, *, ceiling: int, adaptive: bool):
         self.limit = max(1, min(start, ceiling))
@@ -271,6 +352,8 @@ class _Gate:
         self._epoch = 0          # bumped by every cut
         self._window: collections.deque[bool] = collections.deque()  # recent replies: overloaded?
         self._n_over = 0
+        self._lat: list[float] = []  # latencies of this epoch's replies, one window at a time
+        self.latency_cuts = 0
 
     async def acquire(self, *, priority: bool = False) -> int:
         """Take a slot (waiting if none is free); returns the epoch to pass back to
@@ -332,19 +415,28 @@ class _Gate:
             return  # a few early 429s are not yet a share
         if self._n_over < self.OVERLOAD_SHARE * len(self._window):
             return
-        self._epoch += 1
-        self._slow_start = False
-        self._good = 0
-        self._window.clear()
-        self._n_over = 0
-        self._set(max(1, self.limit // 2))
+        self._cut(self.limit // 2)
 
-    def succeeded(self, latency: float) -> None:
+    def succeeded(self, latency: float, epoch: int | None = None) -> None:
+        """A reply after ``latency`` seconds (from the moment its call was sent). Grows the limit while
+        latency holds; cuts it by the latency gradient when the median latency of a window of
+        replies (calls admitted in this epoch) exceeds ``TOLERANCE`` x the best latency seen."""
         if not self.adaptive:
             return
         self._note(False)
         self._best = latency if self._best is None else min(self._best, latency)
-        if latency > 2.0 * self._best + 0.05:  # latency no longer holds: stop growing
+        if epoch is not None and epoch != self._epoch:
+            return  # admitted before the last cut: its latency reflects the old limit
+        lat = self._lat
+        lat.append(latency)
+        if len(lat) >= max(2, self.limit):
+            median = sorted(lat)[len(lat) // 2]
+            lat.clear()
+            bound = self.TOLERANCE * self._best + self.SLACK_S
+            if median > bound and self.limit > 1:  # queueing at the server: back off by the gradient
+                self._cut(max(self.limit // 2, int(self.limit * bound / median)), latency=True)
+                return
+        if latency > self.TOLERANCE * self._best + self.SLACK_S:  # latency no longer holds: stop growing
             self._good = 0
             return
         self._good += 1
@@ -352,6 +444,16 @@ class _Gate:
             self._good = 0
             step = self.limit if self._slow_start else max(1, self.limit // 8)
             self._set(min(self.ceiling, self.limit + step))
+
+    def _cut(self, limit: int, *, latency: bool = False) -> None:
+        self._epoch += 1
+        self._slow_start = False
+        self._good = 0
+        self._window.clear()
+        self._n_over = 0
+        self._lat.clear()
+        self.latency_cuts += latency
+        self._set(max(1, limit))
 
 
 class _FirstTimeout:
@@ -422,7 +524,7 @@ class _FailureLog:
 
 async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cache: CacheArg = None,
                         mode: Literal["live", "replay", "plan"] | None = None, concurrency: int | None = None,
-                        max_attempts: int = 3, timeout_s: float | None = 600.0, backoff_s: float = 1.0,
+                        max_attempts: int = 3, timeout_s: Any = FROM_SETTINGS, backoff_s: float = 1.0,
                         backoff_max_s: float = 60.0, jitter_seed: int = 0,
                         price_table: Mapping[str, tuple[float, float]] | None = None,
                         desc: str | None = None, progress: bool = True, cache_wait_s: float = 120.0) -> RunResult:
@@ -434,6 +536,7 @@ async def arun_requests(judge: Judge | str, requests: Iterable[Request], *, cach
     record (:meth:`_Dispatch.call`, :meth:`_Dispatch.record_reply`, :meth:`_Dispatch.record_failure`),
     and the result (:func:`_result`: the frame and the tallies).
     """
+    concurrency, timeout_s = resolve_settings(concurrency, timeout_s)
     if mode is None:
         mode = os.environ.get("CFBENCH_MODE", "live")  # type: ignore[assignment]
     if mode not in ("live", "replay", "plan"):
@@ -486,7 +589,7 @@ def _read_cache(store: ResponseCache | None, spec: str, unique: dict[str, Reques
         _quietly(lambda: store.remember_requests(spec, [unique[k] for k in todo], keys=todo), "remember requests")
     if mode == "plan":
         for k in todo:
-            outcomes[k] = _failed("not run: plan mode (recorded for `cfbench cache export`)")
+            outcomes[k] = _failed(f"{NOT_SENT}: recorded for `cfbench cache export`")
         todo = []
     return outcomes, hits, todo
 
@@ -528,6 +631,8 @@ class _Dispatch:
         self.quick = _FirstTimeout(timeout_s) if getattr(judge, "adaptive_concurrency", False) else None
         self.fresh: list[Response] = []  # replies received in this run (for its token tallies)
         self.n_called = 0
+        self.n_retried = 0  # calls whose first attempt failed transiently (retried, or not when max_attempts=1)
+        self.retry_kinds: collections.Counter[str] = collections.Counter()  # retries by failure kind
         self.bar: Any = None
 
     async def run(self, todo: list[str], *, desc: str, progress: bool) -> None:
@@ -570,8 +675,11 @@ class _Dispatch:
             except RetryableError as exc:
                 gate.release()
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                if getattr(exc, "overload", False):
+                if getattr(exc, "overload", False) or failure_kind(reason) == "timeout":
                     gate.overloaded(epoch)
+                self.retry_kinds[failure_kind(reason)] += attempt < max_attempts
+                if attempt == 1:
+                    self.n_retried += max_attempts > 1
                 if attempt == max_attempts:
                     reason += f" (gave up after {attempt} attempt(s))"
                     break
@@ -596,7 +704,7 @@ class _Dispatch:
                 break
             gate.release()
             latency = time.perf_counter() - t0
-            gate.succeeded(latency)
+            gate.succeeded(latency, epoch)
             if quick is not None and quick.observe(latency):
                 # the first cut is known: calls started before it get it too (a call that hung
                 # at the start of the run must not hold its slot for the whole timeout)
@@ -708,14 +816,43 @@ def _result(requests: list[Request], keys: list[str], unique: dict[str, Request]
         "cost_note": cost_note,
         "wall_s": time.perf_counter() - t_start,
     }
+    kinds = collections.Counter(failure_kind(o[6]) for o in outcomes.values() if o[6] is not None)
+    stats["failures_by_kind"] = dict(sorted(kinds.items()))
+    stats["n_not_sent"] = kinds.get(NOT_SENT, 0)
+    stats["n_retried"] = dispatch.n_retried if dispatch is not None else 0
+    stats["retries_by_kind"] = dict(sorted((dispatch.retry_kinds if dispatch is not None else {}).items()))
     gate = dispatch.gate if dispatch is not None else None
     if gate is not None and gate.adaptive:
         stats["concurrency_history"] = gate.history
         stats["peak_in_flight"] = gate.peak
-    if n_failed:
-        log.warning("%s: %d of %d distinct requests failed (non-completion rate %.1f%%)",
-                    for_terminal(spec), n_failed, len(unique), 100 * stats["non_completion_rate"])
+        stats["latency_cuts"] = gate.latency_cuts
+    _warn_failures(spec, stats, len(unique))
     return RunResult(frame, stats)
+
+
+#: A share of calls needing a retry above this is worth a warning (a server that drops or times out
+#: calls); below it retries are routine (a stray 503).
+RETRY_WARN_SHARE = 0.05
+
+
+def _warn_failures(spec: str, stats: dict[str, Any], n_unique: int) -> None:
+    """One warning per kind of trouble: calls not sent (plan only), calls that failed (by kind), and
+    calls that needed a retry when more than :data:`RETRY_WARN_SHARE` of those made did."""
+    n_not_sent = stats["n_not_sent"]
+    if n_not_sent:
+        log.warning("%s: %d of %d distinct requests not sent (plan only; recorded for `cfbench cache export`)",
+                    for_terminal(spec), n_not_sent, n_unique)
+    n_failed = stats["n_failed"] - n_not_sent
+    if n_failed:
+        by = ", ".join(f"{n} {k}" for k, n in stats["failures_by_kind"].items() if k != NOT_SENT)
+        log.warning("%s: %d of %d distinct requests failed: %s (non-completion rate %.1f%%)",
+                    for_terminal(spec), n_failed, n_unique, by, 100 * stats["non_completion_rate"])
+    n_called, n_retried = stats["n_called"], stats["n_retried"]
+    if n_called and n_retried > RETRY_WARN_SHARE * n_called:
+        by = ", ".join(f"{n} {k}" for k, n in stats["retries_by_kind"].items())
+        log.warning("%s: %d of %d calls needed a retry (%.0f%%; retries: %s); the server may be overloaded: "
+                    "lower concurrency or raise timeout_s", spec, n_retried, n_called, 100 * n_retried / n_called,
+                    by or "none")
 
 
 def _cost(spec: str, ptok: int, ctok: int,

@@ -50,6 +50,8 @@ class Params:
     seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
     real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
     real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
+    concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
+    timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
 
     def __post_init__(self) -> None:
         _check(self)

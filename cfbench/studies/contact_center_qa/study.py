@@ -23,6 +23,7 @@ import pandas as pd
 from cfbench.core.text import md_code, md_safe
 from cfbench.core.errors import InputError
 from cfbench.perturb import DIMENSIONS
+from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import explorer as _explorer
 from cfbench.studies.contact_center_qa import figures as _figures
@@ -199,6 +200,7 @@ class ContactCenterResult(StudyResult):
         return md_safe(findings_markdown(self))  # no raw tag from a name, whatever it held
 
 
+@uses_judge_settings
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
         say_warnings: bool = True, cache: Any = None) -> ContactCenterResult:
@@ -781,7 +783,8 @@ def _say_parse_failures(parsed: Mapping[str, Sequence[int]]) -> None:
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],
           dimensions: Sequence[str] = (), conditions_per_dimension: int = 0, repeats: int = 3,
           qa_mode: str = "compact", n_boot: int = 1000, seed: int = 0, n_items: int | None = None,
-          out: "RunOutput | str | Path | None" = None, progress: bool = True) -> ContactCenterResult:
+          out: "RunOutput | str | Path | None" = None, progress: bool = True, concurrency: int = 0,
+          timeout_s: float = 0.0) -> ContactCenterResult:
     """CFR and MASD with item-bootstrap intervals for your transcripts and any judge specs.
 
     ``transcripts`` is a path (JSONL/CSV, see :func:`cfbench.io.transcripts.load_transcripts`)
@@ -789,7 +792,9 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     selection, no coaching, no fairness arm). Table 2's judge columns keep the order of
     ``judges``. A requested dimension that yields no judged variant, or a judge without
     P(Yes), prints one ``warning:`` line and is a row of ``result.tables["warnings"]``. Originals are a condition only where a dimension's compared
-    set says so; the robustness repeats are their own rows, never part of CFR.
+    set says so; the robustness repeats are their own rows, never part of CFR. ``concurrency`` fixes
+    the judge calls in flight (0: adapt to the server's latency) and ``timeout_s`` how long a call
+    may take from the moment it is sent (0: 600 s); see docs/servers.md.
 
     >>> from cfbench.studies.contact_center_qa import audit   # doctest: +SKIP
     >>> r = audit("my_calls.jsonl", judges=["openai:gpt-4o-mini"], questions=["issue_resolution"])  # doctest: +SKIP
@@ -811,7 +816,8 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
                     dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
-                    robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed)
+                    robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed,
+                    concurrency=concurrency, timeout_s=timeout_s)
     return run(params, out, transcripts=loaded, progress=progress)
 
 

@@ -23,6 +23,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
 from cfbench.io.pairs import load_pairs
+from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 
 from . import findings as F
@@ -64,6 +65,8 @@ class Params:
     # configs and notebooks that set them load
     n_boot: int = 2000  # unused (see above)
     seed: int = 20260001  # unused (see above)
+    concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
+    timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
 
     def __post_init__(self) -> None:
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
@@ -281,6 +284,7 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
         audit.calibration, title=f"{who}: share ready by score band (hatched: n < {params.calibration_min_support})")
 
 
+@uses_judge_settings
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
         config_name: str | None = None, progress: bool = True) -> ShopflowResult:
     """Run both parts of the ShopFlow audit; write tables, figures and summary.json under ``out`` when given.
