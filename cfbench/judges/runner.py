@@ -851,7 +851,7 @@ def _warn_failures(spec: str, stats: dict[str, Any], n_unique: int) -> None:
     if n_called and n_retried > RETRY_WARN_SHARE * n_called:
         by = ", ".join(f"{n} {k}" for k, n in stats["retries_by_kind"].items())
         log.warning("%s: %d of %d calls needed a retry (%.0f%%; retries: %s); the server may be overloaded: "
-                    "lower concurrency or raise timeout_s", spec, n_retried, n_called, 100 * n_retried / n_called,
+                    "lower concurrency or raise timeout_s", for_terminal(spec), n_retried, n_called, 100 * n_retried / n_called,
                     by or "none")
 
 
