@@ -3,6 +3,7 @@ against the loopback server, the bounded cache, and the `cfbench batch` / `cfben
 
 from __future__ import annotations
 
+import os
 import argparse
 import hashlib
 import json
@@ -10,6 +11,7 @@ import sqlite3
 import zlib
 
 import pytest
+from pathlib import Path
 
 pytest.importorskip("aiohttp")
 
@@ -329,3 +331,28 @@ def test_the_cache_reports_a_credential_in_any_table(tmp_path, monkeypatch):
     assert cache.find_secret_leaks() == ["pending:k2", "failures:k3"]
     monkeypatch.delenv("OPENAI_API_KEY")
     assert cache.find_secret_leaks() == []
+
+
+# -- a server without the Batch API ------------------------------------------------------------------------
+
+def test_submit_to_a_server_without_the_files_api_is_one_line(tmp_path, monkeypatch):
+    """llama.cpp's server, vLLM and most gateways serve chat completions only: submit names the missing
+    endpoint in one line (it ended in a 27-line openai.NotFoundError traceback)."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("OPENAI_API_KEY")  # a keyless self-hosted server, named by URL
+    with FakeOpenAIServer(lifetime_s=120, batch_api=False) as srv:
+        out = tmp_path / "b"
+        plan_batch(make(3), f"openai:m@{srv.base_url}", out, cache=None, progress=False)
+        with pytest.raises(InputError, match=r"has no /v1/files endpoint \(HTTP 404\)") as exc:
+            submit_batch(out)
+        assert "\n" not in str(exc.value) and srv.base_url.split("//")[1] in str(exc.value)
+        assert read_manifest(out)["shards"][0].get("input_file_id") is None  # nothing recorded as uploaded
+        root = Path(__file__).resolve().parents[1]
+        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"} | {"PYTHONPATH": str(root)}
+        r = subprocess.run([sys.executable, "-m", "cfbench.cli", "batch", "submit", "--dir", str(out)], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    err = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(err) == 1 and "/v1/files" in err[0], r.stderr

@@ -47,6 +47,7 @@ from .cache import ResponseCache
 from ..core.secrets import credentials, scrub
 from .registry import canonical_spec, parse_spec
 from .runner import reply_problem
+from .server_info import public_url
 
 __all__ = ["plan_batch", "submit_batch", "batch_status", "collect_batch", "cancel_batch", "retry_batch",
            "export_batch", "import_batch", "import_batch_counts", "import_outputs", "read_manifest",
@@ -475,6 +476,26 @@ def _api_error(exc: Exception) -> tuple[int | None, str] | None:
     return status, scrub(" ".join(str(msg or exc).split()))[:300]
 
 
+#: HTTP statuses that mean "this server has no such endpoint" (not a refusal of this request)
+_MISSING = (404, 405, 501)
+
+
+def _endpoint(what: str, manifest: dict[str, Any], call: Any) -> Any:
+    """``call()``, with a server that lacks the Batch API's ``what`` endpoint (``/v1/files``,
+    ``/v1/batches``) reported in one line naming it, instead of the SDK's traceback."""
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - only "no such endpoint" is translated; the rest propagates
+        err = _api_error(exc)
+        if err is None or err[0] not in _MISSING:
+            raise
+        where = manifest.get("base_url") or "the OpenAI API"
+        raise InputError(f"the server at {public_url(where) if manifest.get('base_url') else where} has no "
+                         f"{what} endpoint (HTTP {err[0]}): the Batch API steps need both /v1/files and "
+                         "/v1/batches; run these requests live instead (cfbench reproduce, or run_requests)",
+                         field=what) from None
+
+
 def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, completion_window: str = "24h",
                  max_active: int | None = None, wait: bool = False, backoff_s: float = 30.0,
                  backoff_max_s: float = 900.0, sleep: Any = time.sleep, log: Any = None) -> dict[str, Any]:
@@ -521,13 +542,14 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
         if shard.get("input_file_id") is None:
             _verify_shard(path, shard)
             with open(path, "rb") as fh:
-                shard["input_file_id"] = client.files.create(file=fh, purpose="batch").id
+                shard["input_file_id"] = _endpoint("/v1/files", manifest,
+                                                   lambda: client.files.create(file=fh, purpose="batch")).id
             _save_manifest(out, manifest)
         while True:
             try:
-                batch = creator.create(input_file_id=shard["input_file_id"], endpoint=manifest["endpoint"],
-                                              completion_window=completion_window,
-                                              metadata={"cfbench_shard": shard["file"]})
+                batch = _endpoint("/v1/batches", manifest, lambda: creator.create(
+                    input_file_id=shard["input_file_id"], endpoint=manifest["endpoint"],
+                    completion_window=completion_window, metadata={"cfbench_shard": shard["file"]}))
             except Exception as exc:  # noqa: BLE001 - only the server's refusals are handled here
                 err = _api_error(exc)
                 if err is None:
@@ -587,7 +609,7 @@ def batch_status(out_dir: str | os.PathLike[str], *, client: Any = None) -> dict
         if shard.get("batch_id") is None or shard.get("status") in _DONE:
             continue
         client = client or _client(manifest)  # a plan with nothing in flight needs no client (nor key)
-        batch = client.batches.retrieve(shard["batch_id"])
+        batch = _endpoint("/v1/batches", manifest, lambda: client.batches.retrieve(shard["batch_id"]))
         shard["status"] = batch.status
         shard["output_file_id"] = getattr(batch, "output_file_id", None)
         shard["error_file_id"] = getattr(batch, "error_file_id", None)

@@ -74,8 +74,10 @@ KEY_FORMS = {
 
 class FakeOpenAIServer:
     def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
-                 history: int = 256, max_in_flight: int | None = None, slots: int | None = None):
+                 history: int = 256, max_in_flight: int | None = None, slots: int | None = None,
+                 batch_api: bool = True):
         self.latency_s = latency_s
+        self.batch_api = batch_api  # False: chat completions only (404 on /v1/files and /v1/batches)
         self.max_in_flight = max_in_flight
         self.slots = slots  # serve at most this many at once, queue the rest (llama.cpp's server)
         self._slots: asyncio.Semaphore | None = None
@@ -368,11 +370,12 @@ class FakeOpenAIServer:
 
         app = web.Application(client_max_size=1024 ** 3)
         app.router.add_post("/v1/chat/completions", self._handle)
-        app.router.add_post("/v1/files", self._upload)
-        app.router.add_get("/v1/files/{file_id}/content", self._file_content)
-        app.router.add_post("/v1/batches", self._create_batch)
-        app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
-        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel_batch)
+        if self.batch_api:
+            app.router.add_post("/v1/files", self._upload)
+            app.router.add_get("/v1/files/{file_id}/content", self._file_content)
+            app.router.add_post("/v1/batches", self._create_batch)
+            app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
+            app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel_batch)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
