@@ -97,10 +97,10 @@ def test_contact_center_audit_through_the_server_agrees_with_the_local_judge(lla
 
     spec = llama_server["spec"]
     r = audit(shipped_transcripts_path(), judges=[spec, LOCAL], questions=["issue_resolution"], dimensions=["gender"],
-              conditions_per_dimension=1, repeats=1, n_items=4, qa_mode="compact", n_boot=50, progress=False)
+              conditions_per_dimension=1, repeats=1, n_items=2, qa_mode="compact", n_boot=50, progress=False)
     j = r.frames["judgments"]
     srv = j[j.judge == spec]
-    assert len(srv) == len(j[j.judge == LOCAL]) >= 6 and srv.ok.all() and srv.parse_ok.all(), srv[["error", "text"]]
+    assert len(srv) == len(j[j.judge == LOCAL]) >= 4 and srv.ok.all() and srv.parse_ok.all(), srv[["error", "text"]]
     assert srv.p_yes.notna().all()  # P(Yes) from the server's top_logprobs on every reply
     stats = r.summary["run_stats"][spec]
     assert stats["n_failed"] == 0 and stats["n_retried"] == 0
