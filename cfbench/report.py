@@ -73,7 +73,14 @@ def interval_caption(frame: pd.DataFrame, *, n: str = "n_items", unit: str = "it
         dtype=float)
     n_txt = "" if not len(ns) else (f"{int(ns.min())}" if ns.min() == ns.max() else f"{int(ns.min())}-{int(ns.max())}")
     methods = method_names(frame, column=column)
-    if len(methods) > 1:
+    if len(methods) > 3:  # e.g. one method whose text carries a per-cell number: name what they share
+        import os.path
+
+        stem = os.path.commonprefix(methods)
+        stem = stem[:max(stem.rfind(","), stem.rfind(" "), 0)].rstrip(" ,")
+        m_txt = (f"{stem}, ... ({len(methods)} variants, each cell's in {column})" if len(stem) >= 10 else
+                 f"{'; '.join(methods[:3])}; and {len(methods) - 3} more (see {column})")
+    elif len(methods) > 1:
         per = frame[column].astype(str).value_counts()
         m_txt = "; ".join(f"{m} ({int(per[m])} of {len(frame)})" for m in methods)
     else:
@@ -83,7 +90,7 @@ def interval_caption(frame: pd.DataFrame, *, n: str = "n_items", unit: str = "it
     if width:
         import textwrap
 
-        text = "\n".join(textwrap.wrap(text, width=width))
+        text = "\n".join(textwrap.wrap(text, width=width, break_on_hyphens=False))
     return text
 
 

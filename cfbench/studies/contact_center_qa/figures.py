@@ -549,7 +549,8 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     star_gate = tables.get("star_net_cfr_gate")
     if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
         figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels)
-    if len(masd) and "p_yes" in set(masd["score"]) and masd.loc[masd["score"] == "p_yes", "masd"].notna().any():
+    base_pyes = masd[(masd["score"] == "p_yes") & (masd["arm"] == "baseline")] if len(masd) else masd
+    if len(base_pyes) and base_pyes["masd"].notna().any():  # the figure draws the baseline arm only
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,
                                                         labels=labels)
     if len(tables.get("kappa", ())) and tables["kappa"]["kappa"].notna().any():
