@@ -85,8 +85,14 @@ def interval_caption(frame: pd.DataFrame, *, n: str = "n_items", unit: str = "it
         m_txt = "; ".join(f"{m} ({int(per[m])} of {len(frame)})" for m in methods)
     else:
         m_txt = methods[0] if methods else "no interval (no method in the table)"
-    pct = f"{level * 100:g}%"
-    text = f"{pct} intervals over {n_txt + ' ' if n_txt else ''}{unit}: {m_txt}"
+    if n_txt == "1":  # "1 transcript", "1 row per bar"
+        head, _, tail = unit.partition(" ")
+        unit = (head[:-1] if head.endswith("s") else head) + (f" {tail}" if tail else "")
+    over = f"{n_txt + ' ' if n_txt else ''}{unit}"
+    if methods and all(m.startswith("none") for m in methods):
+        text = f"no interval ({over}): {m_txt}"
+    else:
+        text = f"{level * 100:g}% intervals over {over}: {m_txt}"
     if width:
         import textwrap
 

@@ -62,6 +62,9 @@ def test_the_caption_names_every_method_and_the_n_of_the_table():
     assert cap == "95% intervals over 4-6 transcripts: cp, n_eff (2 of 3); cp, item as unit (1 of 3)"
     assert interval_caption(t.iloc[:1], unit="items") == "95% intervals over 4 items: cp, n_eff"
     assert "no method" in interval_caption(t.drop(columns="ci_method"))
+    one = pd.DataFrame({"n_items": [1], "ci_method": ["none: one item (an interval needs at least 2)"]})
+    assert interval_caption(one, unit="transcripts per bar") == (
+        "no interval (1 transcript per bar): none: one item (an interval needs at least 2)")
 
 
 # -- contact center: a small scripted run -----------------------------------------------------------------
@@ -103,16 +106,17 @@ def test_cc_mean_score_bars_are_the_tables_bounds_over_items(cc):
     for ax, (score, sub) in zip(fig.axes, base.groupby("score", sort=False)):
         sub = sub.sort_values("judge")
         assert score in ax.get_title()
-        _names_table_ax = _flat(ax.get_title())
-        assert f"over {int(sub['n_items'].iloc[0])} transcripts" in _names_table_ax
-        assert sub["ci_method"].iloc[0] in _names_table_ax
+        title = _flat(ax.get_title())
+        k = int(sub["n_items"].iloc[0])
+        assert (f"over {k} transcripts" if k > 1 else "no interval (1 transcript)") in title
+        assert sub["ci_method"].iloc[0] in title
         segs = [s for coll in ax.collections for s in coll.get_segments()]
         drawn = sorted((round(float(s[:, 1].min()), 6), round(float(s[:, 1].max()), 6)) for s in segs)
         want = sorted((round(float(lo), 6), round(float(hi), 6)) for lo, hi in zip(sub["ci_low"], sub["ci_high"])
                       if np.isfinite(lo) and np.isfinite(hi))
         assert drawn == want
         ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
-        assert f"{int(sub['n_items'].iloc[0])} items" in ticks and f"{int(sub['n'].iloc[0])} judgments" in ticks
+        assert f"({int(sub['n_items'].iloc[0])} transcript" in ticks and f"{int(sub['n'].iloc[0])} judgments" in ticks
 
 
 def test_cc_heatmaps_with_every_cell_thin_have_no_scale_and_say_so(cc):

@@ -401,7 +401,7 @@ def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
         ax.bar(x, y, color="#8172b2")
         _table_interval_bars(ax, x, y, sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float))
         n_items = sub["n_items"] if "n_items" in sub.columns else sub["n"]
-        ax.set_xticks(x, [f"{j}\n({int(k)} items,\n{int(n)} judgments)" for j, k, n in
+        ax.set_xticks(x, [f"{j}\n({int(k)} transcript{'s' if int(k) != 1 else ''},\n{int(n)} judgments)" for j, k, n in
                           zip(sub["judge"], n_items, sub["n"])], fontsize=7, rotation=20, ha="right")
         ax.set_ylim(0, 105)
         ax.set_title(f"{score}\n{interval_caption(sub, unit='transcripts', width=34)}", fontsize=7)
