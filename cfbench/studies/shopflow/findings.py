@@ -30,8 +30,8 @@ def nominal_false_pass(confidence: float) -> float:
     the whole two-sided ``confidence`` interval lies inside ±maximum, so only the side at the maximum can miss:
     ``(1 - confidence) / 2`` (2.5 % at 95 %). The one number every sentence about it is written from.
 
-    >>> nominal_false_pass(0.95)
-    0.025000000000000022
+    >>> round(nominal_false_pass(0.95), 4)
+    0.025
     """
     return (1.0 - float(confidence)) / 2.0
 
