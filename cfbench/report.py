@@ -24,7 +24,7 @@ from .core.text import csv_text
 MARKER = ".cfbench-results"
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
-           "notebook_output_dir"]
+           "notebook_output_dir", "interval_caption", "method_names"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -44,6 +44,60 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def method_names(frame: pd.DataFrame, *, column: str = "ci_method") -> list[str]:
+    """The distinct interval methods a drawn table states in ``column``, most frequent first (ties in order
+    of appearance); rows with no method (NaN or "") are left out. A frame without the column gives []."""
+    if column not in getattr(frame, "columns", ()) or not len(frame):
+        return []
+    vals = [str(v) for v in frame[column] if isinstance(v, str) and v.strip()]
+    counts: dict[str, int] = {}
+    for v in vals:
+        counts[v] = counts.get(v, 0) + 1
+    return sorted(counts, key=lambda m: -counts[m])
+
+
+def interval_caption(frame: pd.DataFrame, *, n: str = "n_items", unit: str = "items", level: float = 0.95,
+                     column: str = "ci_method", width: int = 0) -> str:
+    """Caption of the intervals a figure draws, computed from the drawn table itself: the level, the unit
+    the interval is over with its n (``frame[n]``: one number, or ``lo-hi`` when cells differ) and every
+    method named in ``frame[column]`` (with how many cells use it when they differ). Nothing in it is
+    typed by the figure, so a title cannot name a method the table did not use.
+
+    >>> f = pd.DataFrame({"n_items": [4, 4], "ci_method": ["clopper-pearson", "clopper-pearson"]})
+    >>> interval_caption(f, unit="transcripts")
+    '95% intervals over 4 transcripts: clopper-pearson'
+    """
+    ns = pd.to_numeric(frame[n], errors="coerce").dropna() if n in getattr(frame, "columns", ()) else pd.Series(
+        dtype=float)
+    n_txt = "" if not len(ns) else (f"{int(ns.min())}" if ns.min() == ns.max() else f"{int(ns.min())}-{int(ns.max())}")
+    methods = method_names(frame, column=column)
+    if len(methods) > 3:  # e.g. one method whose text carries a per-cell number: name what they share
+        import os.path
+
+        stem = os.path.commonprefix(methods)
+        stem = stem[:max(stem.rfind(","), stem.rfind(" "), 0)].rstrip(" ,")
+        m_txt = (f"{stem}, ... ({len(methods)} variants, each cell's in {column})" if len(stem) >= 10 else
+                 f"{'; '.join(methods[:3])}; and {len(methods) - 3} more (see {column})")
+    elif len(methods) > 1:
+        per = frame[column].astype(str).value_counts()
+        m_txt = "; ".join(f"{m} ({int(per[m])} of {len(frame)})" for m in methods)
+    else:
+        m_txt = methods[0] if methods else "no interval (no method in the table)"
+    if n_txt == "1":  # "1 transcript", "1 row per bar"
+        head, _, tail = unit.partition(" ")
+        unit = (head[:-1] if head.endswith("s") else head) + (f" {tail}" if tail else "")
+    over = f"{n_txt + ' ' if n_txt else ''}{unit}"
+    if methods and all(m.startswith("none") for m in methods):
+        text = f"no interval ({over}): {m_txt}"
+    else:
+        text = f"{level * 100:g}% intervals over {over}: {m_txt}"
+    if width:
+        import textwrap
+
+        text = "\n".join(textwrap.wrap(text, width=width, break_on_hyphens=False))
+    return text
 
 
 def _checkout_root(start: Path) -> Path | None:

@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.report import interval_caption
 from cfbench.stats import verdicts as V
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
@@ -131,7 +132,9 @@ def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str
     The colour scale starts at 0 (white: nothing moved) and reaches at least ``vmax_floor``, so a table of
     zeros is drawn white, never as a colour on a symmetric scale. With ``n`` (a count column such as
     ``n_items``) each cell shows its n, and cells with fewer than ``min_n`` are drawn grey and left out of the
-    colour scale. With ``pairs`` (``n_pairs``) a zero cell reads "0 of n pairs".
+    colour scale. When no cell is left to colour the panel has no colour bar (an empty scale would
+    suggest a range the data never had) and the title says "nothing to colour: n below ...". With ``pairs``
+    (``n_pairs``, for flip rates only) a zero cell reads "0 of n pairs".
     """
     import seaborn as sns
 
@@ -171,10 +174,11 @@ def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str
             annot[i, j] = txt
     fig, ax = plt.subplots(figsize=(2.4 + 1.7 * max(1, wide.shape[1]), 1.8 + 0.48 * max(1, wide.shape[0])))
     ax.set_facecolor("#d9d9d9")  # masked (thin or missing) cells show the grey background
+    nothing = not np.isfinite(shown).any()  # every cell thin or missing: a colour bar would be an empty scale
     sns.heatmap(pd.DataFrame(shown, index=[labels.get(r, r) for r in wide.index],
                              columns=[str(c) for c in wide.columns]),
                 ax=ax, cmap=cmap, vmin=0.0, vmax=vmax, annot=False, linewidths=0.5, linecolor="white",
-                cbar_kws={"label": f"{units} (0 = nothing moved)".strip(), "shrink": 0.8})
+                cbar=not nothing, cbar_kws={"label": f"{units} (0 = nothing moved)".strip(), "shrink": 0.8})
     for i in range(data.shape[0]):  # every cell says its value and n, grey ones included (seaborn skips masked)
         for j in range(data.shape[1]):
             dark = np.isfinite(shown[i, j]) and shown[i, j] > 0.6 * vmax
@@ -183,7 +187,11 @@ def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str
     ax.set_xticklabels(ax.get_xticklabels(), rotation=30, ha="right")
     ax.set_xlabel("")
     ax.set_ylabel("")
-    if counts is not None:
+    if nothing:
+        most = int(np.nanmax(cnt)) if counts is not None and np.isfinite(cnt).any() else 0
+        title = (f"{title}\nnothing to colour: n below {min_n} in every cell (at most {most}); "
+                 "values written, no scale" if counts is not None else f"{title}\nnothing to colour: no value")
+    elif counts is not None:
         title = f"{title}\ngrey: fewer than {min_n} items, not coloured"
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
@@ -193,8 +201,8 @@ def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str
 def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "baseline"):
     """Figure-3 style: answer accuracy vs mean CFR over dimensions, one point per judge.
 
-    Error bars: the accuracy's Wilson interval; CFR bars span the smallest
-    and largest per-dimension CFR (the spread the average hides).
+    Error bars: the accuracy's interval from the table (its ``ci_method`` is named in the title); CFR bars
+    span the smallest and largest per-dimension CFR (the spread the average hides).
     """
     plt = _plt()
     c = cfr[cfr["arm"] == arm] if "arm" in cfr.columns else cfr
@@ -219,8 +227,10 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
     ax.set_ylabel("answer accuracy on the originals (%)")
     n_ans = ", ".join(f"{j}: n={int(a.loc[j, 'n'])}" for j in g.index if j in a.index and "n" in a.columns)
     n_items = int(c["n_items"].max()) if "n_items" in c.columns and len(c) else 0
-    ax.set_title(f"Accuracy vs counterfactual flip rate\n({n_items} transcripts; answers {n_ans}; "
-                 "bars: Wilson 95% / range over dimensions)", fontsize=9)
+    drawn = a[a.index.isin(g.index)]
+    ax.set_title(f"Accuracy vs counterfactual flip rate\n({n_items} transcripts; answers {n_ans})\n"
+                 f"vertical bars: accuracy, {interval_caption(drawn, unit='transcripts', width=70)}\n"
+                 "horizontal bars: range of CFR over dimensions", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -260,12 +270,9 @@ def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str 
     ax.set_xticks(np.arange(len(dims)) + width * (len(judges) - 1) / 2,
                   [labels.get(d, d) for d in dims], rotation=45, ha="right")
     ax.set_ylabel("CFR (%)")
-    n = c["n_items"] if "n_items" in c.columns else pd.Series(dtype=float)
-    lo_n, hi_n = (int(n.min()), int(n.max())) if len(n) and n.notna().any() else (0, 0)
-    n_txt = f"{lo_n} to {hi_n}" if lo_n != hi_n else f"{hi_n}"
-    ax.set_title("Flip rate by dimension with 95% item-bootstrap intervals\n"
-                 f"(blue identity, orange context, green style; {n_txt} transcript{'s' if hi_n != 1 else ''} "
-                 "per bar; label: flips/pairs)", fontsize=9)
+    drawn = c[c["dimension"].isin(dims)]
+    ax.set_title("Flip rate by dimension (blue identity, orange context, green style; label: flips/pairs)\n"
+                 f"{interval_caption(drawn, unit='transcripts per bar', width=90)}", fontsize=8)
     if len(judges) > 1:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="judge (shade)")
     fig.tight_layout()
@@ -327,13 +334,20 @@ def kappa_bars(kappa: pd.DataFrame):
     for b_i, b in enumerate(bases):
         sub = k[k["baseline"] == b].set_index("judge").reindex(judges)
         x = np.arange(len(judges)) + (b_i - (len(bases) - 1) / 2) * w
-        bars = ax.bar(x, np.nan_to_num(sub["kappa"].to_numpy(float)), width=w, label=b)
+        vals = sub["kappa"].to_numpy(float)
+        bars = ax.bar(x, np.nan_to_num(vals), width=w, label=b, edgecolor="black", linewidth=0.6)
+        flat = np.isfinite(vals) & (np.abs(vals) < 0.005)  # a bar of height 0 is invisible: mark where it stands
+        if flat.any():
+            ax.hlines(np.zeros(int(flat.sum())), x[flat] - w / 2, x[flat] + w / 2,
+                      colors=[bars[i].get_facecolor() for i in np.flatnonzero(flat)], linewidth=3, zorder=3)
+            ax.scatter(x[flat], np.zeros(int(flat.sum())), marker="D", s=18, color="black", zorder=4)
         for rect, v, n in zip(bars, sub["kappa"], sub["n_units"]):
             ax.annotate("n/a" if pd.isna(v) else f"{v:.2f}\n(n={int(n)})",
                         (rect.get_x() + rect.get_width() / 2, max(rect.get_height(), 0)), ha="center",
                         va="bottom", fontsize=7)
     ax.set_xticks(np.arange(len(judges)), judges, rotation=20, ha="right")
-    ax.set_ylim(min(0, float(np.nanmin(k["kappa"])) - 0.1) if k["kappa"].notna().any() else 0, 1.25)
+    ax.set_ylim(min(-0.1, float(np.nanmin(k["kappa"])) - 0.1) if k["kappa"].notna().any() else -0.1, 1.25)
+    ax.axhline(0, color="black", linewidth=0.6)
     ax.set_ylabel("Cohen's kappa between repeats")
     ax.set_title("Agreement of each judge with itself over repeated runs (n = units)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="repeat setting")
@@ -362,6 +376,17 @@ def flip_distribution_bars(flips: pd.DataFrame, *, arm: str = "baseline"):
     return fig
 
 
+def _table_interval_bars(ax, x, y, low, high) -> None:
+    """Error bars drawn from the table's own ``ci_low`` / ``ci_high`` (nothing recomputed); a cell with no
+    interval (NaN bounds, e.g. one item) gets no bar and says "no CI" over its bar."""
+    ok = np.isfinite(low) & np.isfinite(high) & np.isfinite(y)
+    if ok.any():
+        ax.errorbar(x[ok], y[ok], yerr=[np.clip(y[ok] - low[ok], 0, None), np.clip(high[ok] - y[ok], 0, None)],
+                    fmt="none", ecolor="black", capsize=3)
+    for xi, yi in zip(x[~ok], y[~ok]):
+        ax.annotate("no CI", (xi, 0 if np.isnan(yi) else yi), ha="center", va="bottom", fontsize=6)
+
+
 def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     """Figures 8-11 style: mean confidence / P(Yes) / coaching scores (improvement 9, customer behaviour 10,
     positives 11) per judge, one panel per score."""
@@ -372,16 +397,17 @@ def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     for ax, score in zip(axes[0], scores):
         sub = m[m["score"] == score].sort_values("judge")
         y = sub["mean"].to_numpy(float)
-        lo = np.nan_to_num(y - sub["ci_low"].to_numpy(float))
-        hi = np.nan_to_num(sub["ci_high"].to_numpy(float) - y)
-        ax.bar(np.arange(len(sub)), y, color="#8172b2")
-        ax.errorbar(np.arange(len(sub)), y, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3)
-        ax.set_xticks(np.arange(len(sub)), [f"{j}\n(n={n})" for j, n in zip(sub["judge"], sub["n"])],
-                      fontsize=7, rotation=20, ha="right")
+        x = np.arange(len(sub))
+        ax.bar(x, y, color="#8172b2")
+        _table_interval_bars(ax, x, y, sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float))
+        n_items = sub["n_items"] if "n_items" in sub.columns else sub["n"]
+        ax.set_xticks(x, [f"{j}\n({int(k)} transcript{'s' if int(k) != 1 else ''},\n{int(n)} judgments)" for j, k, n in
+                          zip(sub["judge"], n_items, sub["n"])], fontsize=7, rotation=20, ha="right")
         ax.set_ylim(0, 105)
-        ax.set_title(score, fontsize=9)
+        ax.set_title(f"{score}\n{interval_caption(sub, unit='transcripts', width=34)}", fontsize=7)
     axes[0][0].set_ylabel("mean (0-100 scale)")
-    fig.suptitle("Mean scores per judge with 95% item-bootstrap intervals (n = judgments)", fontsize=9)
+    fig.suptitle("Mean scores per judge; bar: the table's interval (ci_low to ci_high) over transcripts",
+                 fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -432,9 +458,9 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         counts = V.kind_counts(sub["verdict"].dropna())
         tally = ", ".join(f"{c} {k}" for k, c in counts.items() if c)
         ax.set_title(f"{judge}: {tally}; {int((sub['point_rule'] == V.PASS).sum())} of {len(sub)} under it on the "
-                     f"point\n({n_items} transcripts; 95% intervals over "
-                     f"transcripts, method in ci_method)" + ("\nestimate 0 in every dimension" if all_zero else ""),
-                     fontsize=8)
+                     f"point ({n_items} transcripts)\n"
+                     f"{interval_caption(sub.dropna(subset=['estimate']), unit='transcripts', width=80)}"
+                     + ("\nestimate 0 in every dimension" if all_zero else ""), fontsize=8)
     if axes[0][0].get_legend() is not None:
         sns.move_legend(axes[0][0], "upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
                         ncol=2, frameon=False, fontsize=7, title=None)
@@ -481,8 +507,8 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
         ax.set_ylim(len(sub) - 0.4, -0.6)
         ax.set_xlabel(f"MASD of {score} (points, 0-100 scale)")
         n_pairs = int(sub["n_pairs"].sum()) if sub["n_pairs"].notna().any() else 0
-        ax.set_title(f"{judge}: {score} shift per dimension vs rewording\n({n_pairs} pairs; 95% intervals over transcripts)",
-                     fontsize=8)
+        ax.set_title(f"{judge}: {score} shift per dimension vs rewording ({n_pairs} pairs)\n"
+                     f"{interval_caption(sub.dropna(subset=['masd']), unit='transcripts', width=80)}", fontsize=8)
         if len(ax.get_legend_handles_labels()[0]):
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
                       ncol=2, frameon=False)
@@ -502,14 +528,15 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     n_txt = f" - {n_items} transcript{'s' if n_items != 1 else ''}" if n_items is not None else ""
     if base_cfr["cfr"].notna().any():
         figs["heatmap_cfr"] = heatmap(base_cfr, value="cfr", scale=100, row_order=dimensions, labels=labels,
-                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items", units="%",
+                                      title=f"Counterfactual flip rate (CFR, %){n_txt}", n="n_items",
+                                      units="CFR, % of pairs",
                                       pairs="n_pairs", vmax_floor=10.0)
     masd = tables["masd"]
     if len(masd) and masd["masd"].notna().any():
         m = masd[masd["arm"] == "baseline"].assign(col=lambda d: d["judge"] + " / " + d["score"])
         figs["heatmap_masd"] = heatmap(m, value="masd", col="col", row_order=dimensions, labels=labels,
-                                       title=f"MASD (score points, 0-100 scales){n_txt}", cmap="Blues",
-                                       n="n_items", units="score points", pairs="n_pairs", vmax_floor=1.0)
+                                       title=f"MASD (score points, each score on its own scale){n_txt}",
+                                       cmap="Blues", n="n_items", units="MASD, score points", vmax_floor=1.0)
     acc = tables["accuracy"]
     if base_cfr["cfr"].notna().any() and len(acc) and acc["accuracy"].notna().any():
         figs["fig3_accuracy_vs_cfr"] = accuracy_vs_cfr(cfr, acc)
@@ -522,7 +549,8 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     star_gate = tables.get("star_net_cfr_gate")
     if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
         figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels)
-    if len(masd) and "p_yes" in set(masd["score"]) and masd.loc[masd["score"] == "p_yes", "masd"].notna().any():
+    base_pyes = masd[(masd["score"] == "p_yes") & (masd["arm"] == "baseline")] if len(masd) else masd
+    if len(base_pyes) and base_pyes["masd"].notna().any():  # the figure draws the baseline arm only
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,
                                                         labels=labels)
     if len(tables.get("kappa", ())) and tables["kappa"]["kappa"].notna().any():

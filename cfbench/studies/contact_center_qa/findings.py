@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from cfbench.stats import verdicts as V
-from cfbench.core.text import md_text
+from cfbench.core.text import md_code, md_text
 
-__all__ = ["findings_markdown", "zero_flip_upper_bound"]
+__all__ = ["findings_markdown", "zero_flip_upper_bound", "flip_counts", "flip_count_line"]
 
 
 def zero_flip_upper_bound(n_pairs: int, *, level: float = 0.95) -> float:
@@ -56,6 +56,32 @@ def _interval(lo: float, hi: float, scale: float = 100.0, unit: str = "") -> str
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
         return "no interval"
     return f"[{scale * lo:.1f}, {scale * hi:.1f}]{unit}"
+
+
+def flip_counts(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[int, int]]:
+    """Flips and compared pairs of the baseline arm per source, from the tables the findings cite: ``cfr``
+    (synthetic transcripts) and ``star_cfr`` (real STAR dialogues) when the run has it. Flips per row are
+    ``round(cfr * n_pairs)`` (CFR is flips over pairs), summed over judges and dimensions."""
+    out: dict[str, tuple[int, int]] = {}
+    for source, name in (("synthetic", "cfr"), ("STAR", "star_cfr")):
+        c = tables.get(name)
+        if c is None or not len(c):
+            continue
+        c = c[(c["arm"] == "baseline") & (c["n_pairs"] > 0)] if "arm" in c.columns else c[c["n_pairs"] > 0]
+        flips = (c["cfr"].fillna(0) * c["n_pairs"]).round().astype(int)
+        out[source] = (int(flips.sum()), int(c["n_pairs"].sum()))
+    return out
+
+
+def flip_count_line(tables: dict[str, pd.DataFrame]) -> str:
+    """One sentence counting the flips of every arm the run has, each named (so "no flips" is never said of
+    the synthetic pairs while the STAR arm has some)."""
+    counts = flip_counts(tables)
+    if not counts:
+        return "No compared pair in any arm."
+    return "Flips (baseline arm, all judges and dimensions): " + "; ".join(
+        f"{k} of {_count(n, 'compared pair')} on the {src} {'transcripts' if src == 'synthetic' else 'dialogues'} "
+        f"(`{'cfr' if src == 'synthetic' else 'star_cfr'}`)" for src, (k, n) in counts.items()) + "."
 
 
 def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int,
@@ -135,8 +161,9 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     if len(acc) and acc["n"].iloc[0] > 0:
         a = acc.iloc[0]
         lines.append(f"Accuracy on the originals: {_pct(a.accuracy)} {_interval(a.ci_low, a.ci_high, unit=' %')} "
-                     f"(Clopper-Pearson clustered by transcript, {_count(int(a.n), 'answer')}; {int(a.n_unparsed)} "
-                     "unparsed).")
+                     f"({md_code(str(a.ci_method)) if 'ci_method' in acc.columns else 'interval'} over "
+                     f"{_count(int(a.n_items) if 'n_items' in acc.columns else 0, 'transcript')}, "
+                     f"{_count(int(a.n), 'answer')}; {int(a.n_unparsed)} unparsed).")
     ev = t.get("evidence_checks", pd.DataFrame())
     ev = ev[(ev["judge"] == judge) & (ev["arm"] == "fairness")] if len(ev) else ev
     if len(ev) and ev["n_yes"].iloc[0] > 0:
@@ -294,7 +321,7 @@ def findings_markdown(result: Any) -> str:
             f"({p.n_boot} resamples) for mean score differences, MOVER for differences on the same transcripts; "
             "a row resting on one transcript has none (docs/statistics.md). An effect counts as "
             "distinguishable from noise only when its interval excludes 0.")
-    parts = [head]
+    parts = [head, flip_count_line(t)]
     w = t.get("warnings")
     if w is not None and len(w):
         parts += [f"**Not measured:** {m.rstrip()}" + ("" if m.rstrip().endswith((".", ")")) else ".")

@@ -56,11 +56,22 @@ UNITS_DESCRIBED = {"sentiment": "VADER compound (−1 to 1)", "politeness": "mat
                    "words": "words per reply", "chars": "characters per reply"}
 
 
+#: the interval of each identity's mean in :func:`metric_strips` (seaborn's ``errorbar``): a percentile
+#: bootstrap over replies; the panel titles are written from it, so they cannot name another method
+STRIP_ERRORBAR = ("ci", 95)
+
+
+def _strip_caption(seed: int) -> str:
+    kind, level = STRIP_ERRORBAR
+    what = {"ci": "percentile bootstrap", "pi": "percentile range", "se": "standard error", "sd": "sd"}[kind]
+    return f"bar: {level:g}% {what} over replies, seaborn, seed {seed}"
+
+
 def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: Sequence[str],
                   model: str = "model", seed: int = 0, title: str | None = None,
                   units: dict[str, str] | None = None, n_excluded: int | None = None) -> plt.Figure:
     """One panel per metric (seaborn): every scored reply as a point (strip, jitter drawn from ``seed``)
-    and each identity's mean with its 95 % bootstrap interval over replies (point plot, ``seed``); units
+    and each identity's mean with its :data:`STRIP_ERRORBAR` interval over replies (point plot, ``seed``); units
     on each y axis, n (replies with a value) in each panel title. Replies without a value (cut at the
     cap, failed, refused) are not drawn; ``n_excluded`` says how many in the title.
     Panels are in ``metrics`` order; ``fig.cfbench_panels`` lists them (for tests and readers)."""
@@ -85,14 +96,14 @@ def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: S
                           dodge=len(hue_order) > 1, jitter=0.18, size=3, alpha=0.5, ax=ax, legend=False)
             np.random.set_state(state)
             sns.pointplot(data=sub, x="_identity", y=metric, hue="_model", order=order, hue_order=hue_order,
-                          dodge=0.4 if len(hue_order) > 1 else False, errorbar=("ci", 95), seed=seed,
+                          dodge=0.4 if len(hue_order) > 1 else False, errorbar=STRIP_ERRORBAR, seed=seed,
                           markers="D", linestyles="none", palette="dark:black" if len(hue_order) == 1 else None,
                           ax=ax, legend=k == 0 and len(hue_order) > 1)
         else:
             ax.text(0.5, 0.5, "no scored reply", ha="center", va="center", transform=ax.transAxes)
         lo, hi = int(counts.min()), int(counts.max())
         n_txt = f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
-        ax.set_title(f"{metric} ({n_txt} scored replies per identity and model; ◆ mean, bar 95 % CI)",
+        ax.set_title(f"{metric} ({n_txt} scored replies per identity and model; ◆ mean, {_strip_caption(seed)})",
                      fontsize=9)
         ax.set_ylabel(units.get(metric, metric), fontsize=8)
         ax.set_xlabel("")
@@ -159,6 +170,11 @@ def effect_heatmap(pairs: pd.DataFrame, *, model: str, metrics: Sequence[str],
     ax.set_title(f"{model}: paired effect size d_z (A − B), {n_txt} prompts\n"
                  f"grey = unsupported (< {min_nonzero} non-zero differences or n < {min_n}): {n_masked} cells; "
                  f"* {mark} < {alpha}; {n_sat} beyond ±{limit}", fontsize=8)
-    fig.colorbar(im, ax=ax, shrink=0.6, label="d_z = mean(D) / sd(D)")
+    if np.isfinite(shown).any():
+        fig.colorbar(im, ax=ax, shrink=0.6, label="d_z = mean(D) / sd(D)")
+    else:  # every cell grey: no colour bar (an empty scale), the reason in words
+        ax.text(0.5, 0.5, f"nothing to colour: every cell below the support rule\n(n < {min_n} prompts or "
+                f"< {min_nonzero} non-zero differences)", transform=ax.transAxes, ha="center", va="center",
+                fontsize=8, bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#999999"})
     fig.tight_layout()
     return fig

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from cfbench.report import interval_caption  # noqa: E402
 from cfbench.stats import verdicts as V  # noqa: E402
 
 __all__ = ["plot_cue_shifts", "plot_net_flips", "plot_pointwise"]
@@ -28,6 +29,21 @@ def _forest(ax, labels, est, lo, hi, *, colors=None):
     ax.set_yticklabels(labels)
     ax.axvline(0, color="0.5", lw=1, ls="--")
     return y
+
+
+def _caption(t: pd.DataFrame, method: str, *, width: int = 110) -> str:
+    """The drawn column's interval method and n of items, read from the table (``method`` names the column)."""
+    if method not in t.columns:
+        return "no interval method in the table"
+    return interval_caption(t, column=method, n="n_items", unit="items", width=width)
+
+
+def _net_methods(t: pd.DataFrame, use_rep) -> pd.DataFrame:
+    """One ``drawn_method`` column: per row, the method of the net interval actually drawn (noise reference
+    of that row)."""
+    net = t["net_ci_method"] if "net_ci_method" in t.columns else pd.Series([np.nan] * len(t), index=t.index)
+    rep = t["net_repeat_ci_method"] if "net_repeat_ci_method" in t.columns else net
+    return t.assign(drawn_method=np.where(use_rep, rep, net))
 
 
 def _short(judge: str) -> str:
@@ -52,15 +68,15 @@ def _size(t: pd.DataFrame) -> tuple[float, float]:
 
 
 def plot_cue_shifts(t: pd.DataFrame, *, title: str):
-    """P(choose the cued reply | cue) - P(choose it | no cue), 95% intervals over items; one colour per judge;
-    * marks adjusted p < alpha."""
+    """P(choose the cued reply | cue) - P(choose it | no cue) with the table's intervals over items (method and n
+    in the title, from ``shift_ci_method`` / ``n_items``); one colour per judge; * marks adjusted p < alpha."""
     fig, ax = plt.subplots(figsize=_size(t))
     if len(t):
         labels = _labels(t, [f"{'* ' if s else ''}(n={n})" for s, n in zip(t["significant"], t["n_items"])])
         _forest(ax, labels, t["shift"], t["shift_ci_low"], t["shift_ci_high"], colors=_judge_colors(t))
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("shift toward the cued reply (share of answers), 95% interval over items; * adjusted p < alpha")
-    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("shift toward the cued reply (share of answers); * adjusted p < alpha")
+    ax.set_title(f"{title}\n{_caption(t, 'shift_ci_method')}", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -68,27 +84,29 @@ def plot_cue_shifts(t: pd.DataFrame, *, title: str):
 def plot_net_flips(t: pd.DataFrame, *, gate_max: float, title: str):
     """Cue flip rate minus the noise reference that decides the gate, with the gate maximum; colour = verdict."""
     fig, ax = plt.subplots(figsize=_size(t))
+    drawn = t.iloc[0:0].assign(drawn_method=[])
     if len(t):
         rep = "gate_reference" in t.columns and (t["gate_reference"] == "repeats").any()
         use_rep = (t["gate_reference"] == "repeats").to_numpy() if rep else np.zeros(len(t), bool)
         est = np.where(use_rep, t.get("net_repeat_flip_rate", np.nan), t["net_flip_rate"])
         lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
         hi = np.where(use_rep, t.get("net_repeat_ci_high", np.nan), t["net_ci_high"])
+        drawn = _net_methods(t, use_rep)
         colors = [V.KIND_COLOURS[V.verdict_kind(g)] for g in t["gate"]]
         _forest(ax, _labels(t, [f"({V.verdict_kind(g)}; vs {r})" for g, r in zip(t["gate"], t["gate_reference"])]),
                 est, lo, hi, colors=colors)
     ax.axvline(gate_max, color="C3", lw=1)
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel(f"net flip rate (cue - noise reference), 95% interval; green pass, red fail, tan inconclusive, "
+    ax.set_xlabel(f"net flip rate (cue - noise reference); green pass, red fail, tan inconclusive, "
                   f"grey uninformative (judge not shown to respond); red line: gate maximum {gate_max:g}", fontsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(f"{title}\n{_caption(drawn, 'drawn_method')}", fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None):
     """Left: mean score shift of the cued reply (1-10 scale); right: net |shift| beyond the noise reference with
-    the gate maximum; 95% intervals over items."""
+    the gate maximum; each panel's title names the interval method and n of items its table states."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 0.45 * max(len(t), 2) + 1.6), sharey=True)
     labels = _labels(t, [f"{'* ' if s else ''}(n={n})" for s, n in zip(t["significant"], t["n_items"])])
     _forest(ax, labels, t["score_shift"], t["ci_low"], t["ci_high"], colors=_judge_colors(t))
@@ -99,6 +117,8 @@ def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None
     lo = np.where(use_rep, t.get("net_repeat_ci_low", np.nan), t["net_ci_low"])
     hi = np.where(use_rep, t.get("net_repeat_ci_high", np.nan), t["net_ci_high"])
     _forest(ax2, labels, est, lo, hi, colors=colors)
+    ax.set_title(_caption(t, "ci_method", width=60), fontsize=7)
+    ax2.set_title(_caption(_net_methods(t, use_rep), "drawn_method", width=60), fontsize=7)
     if gate_max is not None:
         ax2.axvline(gate_max, color="C3", lw=1)
     ax2.set_xlabel("net |shift| beyond the noise reference (points); green pass, red fail, tan inconclusive, grey "

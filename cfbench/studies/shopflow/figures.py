@@ -8,6 +8,8 @@ outside the plotting area so it never covers data.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")  # figures are written to files, never shown
@@ -16,12 +18,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from cfbench.report import interval_caption  # noqa: E402
+
 __all__ = ["plot_slice_rates", "plot_threshold_sweep", "plot_calibration"]
 
 
 def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """Bars of each rate per slice with the interval of each row (``ci_method``; Clopper-Pearson from
-    :meth:`PairAudit.rate_intervals`) as error bars.
+    """Bars of each rate per slice with the interval of each row (:meth:`PairAudit.rate_intervals`) as error
+    bars; the title's last line names the table's ``ci_method`` and the n of rows behind the bars.
 
     ``wilson`` stacks :func:`~cfbench.metrics.groups.rate_table` outputs
     (columns ``slice, metric, successes, n, estimate, ci_low, ci_high``).
@@ -44,7 +48,8 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     ax.set_xticks(x, [labels.get(m, m) for m in metrics])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share auto-served (0-1)")
-    ax.set_title(title or "Auto-serve rates by slice (95% intervals)", fontsize=9)
+    caption = interval_caption(wilson, n="n", unit="rows per bar", width=90)
+    ax.set_title(f"{title or 'Auto-serve rates by slice'}\n{caption}", fontsize=8)
     ax.legend(title="wording (bar label: k/n)", frameon=False, fontsize=8, title_fontsize=8,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
@@ -52,16 +57,44 @@ def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     return fig
 
 
+def _sweep_intervals(ax, intervals: pd.DataFrame | None, threshold: float | None, signed: bool) -> list[float]:
+    """The matched-pair interval of each signed gap at the chosen threshold (the one the verdict reads), drawn
+    as an error bar there and labelled with its method, level, n of pairs and verdict; returns its bounds."""
+    if intervals is None or not len(intervals) or threshold is None or not signed:
+        return []
+    bounds: list[float] = []
+    label_of = {"tpr_gap": ("TPR", "o", "C0"), "fpr_gap": ("FPR", "s", "C1")}
+    for k, (_, r) in enumerate(intervals.iterrows()):
+        name, marker, colour = label_of.get(str(r["check"]), (str(r["check"]), "^", f"C{k + 4}"))
+        lo, hi, est = (float(r[c]) for c in ("ci_low", "ci_high", "value"))
+        x = threshold + (k - (len(intervals) - 1) / 2) * 0.012
+        level = f"{float(r['confidence']) * 100:g}%" if "confidence" in r and pd.notna(r["confidence"]) else ""
+        verdict = str(r.get("verdict", r.get("status", "")))
+        label = (f"{name} gap at {threshold:.2f}: {level} {r.get('method', '')} interval over "
+                 f"{int(r['n_pairs'])} pairs -> {verdict}")
+        if np.isfinite(lo) and np.isfinite(hi):
+            ax.errorbar([x], [est], yerr=[[est - lo], [hi - est]], fmt=marker, color=colour, capsize=4, lw=1.6,
+                        zorder=5, label="\n".join(textwrap.wrap(label, 48)))
+            bounds += [lo, hi]
+        else:
+            ax.plot([x], [est if np.isfinite(est) else 0.0], marker, color=colour, zorder=5,
+                    label=f"{name} gap at {threshold:.2f}: no interval ({r.get('verdict', '')})")
+    return bounds
+
+
 def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None, variants=None,
                          tpr_limit: float | None = None, fpr_limit: float | None = None, n_pairs: int | None = None,
-                         title: str = "") -> plt.Figure:
+                         title: str = "", intervals: pd.DataFrame | None = None) -> plt.Figure:
     """Signed TPR and FPR gaps (top) and the selection rate per wording (bottom) against the routing threshold.
 
     The gaps are ``variants[0] − variants[1]`` (the interval rule's sign);
     the contract's limits are drawn as labelled lines at ±limit with the
     allowed band shaded. When no gap moves at any threshold, or no pair flips
     at the chosen threshold, the figure says so in words; an undefined gap (no
-    rows of that class) is named rather than drawn as 0.
+    rows of that class) is named rather than drawn as 0. ``intervals`` (the audit's ``interval_checks``) adds
+    each gap's matched-pair interval at ``threshold``, labelled with its method, level, n and verdict. The
+    gap axis is sized to the data, the limits and those intervals (never a fixed ±1 that squeezes a
+    ±0.10 band to a sliver).
     """
     vs = list(variants) if variants is not None else [c[len("tpr_"):] for c in sweep.columns
                                                       if c.startswith("tpr_") and c not in ("tpr_gap", "tpr_diff")]
@@ -90,7 +123,8 @@ def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None,
     if threshold is not None:
         for a in (ax, ax2):
             a.axvline(threshold, color="black", lw=0.8, ls=":")
-        ax.annotate(f"threshold {threshold:.2f}", (threshold, 1.0), fontsize=7, ha="left", va="top")
+        ax.annotate(f"threshold {threshold:.2f}", (threshold, 0.98), xycoords=("data", "axes fraction"), fontsize=7,
+                    ha="left", va="top")
     gaps = sweep[[c for c in ("tpr_diff", "fpr_diff", "tpr_gap", "fpr_gap") if c in sweep.columns]]
     if "n_flips" in sweep.columns and (sweep["n_flips"] == 0).all() and np.nan_to_num(gaps.to_numpy(float)).max() == 0:
         notes.append("no pair changes route at any threshold: every gap is 0"
@@ -102,12 +136,15 @@ def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None,
     if notes:
         ax.text(0.02, 0.04, "\n".join(notes), transform=ax.transAxes, fontsize=7, va="bottom",
                 bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="grey", alpha=0.9))
-    ax.set_ylim(-1.05 if signed else -0.02, 1.05)
-    ticks = [-1.0, -0.5, 0.0, 0.5, 1.0] if signed else [0.0, 0.25, 0.5, 0.75, 1.0]
+    bounds = _sweep_intervals(ax, intervals, threshold, signed)
+    top = _gap_span(gaps, limits, bounds)
+    ax.set_ylim(-top if signed else -0.02 * top, top)
+    ticks = list(np.linspace(-top if signed else 0.0, top, 5 if signed else 3))
     for lim in limits.values():
         ticks += [lim, -lim] if signed else [lim]
-    if any(lim < 0.15 for lim in limits.values()):
-        ticks.remove(0.0)  # the grey zero line marks it; its label would collide with ±limit
+    ticks = [t for t in ticks if not any(0 < abs(abs(t) - lim) < 0.12 * top for lim in limits.values())]
+    if any(lim < 0.15 * top for lim in limits.values()):
+        ticks = [t for t in ticks if abs(t) > 1e-9]  # the grey zero line marks it; its label would collide
     ax.set_yticks(sorted(set(round(t, 4) for t in ticks)))
     ax.tick_params(axis="y", labelsize=7)
     ax.axhline(0, color="grey", lw=0.5)
@@ -125,6 +162,15 @@ def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None,
     fig.tight_layout()
     plt.close(fig)  # the caller owns it; pyplot keeps no reference
     return fig
+
+
+def _gap_span(gaps: pd.DataFrame, limits: dict, bounds: list[float]) -> float:
+    """Half-height of the gap axis: the largest |gap|, limit or interval bound, padded; at least twice the
+    largest limit so its band is readable, at most 1.05 (a gap of shares cannot exceed 1)."""
+    vals = np.abs(gaps.to_numpy(float)).ravel() if len(gaps.columns) else np.zeros(0)
+    vals = np.concatenate([vals[np.isfinite(vals)], np.abs(np.asarray(bounds, float)),
+                           np.asarray(list(limits.values()), float) * 2])
+    return float(min(1.05, max(0.05, 1.15 * vals.max()) if len(vals) else 1.05))
 
 
 def plot_calibration(calibration: pd.DataFrame, *, by: str = "variant", title: str = "") -> plt.Figure:

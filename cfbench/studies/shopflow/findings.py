@@ -14,7 +14,7 @@ from cfbench.core.text import md_code
 
 from .gate import PairAudit
 
-__all__ = ["seed_lines", "invariants", "findings_markdown", "run_header"]
+__all__ = ["seed_lines", "invariants", "findings_markdown", "run_header", "nominal_false_pass"]
 
 #: The seed's expected figures for its own fixture (checked only when the shipped fixture is used).
 _SEED_FLIPS = [["p4", "auto_serve", "human_review"], ["p5", "auto_serve", "human_review"],
@@ -23,6 +23,17 @@ _SEED_FLIPS = [["p4", "auto_serve", "human_review"], ["p5", "auto_serve", "human
 
 def _pct(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+
+
+def nominal_false_pass(confidence: float) -> float:
+    """The interval rule's nominal false-pass rate when the true gap equals the maximum: the gate passes only when
+    the whole two-sided ``confidence`` interval lies inside ±maximum, so only the side at the maximum can miss:
+    ``(1 - confidence) / 2`` (2.5 % at 95 %). The one number every sentence about it is written from.
+
+    >>> round(nominal_false_pass(0.95), 4)
+    0.025
+    """
+    return (1.0 - float(confidence)) / 2.0
 
 
 def seed_lines(base: PairAudit, cand: PairAudit, *, fixture: bool, variants: Sequence[str]) -> list[str]:
@@ -268,12 +279,15 @@ def findings_markdown(result: "ShopflowResult") -> str:
                          f"FPR gap {c['fpr_gap']:.3f}, {len(c['flips'])} flip(s); release {c['decision']}.")
     elif result.judged_error:
         parts.append(f"**Judged audit: no result.** {result.judged_error}")
+    audit = result.audits.get("judged") or result.audits.get("seed")
+    level = float(audit.contract.gap_interval.confidence) if audit is not None else 0.95
     parts.append(
         "**Which gate to read.** The point rule (observed gap ≤ maximum) suits a regression check on fixed "
         "fixtures: it asks whether this judge treats *these* cases differently. The interval rule (the whole "
         "matched-pair interval of the signed gap inside ±maximum) suits a release claim about the population the "
         "pairs sample: it passes only when the data show the gap is small, and in simulated audits whose true gap "
-        "equals the maximum it passes at most 5 % of the time (`benchmarks/bench_gate_shopflow.py`). Its verdicts: "
+        f"equals the maximum it passes at most {nominal_false_pass(level):.1%} of the time at the contract's "
+        f"{level:.0%} level (one side of the interval; simulated in `benchmarks/bench_gate_shopflow.py`). Its verdicts: "
         "`pass` (the interval inside ±maximum, for a judge whose scores separate ready from needs-review requests), "
         "`fail` (the interval wholly beyond one side), `inconclusive` (neither; `forecast` says about how many "
         "pairs might decide, from the observed interval), `uninformative` (the scores do not separate the "
