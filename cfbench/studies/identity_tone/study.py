@@ -227,6 +227,9 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
         lines.append(f"- {r.model} {_METRIC_NAMES.get(r.metric, r.metric)}, {_fmt_pair(r)}: "
                      f"Δ = {_num(r.mean_diff, '+.3f')} {_ci(r.ci_low, r.ci_high)}, d = {_num(r.cohens_d, '+.2f')}, "
                      f"p_holm = {_num(r.p_holm)}")
+    lines.append("  Each interval here is a single pair's 95 % interval, not adjusted for the 28 pairs of its family, "
+                 "while p_holm is: an interval that excludes 0 can therefore sit beside a p_holm well above 0.05 "
+                 "(even 1.000, Holm's cap), and only p_holm speaks for the family.")
     raw = {(m, mt): (int((g.wilcoxon_p < 0.05).sum()), int(g.wilcoxon_p.notna().sum()))
            for (m, mt), g in pairs.groupby(["model", "metric"], sort=False)}
     models = list(dict.fromkeys(pairs.model))
@@ -287,13 +290,25 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
                  f"differ by {_num(lg.get('pair_mean_abs'), '.1f')} words on average over the 28 pairs (mean of "
                  f"|mean difference|). Of the {len(raw_sig_adj)} tone comparisons with uncorrected p < 0.05 "
                  f"before adjustment, {len(raw_sig_adj & adj_sig)} keep p < 0.05 at equal length "
-                 f"({len(adj_sig)} do after adjustment in total; {len(adj) - len(okadj)} could not be adjusted "
-                 f"because fewer than 3 prompts remained or the length differences did not vary).")
+                 f"({len(adj_sig)} do after adjustment in total, counted at an uncorrected 0.05 over "
+                 f"{len(okadj)} tests, so some are expected by chance alone; {len(adj) - len(okadj)} could not be "
+                 f"adjusted because fewer than 3 prompts remained or the length differences did not vary).")
     ok_sym = sym.dropna(subset=["gap_sd"])
     lines.append(f"**Symmetry of the differences** (the signed-rank test's assumption): "
                  f"{int(ok_sym.symmetric.sum())} of {len(ok_sym)} pair × metric distributions pass "
                  f"(|mean − median| ≤ 0.25 SD, no point beyond 3 SD).")
-    return "\n".join(lines)
+    return _paragraphs(lines)
+
+
+def _paragraphs(lines: list[str]) -> str:
+    """Markdown with a blank line before each bold-headed paragraph (a list item or its indented
+    continuation stays attached to the line before it), so paragraphs do not run into the last bullet."""
+    out: list[str] = []
+    for line in lines:
+        if out and line.startswith("**"):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
 
 
 def _prompt_frame(params: Params, wb) -> tuple[pd.DataFrame, str | None, str, str]:

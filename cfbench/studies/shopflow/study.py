@@ -275,10 +275,11 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
     who = "seed fixture" if part == "seed" else params.judge
     n_pairs = audit.routed["pair_id"].nunique()
     result.figures[f"{part}_rates"] = P.plot_slice_rates(
-        audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs, 95% Clopper-Pearson)")
+        audit.rate_intervals(), title=f"{who}: auto-serve rates by wording ({n_pairs} pairs)")  # method: caption
     result.figures[f"{part}_threshold_sweep"] = P.plot_threshold_sweep(
         result.tables[f"{part}_threshold_sweep"], threshold=audit.threshold, variants=audit.variants,
         tpr_limit=audit.contract.max_tpr_gap, fpr_limit=audit.contract.max_fpr_gap, n_pairs=n_pairs,
+        intervals=audit.interval_checks,
         title=f"{who}: signed gaps vs routing threshold ({n_pairs} pairs; same pairs at every threshold)")
     result.figures[f"{part}_calibration"] = P.plot_calibration(
         audit.calibration, title=f"{who}: share ready by score band (hatched: n < {params.calibration_min_support})")
