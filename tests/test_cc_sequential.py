@@ -225,3 +225,16 @@ def test_net_flip_items_subtracts_the_repeat_share_per_item():
 def test_bad_sequential_parameters_name_their_field(field, value):
     with pytest.raises(InputError, match=field):
         Params(**{field: value})
+
+
+def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
+    # `cfbench reproduce --study contact_center_qa -p sequential true -p wave_size 2`: the values are read as
+    # YAML, checked against the notebook's parameters cell and Params, and reach Params (the full CLI run was
+    # made by hand, docs/sequential.md)
+    from cfbench.reproduce import load_config_file, parse_override, project_root
+
+    over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
+                 parse_override("max_items", "4")])
+    cfg = project_root() / "configs" / "contact_center_qa" / "smoke.yaml"
+    params = Params.from_config(load_config_file(cfg, "contact_center_qa", overrides=over))
+    assert (params.sequential, params.wave_size, params.max_items) == (True, 2, 4)
