@@ -109,6 +109,8 @@ def test_a_decided_dimension_gets_no_request_after_its_stopping_wave():
     assert np.isfinite(cells.loc["formality", "forecast_items"]) or "maximum" in cells.loc["formality", "reason"]
     text = r.findings()
     assert "Sequential audit" in text and "politeness pass at wave" in text
+    bad = [k for k, ok in r.invariants().items() if not ok]
+    assert not bad  # the run's row and table checks hold on a run whose dimensions stopped at different items
 
 
 def test_the_run_stops_when_every_cell_is_decided():
