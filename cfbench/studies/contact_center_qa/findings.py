@@ -340,4 +340,17 @@ def findings_markdown(result: Any) -> str:
         if block:
             parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(block)))
     parts += _differences_lines(t)
+    parts += _sequential_lines(t, s)
     return "\n\n".join(parts)
+
+
+def _sequential_lines(t: Any, s: Any) -> list[str]:
+    """The sequential audit's sentence (issue 35), when the run was sequential."""
+    from cfbench.studies.contact_center_qa.sequential import sequential_sentence
+
+    seq = s.get("sequential")
+    if not seq:
+        return []
+    line = sequential_sentence(t.get("sequential_cells"), n_walked=seq["n_walked"], budget=seq["budget"],
+                               n_cells=seq["n_cells"])
+    return [line] if line else []

@@ -9,7 +9,7 @@ keeps the raw text of every reply; parse failures stay rows with ``parse_ok=Fals
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -95,7 +95,8 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
 
 
 def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None,
-                rubric: pd.DataFrame | None = None, progress: bool = False
+                rubric: pd.DataFrame | None = None, progress: bool = False,
+                dimensions: Callable[[], Sequence[str]] | None = None
                 ) -> Iterator[tuple[Any, pd.DataFrame, Any, pd.DataFrame, pd.DataFrame, dict]]:
     """``(transcript, variants, plan, judgments, rows, stats)`` per selected transcript: the transcript's plan
     (coaching notes for the first ``coaching_items``, as a plan of all transcripts would have) answered by
@@ -104,7 +105,11 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
     A review decisions file (``params.decisions_path``) is read once; each transcript's variants get the
     decisions on their own ids, and a decision on no variant of any transcript raises
     :class:`~cfbench.core.errors.InputError` after the last one (a review of another run is never applied
-    silently, and never half)."""
+    silently, and never half).
+
+    ``dimensions`` (a sequential audit, :mod:`.sequential`): called before each transcript is planned, it
+    names the dimensions that transcript is asked about (the fairness and coaching dimensions are narrowed to
+    them too); None asks every transcript about ``params.dimensions``."""
     import tempfile
     from pathlib import Path
 
@@ -123,6 +128,8 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
                 path = Path(tmp) / "decisions.csv"
                 mine.drop(columns=["_item"]).to_csv(path, index=False)
                 p = dataclasses.replace(p, decisions_path=str(path) if len(mine) else "")
+            if dimensions is not None:
+                p = _narrowed(p, list(dimensions()))
             variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
             judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
                                               progress=progress)
@@ -133,6 +140,21 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
         left = decisions.loc[decisions.index.difference(list(used))]
         raise InputError(f"not a variant of this run ({len(left)} unknown ids)", source=params.decisions_path,
                          record=left["variant_id"].iloc[0], field="variant_id")
+
+
+def _narrowed(params: Any, dims: list[str]) -> Any:
+    """``params`` asking about ``dims`` only: the fairness and coaching arms keep only their dimensions among
+    them (an arm left with none is off; an empty list would mean "all")."""
+    if not dims:
+        raise ValueError("a transcript must be asked about at least one dimension")
+    keep = set(dims)
+    p = dataclasses.replace(params, dimensions=tuple(dims))
+    for arm, field in (("fairness", "fairness_dimensions"), ("coaching", "coaching_dimensions")):
+        chosen = getattr(params, field)
+        if chosen:
+            left = tuple(d for d in chosen if d in keep)
+            p = dataclasses.replace(p, **({field: left} if left else {arm: False, field: ()}))
+    return p
 
 
 def _decisions(params: Any) -> pd.DataFrame | None:

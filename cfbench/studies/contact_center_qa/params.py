@@ -52,6 +52,10 @@ class Params:
     real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
+    # -- sequential audit (issue 35; .sequential) --
+    sequential: bool = False  # judge in waves, stop asking about a dimension once its net CFR gate is decided
+    max_items: int = 0  # sequential budget: most transcripts judged (0: n_items)
+    wave_size: int = 5  # sequential: transcripts per wave (the cells are looked at after each)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -107,6 +111,10 @@ def _check(p: "Params") -> None:
     for name, value in [("temperature", p.temperature)] + [("robustness_temperatures", t) for t in temps]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 2.0:
             _fail(name, f"must be a number from 0 to 2, got {shorten(value)}")
+    if p.max_items < 0:
+        _fail("max_items", f"must be 0 (n_items) or more, got {p.max_items}")
+    if p.wave_size < 1:
+        _fail("wave_size", f"must be at least 1, got {p.wave_size}")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:
         _fail("gate_max_net_cfr", f"must be from 0 to 1, got {p.gate_max_net_cfr}")
 

@@ -33,6 +33,7 @@ from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests)
 from cfbench.studies.contact_center_qa.gates import gate_tables
+from cfbench.studies.contact_center_qa.sequential import SequentialAudit, walk_params
 from cfbench.studies.contact_center_qa.tables import new_state
 
 __all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
@@ -236,9 +237,14 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
     tables = _with_real_arm(tables, real, source)
     tables.update(gate_tables(tables, params))  # verdicts (gates.py): responsiveness before invariance
+    if walked.get("sequential") is not None:  # sequential audit (issue 35)
+        tables["sequential_cells"] = walked["sequential"].table()
     frames = _RunFrames(walked["frames"], {"rows": folder / "rows.parquet", "judgments": folder / "judgments.parquet"})
     summary = {"config": config_name} | _summary(params, walked, tables, dims, rubric, t0)
     summary["source"] = source
+    if walked.get("sequential") is not None:  # sequential audit (issue 35): for the findings sentence
+        summary["sequential"] = walked["sequential"].summary(
+            budget=walk_params(params).n_items if transcripts is None else params.max_items or len(walked["items"]))
     if real is not None and not isinstance(real, str):
         for name in ("transcripts", "variants", "judgments", "rows"):
             real.frames[name] = real.frames[name].assign(source="star")
@@ -294,15 +300,19 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
     for stale in ("rows.parquet", "judgments.parquet", "variants.parquet"):
         (folder / stale).unlink(missing_ok=True)  # a folder run into again: nothing of the last run is mixed in
     w = _Walked()
+    # sequential audit (issue 35, .sequential): waves, decided dimensions dropped from later plans
+    seq = _sequential_audit(params, transcripts)
+    walk = walk_params(params)
     bar = None
     if progress:
         from tqdm import tqdm  # a text bar: it renders in executed notebooks and terminals alike
 
         # at most one update per 10 s: an executed notebook keeps every update as an output line
-        bar = tqdm(total=params.n_items if transcripts is None else None, desc="contact-center", mininterval=10)
+        bar = tqdm(total=walk.n_items if transcripts is None else None, desc="contact-center", mininterval=10)
     try:
-        for t, variants, plan, judgments, rows, st in iter_judged(params, transcripts=transcripts, cache=cache,
-                                                                  rubric=rubric):
+        for t, variants, plan, judgments, rows, st in iter_judged(
+                walk, transcripts=_budgeted(transcripts, walk), cache=cache, rubric=rubric,
+                dimensions=seq.undecided_dimensions if seq is not None else None):
             state.update(rows, judgments, variants, complete=True)
             w.add(t, variants, plan, judgments, rows, st)
             writers["rows"].write(rows)
@@ -313,6 +323,10 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
             variants_out.write(variants)
             if bar is not None:
                 bar.update(1)
+            if seq is not None and seq.add(rows):  # sequential: every cell decided, no more requests
+                break
+        if seq is not None:
+            seq.close_wave()
         tables = state.compute(n_boot=params.n_boot, seed=params.seed)  # judge pairs in sorted order
         variants_compact = state.stats.frame("variants")
     finally:
@@ -323,8 +337,25 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
         spill.cleanup()
     out = w.finish(params)
     out.update(tables=tables, flags=dict(state.stats.flags), variants_compact=variants_compact,
-               n_rows_parquet=writers["rows"].n_rows)
+               n_rows_parquet=writers["rows"].n_rows, sequential=seq)
     return out
+
+
+def _sequential_audit(params: Params, transcripts: Iterable[Any] | None) -> "SequentialAudit | None":
+    """The run's sequential audit (None unless ``params.sequential``); one cell per judge x dimension."""
+    if not params.sequential:
+        return None
+    return SequentialAudit(judges=list(params.judges), dimensions=dims_of(params), max_net=params.gate_max_net_cfr,
+                           wave_size=params.wave_size)
+
+
+def _budgeted(transcripts: Iterable[Any] | None, walk: Params) -> Iterable[Any] | None:
+    """Given transcripts, at most the sequential budget of them (``walk`` is :func:`.sequential.walk_params`)."""
+    if transcripts is None or not walk.sequential:
+        return transcripts
+    import itertools
+
+    return itertools.islice(transcripts, walk.max_items or None)
 
 
 class _Walked:
@@ -648,7 +679,8 @@ def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
                 "them); the tables rest on synthetic calls only")
     chosen = real_dialogues(path, params.real_items)
     sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
-                              require_agent_name=False, fairness=False, coaching=False, paraphrases=0)
+                              require_agent_name=False, fairness=False, coaching=False, paraphrases=0,
+                              sequential=False)  # the STAR arm is judged fixed-n (docs/sequential.md)
     result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
     result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
                                       "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")

@@ -33,7 +33,8 @@ from cfbench.metrics import counterfactual as M
 from cfbench.metrics.state import ItemState, ItemStatistics
 
 __all__ = ["new_state", "item_stats", "tables_from_stats", "study_tables", "TABLES", "flipped_units",
-           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "label_yes"]
+           "UNIT", "BY", "SCORES", "SCORE_RANGE", "EVIDENCE_CHECK_COLUMNS", "label_yes", "gate_item_stats",
+           "accuracy_table"]
 
 #: a unit: one item x question (conditions are compared within a unit)
 UNIT = ["item_id", "question_id"]
@@ -201,6 +202,29 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
     if variants is not None:
         s.add("variants", variants[[c for c in _VARIANT_COLUMNS if c in variants.columns]])
     return s
+
+
+def gate_item_stats(rows: pd.DataFrame) -> ItemStatistics:
+    """The part of :func:`item_stats` the net CFR gate reads, from whole transcripts' judged ``rows``: ``cfr``
+    (per judge x arm x dimension x item), ``rob/<setting>/qa/cfr`` (repeat flips per judge x item) and
+    ``accuracy_by_label`` - the same helpers, so the same frames (``tests/test_cc_sequential.py``). What a
+    sequential audit (:mod:`.sequential`) reads after each wave without computing every table."""
+    s = ItemStatistics()
+    _, _, rob_all, orig, qa_cf = split_rows(rows)
+    s.add("cfr", _cells(qa_cf, value=ANSWER, kind="binary", by=BY, unit=UNIT))
+    for rdim, rob in rob_all.groupby("dimension", sort=True):
+        sub = rob[rob["task"] == "qa"]
+        if len(sub):
+            s.add(f"rob/{rdim}/qa/cfr", _cells(sub, value=ANSWER, kind="binary", by=["judge"], unit=UNIT,
+                                               condition="repeat"))
+    qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
+    s.add("accuracy_by_label", _accuracy_cells(label_yes(qa_orig), ["judge", "label_yes"]))
+    return s
+
+
+def accuracy_table(cells: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """An accuracy table (as ``accuracy_by_label``) from accumulated accuracy cells of :func:`gate_item_stats`."""
+    return _accuracy(cells, list(by))
 
 
 _EVIDENCE_SUMS = ["n_replies", "n_parsed", "n_yes", "n_yes_quoted", "n_yes_evidence_verified", "n_rule_violated",

@@ -1,0 +1,233 @@
+"""A sequential audit of the net CFR gate: judge transcripts in waves, stop asking about decided dimensions.
+
+With ``Params.sequential`` on, :func:`.study.run` walks the transcripts in waves of ``wave_size`` (at most
+``max_items``, 0: ``n_items``). After each wave every cell (judge x dimension, baseline arm) adds its new
+items to a betting confidence sequence (:class:`cfbench.stats.sequential.BettingCS`) of the **per-item net
+flip statistic**
+
+    d_i = (flipped pairs / pairs of item i under the dimension's conditions)
+          - (flipped repeat pairs / repeat pairs of item i),
+
+the item's counterfactual flip share minus its repeat flip share (repeats at the evaluation temperature,
+the ``robustness`` baseline the fixed-n gate uses). ``d_i`` lies in [-1, 1]; the sequence is run on that
+declared range (internally mapped to [0, 1] as (d + 1) / 2, a monotone map, so bounds map back exactly).
+Only items with both a counterfactual and a repeat pair count, as in the fixed-n gate. The quantity is
+the *item-averaged* net flip rate (every transcript weighs the same), where the fixed-n gate pools pairs;
+with the same number of pairs per item they coincide.
+
+Each cell runs at ``alpha / cells`` (Bonferroni, :func:`cfbench.stats.sequential.alpha_per_cell`) with
+``alpha = 0.05`` and cells = judges x dimensions, so the chance of any wrong pass or fail across the audit
+stays <= 5 % whatever the dependence between cells, with a look after every wave (the sequence holds at
+every n at once). A cell reads:
+
+``pass``          the sequence's upper bound lies below ``gate_max_net_cfr`` **and** the judge's
+                  responsiveness (:func:`.gates.responsiveness_table` on the accuracy by label so far) is
+                  shown; a bound below the maximum without it stays ``inconclusive`` and keeps going;
+``fail``          the lower bound lies above the maximum (kept for any judge);
+``inconclusive``  neither, when the budget ran out or the run stopped.
+
+A dimension gets no more requests once every judge's cell on it is decided (the plan of later transcripts
+covers the undecided dimensions only; :func:`.judging.iter_judged` takes the list per transcript). The run
+stops when every cell is decided or ``max_items`` transcripts were judged. Table ``sequential_cells``
+(:data:`SEQUENTIAL_COLUMNS`) says per cell the items used, the verdict, the bounds, the wave it stopped at,
+why, and for an undecided cell a forecast of the items to a decision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from cfbench.metrics.state import ItemStatistics
+from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict
+from cfbench.stats.verdicts import items_to_decide, scaled_bounds
+from cfbench.studies.contact_center_qa.gates import responsiveness_table
+from cfbench.studies.contact_center_qa.tables import accuracy_table, gate_item_stats
+
+__all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "AUDIT_ALPHA", "BASELINE", "net_flip_items", "walk_params",
+           "sequential_sentence"]
+
+SEQUENTIAL_COLUMNS = ["judge", "dimension", "items_used", "verdict", "cs_low", "cs_high", "stopped_at_wave", "reason",
+                      "forecast_items"]
+#: the audit's error rate across all its cells (split evenly over the cells: Bonferroni)
+AUDIT_ALPHA = 0.05
+#: the repeat baseline the net statistic subtracts (repeats at the evaluation temperature)
+BASELINE = "robustness"
+
+
+def walk_params(params: Any) -> Any:
+    """``params`` with ``n_items`` set to the sequential budget (``max_items``, 0: ``n_items``): what the walk
+    selects transcripts with. Unchanged when the run is not sequential."""
+    import dataclasses
+
+    if not getattr(params, "sequential", False) or not params.max_items:
+        return params
+    return dataclasses.replace(params, n_items=params.max_items)
+
+
+def net_flip_items(stats: ItemStatistics, *, baseline: str = BASELINE) -> pd.DataFrame:
+    """Per judge x dimension x item (baseline arm): ``d`` = counterfactual flip share minus repeat flip share,
+    for items with both kinds of pair; columns ``judge, dimension, item_id, d``."""
+    cols = ["judge", "dimension", "item_id", "d"]
+    cf, rb = stats.frame("cfr"), stats.frame(f"rob/{baseline}/qa/cfr")
+    if not len(cf) or not len(rb):
+        return pd.DataFrame(columns=cols)
+    cf = cf[cf["arm"] == "baseline"].groupby(["judge", "dimension", "item_id"], sort=False)[["stat", "n_pairs"]].sum()
+    rb = rb.groupby(["judge", "item_id"], sort=False)[["stat", "n_pairs"]].sum()
+    cf, rb = cf[cf["n_pairs"] > 0].reset_index(), rb[rb["n_pairs"] > 0].reset_index()
+    m = cf.merge(rb, on=["judge", "item_id"], suffixes=("_cf", "_rb"))
+    m["d"] = m["stat_cf"] / m["n_pairs_cf"] - m["stat_rb"] / m["n_pairs_rb"]
+    return m[cols]
+
+
+@dataclass
+class _Cell:
+    judge: str
+    dimension: str
+    cs: BettingCS
+    verdict: str = "inconclusive"
+    stopped_at_wave: Any = None
+    reason: str = "no item with both a counterfactual and a repeat pair yet"
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in ("pass", "fail")
+
+
+@dataclass
+class SequentialAudit:
+    """The per-cell sequences of one run. Feed it transcripts' rows with :meth:`add` (it closes a wave every
+    ``wave_size`` transcripts and returns True once every cell is decided); :meth:`decide` is the step on
+    ready-made item values (what the simulations in the tests drive); :meth:`table` is ``sequential_cells``."""
+
+    judges: Sequence[str]
+    dimensions: Sequence[str]
+    max_net: float
+    wave_size: int = 1
+    alpha: float = AUDIT_ALPHA
+    cells: dict = field(default_factory=dict)
+    wave: int = 0
+    n_transcripts: int = 0
+    _acc: ItemStatistics = field(default_factory=ItemStatistics)
+    _pending: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.wave_size < 1:
+            raise ValueError(f"wave_size must be at least 1, got {self.wave_size}")
+        self.cell_alpha = alpha_per_cell(self.alpha, len(self.judges) * len(self.dimensions))
+
+    def _cell(self, judge: str, dimension: str) -> _Cell:
+        key = (judge, dimension)
+        if key not in self.cells:
+            self.cells[key] = _Cell(judge, dimension, BettingCS(alpha=self.cell_alpha, lo=-1.0, hi=1.0))
+        return self.cells[key]
+
+    def undecided_dimensions(self) -> list[str]:
+        """The dimensions a later transcript is still asked about: those with fewer decided cells than judges
+        (a judge with no item on a dimension yet has no decided cell on it)."""
+        decided: dict[str, int] = {}
+        for c in self.cells.values():
+            decided[c.dimension] = decided.get(c.dimension, 0) + int(c.decided)
+        return [d for d in self.dimensions if decided.get(d, 0) < len(self.judges)]
+
+    @property
+    def done(self) -> bool:
+        return not self.undecided_dimensions()
+
+    def add(self, rows: pd.DataFrame) -> bool:
+        """One judged transcript's rows; a wave closes after ``wave_size`` of them. Returns :attr:`done`."""
+        self._pending.append(gate_item_stats(rows))
+        self.n_transcripts += 1
+        if len(self._pending) >= self.wave_size:
+            self.close_wave()
+        return self.done
+
+    def close_wave(self) -> None:
+        """Update every undecided cell with the pending transcripts' items (in judging order) and decide."""
+        if not self._pending:
+            return
+        wave = ItemStatistics()
+        for s in self._pending:
+            wave.merge(s)
+            self._acc.add("accuracy_by_label", s.frame("accuracy_by_label"))
+        self._pending = []
+        nets = net_flip_items(wave)
+        values = {key: g["d"].tolist() for key, g in nets.groupby(["judge", "dimension"], sort=False)}
+        resp = responsiveness_table(accuracy_table(self._acc.frame("accuracy_by_label"), ["judge", "label_yes"]))
+        responsive = {r.judge: (bool(r.responsive), str(r.why)) for r in resp.itertuples(index=False)}
+        self.decide(values, responsive)
+
+    def decide(self, values: Mapping[tuple, Sequence[float]], responsive: Mapping[str, tuple]) -> None:
+        """One wave: ``values`` maps (judge, dimension) to its new items' ``d`` (in [-1, 1], judging order);
+        ``responsive`` maps a judge to (shown, why). Decided cells take nothing more."""
+        self.wave += 1
+        for (judge, dim), vals in values.items():
+            cell = self._cell(judge, dim)
+            if not cell.decided and len(vals):
+                cell.cs.update(vals)
+        for cell in self.cells.values():
+            if cell.decided or not cell.cs.n:
+                continue
+            lo, hi = cell.cs.bounds()
+            v = gate_verdict(lo, hi, self.max_net)
+            ok, why = responsive.get(cell.judge, (False, "no labelled originals to check the judge responds"))
+            if v == "pass" and not ok:
+                cell.reason = (f"upper bound {hi:.3f} below the maximum, but responsiveness not shown ({why}); "
+                               "cannot pass")
+            elif v in ("pass", "fail"):
+                side = f"upper bound {hi:.3f} below" if v == "pass" else f"lower bound {lo:.3f} above"
+                cell.verdict, cell.stopped_at_wave = v, self.wave
+                cell.reason = f"{side} the maximum {self.max_net:g} after {cell.cs.n} items"
+            else:
+                cell.reason = f"interval [{lo:.3f}, {hi:.3f}] contains the maximum {self.max_net:g}"
+
+    def summary(self, *, budget: int) -> dict:
+        """What the findings sentence reads: transcripts judged, the budget, waves, cells and their level."""
+        return {"n_walked": self.n_transcripts, "budget": int(budget), "waves": self.wave,
+                "n_cells": len(self.judges) * len(self.dimensions), "alpha": self.alpha,
+                "alpha_per_cell": self.cell_alpha, "wave_size": self.wave_size}
+
+    def table(self) -> pd.DataFrame:
+        """``sequential_cells``: one row per cell, judges then dimensions in the audit's order."""
+        rows = []
+        order = {d: k for k, d in enumerate(self.dimensions)}
+        for cell in sorted(self.cells.values(), key=lambda c: (str(c.judge), order.get(c.dimension, 1e9))):
+            lo, hi = cell.cs.bounds() if cell.cs.n else (math.nan, math.nan)
+            rows.append({"judge": cell.judge, "dimension": cell.dimension, "items_used": int(cell.cs.n),
+                         "verdict": cell.verdict, "cs_low": lo, "cs_high": hi,
+                         "stopped_at_wave": cell.stopped_at_wave if cell.stopped_at_wave is not None else math.nan,
+                         "reason": cell.reason, "forecast_items": _forecast(cell, self.max_net)})
+        return pd.DataFrame(rows, columns=SEQUENTIAL_COLUMNS)
+
+
+def _forecast(cell: _Cell, maximum: float) -> float:
+    """Total items at which the sequence would decide if its mean stayed and its half-width on the side it
+    leans to shrank as 1/sqrt(n) (NaN when decided, empty, or the mean sits at the maximum). It ignores the
+    sequence's slowly growing log factor, so it is optimistic."""
+    if cell.decided or cell.cs.n < 2:
+        return math.nan
+    lo, hi = cell.cs.bounds()
+    need = items_to_decide(cell.cs.mean, maximum, scaled_bounds(cell.cs.mean, lo, hi, cell.cs.n),
+                           n_from=cell.cs.n + 1)
+    return float(need) if need is not None else math.nan
+
+
+def sequential_sentence(table: pd.DataFrame | None, *, n_walked: int, budget: int, n_cells: int) -> str:
+    """One findings sentence: which cells were decided at which wave and why, and whether the run stopped
+    before its budget of transcripts; the error rate the audit holds across its cells."""
+    if table is None or not len(table):
+        return ""
+    decided = table[table["verdict"].isin(["pass", "fail"])]
+    said = "; ".join(f"{r.judge} x {r.dimension} {r.verdict} at wave {int(r.stopped_at_wave)} ({r.reason})"
+                     for r in decided.itertuples(index=False))
+    left = len(table) - len(decided)
+    ended = (f"it stopped after {n_walked} of its {budget} transcripts, every cell decided" if n_walked < budget
+             and not left else f"it judged {n_walked} of its {budget} transcripts")
+    return (f"**Sequential audit**: {n_cells} cells, each a confidence sequence at 5 % / {n_cells} "
+            f"(Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking after every wave); "
+            f"{ended}. " + (f"Decided, and no longer asked about once all its judges were: {said}." if said else
+                            "No cell was decided.")
+            + (f" {left} cell{'s' if left != 1 else ''} inconclusive." if left else ""))
