@@ -52,6 +52,8 @@ class Params:
     real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
+    # -- placebo arm (issue 33): keep this field last --
+    placebo: bool = False  # also judge a same-group swap per identity dimension (table placebo_contrast)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -107,6 +109,8 @@ def _check(p: "Params") -> None:
     for name, value in [("temperature", p.temperature)] + [("robustness_temperatures", t) for t in temps]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 2.0:
             _fail(name, f"must be a number from 0 to 2, got {shorten(value)}")
+    if not isinstance(p.placebo, bool):  # placebo arm (issue 33)
+        _fail("placebo", f"must be true or false, got {shorten(p.placebo)}")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:
         _fail("gate_max_net_cfr", f"must be from 0 to 1, got {p.gate_max_net_cfr}")
 

@@ -16,7 +16,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.seeding import rng_for
 from cfbench.studies.contact_center_qa.params import dims_of
 
-__all__ = ["make_item_variants", "sample_conditions"]
+__all__ = ["make_item_variants", "sample_conditions", "add_placebo"]
 
 
 def make_item_variants(params: Any, transcripts: Sequence[Any], *, progress: bool = True
@@ -40,7 +40,32 @@ def make_item_variants(params: Any, transcripts: Sequence[Any], *, progress: boo
     if params.conditions_per_dimension:
         per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
                                      seed=params.seed)
+    if getattr(params, "placebo", False):  # placebo arm (opt-in): drawn after the sampled design
+        variants, compared, per_item = add_placebo(variants, transcripts, compared, per_item, seed=params.seed)
     return variants, compared, per_item
+
+
+def add_placebo(variants: pd.DataFrame, transcripts: Sequence[Any], compared: dict[str, Sequence[str]],
+                per_item: dict[tuple[str, str], list[str]] | None, *, seed: int
+                ) -> tuple[pd.DataFrame, dict[str, Sequence[str]], dict[tuple[str, str], list[str]] | None]:
+    """``variants`` with one placebo row (condition ``"placebo"``, :mod:`cfbench.perturb.placebo`) per item
+    and identity dimension that has one, the placebo added to those dimensions' compared sets, and, in a
+    sampled design, to every sampled (item, dimension) whose placebo is usable. The placebo is never one of
+    the sampled conditions, so the counterfactual pairs of the design are the same with or without it."""
+    from cfbench.perturb.placebo import PLACEBO, PLACEBO_DIMENSIONS, placebo_rows
+
+    dims = [d for d in compared if d in PLACEBO_DIMENSIONS]
+    if not dims:
+        return variants, compared, per_item
+    rows = placebo_rows(transcripts, dims, seed=seed)
+    compared = {d: tuple(c) + ((PLACEBO,) if d in dims else ()) for d, c in compared.items()}
+    if per_item is not None:
+        usable = rows[rows["applicable"].astype(bool) & rows["valid"].astype(bool)]
+        per_item = {k: list(v) for k, v in per_item.items()}
+        for item, dim in zip(usable["item_id"], usable["dimension"]):
+            if (item, dim) in per_item:
+                per_item[(item, dim)].append(PLACEBO)
+    return pd.concat([variants, rows], ignore_index=True), compared, per_item
 
 
 def _perturb_judge(spec: str, task: str, seed: int):
