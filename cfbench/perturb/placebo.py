@@ -2,8 +2,8 @@
 
 A placebo variant makes the *same kind* of edit as the dimension's own perturber, but keeps the
 identity: the agent's name is replaced by another name of the original name's own group (the same
-ethnicity or religion list of ``names.yaml``; for ``gender`` the same gender), of the same gender and
-of the same length class (:func:`length_class`); a cue dimension also adds that same group's cues.
+ethnicity or religion list of ``names.yaml``; for ``gender`` the same gender and ethnicity list), of the
+same gender and of the same length class (:func:`length_class`); a cue dimension also adds that same group's cues.
 Compared with the original transcript, it tells "the judge reacts to *who* the agent is" from "the
 judge reacts to any edit of this kind".
 
@@ -67,13 +67,16 @@ def _new_name(v: Variant) -> str:
     return str(swaps[0][1]) if swaps else ""
 
 
-def _accept(v: Variant, transcript: Transcript, ident: TurnIdentification, gender: str) -> str:
-    """The new name when ``v`` is a usable placebo of the original, else ""."""
+def _accept(v: Variant, transcript: Transcript, ident: TurnIdentification, gender: str, ethnicity: str) -> str:
+    """The new name when ``v`` is a usable placebo of the original, else "" (``ethnicity``: the list the new
+    name must also be in, "" for any)."""
     new = _new_name(v)
     if not v.applicable or not new or new.lower() == ident.agent_name.strip().split()[0].lower() \
             or new.lower() == ident.agent_name.lower():
         return ""
     if length_class(new) != length_class(ident.agent_name) or name_lookup(new).get("gender", "") != gender:
+        return ""
+    if ethnicity and name_lookup(new).get("ethnicity", "") != ethnicity:
         return ""
     if v.turns == [x.to_dict() for x in transcript.turns]:
         return ""
@@ -90,10 +93,15 @@ def placebo_variant(dimension: str, transcript: Transcript, ident: TurnIdentific
     if not group or not gender:
         return Variant.not_applicable(f"placebo: the original name's {PLACEBO_DIMENSIONS[dimension]} is not in the "
                                       "name lists (no same-group alternative is defined)", op)
+    # gender: the new name keeps the original's ethnicity list too (a gender placebo must not swap ethnicity)
+    ethnicity = ident.agent_race if dimension == "gender" else ""
+    if dimension == "gender" and not ethnicity:
+        return Variant.not_applicable("placebo: the original name's ethnicity is not in the name lists (a same-gender "
+                                      "name of the same ethnicity is not defined)", op)
     rng = item_rng(seed, transcript.id, "placebo", dimension)
     for _ in range(MAX_DRAWS):
         v = p.perturb(transcript, ident, group, seed=int(rng.integers(2**31)))
-        new = _accept(v, transcript, ident, gender)
+        new = _accept(v, transcript, ident, gender, ethnicity)
         if new:
             v.reason = (f"placebo: same-group swap ({PLACEBO_DIMENSIONS[dimension]} {group}, {gender}, "
                         f"{length_class(new)} name)")
