@@ -231,3 +231,25 @@ def test_the_contrast_interval_covers_the_truth(label, design, n_items):
         assert 0 < r["max_abs_bound"] <= worst_case_bound(n_items) + 1e-12, r
     else:  # width within 2.5x the estimator's own 2.5-97.5 % spread (1.05-2.4x measured), never collapsed
         assert 0.9 <= r["width_ratio"] <= 2.5, r
+
+
+def test_a_reviewed_placebo_is_rejected_like_any_variant(tmp_path):
+    """A decisions file from the review page may reject a placebo variant: it is then invalid (human) and not
+    judged; the sampled design draws the same conditions."""
+    from cfbench.studies.contact_center_qa.variants import make_item_variants
+
+    ts = generate_transcripts(6, seed=0)
+    kw = dict(n_items=6, dimensions=("ethnicity_name", "priming"), conditions_per_dimension=1, placebo=True)
+    v, compared, per_item = make_item_variants(Params(**kw), ts, progress=False)
+    pl = v[(v["condition"] == "placebo") & v["valid"].astype(bool)]
+    assert "placebo" in compared["ethnicity_name"] and "placebo" not in compared["priming"]
+    target = pl.iloc[0]
+    assert per_item[(target["item_id"], "ethnicity_name")][-1] == "placebo"
+    path = tmp_path / "decisions.csv"
+    pd.DataFrame({"variant_id": [target["variant_id"]], "decision": ["reject"]}).to_csv(path, index=False)
+    v2, _, per_item2 = make_item_variants(Params(**kw, decisions_path=str(path)), ts, progress=False)
+    row = v2[v2["variant_id"] == target["variant_id"]].iloc[0]
+    assert not row["valid"] and row["rejected_by"] == "human"
+    assert per_item2[(target["item_id"], "ethnicity_name")] == per_item[(target["item_id"], "ethnicity_name")][:-1]
+    _, _, per_off = make_item_variants(Params(**kw | {"placebo": False}), ts, progress=False)
+    assert {k: [c for c in c_ if c != "placebo"] for k, c_ in per_item.items()} == per_off
