@@ -253,3 +253,17 @@ def test_a_reviewed_placebo_is_rejected_like_any_variant(tmp_path):
     assert per_item2[(target["item_id"], "ethnicity_name")] == per_item[(target["item_id"], "ethnicity_name")][:-1]
     _, _, per_off = make_item_variants(Params(**kw | {"placebo": False}), ts, progress=False)
     assert {k: [c for c in c_ if c != "placebo"] for k, c_ in per_item.items()} == per_off
+
+
+def test_the_placebo_is_judged_on_baseline_auto_qa_only():
+    """Only ``placebo_contrast`` reads the placebo (baseline Auto-QA): no fairness-arm or coaching request."""
+    from cfbench.studies.contact_center_qa.requests import plan_for
+
+    ts = generate_transcripts(4, seed=0)
+    p = Params(n_items=4, dimensions=("ethnicity_name", "gender"), placebo=True, fairness=True, coaching=True,
+               coaching_items=4)
+    _, plan = plan_for(p, ts, progress=False)
+    r = plan.rows[plan.rows["condition"] == "placebo"]
+    assert len(r) and set(r["arm"]) == {"baseline"} and set(r["task"]) == {"qa"}
+    assert len(r) == 2 * len(set(r["variant_id"]))  # each placebo variant: both questions, one judge
+    assert {"fairness"} <= set(plan.rows["arm"]) and {"positives"} <= set(plan.rows["task"])
