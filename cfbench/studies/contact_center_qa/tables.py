@@ -335,15 +335,14 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
     """Every table of :data:`TABLES` from the item statistics of :func:`item_stats` (the functional form).
 
     ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``, ``accuracy_by_label`` (per
-    judge and label class ``label_yes``), ``kappa``,
-    ``flip_distribution``, ``cfr_minus_robustness``, ``direction``, ``cfr_by_category``,
-    ``fairness_prompting_delta`` (with the fairness arm's evidence shares per judge),
-    ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
-    ``evidence_checks``, ``judge_means``, ``parse_rates``, ``placebo_contrast`` (identity CFR minus the flip
-    rate of a same-group swap, per judge and dimension; empty without placebo rows). Every interval is over items and names its method
-    in ``ci_method`` (``docs/statistics.md``); CFR is a fraction in [0, 1]. Groups and items are taken in
-    sorted order and every interval is seeded from ``seed``, so the tables depend on the statistics only,
-    not on the order in which transcripts were added or states merged."""
+    judge and label class ``label_yes``), ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``,
+    ``direction``, ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence shares
+    per judge), ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
+    ``evidence_checks``, ``judge_means``, ``parse_rates``, ``placebo_contrast`` (:func:`_placebo_contrast`).
+    Every interval is over items and names its method in ``ci_method`` (``docs/statistics.md``); CFR is a
+    fraction in [0, 1]. Groups and items are taken in sorted order and every interval is seeded from
+    ``seed``, so the tables depend on the statistics only, not on the order in which transcripts were added
+    or states merged."""
     out: dict[str, pd.DataFrame] = {}
     by = BY
     out["cfr"] = _metric(s.frame("cfr"), by, "binary", "cfr", n_boot=n_boot, seed=seed)
