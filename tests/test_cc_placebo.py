@@ -151,8 +151,8 @@ def _keyed(request: Request) -> Response:
 register_script("cc-test-any-edit", _any_edit)
 register_script("cc-test-keyed", _keyed)
 
-BASE = dict(n_items=30, transcripts_path="synthetic", dimensions=("gender", "ethnicity_name"),
-            questions=("issue_resolution",), qa_mode="compact", repeats=2, robustness_temperatures=(0.0,),
+BASE = dict(n_items=24, transcripts_path="synthetic", dimensions=("gender", "ethnicity_name"),
+            questions=("issue_resolution",), qa_mode="compact", repeats=0, robustness_temperatures=(0.0,),
             paraphrases=0, fairness=False, coaching=False, n_boot=300, placebo=True)
 
 
@@ -174,8 +174,8 @@ def contrast(tmp_path_factory):
 def test_a_judge_moved_by_any_edit_has_a_contrast_near_zero(contrast):
     for dim in ("gender", "ethnicity_name"):
         r = contrast.loc[("scripted:cc-test-any-edit", dim)]
-        assert r["n_items"] >= 15 and r["placebo_cfr"] > 0.25 and r["identity_cfr"] > 0.25  # it does flip
-        assert r["ci_low"] <= 0 <= r["ci_high"] and abs(r["estimate"]) < 0.2, r.to_dict()
+        assert r["n_items"] >= 20 and r["placebo_cfr"] > 0.25 and r["identity_cfr"] > 0.25  # it does flip
+        assert r["ci_low"] <= 0 <= r["ci_high"] and abs(r["estimate"]) < 0.25, r.to_dict()  # ~1.7 SE
 
 
 def test_a_judge_keyed_on_the_group_has_a_positive_contrast(contrast):
