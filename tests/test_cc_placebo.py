@@ -267,3 +267,17 @@ def test_the_placebo_is_judged_on_baseline_auto_qa_only():
     assert len(r) and set(r["arm"]) == {"baseline"} and set(r["task"]) == {"qa"}
     assert len(r) == 2 * len(set(r["variant_id"]))  # each placebo variant: both questions, one judge
     assert {"fairness"} <= set(plan.rows["arm"]) and {"positives"} <= set(plan.rows["task"])
+
+
+def test_a_run_keeps_the_placebo_out_of_table_9_and_the_gates(tmp_path, monkeypatch):
+    """``run``: the rejection table (Table 9), Table 2, the warnings and the gates are those of the run without
+    the placebo arm; the placebo's own table has its rows."""
+    from cfbench.studies.contact_center_qa import run
+
+    monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path))
+    kw = dict(n_items=3, dimensions=("gender", "religion_name", "priming"), conditions_per_dimension=1,
+              questions=("issue_resolution",), fairness=False, coaching=False, n_boot=50, paraphrases=0)
+    on, off = (run(Params(**kw, placebo=p), progress=False).tables for p in (True, False))
+    for name in ("variant_rejections", "table2", "warnings", "net_cfr_gate", "cfr_minus_robustness"):
+        pd.testing.assert_frame_equal(on[name].reset_index(drop=True), off[name].reset_index(drop=True), obj=name)
+    assert len(on["placebo_contrast"]) and not len(off["placebo_contrast"])
