@@ -26,15 +26,15 @@ def _config(name: str, **over) -> Params:
 
 
 #: two judges, every arm and task with rows: the default's design (sampled conditions, paraphrase, two
-#: temperatures) with the fairness arm and coaching notes on; and the answer / rationale / evidence contract
+#: temperatures) with the fairness arm, coaching notes and the placebo arm on; and the answer / rationale / evidence contract
 CASES = {
     "default-like": _config("default", judges=TWO, n_items=4, n_boot=50, fairness=True, coaching=True,
-                            coaching_items=2),
+                            coaching_items=2, placebo=True),
     "evidence": _config("smoke", judges=TWO, qa_mode="json", evidence_chars=80, n_items=3, paraphrases=0,
                         coaching=False, n_boot=50),
 }
 #: tables a case leaves empty by design
-EMPTY = {"default-like": {"evidence_checks"}, "evidence": set()}
+EMPTY = {"default-like": {"evidence_checks"}, "evidence": {"placebo_contrast"}}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))

@@ -21,7 +21,7 @@ from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_diffe
 
 __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
            "matched_net_cfr", "length_adjusted_coverage",
-           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage"]
+           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage", "placebo_contrast_coverage"]
 
 
 def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | None = None) -> dict[str, float]:
@@ -399,3 +399,37 @@ def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 
         lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.ones_like(x2), confidence=confidence)
         return _summary(lo, hi, truth, x1.mean(axis=1) - x2.mean(axis=1))
     raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")
+
+
+def _placebo_draws(rng, reps: int, n_items: int, m1: int, m2: int, p_any: float, zero_share: float,
+                   effect: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Identity and placebo flips sharing each item's sensitivity to *any* edit: with probability
+    ``zero_share`` an item never flips on an edit (u = 0), else ``u ~ Beta(0.5, 0.5 (1 - p_any) / p_any)``;
+    each of the ``m2`` placebo pairs flips with probability ``u``, each of the ``m1`` identity pairs with
+    ``u + (1 - u) e`` (an identity effect on top of the edit), ``e`` set so that the true difference of the
+    two expected flip rates is exactly ``effect``."""
+    if p_any > 0:
+        u = rng.beta(0.5, 0.5 * (1 - p_any) / p_any, size=(reps, n_items, 1))
+        u = np.where(rng.random((reps, n_items, 1)) < zero_share, 0.0, u)
+    else:
+        u = np.zeros((reps, n_items, 1))
+    mean_u = (1 - zero_share) * p_any
+    e = effect / (1 - mean_u)
+    x1 = (rng.random((reps, n_items, m1)) < u + (1 - u) * e).sum(axis=2).astype(float)
+    x2 = (rng.random((reps, n_items, m2)) < u).sum(axis=2).astype(float)
+    return x1, x2, float(effect)
+
+
+def placebo_contrast_coverage(*, n_items: int, effect: float = 0.0, p_any: float = 0.3, zero_share: float = 0.5,
+                              identity_pairs: int = 1, placebo_pairs: int = 1, reps: int = 1000,
+                              n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
+    """Coverage and width ratio of the paired interval of "identity flip rate minus placebo flip rate"
+    (:func:`paired_difference` with ``pairing="items"``) on audits drawn by :func:`_placebo_draws`: flips
+    of both sides correlated through each item's sensitivity to any edit, many items that never flip
+    (``zero_share``; ``p_any = 0``: no flip anywhere), ``identity_pairs`` / ``placebo_pairs`` pairs per item."""
+    rng = np.random.default_rng(seed)
+    x1, x2, truth = _placebo_draws(rng, reps, n_items, identity_pairs, placebo_pairs, p_any, zero_share, effect)
+    d1, d2 = np.full(x1.shape, float(identity_pairs)), np.full(x2.shape, float(placebo_pairs))
+    lo, hi = _paired_rows(x1, d1, x2, d2, n_boot=n_boot, rng=rng, confidence=confidence, pairing="items")
+    est = x1.sum(axis=1) / d1.sum(axis=1) - x2.sum(axis=1) / d2.sum(axis=1)
+    return _summary(lo, hi, truth, est)

@@ -56,6 +56,8 @@ class Params:
     sequential: bool = False  # judge in waves, stop asking about a dimension once its net CFR gate is decided
     max_items: int = 0  # sequential budget: most transcripts judged (0: n_items)
     wave_size: int = 5  # sequential: transcripts per wave (the cells are looked at after each)
+    # -- placebo arm (issue 33): keep this field last --
+    placebo: bool = False  # also judge a same-group swap per identity dimension (table placebo_contrast)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -115,6 +117,8 @@ def _check(p: "Params") -> None:
         _fail("max_items", f"must be 0 (n_items) or more, got {p.max_items}")
     if p.wave_size < 1:
         _fail("wave_size", f"must be at least 1, got {p.wave_size}")
+    if not isinstance(p.placebo, bool):  # placebo arm (issue 33)
+        _fail("placebo", f"must be true or false, got {shorten(p.placebo)}")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:
         _fail("gate_max_net_cfr", f"must be from 0 to 1, got {p.gate_max_net_cfr}")
 

@@ -379,6 +379,8 @@ class _Expansion:
                 continue
             if task != "qa" and vrow.dimension not in self.coaching_dims:
                 continue
+            if vrow.condition == "placebo" and (arm != "baseline" or task != "qa"):
+                continue  # placebo arm (issue 33): read on baseline Auto-QA only, so judged there only
             self.add(judge, arm, task, qid, item, vrow.dimension, vrow.condition, vrow, 0, t0)
 
     def add(self, judge: str, arm: str, task: str, qid: str | None, item: str, dim: str, cond: str,

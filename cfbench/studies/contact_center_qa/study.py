@@ -275,6 +275,8 @@ def finish_tables(tables: dict[str, pd.DataFrame], params: Params, flags: Mappin
 
     dims = dims_of(params)
     labels = {d: DIMENSIONS[d].label for d in dims}
+    if len(variants) and "condition" in variants.columns:  # placebo arm (issue 33): not in Table 9 or the warnings
+        variants = variants[variants["condition"].astype(str) != "placebo"]
     tables = _order_columns(tables)
     tables["variant_rejections"] = rejection_table(variants)
     tables["table2"] = _figures.table2(tables["cfr"], tables["masd"], tables["robustness"], tables["accuracy"],

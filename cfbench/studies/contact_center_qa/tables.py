@@ -47,6 +47,9 @@ BY = ["judge", "arm", "dimension"]
 #: the binary answer column and the column of the usable flag
 ANSWER, OK = "answer_yes", "parse_ok"
 
+#: the condition of a placebo row (a same-group swap, :mod:`cfbench.perturb.placebo`)
+PLACEBO = "placebo"
+
 
 #: task -> [(value column, score name)] fed to MASD, robustness and direction.
 #: ``p_yes_pct`` is P(Yes) x 100 from first-token logprobs (compact contract only).
@@ -85,7 +88,7 @@ _VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operatio
 #: ``warnings`` from them and the parameters, and the gates of :mod:`.gates`)
 TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accuracy_by_label", "flip_distribution",
           "cfr_minus_robustness", "cfr_by_category", "kappa", "direction", "judge_differences", "evidence_checks",
-          "fairness_prompting_delta", "judge_means", "parse_rates")
+          "fairness_prompting_delta", "judge_means", "parse_rates", "placebo_contrast")
 
 
 def label_yes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +132,9 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
     :func:`new_state`. Every statistic is per item (or a count summed over items), so the statistics of
     disjoint sets of transcripts add up to those of their union."""
     s = ItemStatistics()
+    rows, placebo = _split_placebo(rows)  # placebo arm: its own cells only, no other table sees it
     r, cf, rob_all, orig, qa_cf = split_rows(rows)
+    s.add("placebo", _placebo_cells(placebo, orig))
     s.add("cfr", _cells(qa_cf, value=ANSWER, kind="binary", by=BY, unit=UNIT))
     for task, (col, name) in score_items():
         sub = cf[cf["task"] == task]
@@ -210,6 +215,7 @@ def gate_item_stats(rows: pd.DataFrame) -> ItemStatistics:
     ``accuracy_by_label`` - the same helpers, so the same frames (``tests/test_cc_sequential.py``). What a
     sequential audit (:mod:`.sequential`) reads after each wave without computing every table."""
     s = ItemStatistics()
+    rows, _ = _split_placebo(rows)  # as item_stats: the placebo arm is not a counterfactual condition here
     _, _, rob_all, orig, qa_cf = split_rows(rows)
     s.add("cfr", _cells(qa_cf, value=ANSWER, kind="binary", by=BY, unit=UNIT))
     for rdim, rob in rob_all.groupby("dimension", sort=True):
@@ -225,6 +231,24 @@ def gate_item_stats(rows: pd.DataFrame) -> ItemStatistics:
 def accuracy_table(cells: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """An accuracy table (as ``accuracy_by_label``) from accumulated accuracy cells of :func:`gate_item_stats`."""
     return _accuracy(cells, list(by))
+
+
+def _split_placebo(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``rows`` without the placebo arm's rows (condition :data:`PLACEBO`), and those rows."""
+    is_pl = rows["condition"].astype(str) == PLACEBO if len(rows) else pd.Series(False, index=rows.index)
+    return rows[~is_pl], rows[is_pl]
+
+
+def _placebo_cells(placebo: pd.DataFrame, orig: pd.DataFrame) -> pd.DataFrame:
+    """Per judge x dimension x item: discordant (original, placebo) pairs and pairs, baseline Auto-QA (the
+    placebo's own flip rate; :func:`_placebo_contrast` sets it against the identity flip rate)."""
+    by = ["judge", "dimension"]
+    pl = placebo[(placebo["task"] == "qa") & (placebo["arm"] == "baseline")] if len(placebo) else placebo
+    if not len(pl):
+        return pd.DataFrame(columns=by + [_ITEM] + _SUMS)
+    o = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline") & orig[_ITEM].isin(set(pl[_ITEM]))]
+    refs = [o.assign(dimension=d) for d in sorted(pl["dimension"].unique())]
+    return _cells(pd.concat([pl, *refs], ignore_index=True), value=ANSWER, kind="binary", by=by, unit=UNIT)
 
 
 _EVIDENCE_SUMS = ["n_replies", "n_parsed", "n_yes", "n_yes_quoted", "n_yes_evidence_verified", "n_rule_violated",
@@ -336,14 +360,14 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
     """Every table of :data:`TABLES` from the item statistics of :func:`item_stats` (the functional form).
 
     ``cfr``, ``masd``, ``robustness``, ``accuracy``, ``accuracy_by_question``, ``accuracy_by_label`` (per
-    judge and label class ``label_yes``), ``kappa``,
-    ``flip_distribution``, ``cfr_minus_robustness``, ``direction``, ``cfr_by_category``,
-    ``fairness_prompting_delta`` (with the fairness arm's evidence shares per judge),
-    ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
-    ``evidence_checks``, ``judge_means``, ``parse_rates``. Every interval is over items and names its method
-    in ``ci_method`` (``docs/statistics.md``); CFR is a fraction in [0, 1]. Groups and items are taken in
-    sorted order and every interval is seeded from ``seed``, so the tables depend on the statistics only,
-    not on the order in which transcripts were added or states merged."""
+    judge and label class ``label_yes``), ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``,
+    ``direction``, ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence shares
+    per judge), ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
+    ``evidence_checks``, ``judge_means``, ``parse_rates``, ``placebo_contrast`` (:func:`_placebo_contrast`).
+    Every interval is over items and names its method in ``ci_method`` (``docs/statistics.md``); CFR is a
+    fraction in [0, 1]. Groups and items are taken in sorted order and every interval is seeded from
+    ``seed``, so the tables depend on the statistics only, not on the order in which transcripts were added
+    or states merged."""
     out: dict[str, pd.DataFrame] = {}
     by = BY
     out["cfr"] = _metric(s.frame("cfr"), by, "binary", "cfr", n_boot=n_boot, seed=seed)
@@ -396,6 +420,7 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
     cmr = [_cfr_minus_robustness(base, s.frame(f"rob/{rdim}/qa/cfr"), n_boot=n_boot, seed=seed).assign(baseline=rdim)
            for rdim in rdims if ("rob_temperature", rdim, "qa") in s.flags]
     out["cfr_minus_robustness"] = pd.concat(cmr, ignore_index=True) if cmr else pd.DataFrame()
+    out["placebo_contrast"] = _placebo_contrast(base, s.frame("placebo"), n_boot=n_boot, seed=seed)
     out["cfr_by_category"] = _metric(s.frame("cfr_by_category"), ["judge", "arm", "category"], "binary", "cfr",
                                      n_boot=n_boot, seed=seed)
     delta = _fairness_intervals(fairness_deltas(out), s, n_boot=n_boot, seed=seed)
@@ -505,6 +530,45 @@ def _cfr_minus_robustness(cf: pd.DataFrame, rb: pd.DataFrame, *, n_boot: int, se
                           "n_repeat_pairs": int(ri.loc[both, "n_pairs"].sum()),
                           "ci_low": d["ci_low"], "ci_high": d["ci_high"], "ci_method": d["ci_method"]})
     return pd.DataFrame(rows, columns=cols)
+
+
+#: columns of the ``placebo_contrast`` table
+PLACEBO_COLUMNS = ["judge", "dimension", "estimate", "identity_cfr", "placebo_cfr", "n_items", "n_pairs",
+                   "n_placebo_pairs", "ci_low", "ci_high", "ci_method"]
+
+
+def _placebo_contrast(cf: pd.DataFrame, pl: pd.DataFrame, *, n_boot: int, seed: int,
+                      level: float = 0.95) -> pd.DataFrame:
+    """Per judge x dimension with placebo rows: the identity flip rate (baseline CFR cells) minus the
+    placebo's flip rate (original against a same-group swap), on the items that have both, with the paired
+    interval of :func:`cfbench.stats.intervals.paired_difference` (``pairing="items"``: Tango's interval when
+    every item holds one pair on each side, else a bootstrap-t over items of the per-item difference, else the
+    capped MOVER when the differences show no spread). Estimate and interval only: no maximum applies, so no
+    verdict (docs/statistics.md, Placebo contrast)."""
+    from cfbench.stats.intervals import paired_difference
+
+    by = ["judge", "dimension"]
+    if not len(pl):
+        return pd.DataFrame(columns=PLACEBO_COLUMNS)
+    cf_item = _per_item(cf, by) if len(cf) else pd.DataFrame(columns=["stat", "n_pairs"])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, grp in pl.groupby(by, sort=True, dropna=False):
+        kv = dict(zip(by, key))
+        pi = grp.groupby(_ITEM)[["stat", "n_pairs"]].sum()
+        ci = (cf_item.xs(key, level=by) if len(cf_item) and key in cf_item.index.droplevel(_ITEM)
+              else pd.DataFrame(columns=["stat", "n_pairs"], dtype=float))
+        items = ci.index.union(pi.index)
+        ci, pi = ci.reindex(items, fill_value=0.0), pi.reindex(items, fill_value=0.0)
+        both = (ci["n_pairs"] > 0) & (pi["n_pairs"] > 0)
+        d = paired_difference(ci["stat"].to_numpy(float), ci["n_pairs"].to_numpy(float),
+                              pi["stat"].to_numpy(float), pi["n_pairs"].to_numpy(float), kind="rate",
+                              n_boot=n_boot, rng=rng, confidence=level, pairing="items")
+        rows.append(kv | {"estimate": d["estimate"], "identity_cfr": d["est_1"], "placebo_cfr": d["est_2"],
+                          "n_items": d["n_items"], "n_pairs": int(ci.loc[both, "n_pairs"].sum()),
+                          "n_placebo_pairs": int(pi.loc[both, "n_pairs"].sum()),
+                          "ci_low": d["ci_low"], "ci_high": d["ci_high"], "ci_method": d["ci_method"]})
+    return pd.DataFrame(rows, columns=PLACEBO_COLUMNS)
 
 
 def _fairness_intervals(delta: pd.DataFrame, s: ItemStatistics, *, n_boot: int, seed: int) -> pd.DataFrame:
@@ -708,5 +772,6 @@ def flipped_units(rows: pd.DataFrame) -> pd.DataFrame:
     """
     r = rows[(rows["task"] == "qa") & (rows["arm"] == "baseline") & rows["parse_ok"].astype(bool)]
     r = r[(r["dimension"] != "original") & ~r["dimension"].astype(str).str.startswith("robustness")]
+    r = r[r["condition"].astype(str) != PLACEBO]  # the placebo arm is not a compared condition
     g = r.groupby(["judge", "dimension", "item_id", "question_id"])["answer"].nunique().rename("n_answers")
     return g[g > 1].reset_index()

@@ -16,7 +16,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.seeding import rng_for
 from cfbench.studies.contact_center_qa.params import dims_of
 
-__all__ = ["make_item_variants", "sample_conditions"]
+__all__ = ["make_item_variants", "sample_conditions", "add_placebo_rows", "with_placebo"]
 
 
 def make_item_variants(params: Any, transcripts: Sequence[Any], *, progress: bool = True
@@ -34,13 +34,53 @@ def make_item_variants(params: Any, transcripts: Sequence[Any], *, progress: boo
                              rewrite_judge=_perturb_judge(params.rewrite_judge, "rewrite", params.seed),
                              validate_judge=_perturb_judge(params.validate_judge, "validate", params.seed),
                              llm_check_all=bool(params.validate_judge),  # the seed checks every Op-1/2 variant
-                             decisions=params.decisions_path or None, progress=progress)
+                             progress=progress)
+    placebo = bool(getattr(params, "placebo", False))  # placebo arm (issue 33, opt-in)
+    if placebo:
+        variants = add_placebo_rows(variants, transcripts, dims, seed=params.seed)
+    if params.decisions_path:  # after the placebo rows, so a review of them applies too
+        from cfbench.perturb import apply_decisions
+
+        variants = apply_decisions(variants, params.decisions_path)
     compared: dict[str, Sequence[str]] = {d: DIMENSIONS[d].compared for d in dims}
     per_item = None
     if params.conditions_per_dimension:
         per_item = sample_conditions(variants, compared=compared, k=params.conditions_per_dimension,
                                      seed=params.seed)
+    if placebo:  # judged beside the design, never one of its sampled conditions
+        compared, per_item = with_placebo(variants, compared, per_item)
     return variants, compared, per_item
+
+
+def add_placebo_rows(variants: pd.DataFrame, transcripts: Sequence[Any], dims: Sequence[str], *,
+                     seed: int) -> pd.DataFrame:
+    """``variants`` with one placebo row (condition ``"placebo"``, :func:`cfbench.perturb.placebo.placebo_rows`)
+    per item and identity dimension of ``dims``. The placebo's turns are identified by the rules (or the
+    synthetic plan) and checked by the guards; the LLM identify / validate steps are not run on it."""
+    from cfbench.perturb.placebo import placebo_rows
+
+    rows = placebo_rows(transcripts, dims, seed=seed)
+    return pd.concat([variants, rows], ignore_index=True) if len(rows) else variants
+
+
+def with_placebo(variants: pd.DataFrame, compared: dict[str, Sequence[str]],
+                 per_item: dict[tuple[str, str], list[str]] | None
+                 ) -> tuple[dict[str, Sequence[str]], dict[tuple[str, str], list[str]] | None]:
+    """The placebo added to the compared set of every dimension with placebo rows and, in a sampled design,
+    to every sampled (item, dimension) whose placebo is usable. The placebo is never one of the sampled
+    conditions, so the counterfactual pairs of the design are the same with or without it."""
+    from cfbench.perturb.placebo import PLACEBO
+
+    pl = variants[variants["condition"] == PLACEBO]
+    dims = set(pl["dimension"])
+    compared = {d: tuple(c) + ((PLACEBO,) if d in dims else ()) for d, c in compared.items()}
+    if per_item is not None:
+        usable = pl[pl["applicable"].astype(bool) & pl["valid"].astype(bool)]
+        per_item = {k: list(v) for k, v in per_item.items()}
+        for item, dim in zip(usable["item_id"], usable["dimension"]):
+            if (item, dim) in per_item:
+                per_item[(item, dim)].append(PLACEBO)
+    return compared, per_item
 
 
 def _perturb_judge(spec: str, task: str, seed: int):
