@@ -119,7 +119,9 @@ def test_the_star_arm_joins_the_run(tmp_path, monkeypatch):
     params = dataclasses.replace(_smoke(n_items=2, n_boot=50), real_items=4, real_path=str(_star_dir()))
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
     res = run(params, progress=False, say_warnings=False)
-    assert sorted(n for n in res.tables if n.startswith("star_")) == sorted(f"star_{n}" for n in REAL_TABLES)
+    # the arm's own tables and its gate (gates.gate_tables: responsiveness on the customers' labels, net CFR)
+    assert sorted(n for n in res.tables if n.startswith("star_")) == sorted(
+        f"star_{n}" for n in REAL_TABLES + ("net_cfr_gate", "responsiveness"))
     for name in ("accuracy", "cfr", "masd", "robustness", "table2"):
         assert len(res.tables[f"star_{name}"]), name
     assert res.tables["star_accuracy"]["n"].sum() == 4 * len(params.judges)
