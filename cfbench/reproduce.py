@@ -800,6 +800,7 @@ def _run_study(pm: Any, root: Path, run: _Run, results_dir: Path, mode: str, *, 
         "commit": _git_commit(root), "cpu_model": _cpu_model(), "started": started, "finished": _utc_now(),
         "cache": cache, "command": _portable_command(command) if command else _command(run),
         "plugins": _plugin_packages(),
+        "note": _run_note(),
     }
     if mode == "live":  # which server answered (a replay or a plan asks none)
         from .judges.server_info import server_provenance, server_specs
@@ -927,6 +928,13 @@ def _server_line(srv: Mapping[str, Any]) -> str:
             f"client {code(srv.get('client'))})")
 
 
+def _run_note() -> str:
+    """``$CFBENCH_RUN_NOTE`` (how the run was set up, in the runner's words: "fresh clone, empty cache"),
+    one line, scrubbed of credentials, at most 300 characters; "" when unset."""
+    note = " ".join(os.environ.get("CFBENCH_RUN_NOTE", "").split())
+    return scrub(note)[:300]
+
+
 def provenance_markdown(info: Mapping[str, Any]) -> str:
     """The provenance cell of an executed notebook, from its ``run_info.json`` fields."""
     mode = info.get("mode", "replay" if info.get("replay") else "live")
@@ -957,6 +965,7 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
         *[f"- judge server: {_server_line(srv)}" for srv in info.get("servers") or ()],
+        *([f"- note: {md_text(info['note'])}"] if info.get("note") else []),
         "",
         "_Written by `cfbench reproduce` after the notebook ran; `run_info.json` beside it holds the same._",
     ]

@@ -80,3 +80,18 @@ def test_overrides_equal_to_the_config_are_not_listed():
     base = {"repeat_penalty": 1.1, "n_items": 4}
     assert _differing({"repeat_penalty": 1.1, "n_items": 8, "seed": 3}, base) == (("n_items", 8), ("seed", 3))
     assert _differing(None, base) == ()
+
+
+def test_a_run_note_reaches_the_provenance_cell_escaped_and_scrubbed(monkeypatch):
+    from cfbench.reproduce import _run_note, provenance_markdown
+
+    key = "sk-proj-" + "Zq8Wm3Xv7Rt2Ly5Np9Kd" * 2
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("CFBENCH_RUN_NOTE", f"fresh clone,\n empty cache <script>x</script> {key}")
+    note = _run_note()
+    assert "\n" not in note and key[8:20] not in note and note.startswith("fresh clone, empty cache")
+    text = provenance_markdown({"study": "s", "config": "default", "mode": "live", "note": note})
+    (line,) = [x for x in text.splitlines() if x.startswith("- note: ")]
+    assert "fresh clone, empty cache" in line and "<script>" not in line
+    monkeypatch.delenv("CFBENCH_RUN_NOTE")
+    assert _run_note() == "" and "- note:" not in provenance_markdown({"study": "s", "config": "default"})

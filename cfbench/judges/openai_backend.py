@@ -59,7 +59,7 @@ class OpenAIJudge(Judge):
     adaptive_concurrency = True
 
     def __init__(self, model: str, *, api_key_env: str = "OPENAI_API_KEY", max_concurrency: int = 256,
-                 initial_concurrency: int = 4, request_timeout_s: float | None = None, **_: Any) -> None:
+                 initial_concurrency: int = 1, request_timeout_s: float | None = None, **_: Any) -> None:
         self.model, _, spec_url = model.partition("@")
         named_url = spec_url or os.environ.get("OPENAI_BASE_URL")
         self.base_url = canonical_base_url(named_url or DEFAULT_BASE_URL)
