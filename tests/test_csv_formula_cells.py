@@ -41,8 +41,10 @@ def test_column_names_from_outside_are_neutralised_too():
 
 
 def test_every_csv_cfbench_writes_goes_through_the_one_writer():
-    """No ``.to_csv(`` and no ``csv.writer`` anywhere in the package but the writer itself (the one
-    exception: ``save_transcripts``' CSV is an input format read back by ``load_transcripts``)."""
+    """No ``.to_csv(`` and no ``csv.writer`` anywhere in the package but the writer itself. The exceptions
+    are inputs, never results: ``save_transcripts``' CSV is read back by ``load_transcripts``, and the
+    contact-center walk hands each transcript its slice of the user's review decisions through a
+    temporary CSV the same loader reads (neutralising it would change the user's own values)."""
     offenders = []
     for path in sorted((ROOT / "cfbench").rglob("*.py")):
         if path.name == "text.py" and path.parent.name == "core":
@@ -50,4 +52,4 @@ def test_every_csv_cfbench_writes_goes_through_the_one_writer():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if re.search(r"\.to_csv\(|csv\.writer\(|csv\.DictWriter\(", line):
                 offenders.append(str(path.relative_to(ROOT)))
-    assert offenders == ["cfbench/io/transcripts.py"], offenders
+    assert offenders == ["cfbench/io/transcripts.py", "cfbench/studies/contact_center_qa/judging.py"], offenders

@@ -126,7 +126,7 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
                 mine = decisions[decisions["_item"] == t.id]
                 used.update(mine.index)
                 path = Path(tmp) / "decisions.csv"
-                mine.drop(columns=["_item"]).to_csv(path, index=False)
+                mine.drop(columns=["_item"]).to_csv(path, index=False)  # an input read back as given, not a result
                 p = dataclasses.replace(p, decisions_path=str(path) if len(mine) else "")
             if dimensions is not None:
                 p = _narrowed(p, list(dimensions()))
