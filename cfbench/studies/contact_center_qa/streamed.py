@@ -29,7 +29,43 @@ def _all_bool(col: pd.Series) -> bool:
     return bool(len(vals)) and all(isinstance(v, (bool, np.bool_)) for v in vals)
 
 
-class ParquetRows:
+class _HeldRowGroups:
+    """Arrow tables held back until they reach ``group_bytes`` and then written as one row group (the
+    writer keeps every row group's metadata until it closes, so few large groups keep it small);
+    ``n_rows`` counts the rows already in the file, :meth:`close` writes the rest."""
+
+    GROUP_BYTES = 16 * 2**20
+
+    def __init__(self, path: str | Path, *, group_bytes: int | None = None):
+        self.path, self.writer, self.n_rows = Path(path), None, 0
+        self.group_bytes = self.GROUP_BYTES if group_bytes is None else int(group_bytes)
+        self._held: list = []
+        self._held_bytes = 0
+
+    def _hold(self, table: Any) -> None:
+        self._held.append(table)
+        self._held_bytes += table.nbytes
+        if self._held_bytes >= self.group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._held:
+            return
+        table = pa.concat_tables(self._held) if len(self._held) > 1 else self._held[0]
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.n_rows += table.num_rows
+        self._held, self._held_bytes = [], 0
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self._flush()
+            self.writer.close()
+            self.writer = None
+
+
+class ParquetRows(_HeldRowGroups):
     """Appends frames of the same columns to one Parquet file.
 
     Numbers become float64 (an integer column with a gap in one transcript stays one type), booleans
@@ -43,13 +79,9 @@ class ParquetRows:
     with pyarrow 26), which is most of what grew in a streamed replay. At 16 MiB a row group holds 4–7
     paper transcripts. ``n_rows`` counts the rows already in the file; :meth:`close` writes the rest."""
 
-    GROUP_BYTES = 16 * 2**20
-
     def __init__(self, path: str | Path, *, group_bytes: int | None = None):
-        self.path, self.writer, self.schema, self.n_rows = Path(path), None, None, 0
-        self.group_bytes = self.GROUP_BYTES if group_bytes is None else int(group_bytes)
-        self._held: list = []
-        self._held_bytes = 0
+        super().__init__(path, group_bytes=group_bytes)
+        self.schema = None
 
     @staticmethod
     def _normal(frame: pd.DataFrame) -> pd.DataFrame:
@@ -87,41 +119,13 @@ class ParquetRows:
         for c in self.schema.names:  # a bool column with a gap comes back as object: keep the schema's type
             if self.schema.field(c).type == pa.bool_() and not pd.api.types.is_bool_dtype(f[c]):
                 f[c] = f[c].astype("boolean")
-        table = pa.Table.from_pandas(f, schema=self.schema, preserve_index=False)
-        self._held.append(table)
-        self._held_bytes += table.nbytes
-        if self._held_bytes >= self.group_bytes:
-            self._flush()
-
-    def _flush(self) -> None:
-        import pyarrow as pa
-
-        if not self._held:
-            return
-        table = pa.concat_tables(self._held) if len(self._held) > 1 else self._held[0]
-        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        self.n_rows += table.num_rows
-        self._held, self._held_bytes = [], 0
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self._flush()
-            self.writer.close()
-            self.writer = None
+        self._hold(pa.Table.from_pandas(f, schema=self.schema, preserve_index=False))
 
 
-class VariantsParquet:
+class VariantsParquet(_HeldRowGroups):
     """Appends the explorer's copy of each transcript's variants (``variant_id``, ``item_id``, ``dimension``,
     ``condition``, ``turns`` as speaker/text records, ``header`` as text) to ``variants.parquet``, the file
     :func:`cfbench.view.write_inputs` would otherwise write from a frame of every variant."""
-
-    GROUP_BYTES = 16 * 2**20
-
-    def __init__(self, path: str | Path, *, group_bytes: int | None = None):
-        self.path, self.writer = Path(path), None
-        self.group_bytes = self.GROUP_BYTES if group_bytes is None else int(group_bytes)
-        self._held: list = []
-        self._held_bytes = 0
 
     @staticmethod
     def _schema() -> Any:
@@ -148,20 +152,4 @@ class VariantsParquet:
         if self.writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.writer = pq.ParquetWriter(self.path, self._schema(), compression="zstd")
-        self._held.append(table)  # held back into row groups of about group_bytes, as ParquetRows does
-        self._held_bytes += table.nbytes
-        if self._held_bytes >= self.group_bytes:
-            self._flush()
-
-    def _flush(self) -> None:
-        import pyarrow as pa
-
-        if self._held:
-            self.writer.write_table(pa.concat_tables(self._held))
-            self._held, self._held_bytes = [], 0
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self._flush()
-            self.writer.close()
-            self.writer = None
+        self._hold(table)
