@@ -91,3 +91,17 @@ def test_a_judge_flipping_30_percent_fails(results):
 def test_the_findings_say_what_the_verdicts_mean(results):
     text = results.findings()
     assert "`uninformative` (" in text and "no pass is given" in text and "`fail` (" in text
+
+
+def test_one_run_per_original_is_a_warning_not_a_silent_empty_gate():
+    """repeats 1 leaves no repeat pair: the gate has no interval, and the warnings say why in one row."""
+    import pandas as pd
+
+    from cfbench.studies.contact_center_qa import Params
+    from cfbench.studies.contact_center_qa.study import drop_warnings
+
+    empty_cfr = {"cfr": pd.DataFrame(columns=["judge", "dimension", "arm", "n_pairs"])}
+    rows = pd.DataFrame(columns=["task", "parse_ok", "judge", "p_yes"])
+    one = drop_warnings(Params(repeats=1), [], pd.DataFrame(), rows, empty_cfr)
+    assert list(one["kind"]) == ["robustness"] and "no repeat pair" in one["message"].iloc[0]
+    assert not len(drop_warnings(Params(repeats=2), [], pd.DataFrame(), rows, empty_cfr))

@@ -700,7 +700,8 @@ def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, r
     ``kind`` "dimension": a requested dimension with no judged pair in the baseline CFR table (reason:
     the perturber's most frequent not-applicable reason, else the guards' rejection reason, else no
     pair of readable replies). ``kind`` "p_yes": a judge whose Auto-QA replies carry no first-token
-    P(Yes) under the compact contract, so its P(Yes) MASD rows are empty.
+    P(Yes) under the compact contract, so its P(Yes) MASD rows are empty. ``kind`` "robustness": ``repeats``
+    below 2, so no repeat pair and no noise baseline for the net CFR gate.
     """
     out = []
     cfr = tables["cfr"]
@@ -734,6 +735,11 @@ def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, r
                 out.append({"kind": "p_yes", "judge": judge, "dimension": "", "reason": reason,
                             "message": f"judge {judge} has no P(Yes): {reason}; its P(Yes) MASD rows are "
                                        "empty (NaN in Table 2), its confidence rows stand"})
+    if params.repeats < 2:  # one run per original: no repeat pair, so no noise baseline for the gate
+        reason = f"repeats is {params.repeats}: each original runs once, so there is no repeat pair"
+        out.append({"kind": "robustness", "judge": "", "dimension": "", "reason": reason,
+                    "message": f"{reason}; the robustness rows, cfr_minus_robustness and the net CFR gate have "
+                               "no interval (set repeats to 2 or more)"})
     return pd.DataFrame(out, columns=WARNING_COLUMNS)
 
 
