@@ -1,10 +1,11 @@
 """Executed notebooks as a reader gets them: progress bars at their last state, no machine path,
-overrides only where they change something. (A scan of the committed default folders joins when they
-are next regenerated: the folders committed now predate this code.)"""
+overrides only where they change something; and the committed default folders hold to that."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from cfbench.executed import collapse_streams, last_state, tidy_executed
 from cfbench.reproduce import _differing, _relative_to
 
+REPO = Path(__file__).resolve().parents[1]
+DEFAULTS = sorted((REPO / "results").glob("*/default"))
 
 
 def _stream(text, name="stderr"):
@@ -95,3 +98,69 @@ def test_a_run_note_reaches_the_provenance_cell_escaped_and_scrubbed(monkeypatch
     assert "fresh clone, empty cache" in line and "<script>" not in line
     monkeypatch.delenv("CFBENCH_RUN_NOTE")
     assert _run_note() == "" and "- note:" not in provenance_markdown({"study": "s", "config": "default"})
+
+
+# ---- the committed default folders -------------------------------------------------------------------
+
+# An absolute path of a POSIX or Windows machine, as it appears inside JSON, CSV or notebook text.
+_ABS = re.compile(r"""(?:^|[\s"'=(\[,:])(/(?:home|root|work|tmp|Users|mnt|opt|var|srv|private)/[^\s"',)\]]+"""
+                  r"""|[A-Za-z]:\\\\?(?:Users|home)[^\s"',]*)""")
+
+
+def _texts(folder: Path):
+    for f in sorted(folder.rglob("*")):
+        if f.suffix in {".csv", ".json", ".ipynb", ".html", ".md", ".txt"}:
+            yield f.name, f.read_text(encoding="utf-8", errors="replace")
+        elif f.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(f)
+            buf = io.StringIO()
+            for col in table.column_names:
+                if str(table.schema.field(col).type) in ("string", "large_string"):
+                    for v in table.column(col).to_pylist():
+                        if v:
+                            buf.write(v + "\n")
+            buf.write(json.dumps({k.decode(errors="replace"): v.decode(errors="replace")
+                                  for k, v in (table.schema.metadata or {}).items()}))
+            yield f.name, buf.getvalue()
+
+
+@pytest.mark.parametrize("folder", DEFAULTS, ids=[f.parent.name for f in DEFAULTS])
+def test_no_committed_file_holds_a_path_of_the_machine_that_made_it(folder):
+    found = [(name, m.group(1)[:80]) for name, text in _texts(folder) for m in _ABS.finditer(text)]
+    assert found == []
+
+
+# A text progress bar as tqdm (and cfbench's own text bar) draws it: "42%|####      | 120/288".
+_BAR = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+")
+
+
+def _lines(text) -> list[str]:
+    return ("".join(text) if isinstance(text, list) else text).split("\n")
+
+
+def _rendered_lines(cell) -> tuple[int, int]:
+    """(all lines a reader scrolls past in this cell, of which progress-bar lines in stored streams)."""
+    total, bars = len(_lines(cell.get("source", ""))), 0
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream":
+            lines = _lines(o.get("text", ""))
+            bars += sum(len(_BAR.findall(line)) for line in lines)  # each redraw counts, even on one line
+            total += len(lines)
+        elif "image/png" in o.get("data", {}):
+            total += 25  # a figure is about 25 text lines tall
+        else:
+            total += len(_lines(o.get("data", {}).get("text/plain", "")))
+    return total, bars
+
+
+@pytest.mark.parametrize("folder", DEFAULTS, ids=[f.parent.name for f in DEFAULTS])
+def test_committed_notebooks_store_progress_as_one_final_line(folder):
+    nb = json.loads((folder / f"{folder.parent.name}.ipynb").read_text(encoding="utf-8"))
+    totals = [_rendered_lines(c) for c in nb["cells"]]
+    total, bars = sum(t for t, _ in totals), sum(b for _, b in totals)
+    redraws = sum("\r" in "".join(_lines(o["text"]))
+                  for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    assert redraws == 0
+    assert bars <= 0.05 * total, f"{bars} of {total} lines are stored progress bars"

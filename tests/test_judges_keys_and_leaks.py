@@ -259,7 +259,7 @@ def test_concurrency_grows_while_latency_holds():
         reqs = [req(f"q{i}", rid=f"r{i}") for i in range(1500)]
         res = run_requests(f"openai:m@{srv.base_url}", reqs, cache=False, progress=False)
     assert res.judgments.ok.all()
-    assert res.stats["concurrency_history"][0] == 4 and srv.peak_in_flight > 16
+    assert res.stats["concurrency_history"][0] == 1 and srv.peak_in_flight > 16  # an unknown server: from 1 up
 
 
 def test_a_fixed_concurrency_is_respected(server):

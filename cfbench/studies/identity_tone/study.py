@@ -290,8 +290,8 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
                  f"differ by {_num(lg.get('pair_mean_abs'), '.1f')} words on average over the 28 pairs (mean of "
                  f"|mean difference|). Of the {len(raw_sig_adj)} tone comparisons with uncorrected p < 0.05 "
                  f"before adjustment, {len(raw_sig_adj & adj_sig)} keep p < 0.05 at equal length "
-                 f"({len(adj_sig)} do after adjustment in total, counted at an uncorrected 0.05 over "
-                 f"{len(okadj)} tests, so some are expected by chance alone; {len(adj) - len(okadj)} could not be "
+                 f"({len(adj_sig)} do after adjustment in total, each at an uncorrected 0.05 among {len(okadj)} "
+                 f"tests: a count, not a family-wise result; {len(adj) - len(okadj)} could not be "
                  f"adjusted because fewer than 3 prompts remained or the length differences did not vary).")
     ok_sym = sym.dropna(subset=["gap_sd"])
     lines.append(f"**Symmetry of the differences** (the signed-rank test's assumption): "
