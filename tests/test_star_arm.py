@@ -59,8 +59,11 @@ def test_the_arm_runs_on_star_with_its_own_labelled_tables():
     acc = t["star_accuracy"].iloc[0]
     assert acc["n"] == 4 and 0 <= acc["ci_low"] <= acc["accuracy"] <= acc["ci_high"] <= 1
     items = r.summary["star"]["items"]
-    labels = r.frames["star_transcripts"].set_index("item_id")["label_issue_resolution"]
-    assert sorted(labels.loc[items]) == ["No", "No", "Yes", "Yes"]
+    assert len(items) == 4
+    # balanced on the customers' answers: 2 labelled Yes and 2 No (the per-row frames cover the first
+    # transcripts only; the responsiveness table counts the labelled items of every transcript)
+    resp = t["star_responsiveness"].iloc[0]
+    assert (resp["n_yes_items"], resp["n_no_items"]) == (2, 2)
     # STAR agents give no name: gender is a warning line of the arm, never a silent gap
     assert "gender" not in set(t["star_cfr"]["dimension"])
     star_w = t["warnings"][t["warnings"]["source"] == "star"]

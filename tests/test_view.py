@@ -76,8 +76,13 @@ def test_contact_center_pairs_match_the_rows_and_the_studys_flips():
     d = _committed("contact_center_qa")
     pairs = pairs_of(d)
     rows = pd.read_parquet(d / "rows.parquet")
+    if (d / "star_rows.parquet").is_file():  # the STAR arm's pairs are listed too
+        rows = pd.concat([rows.assign(_src="synthetic"), pd.read_parquet(d / "star_rows.parquet").assign(_src="star")],
+                         ignore_index=True)
+    else:
+        rows = rows.assign(_src="synthetic")
     r = rows[rows["dimension"] != "original"]
-    units = r.groupby(["judge", "arm", "task", "question_id", "item_id", "dimension"]).ngroups
+    units = r.groupby(["_src", "judge", "arm", "task", "question_id", "item_id", "dimension"]).ngroups
     assert len(pairs) == len(r) - units  # every row but each unit's reference is compared to it
     assert len(set(pairs.pair_id)) == len(pairs)
     # the flipped pairs' units are exactly the study's flipped units (robustness rows are not in that table)
@@ -90,8 +95,9 @@ def test_contact_center_pairs_match_the_rows_and_the_studys_flips():
     # counterfactual and noise rows are told apart: the robustness rows are the noise facet
     assert {k for k, dim in zip(pairs.kind, f["dimension"]) if str(dim).startswith("robustness")} == {"noise"}
     assert {k for k, dim in zip(pairs.kind, f["dimension"]) if not str(dim).startswith("robustness")} == {"counterfactual"}
-    # replies come from judgments.parquet, by cache key
-    j = pd.read_parquet(d / "judgments.parquet").set_index(["judge", "key"])["text"]
+    # replies come from judgments.parquet (star_judgments.parquet for the STAR arm), by cache key
+    j = pd.concat([pd.read_parquet(d / n) for n in ("judgments.parquet", "star_judgments.parquet") if (d / n).is_file()],
+                  ignore_index=True).drop_duplicates(["judge", "key"]).set_index(["judge", "key"])["text"]
     for i in (0, len(pairs) // 2, len(pairs) - 1):
         row = rows[(rows["judge"] == f["judge"][i]) & (rows["dimension"] == f["dimension"][i])
                    & (rows["item_id"] == f["item"][i]) & (rows["question_id"] == f["question"][i])
