@@ -5,10 +5,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from star_util import need_star
 
 from cfbench.studies.contact_center_qa import Params, run
+from cfbench.studies.contact_center_qa.requests import PREVIEW_ITEMS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,8 +24,10 @@ def test_contact_center_study_on_star_dialogues(tmp_path):
         warnings.simplefilter("ignore", UserWarning)  # STAR files without a turn are named and left out
         result = run(params, out=tmp_path)
     result.check()
+    # the in-memory frame keeps the first transcripts; variants.parquet holds every one of them
     variants = result.frames["variants"]
-    assert variants["item_id"].nunique() == 5
+    assert variants["item_id"].nunique() == PREVIEW_ITEMS
+    assert pd.read_parquet(tmp_path / "variants.parquet")["item_id"].nunique() == 5
     # STAR agents never give their name: the name dimensions are rows marked not applicable, not dropped
     names = variants[variants["dimension"].isin(["gender", "ethnicity_name", "religion_name"])]
     assert len(names) > 0 and not names["applicable"].any()
