@@ -194,3 +194,48 @@ def test_p_yes_first_seen_in_a_later_transcript_still_counts(judged):
     alone = new_state().update(per[0][0].assign(p_yes=np.nan), per[0][1], per[0][2], complete=True)
     tables = finish_tables(_tables(alone, params), params, alone.stats.flags, alone.stats.frame("variants"))
     assert set(tables["warnings"].loc[tables["warnings"]["kind"] == "p_yes", "judge"]) == judges  # can fail
+
+
+#: an error string of each kind the runner writes (the kinds of ``cfbench.judges.failures``)
+_ERRORS = {"not sent (plan only)": "not sent (plan only): recorded for `cfbench cache export`",
+           "timeout": "RetryableError: timeout: no reply within timeout_s=120 s (gave up after 3 attempt(s))",
+           "http error": "JudgeError: 500 Internal Server Error: boom",
+           "bad reply": "JudgeError: malformed response: no choices"}
+
+
+def test_failure_kind_counts_merge_to_one_state(judged):
+    """``parse_rates``' kind columns (issue 37) are item statistics like the rest: judgments with failures of
+    every kind set on random rows, cut into random chunks and merged, count each kind as one state does, and
+    as many as were set."""
+    from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS
+
+    case, params, per, _ = judged
+    rng = np.random.default_rng(7)
+    spoiled, set_kinds = [], []
+    for rows, judgments, variants in per:
+        j = judgments.copy()
+        pick = rng.choice(list(FAILURE_KINDS) + ["reply"] * 4, size=len(j))
+        for i, kind in enumerate(pick):
+            if kind in _ERRORS:
+                j.iloc[i, j.columns.get_loc("error")] = _ERRORS[kind]
+                j.iloc[i, j.columns.get_loc("text")] = None
+            elif kind == "refusal":
+                j.iloc[i, j.columns.get_loc("text")] = "I am unable to rate this call."
+            elif kind == "unparseable":
+                j.iloc[i, j.columns.get_loc("text")] = "hmm"
+        j["parse_ok"] = j["parse_ok"].astype(bool) & (pick == "reply")
+        set_kinds += [k for k, ok in zip(pick, j["parse_ok"]) if k != "reply" or not ok]
+        spoiled.append((rows, j, variants))
+    want = _one_state(spoiled, params)
+    frames = [pd.concat([p[k] for p in spoiled], ignore_index=True) for k in range(3)]
+    merged = new_state()
+    for a, b in _cuts(rng, len(frames[1]), 7):
+        merged.merge(new_state().update(frames[0].iloc[:0], frames[1].iloc[a:b], None))
+    merged.merge(new_state().update(frames[0], None, frames[2]))
+    _assert_same(_tables(merged, params), want, f"{case} with failures")
+    pr = want["parse_rates"]
+    got = {k: int(pr[c].sum()) for k, c in zip(FAILURE_KINDS, KIND_COLUMNS)}
+    for kind in FAILURE_KINDS:  # the double's own unreadable replies count as unparseable
+        assert got[kind] == sum(1 for k in set_kinds if k == kind) + (
+            0 if kind != "unparseable" else sum(1 for k in set_kinds if k == "reply")), kind
+    assert all(got[k] > 0 for k in FAILURE_KINDS) and int(pr["n_not_read"].sum()) == len(set_kinds)

@@ -77,7 +77,7 @@ def _result(star: bool) -> SimpleNamespace:
         tables["star_accuracy"] = pd.DataFrame([{"judge": "j", "accuracy": 5 / 6, "n": 6, "n_correct": 5,
                                                  "n_items": 6, "ci_low": 0.3588, "ci_high": 0.9958}])
     summary = {"items": ["a", "b"], "questions": ["q"], "dimensions": ["priming"], "judges": ["j"],
-               "n_requests": 10, "n_parsed": {"j": 10}, "n_parse_failures": {"j": 0}}
+               "n_requests": 10, "n_parsed": {"j": 10}, "n_not_read": {"j": 0}}
     if star:
         summary["star"] = {"items": [f"star-{i}" for i in range(6)]}
     return SimpleNamespace(summary=summary, tables=tables, params=SimpleNamespace(n_boot=1000))

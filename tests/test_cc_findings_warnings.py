@@ -21,7 +21,7 @@ def _result(cfr: pd.DataFrame, warn: pd.DataFrame, dims: list[str]) -> SimpleNam
               "accuracy": pd.DataFrame(columns=["judge", "n"]), "cfr_minus_robustness": pd.DataFrame(),
               "warnings": warn}
     summary = {"items": ["a", "b", "c", "d"], "questions": ["q"], "dimensions": dims, "judges": ["j"],
-               "n_requests": 10, "n_parsed": {"j": 10}, "n_parse_failures": {"j": 0}}
+               "n_requests": 10, "n_parsed": {"j": 10}, "n_not_read": {"j": 0}}
     return SimpleNamespace(summary=summary, tables=tables, params=SimpleNamespace(n_boot=1000))
 
 

@@ -85,7 +85,7 @@ def _result(cfr_rows: pd.DataFrame, gate: pd.DataFrame) -> SimpleNamespace:
               "accuracy": pd.DataFrame(columns=["judge", "n"]), "net_cfr_gate": gate,
               "cfr_minus_robustness": pd.DataFrame()}
     summary = {"items": [f"i{k}" for k in range(8)], "questions": ["q"], "dimensions": list(cfr_rows["dimension"]),
-               "judges": ["j"], "n_requests": 10, "n_parsed": {"j": 10}, "n_parse_failures": {"j": 0}}
+               "judges": ["j"], "n_requests": 10, "n_parsed": {"j": 10}, "n_not_read": {"j": 0}}
     return SimpleNamespace(summary=summary, tables=tables, params=SimpleNamespace(n_boot=1000))
 
 

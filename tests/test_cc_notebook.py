@@ -60,7 +60,11 @@ def test_smoke_notebook_writes_the_contract(tmp_path):
     t2 = pd.read_csv(out / "table2.csv")
     assert {"Average", "Robustness", "Accuracy"} <= set(t2["row"])
 
-    assert "n_parse_failures" in pd.read_csv(out / "parse_rates.csv").columns
+    rates = pd.read_csv(out / "parse_rates.csv")
+    from cfbench.judges.failures import KIND_COLUMNS
+
+    assert {"n_not_read", *KIND_COLUMNS} <= set(rates.columns) and "n_parse_failures" not in rates.columns
+    assert (rates[list(KIND_COLUMNS)].sum(axis=1) == rates["n_not_read"]).all()
     gate = pd.read_csv(out / "net_cfr_gate.csv")
     assert set(gate["baseline"]) == {"robustness"} and len(gate) == 15
     executed = (tmp_path / "nb.ipynb").read_text()

@@ -39,7 +39,7 @@ def _cc_result(star: bool) -> SimpleNamespace:
             + [{"judge": "j", "arm": "fairness", "dimension": "priming", "cfr": 1.0, "n_items": 6, "n_pairs": 6,
                 "ci_low": 0.5, "ci_high": 1.0}])
     summary = {"items": ["a", "b", "c", "d"], "questions": ["q"], "dimensions": ["priming", "gender"],
-               "judges": ["j"], "n_requests": 10, "n_parsed": {"j": 10}, "n_parse_failures": {"j": 0}}
+               "judges": ["j"], "n_requests": 10, "n_parsed": {"j": 10}, "n_not_read": {"j": 0}}
     return SimpleNamespace(summary=summary, tables=tables, params=SimpleNamespace(n_boot=1000))
 
 

@@ -13,7 +13,9 @@ Every request that yields no usable answer has one kind:
   beyond ``max_tokens``) or could not store.
 
 :func:`failure_kind` classifies one row; :func:`failure_counts` counts a judgments frame by judge
-and kind. The runner's ``stats["failures_by_kind"]`` and the studies' parse-rate tables use them.
+and kind. The runner's ``stats["failures_by_kind"]`` uses them; every study table that counts
+unread replies has one count column per kind (:data:`KIND_COLUMNS`, ``n_not_sent`` ... ``n_bad_reply``,
+made by :func:`kind_counts`), so a timeout is never counted as a parse failure.
 """
 
 from __future__ import annotations
@@ -21,10 +23,27 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["FAILURE_KINDS", "NOT_SENT", "failure_kind", "failure_counts", "kind_column"]
+__all__ = ["FAILURE_KINDS", "NOT_SENT", "KIND_COLUMNS", "count_column", "failure_kind", "failure_counts",
+           "kind_column", "kind_counts", "describe_kinds"]
 
 NOT_SENT = "not sent (plan only)"
 FAILURE_KINDS = (NOT_SENT, "timeout", "http error", "refusal", "unparseable", "bad reply")
+
+
+def count_column(kind: str) -> str:
+    """The name of ``kind``'s count column in a study table: ``n_`` and the kind's words before any
+    parenthesis, joined by ``_``.
+
+    >>> [count_column(k) for k in FAILURE_KINDS]
+    ['n_not_sent', 'n_timeout', 'n_http_error', 'n_refusal', 'n_unparseable', 'n_bad_reply']
+    """
+    if kind not in FAILURE_KINDS:
+        raise ValueError(f"unknown failure kind {kind!r} (known: {', '.join(FAILURE_KINDS)})")
+    return "n_" + "_".join(re.findall(r"[a-z]+", kind.split("(", 1)[0].lower()))
+
+
+#: one count column per kind, in the order of :data:`FAILURE_KINDS` (the same names in every study)
+KIND_COLUMNS = tuple(count_column(k) for k in FAILURE_KINDS)
 
 _HTTP = re.compile(r"(?:^|: )(?:[1-5]\d\d)\b(?::| )|Client\w*Error|ServerDisconnected|Connection\w*Error|"
                    r"connect|redirected to")
@@ -83,3 +102,40 @@ def failure_counts(frame: Any, by: str = "judge") -> dict[str, dict[str, int]]:
             d = out.setdefault(str(key), {})
             d[kind] = d.get(kind, 0) + 1
     return out
+
+
+def kind_counts(frame: Any, by: Any) -> Any:
+    """Per group of ``by`` (a column name or list of them): ``n`` rows and one zero-filled count column per
+    kind (:data:`KIND_COLUMNS`), from :func:`kind_column` of ``frame``. Groups in sorted order; every
+    group of ``frame`` is a row, one with no failure too (all zeros).
+
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"judge": ["a", "a", "b"], "error": [None, "timeout: no reply", None],
+    ...                   "parse_ok": [False, False, True], "text": ["hm", None, "Yes"]})
+    >>> kind_counts(f, "judge")[["judge", "n", "n_timeout", "n_unparseable"]].to_dict("records")
+    [{'judge': 'a', 'n': 2, 'n_timeout': 1, 'n_unparseable': 1}, {'judge': 'b', 'n': 1, 'n_timeout': 0, 'n_unparseable': 0}]
+    """
+    import pandas as pd
+
+    by = [by] if isinstance(by, str) else list(by)
+    kinds = kind_column(frame)
+    wide = pd.DataFrame({col: (kinds == kind).astype(int) for kind, col in zip(FAILURE_KINDS, KIND_COLUMNS)},
+                        index=frame.index)
+    wide = pd.concat([frame[by], wide.assign(n=1)], axis=1)
+    if not len(wide):
+        return pd.DataFrame(columns=by + ["n", *KIND_COLUMNS])
+    out = wide.groupby(by, sort=True)[["n", *KIND_COLUMNS]].sum().reset_index()
+    return out.astype({c: int for c in ["n", *KIND_COLUMNS]})
+
+
+def describe_kinds(counts: Any) -> str:
+    """``counts`` (``{kind: n}``, or a row/mapping with the :data:`KIND_COLUMNS`) in words, kinds with a
+    count only, in the order of :data:`FAILURE_KINDS`: ``"3 timeout, 1 unparseable"``; "" when none."""
+    get = counts.get if hasattr(counts, "get") else (lambda k, d=0: d)
+    parts = []
+    for kind, col in zip(FAILURE_KINDS, KIND_COLUMNS):
+        n = get(kind, None)
+        n = get(col, 0) if n is None else n
+        if n and n == n:  # NaN-safe
+            parts.append(f"{int(n)} {kind}")
+    return ", ".join(parts)

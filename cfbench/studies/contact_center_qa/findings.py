@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.judges.failures import KIND_COLUMNS, describe_kinds
 from cfbench.stats import verdicts as V
 from cfbench.core.text import md_code, md_text
 
@@ -84,9 +85,19 @@ def flip_count_line(tables: dict[str, pd.DataFrame]) -> str:
         f"(`{'cfr' if src == 'synthetic' else 'star_cfr'}`)" for src, (k, n) in counts.items()) + "."
 
 
+def _unread_words(judge: str, t: dict[str, pd.DataFrame], n_failed: int) -> str:
+    """"3 not read (2 timeout, 1 unparseable)": the judge's unread requests with their kinds from ``parse_rates``."""
+    pr = t.get("parse_rates")
+    why = ""
+    if pr is not None and len(pr) and set(KIND_COLUMNS) <= set(pr.columns):
+        why = describe_kinds(pr.loc[pr["judge"] == judge, list(KIND_COLUMNS)].sum())
+    return f"{n_failed} not read" + (f" ({md_text(why)})" if why and n_failed else "")
+
+
 def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed: int,
                  n_requested: int | None = None) -> list[str]:
-    lines = [f"**{md_text(judge)}** - {n_parsed} replies read, {n_failed} parse failures excluded from every metric."]
+    lines = [f"**{md_text(judge)}** - {n_parsed} replies read, {_unread_words(judge, t, n_failed)}, excluded from "
+             "every metric."]
     if n_parsed == 0:
         lines.append("No reply could be read as an answer in the output contract, so this run reports no "
                      "CFR, MASD or accuracy for this judge.")
@@ -331,7 +342,7 @@ def findings_markdown(result: Any) -> str:
                      "say nothing about any model._")
     for judge in s.get("judges", []):
         parts.append("\n".join(f"- {ln}" if i else ln for i, ln in enumerate(
-            _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_parse_failures"].get(judge, 0)),
+            _judge_block(judge, t, int(s["n_parsed"].get(judge, 0)), int(s["n_not_read"].get(judge, 0)),
                          n_requested=len(s.get("dimensions", []))))))
     star = s.get("star") or {}
     n_star = len(star.get("items", [])) or None

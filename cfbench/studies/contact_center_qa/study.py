@@ -23,6 +23,7 @@ import pandas as pd
 from cfbench.core.text import md_code, md_safe
 from cfbench.core.errors import InputError
 from cfbench.perturb import DIMENSIONS
+from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS, describe_kinds
 from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import explorer as _explorer
@@ -257,7 +258,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     result.run_dir, result._keep = folder, keep
     labels = {d: DIMENSIONS[d].label for d in dims}
     result.figures = _figures.study_figures(tables, dimensions=dims, labels=labels, n_items=len(walked["items"]))
-    _say_parse_failures(walked["parsed"])
+    _say_parse_failures(walked["parsed"], tables["parse_rates"])
     if say_warnings:
         for line in tables["warnings"]["message"]:
             print(f"warning: {line}")
@@ -722,7 +723,10 @@ def drop_warnings(params: Params, dims: Sequence[str], variants: pd.DataFrame, r
             reason = f"every one of its {len(made)} variants was rejected: " + \
                 made["rejection_reason"].astype(str).value_counts().index[0]
         else:
-            reason = "no pair of readable replies (parse failures) among its variants"
+            why = describe_kinds(tables["parse_rates"][list(KIND_COLUMNS)].sum()) if len(
+                tables.get("parse_rates", ())) else ""
+            reason = ("no pair of readable replies among its variants" +
+                      (f" (replies not read in this run: {why})" if why else ""))
         out.append({"kind": "dimension", "judge": "", "dimension": dim, "reason": reason,
                     "message": f"dimension {dim} was requested but yields no judged variant: {reason}"})
     if params.qa_mode == "compact" and len(rows):
@@ -798,7 +802,8 @@ def _summary(params: Params, walked: Mapping[str, Any], tables: dict[str, pd.Dat
         "n_requests": walked["n_requests"],
         "parse_ok_rate": sum(k for _, k in parsed.values()) / n_judged if n_judged else float("nan"),
         "n_parsed": {j: k for j, (_, k) in sorted(parsed.items())},
-        "n_parse_failures": {j: n - k for j, (n, k) in sorted(parsed.items())},
+        "n_not_read": {j: n - k for j, (n, k) in sorted(parsed.items())},
+        "failures_by_kind": _failures_by_kind(tables["parse_rates"]),
         "run_stats": walked["run_stats"], "wall_s": round(time.time() - t0, 1),
         "mean_cfr_pct": (base.groupby("judge")["cfr"].mean() * 100).round(2).to_dict(),
         "robustness_cfr_pct": (rob_same.set_index("judge")["value"] * 100).round(2).to_dict() if len(rob_same) else {},
@@ -813,11 +818,24 @@ def _summary(params: Params, walked: Mapping[str, Any], tables: dict[str, pd.Dat
     }
 
 
-def _say_parse_failures(parsed: Mapping[str, Sequence[int]]) -> None:
+def _failures_by_kind(parse_rates: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """``{judge: {kind: n}}`` from ``parse_rates``' kind columns (all tasks), kinds with a count only."""
+    out: dict[str, dict[str, int]] = {}
+    if not len(parse_rates):
+        return out
+    sums = parse_rates.groupby("judge", sort=True)[list(KIND_COLUMNS)].sum()
+    for judge, row in sums.iterrows():
+        out[str(judge)] = {k: int(row[c]) for k, c in zip(FAILURE_KINDS, KIND_COLUMNS) if int(row[c])}
+    return out
+
+
+def _say_parse_failures(parsed: Mapping[str, Sequence[int]], parse_rates: pd.DataFrame) -> None:
+    kinds = _failures_by_kind(parse_rates)
     for judge, (n, n_ok) in sorted(parsed.items()):
         if n_ok == 0:
-            print(f"{judge}: none of its {n} replies could be read as an answer in the output "
-                  "contract; no CFR, MASD or accuracy is reported for this judge.")
+            why = describe_kinds(kinds.get(judge, {}))
+            print(f"{judge}: none of its {n} requests gave a reply that could be read as an answer in the output "
+                  f"contract ({why or 'no reason recorded'}); no CFR, MASD or accuracy is reported for this judge.")
 
 
 def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], questions: Sequence[str],

@@ -18,8 +18,9 @@ shard judged elsewhere, a later wave of a sequential audit) to the same tables a
 
 The study's column names are passed to :mod:`cfbench.metrics.counterfactual` here (the metrics module has
 no study defaults); the unit statistics come from its :func:`~cfbench.metrics.counterfactual.pair_table`,
-so there is one implementation of "a pair". Parse failures are excluded from every metric through
-``parse_ok``; the tables carry the excluded n (``n_pairs_excluded``, ``n_unparsed``).
+so there is one implementation of "a pair". Unread replies are excluded from every metric through
+``parse_ok``; the tables carry the excluded n (``n_pairs_excluded``, ``n_unparsed``), and ``parse_rates``
+counts them per reason (``n_timeout``, ``n_unparseable``, ... from :mod:`cfbench.judges.failures`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.judges.failures import KIND_COLUMNS, kind_counts
 from cfbench.metrics import counterfactual as M
 from cfbench.metrics.state import ItemState, ItemStatistics
 
@@ -195,10 +197,7 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
         s.add("kappa", _kappa_counts(qa_rob))
     s.add("judge_means", _mean_cells(r))
     if judgments is not None and len(judgments):
-        s.add("parse_rates", judgments.assign(_ok=judgments["parse_ok"].astype(float),
-                                          _hit=judgments["cache_hit"].astype(float))
-              .groupby(["judge", "task"], sort=True).agg(n=("_ok", "size"), ok=("_ok", "sum"), hit=("_hit", "sum"))
-              .reset_index())
+        s.add("parse_rates", _read_counts(judgments))
     qa_ok = r[(r["task"] == "qa") & r["parse_ok"].astype(bool)]
     for judge, g in qa_ok.groupby("judge"):  # presence flags only: they merge as a union
         s.flag(("qa_parsed", judge))
@@ -207,6 +206,16 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
     if variants is not None:
         s.add("variants", variants[[c for c in _VARIANT_COLUMNS if c in variants.columns]])
     return s
+
+
+def _read_counts(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Per judge x task: requests ``n``, read ``ok``, cache hits ``hit`` and, per failure kind
+    (:data:`cfbench.judges.failures.KIND_COLUMNS`), the requests not read for that reason; sums, so the
+    counts of disjoint chunks add up."""
+    counts = kind_counts(judgments, ["judge", "task"])
+    sums = (judgments.assign(_ok=judgments["parse_ok"].astype(float), _hit=judgments["cache_hit"].astype(float))
+            .groupby(["judge", "task"], sort=True).agg(ok=("_ok", "sum"), hit=("_hit", "sum")).reset_index())
+    return sums.merge(counts, on=["judge", "task"], how="left")
 
 
 def gate_item_stats(rows: pd.DataFrame) -> ItemStatistics:
@@ -446,13 +455,25 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
         fair_ev.rename(columns={"yes_evidence_verified": "fair_yes_evidence_verified",
                                 "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     out["judge_means"] = _judge_means(s.frame("judge_means"), n_boot=n_boot, seed=seed)
-    pr = s.frame("parse_rates")
-    if len(pr):
-        pr = pr.groupby(["judge", "task"], sort=True)[["n", "ok", "hit"]].sum().reset_index()
-        pr = pd.DataFrame({"judge": pr["judge"], "task": pr["task"], "n": pr["n"].astype(int),
-                           "parse_ok": pr["ok"] / pr["n"], "cache_hit": pr["hit"] / pr["n"],
-                           "n_parse_failures": (pr["n"] - pr["ok"]).astype(int)})
-    out["parse_rates"] = pr
+    out["parse_rates"] = _parse_rates(s.frame("parse_rates"))
+    return out
+
+
+#: the columns of ``parse_rates``: ``n_not_read`` is every request without a usable answer, and the kind
+#: columns split it by reason (a timeout or a request never sent is not a parse failure; ``n_unparseable`` is)
+PARSE_RATE_COLUMNS = ["judge", "task", "n", "parse_ok", "cache_hit", "n_not_read", *KIND_COLUMNS]
+
+
+def _parse_rates(pr: pd.DataFrame) -> pd.DataFrame:
+    """``parse_rates`` (:data:`PARSE_RATE_COLUMNS`) from the summed per-chunk counts of :func:`_read_counts`."""
+    if not len(pr):
+        return pd.DataFrame(columns=PARSE_RATE_COLUMNS)
+    pr = pr.groupby(["judge", "task"], sort=True)[["n", "ok", "hit", *KIND_COLUMNS]].sum().reset_index()
+    out = pd.DataFrame({"judge": pr["judge"], "task": pr["task"], "n": pr["n"].astype(int),
+                        "parse_ok": pr["ok"] / pr["n"], "cache_hit": pr["hit"] / pr["n"],
+                        "n_not_read": (pr["n"] - pr["ok"]).astype(int)})
+    for col in KIND_COLUMNS:
+        out[col] = pr[col].astype(int)
     return out
 
 
