@@ -93,7 +93,8 @@ def test_findings_are_generated_from_the_numbers(small_result):
     text = small_result.findings()
     assert "2 transcripts" in text and "scripted test double" in text
     n_fail = int((~small_result.frames["judgments"]["parse_ok"]).sum())
-    assert f"{n_fail} parse failures excluded" in text
+    assert n_fail > 0
+    assert f"{n_fail} not read ({n_fail} unparseable), excluded" in text  # the double's replies all arrive
 
 
 def test_audit_own_transcripts_in_a_few_lines(tmp_path):

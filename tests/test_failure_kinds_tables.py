@@ -132,3 +132,41 @@ def test_a_plan_only_run_counts_not_sent_and_no_parse_failure(tmp_path, monkeypa
     others = [c for c in KIND_COLUMNS if c != "n_not_sent"]
     assert (pr[others] == 0).all().all()
     assert NOT_SENT == FAILURE_KINDS[0]
+
+
+def test_judge_bias_parse_failures_table_counts_each_kind():
+    """judge_bias' ``parse_failures`` table: one column per kind, a timed-out call and a request never sent
+    are not unparseable replies."""
+    from cfbench.studies.judge_bias.study import _unread_table
+    from cfbench.studies.judge_bias.tasks import parse_judgments
+
+    def row(rid, text, error=None):
+        return {"request_id": rid, "text": text, "ok": error is None, "error": error, "top_logprobs": None}
+
+    j = pd.DataFrame([row("i1/pairwise/baseline/realA", "A"),
+                      row("i1/pairwise/baseline/realB", None, "RetryableError: timeout: no reply within timeout_s=9 s"),
+                      row("i2/pairwise/baseline/realA", "Both replies are fine"),
+                      row("i2/pairwise/baseline/realB", "I cannot choose between these."),
+                      row("i2/pairwise/source/realA", None, "not sent (plan only): recorded"),
+                      row("i3/pairwise/source/realA", None, "JudgeError: 429 Too Many Requests: slow down")])
+    t = _unread_table(parse_judgments(j)).set_index("condition")
+    assert t.loc["baseline", ["n", "parsed", "n_not_read"]].tolist() == [4, 1, 3]
+    assert t.loc["baseline", ["n_timeout", "n_unparseable", "n_refusal", "n_not_sent"]].tolist() == [1, 1, 1, 0]
+    assert t.loc["source", ["n", "n_not_read", "n_not_sent", "n_http_error", "n_unparseable"]].tolist() == [2, 2, 1, 1, 0]
+    assert (t[list(KIND_COLUMNS)].sum(axis=1) == t["n_not_read"]).all()
+
+
+def test_a_dimension_without_pairs_says_which_replies_were_missing_and_why():
+    """The contact-center warning for a dimension with no judged pair names the kinds (it used to say
+    "parse failures" for requests that were never sent)."""
+    from cfbench.studies.contact_center_qa import Params
+    from cfbench.studies.contact_center_qa.study import drop_warnings
+    from cfbench.studies.contact_center_qa.tables import PARSE_RATE_COLUMNS
+
+    variants = pd.DataFrame({"item_id": ["c1"], "dimension": ["gender"], "condition": ["male"],
+                             "applicable": [True], "valid": [True], "reason": [""], "rejection_reason": [""]})
+    cfr = pd.DataFrame({"judge": ["j"], "arm": ["baseline"], "dimension": ["gender"], "n_pairs": [0]})
+    rates = pd.DataFrame([["j", "qa", 4, 0.0, 0.0, 4, 3, 1, 0, 0, 0, 0]], columns=PARSE_RATE_COLUMNS)
+    w = drop_warnings(Params(qa_mode="json"), ["gender"], variants, pd.DataFrame(), {"cfr": cfr, "parse_rates": rates})
+    msg = w.loc[w["dimension"] == "gender", "message"].iloc[0]
+    assert "3 not sent (plan only), 1 timeout" in msg and "parse failure" not in msg

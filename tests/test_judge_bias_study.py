@@ -140,7 +140,15 @@ def test_partial_parse_failures_are_counted_and_excluded_not_read_as_verdicts(tm
     result = run(params, out=tmp_path, progress=False)
     result.check()
     pf = result.tables["parse_failures"].set_index(["task", "condition"])
-    assert pf.loc[("pairwise", "source"), "failures"] == 4 and pf.loc[("pairwise", "baseline"), "failures"] == 4
+    assert pf.loc[("pairwise", "source"), "n_not_read"] == 4 and pf.loc[("pairwise", "baseline"), "n_not_read"] == 4
+    # the replies came and could not be read: unparseable, not timeouts or any other kind
+    assert pf.loc[("pairwise", "source"), "n_unparseable"] == 4 and pf.loc[("pairwise", "baseline"), "n_unparseable"] == 4
+    from cfbench.judges.failures import KIND_COLUMNS
+
+    assert (pf[list(KIND_COLUMNS)].sum(axis=1) == pf["n_not_read"]).all()
+    assert result.summary["failures_by_kind"] == {"unparseable": int(pf["n_not_read"].sum())}
+    assert f"{int(pf['n_not_read'].sum())} answers not read ({int(pf['n_not_read'].sum())} unparseable)" \
+        in result.findings()
     cues = result.tables["cues"].set_index("cue")
     assert cues.loc["source", "n_items"] == 0 and cues.loc["source", "shift_ci_method"].startswith("none:")
     assert result.tables["position"].set_index("metric").loc["position_consistency", "n_items"] == 0

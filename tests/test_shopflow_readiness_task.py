@@ -95,8 +95,33 @@ def test_attach_scores_excludes_whole_pairs_with_a_failed_variant(pairs):
     assert set(s.frame.pair_id) == {"sf01", "sf03"} and len(s.frame) == 4
     assert s.frame.score.tolist() == pytest.approx([0.8] * 4)
     assert s.excluded.to_dict(orient="records") == [
-        {"pair_id": "sf02", "variant": "conversational", "reason": "unparseable reply 'hmm'"}]
+        {"pair_id": "sf02", "variant": "conversational", "reason": "unparseable reply 'hmm'",
+         "failure": "unparseable"}]
     assert len(s.parsed) == 6
+
+
+def test_a_missing_score_says_why_timeouts_are_not_parse_failures(pairs):
+    """Issue 37: each unscored request carries its failure kind; a call that timed out or was never sent is
+    not an unparseable reply."""
+    why = {("sf01", "formal"): _j("x", None, None, ok=False, error="RetryableError: timeout: no reply within "
+                                   "timeout_s=120 s (gave up after 3 attempt(s))"),
+           ("sf02", "formal"): _j("x", None, None, ok=False, error="not sent (plan only): recorded"),
+           ("sf02", "conversational"): _j("x", "I'm sorry, I can't judge that.", None),
+           ("sf03", "formal"): _j("x", "hmm", None)}
+    rows = []
+    for r in pairs.itertuples():
+        rid = R.request_id(r.pair_id, r.variant, "baseline")
+        j = why.get((r.pair_id, r.variant), _j("x", "Yes", {"Yes": math.log(0.8), "No": math.log(0.2)}))
+        rows.append(dict(j, request_id=rid))
+    parsed = R.parse_readiness(pd.DataFrame(rows))
+    with pytest.raises(InputError, match="no pair has every variant scored"):
+        R.attach_scores(pairs, parsed)
+    kinds = dict(zip(parsed["request_id"], parsed["failure"]))
+    assert kinds[R.request_id("sf01", "formal", "baseline")] == "timeout"
+    assert kinds[R.request_id("sf02", "formal", "baseline")] == "not sent (plan only)"
+    assert kinds[R.request_id("sf02", "conversational", "baseline")] == "refusal"
+    assert kinds[R.request_id("sf03", "formal", "baseline")] == "unparseable"
+    assert parsed["failure"].isna().sum() == len(parsed) - 4 and (parsed["failure"].isna() == parsed["parse_ok"]).all()
 
 
 def test_attach_scores_requires_a_judgment_per_row(pairs):

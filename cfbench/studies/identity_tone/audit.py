@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.judges.base import GenerationConfig
+from cfbench.judges.failures import failure_counts
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_table
 from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, identity_ids, identity_variants
@@ -216,6 +217,8 @@ def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str,
     audit.summary.update({
         "run_stats": run_stats,
         "status_counts": responses.groupby(["model", "status"]).size().unstack(fill_value=0).to_dict("index"),
+        # the failed calls (status "error") by why they failed: timeout, http error, not sent (plan only) ...
+        "errors_by_kind": failure_counts(responses.loc[responses["status"].eq("error")], by="model"),
         "refusal_counts": responses.groupby(["model", "refusal"]).size().unstack(fill_value=0).to_dict("index"),
     })
     return audit

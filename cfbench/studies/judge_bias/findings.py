@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cfbench.judges.failures import KIND_COLUMNS, describe_kinds
 from cfbench.stats import verdicts as V
 from cfbench.core.text import md_code
 
@@ -37,8 +38,9 @@ def invariants(result: Any) -> dict[str, bool]:
     checks = {
         "every planned request answered or recorded as failed, per judge":
             len(result.frames["judgments"]) == S["n_requests"] * n_j == len(result.sent_ids) * n_j,
-        "every reply parsed or counted as a parse failure": len(parsed) == S["n_requests"] * n_j
-        and int(T["parse_failures"]["failures"].sum()) == S["n_parse_failures"],
+        "every reply parsed or counted as not read, by reason": len(parsed) == S["n_requests"] * n_j
+        and int(T["parse_failures"]["n_not_read"].sum()) == S["n_not_read"]
+        and int(T["parse_failures"][list(KIND_COLUMNS)].sum().sum()) == S["n_not_read"],
         "pairwise answers are A or B only": set(parsed.loc[parsed["parse_ok"] & (parsed["task"] == "pairwise"),
                                                        "answer"]) <= {"A", "B"},
         "pointwise scores within 1..10": bool(parsed.loc[parsed["task"] == "pointwise", "score"].dropna()
@@ -107,6 +109,12 @@ def _p(x: float) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.3g}"
 
 
+def _unread(S: Any) -> str:
+    """"5 answers not read (3 timeout, 2 unparseable)"."""
+    why = describe_kinds(S.get("failures_by_kind", {}))
+    return f"{S['n_not_read']} answers not read" + (f" ({why})" if why else "")
+
+
 def run_header(result: Any) -> str:
     S = result.summary
     kinds = ", ".join(f"{v} {k}" for k, v in S["items_by_kind"].items())
@@ -116,7 +124,7 @@ def run_header(result: Any) -> str:
     double = (" **A scripted test double is among the judges: its numbers show the machinery works and say nothing "
               "about any model.**" if S["test_double_judges"] else "")
     return (f"{who} on {S['n_items']} items ({kinds}) from **{S['source']}** ({S['source_note']}); "
-            f"{S['n_requests']} requests per judge, {S['n_parse_failures']} parse failures in all (never read as a "
+            f"{S['n_requests']} requests per judge, {_unread(S)} in all (never read as a "
             f"verdict). Noise reference: {S['noise_reference']}.{double}")
 
 

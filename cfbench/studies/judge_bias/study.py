@@ -25,6 +25,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
 from cfbench.core.seeding import rng_for
+from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS, describe_kinds
 from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.validate import rejection_table
@@ -269,15 +270,14 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
                 writer = out if isinstance(out, RunOutput) else RunOutput(out)
                 writer.table("items", items)
                 writer.table("answers", pd.concat(parsed_all, ignore_index=True))
-            raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures ({failed} failed "
-                             f"calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, accuracy or cue number is "
-                             "computed", source="judge_bias", field="judges")
+            kinds = describe_kinds(pw["failure"].value_counts().to_dict())
+            raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures or failed calls "
+                             f"({kinds}; {failed} failed calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, "
+                             "accuracy or cue number is computed", source="judge_bias", field="judges")
         ch = M.choices(parsed)
         position, accuracy = M.position_table(ch, n_boot=params.n_boot, seed=params.seed), M.accuracy_table(ch, items)
         responsive = M.responsiveness_of(position, accuracy)  # verdicts: no pass for a judge not shown to look
-        t = {"parse_failures": (parsed.groupby(["task", "condition"])["parse_ok"]
-                                .agg(n="size", parsed="sum").reset_index()
-                                .assign(failures=lambda d: d["n"] - d["parsed"])),
+        t = {"parse_failures": _unread_table(parsed),
              "position": position, "accuracy": accuracy,
              "noise": M.noise_table(ch),
              "cues": M.cue_table(ch, targets, params.cues, gate_max=params.gate_max_net_flip, alpha=params.alpha,
@@ -314,9 +314,10 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
         "prompt_version": PROMPT_VERSION, "source": p.source, "source_note": p.why,
         "n_items": len(p.items), "items_by_kind": items["kind"].value_counts().to_dict(),
         "n_requests": len(p.requests), "n_requests_all_judges": len(p.requests) * len(params.judges),
-        "n_parse_failures": int((~parsed["parse_ok"]).sum()),
-        "n_parse_failures_by_judge": {j: int((~parsed.loc[parsed["judge"] == j, "parse_ok"]).sum())
-                                      for j in params.judges},
+        "n_not_read": int((~parsed["parse_ok"]).sum()),
+        "n_not_read_by_judge": {j: int((~parsed.loc[parsed["judge"] == j, "parse_ok"]).sum())
+                                for j in params.judges},
+        "failures_by_kind": {k: int(n) for k, n in parsed["failure"].dropna().value_counts().sort_index().items()},
         # descriptive: mean P(A) among the first token's alternatives, baseline prompt, both orders (NaN: no logprobs)
         "mean_p_a_baseline": {j: float(pw_base.loc[pw_base["judge"] == j, "p_a"].mean()) for j in params.judges},
         "cue_perturbers": {c: get_cue(c).description.to_dict() for c in params.cues},
@@ -336,6 +337,20 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
+
+
+def _unread_table(parsed: pd.DataFrame) -> pd.DataFrame:
+    """``parse_failures``: per task x condition the answers asked for (``n``), read (``parsed``), not read
+    (``n_not_read``) and, per reason, the unread ones (``n_timeout``, ``n_unparseable``, ...; the kinds of
+    :mod:`cfbench.judges.failures`): a timeout is never counted as a parse failure."""
+    kinds = parsed["failure"].map(lambda k: k if isinstance(k, str) else None)
+    by = ["task", "condition"]
+    base = parsed.groupby(by)["parse_ok"].agg(n="size", parsed="sum").reset_index()
+    base["n_not_read"] = base["n"] - base["parsed"]
+    for kind, col in zip(FAILURE_KINDS, KIND_COLUMNS):
+        hit = parsed.assign(_hit=(kinds == kind).astype(int)).groupby(by)["_hit"].sum()
+        base[col] = base.set_index(by).index.map(hit).astype(int)
+    return base
 
 
 def noise_reference_note(params: Params) -> str:

@@ -33,6 +33,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from cfbench.judges.base import GenerationConfig, Request, Response
+from cfbench.judges.failures import failure_kind
 from cfbench.judges.scripted import register_script
 from cfbench.perturb.judge_cues import CandidatePair
 
@@ -122,7 +123,9 @@ def p_a_from_logprobs(top_logprobs: Any) -> float:
 
 
 def parse_judgments(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Judgments with ``item_id, task, condition, order, answer, p_a, score, parse_ok, raw``."""
+    """Judgments with ``item_id, task, condition, order, answer, p_a, score, parse_ok, failure, raw``;
+    ``failure`` is why an answer is missing (a kind of :data:`cfbench.judges.failures.FAILURE_KINDS`:
+    timeout, refusal, unparseable, ...), None where it was read."""
     rows = []
     for r in judgments.itertuples(index=False):
         item_id, task, condition, order = str(r.request_id).rsplit("/", 3)
@@ -133,6 +136,8 @@ def parse_judgments(judgments: pd.DataFrame) -> pd.DataFrame:
         rows.append({"item_id": item_id, "task": task, "condition": condition, "order": order,
                      "answer": ans, "p_a": p_a_from_logprobs(r.top_logprobs) if task == "pairwise" and ok else math.nan,
                      "score": float(score) if score is not None else math.nan, "parse_ok": ok,
+                     "failure": failure_kind(None if bool(r.ok) else (r.error or "no reply"), parse_ok=ok,
+                                             text=raw),
                      "raw": raw if raw is not None else f"<failed: {r.error}>"})
     return pd.DataFrame(rows)
 

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from cfbench.judges.failures import describe_kinds
 from cfbench.stats import verdicts as VD
 from cfbench.core.text import md_code
 
@@ -267,10 +268,12 @@ def findings_markdown(result: "ShopflowResult") -> str:
         audit = result.audits["judged"]
         name = f"Judge `{judged['judge']}`" + (" (a scripted test double: these numbers mean nothing about any "
                                                "model)" if judged["judge_is_test_double"] else "")
-        parse_fail = judged["score_sources"].get("parse_failure", 0)
+        not_read = judged["score_sources"].get("not read", 0)
+        why = describe_kinds(judged.get("failures_by_kind", {}))
         parts += _part_paragraphs(name, audit, judged, judged=True)
-        parts.append(f"Parsing: {parse_fail} of {sum(judged['score_sources'].values())} replies were not a Yes/No "
-                     f"answer; {judged['n_pairs_excluded']} pair(s) were excluded whole (listed in "
+        parts.append(f"Parsing: {not_read} of {sum(judged['score_sources'].values())} requests gave no Yes/No "
+                     f"answer{f' ({why})' if why else ''}; {judged['n_pairs_excluded']} pair(s) were excluded whole "
+                     "(listed in "
                      f"`judged_excluded.csv`). Release: **{judged['decision']}**"
                      + (f", missing {', '.join(judged['missing'])}." if judged["missing"] else "."))
         if "candidate" in judged:

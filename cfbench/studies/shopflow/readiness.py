@@ -30,6 +30,7 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.judges.base import GenerationConfig, Request, Response, yes_probability
+from cfbench.judges.failures import failure_kind
 from cfbench.judges.scripted import register_script
 from cfbench.core.seeding import unit_interval as stable_unit
 
@@ -220,7 +221,9 @@ def parse_readiness(judgments: pd.DataFrame) -> pd.DataFrame:
 
     Columns added: ``score``, ``score_source`` (``logprobs``/``text``/``None``),
     ``parse_ok``, ``yes_no_mass`` (P(Yes)+P(No) before normalising: how much
-    of the first token the two answers cover).
+    of the first token the two answers cover), ``error`` (the call's) and
+    ``failure`` (why there is no score: a kind of
+    :data:`cfbench.judges.failures.FAILURE_KINDS`, None for a scored reply).
     """
     rows = []
     for r in judgments.itertuples(index=False):
@@ -232,9 +235,12 @@ def parse_readiness(judgments: pd.DataFrame) -> pd.DataFrame:
         if answer is not None:  # the reply states an answer; its first token's alternatives refine it
             p = yes_probability(top)
             score, source = (p, "logprobs") if not math.isnan(p) else (answer, "text")
+        error = getattr(r, "error", None)
         rows.append({"request_id": r.request_id, "raw": text, "score": score, "score_source": source,
-                     "parse_ok": source is not None, "yes_no_mass": _yes_no_mass(top),
-                     "error": getattr(r, "error", None)})
+                     "parse_ok": source is not None, "yes_no_mass": _yes_no_mass(top), "error": error,
+                     "failure": failure_kind(None if ok else (error if isinstance(error, str) and error
+                                                              else "no reply"), parse_ok=source is not None,
+                                             text=text)})
     return pd.DataFrame(rows)
 
 
@@ -269,7 +275,8 @@ def attach_scores(pairs: pd.DataFrame, parsed: pd.DataFrame, *, prompt: str = "b
     bad = merged.loc[~merged["parse_ok"].astype(bool)]
     reasons = bad.apply(lambda r: f"judge error: {r['error']}" if isinstance(r["error"], str) and r["error"]
                         else f"unparseable reply {r['raw']!r}", axis=1) if len(bad) else pd.Series(dtype=str)
-    excluded = pd.DataFrame({"pair_id": bad["pair_id"], "variant": bad["variant"], "reason": reasons})
+    excluded = pd.DataFrame({"pair_id": bad["pair_id"], "variant": bad["variant"], "reason": reasons,
+                             "failure": bad["failure"] if "failure" in bad.columns else None})
     keep = ~pairs["pair_id"].isin(set(excluded["pair_id"]))
     if not keep.any():
         raise InputError("no pair has every variant scored", source="readiness.attach_scores", field="score")

@@ -23,6 +23,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import params_from_mapping
 from cfbench.io.pairs import load_pairs
+from cfbench.judges.failures import describe_kinds
 from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 
@@ -168,8 +169,9 @@ def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) 
     if not parsed["parse_ok"].any():
         failed = int((~run_.judgments["ok"].astype(bool)).sum()) if "ok" in run_.judgments else 0
         example = parsed["error"].dropna().iloc[0] if failed else parsed["raw"].iloc[0]
-        raise InputError(f"no pair has every variant scored: all {len(parsed)} replies from {params.judge} are "
-                         f"parse failures ({failed} failed calls; e.g. {str(example)[:80]!r}); no rate or gap "
+        kinds = describe_kinds(parsed["failure"].value_counts().to_dict())
+        raise InputError(f"no pair has every variant scored: none of the {len(parsed)} replies from {params.judge} "
+                         f"could be read ({kinds}; e.g. {str(example)[:80]!r}); no rate or gap "
                          "is computed", source="shopflow judged audit", field="score")
     scored = R.attach_scores(pairs, parsed, prompt=prompt, variants=list(params.variants))
     return run_, parsed, scored
@@ -243,7 +245,8 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
         "score": "P(ready) from first-token logprobs",
         "n_pairs_loaded": int(pairs["pair_id"].nunique()), "n_pairs_excluded": int(scored.excluded["pair_id"].nunique()),
         "excluded": scored.excluded.to_dict(orient="records"),
-        "score_sources": parsed["score_source"].fillna("parse_failure").value_counts().to_dict(),
+        "score_sources": parsed["score_source"].fillna("not read").value_counts().to_dict(),
+        "failures_by_kind": {k: int(n) for k, n in parsed["failure"].dropna().value_counts().sort_index().items()},
         "min_yes_no_mass": float(parsed["yes_no_mass"].min()),
         "mean_score": rows.groupby("variant")["score"].mean().to_dict(),
         "mcnemar": {k: vars(v) for k, v in mcn.items()},
