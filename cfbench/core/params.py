@@ -21,7 +21,7 @@ from typing import Any, Mapping, TypeVar
 from .errors import InputError
 from .files import shorten
 
-__all__ = ["params_from_mapping", "params_to_mapping", "check_floors"]
+__all__ = ["params_from_mapping", "params_to_mapping", "check_floors", "check_judge_settings"]
 
 P = TypeVar("P")
 
@@ -82,6 +82,22 @@ def check_floors(cls: type, values: Mapping[str, Any], *, source: Any = "paramet
         if low is not None and value < low:
             where = source(name) if callable(source) else source
             raise InputError(f"must be at least {low}, got {shorten(value)}", source=where, field=name)
+
+
+def check_judge_settings(params: Any) -> None:
+    """A study's operational judge settings, where it has them: ``concurrency`` a whole number >= 0 (0:
+    adapt to the server) and ``timeout_s`` a finite number >= 0 (0: the default). Raises
+    :class:`InputError` naming the field."""
+    import math
+
+    c = getattr(params, "concurrency", 0)
+    if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+        raise InputError(f"must be a whole number >= 0 (0: adapt to the server), got {shorten(c)}",
+                         source="parameters", field="concurrency")
+    t = getattr(params, "timeout_s", 0.0)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise InputError(f"must be a number of seconds >= 0 (0: 600), got {shorten(t)}", source="parameters",
+                         field="timeout_s")
 
 
 def _floor(f: dataclasses.Field, ok_types: tuple[type, ...]) -> int | float | None:

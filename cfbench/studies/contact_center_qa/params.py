@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
-from cfbench.core.params import params_from_mapping, params_to_mapping
+from cfbench.core.params import check_judge_settings, params_from_mapping, params_to_mapping
 
 __all__ = ["Params", "dims_of"]
 
@@ -93,6 +93,8 @@ def _check_specs(name: str, values: Any, *, need_one: bool) -> None:
 def _check(p: "Params") -> None:
     """Every field's range, naming the field (a run must fail here, not in a pandas index later)."""
     from .qa import QA_MODES
+
+    check_judge_settings(p)
 
     _check_specs("judges", p.judges, need_one=True)
     _check_specs("questions", p.questions, need_one=True)

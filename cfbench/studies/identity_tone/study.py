@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.text import md_code, md_safe, md_text
-from cfbench.core.params import params_from_mapping, params_to_mapping
+from cfbench.core.params import check_judge_settings, params_from_mapping, params_to_mapping
+from cfbench.judges.runner import uses_judge_settings
 from cfbench.metrics.lexicon import TONE_METRICS
 from cfbench.perturb.stimuli import identity_ids, identity_label
 from cfbench.report import RunOutput, StudyResult
@@ -38,6 +39,8 @@ class Params:
     repeat_penalty: float = 1.0  # llama.cpp repeat penalty for local models; 1.0 means none (API models never get it)
     use_cache: bool = False  # cache replies in the cfbench response cache
     local_threads: int = 0  # CPU threads for local judges; 0 means the backend default
+    concurrency: int = 0  # model calls in flight (0: adapt to the server's latency); not part of any cache key
+    timeout_s: float = 0.0  # seconds a model call may take from the moment it is sent (0: 600)
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
@@ -59,6 +62,7 @@ class Params:
                              field="repeat_penalty")
         if not self.fresh_models:
             raise InputError("at least one model spec is needed", source="parameters", field="fresh_models")
+        check_judge_settings(self)
 
 
 @dataclass
@@ -352,6 +356,7 @@ def iter_requests(params: Params) -> Iterator[Any]:
     yield from P.build_advice_requests(variants, config=config, system=system)
 
 
+@uses_judge_settings
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None) -> IdentityToneResult:
     """Run the study: reproduce the released data (when available), then a fresh audit.
 

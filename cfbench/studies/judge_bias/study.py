@@ -23,9 +23,10 @@ import pandas as pd
 from cfbench.core.text import md_safe
 from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
-from cfbench.core.params import params_from_mapping
+from cfbench.core.params import check_judge_settings, params_from_mapping
 from cfbench.core.seeding import rng_for
 from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS, describe_kinds
+from cfbench.judges.runner import uses_judge_settings
 from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.validate import rejection_table
@@ -60,8 +61,11 @@ class Params:
     multiplicity: str = "holm"  # holm / fdr_bh, across the cues of one task
     n_boot: int = 1000  # bootstrap-t resamples of the mean intervals
     seed: int = 20260027  # item selection, cue targets, orders, padding
+    concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
+    timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
 
     def __post_init__(self) -> None:
+        check_judge_settings(self)
         for name in ("judges", "cues", "pointwise_cues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name, every in (("cues", BATTERY), ("pointwise_cues", POINTWISE_CUES)):
@@ -234,6 +238,7 @@ class JudgeBiasResult(StudyResult):
         return md_safe(F.run_header(self))
 
 
+@uses_judge_settings
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
         config_name: str | None = None, progress: bool = True, items: "list[Item] | None" = None) -> JudgeBiasResult:
     """Build the items, judge every request, compute the tables and figures; write them under ``out``."""

@@ -21,7 +21,7 @@ import pandas as pd
 from cfbench.core.text import md_safe
 from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
-from cfbench.core.params import params_from_mapping
+from cfbench.core.params import check_judge_settings, params_from_mapping
 from cfbench.io.pairs import load_pairs
 from cfbench.judges.failures import describe_kinds
 from cfbench.judges.runner import uses_judge_settings
@@ -70,6 +70,7 @@ class Params:
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
 
     def __post_init__(self) -> None:
+        check_judge_settings(self)
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.variants) != 2 or len(set(self.variants)) != 2:
