@@ -170,3 +170,18 @@ def test_a_dimension_without_pairs_says_which_replies_were_missing_and_why():
     w = drop_warnings(Params(qa_mode="json"), ["gender"], variants, pd.DataFrame(), {"cfr": cfr, "parse_rates": rates})
     msg = w.loc[w["dimension"] == "gender", "message"].iloc[0]
     assert "3 not sent (plan only), 1 timeout" in msg and "parse failure" not in msg
+
+
+def test_the_runs_tallies_add_the_kinds_of_every_transcript():
+    """A contact-center run judges transcript by transcript; its ``run_stats`` used to keep the first
+    transcript's ``failures_by_kind`` and ``retries_by_kind`` (and summed the peaks)."""
+    from cfbench.studies.contact_center_qa.study import _add_stats
+
+    agg: dict = {}
+    _add_stats(agg, {"judge": "j", "n_failed": 1, "failures_by_kind": {"timeout": 1}, "retries_by_kind": {},
+                     "concurrency_history": [1, 2], "peak_in_flight": 2, "non_completion_rate": 0.5})
+    _add_stats(agg, {"judge": "j", "n_failed": 3, "failures_by_kind": {"timeout": 1, "unparseable": 2},
+                     "retries_by_kind": {"timeout": 4}, "concurrency_history": [2], "peak_in_flight": 1,
+                     "non_completion_rate": 1.0})
+    assert agg == {"judge": "j", "n_failed": 4, "failures_by_kind": {"timeout": 2, "unparseable": 2},
+                   "retries_by_kind": {"timeout": 4}, "concurrency_history": [1, 2, 2], "peak_in_flight": 2}

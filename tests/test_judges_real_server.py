@@ -12,12 +12,6 @@ missing ``[server]`` extra is a failure that says what to install.
 from __future__ import annotations
 
 import importlib.util
-import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -31,53 +25,30 @@ pytestmark = [pytest.mark.local_model,
                                  reason="real llama.cpp server tests switched off: CFBENCH_REAL_SERVER=0")]
 
 LOCAL = "local:qwen2.5-coder-1.5b"
-SERVER_DEPS = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    """``openai:`` spec of a llama.cpp server on loopback (2 threads, 4096 context), stopped afterwards."""
-    from cfbench.judges.local import embedded_model_status, ensure_embedded_model
+    """``openai:`` spec of a llama.cpp server on loopback (2 threads, 4096 context), stopped afterwards
+    (:func:`cfbench.judges.llama_server.embedded_server`, which the free-mode benchmark uses too)."""
+    from cfbench.judges.llama_server import ServerStartError, embedded_server, missing_server_deps
+    from cfbench.judges.local import embedded_model_status
 
     ok, why = embedded_model_status()
     if importlib.util.find_spec("llama_cpp") is None or not ok:
         pytest.skip(f"the [local] extra is absent: {why}")
-    missing = [m for m in SERVER_DEPS if importlib.util.find_spec(m) is None]
+    missing = missing_server_deps()
     assert not missing, f"llama-cpp-python's server needs {missing}: pip install 'cfbench[server]'"
-    model = ensure_embedded_model()
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"  # a file, not a pipe: its load log fills a pipe
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
-                                 "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"],
-                                stdout=sink, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/models", timeout=2) as resp:
-                    served = json.loads(resp.read())["data"][0]["id"]
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = log.read_text(errors="replace")[-2000:]
-                    pytest.fail(f"llama.cpp server did not come up on {base}: {err}")
-                time.sleep(0.5)
-        yield {"spec": f"openai:qwen2.5-coder-1.5b@{base}", "base_url": base, "served": served}
+        server = embedded_server(n_ctx=4096, n_threads=2, log=log)
+        info = server.__enter__()
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield info
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.__exit__(None, None, None)
 
 
 def _compare(frame, key: str, p_col: str, verdict_col: str, server: str, local: str) -> dict:

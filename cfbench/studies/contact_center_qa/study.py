@@ -361,6 +361,32 @@ def _budgeted(transcripts: Iterable[Any] | None, walk: Params) -> Iterable[Any] 
     return itertools.islice(transcripts, walk.max_items or None)
 
 
+def _is_count(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _add_stats(agg: dict, s: Mapping[str, Any]) -> None:
+    """Fold one transcript's runner tallies into the run's: counts add up (a ``peak_*`` is the largest),
+    counts by kind add up per kind (``failures_by_kind``, ``retries_by_kind``), lists follow one another
+    (``concurrency_history``), and the rest (the judge's name, mode, cost note) is the first transcript's."""
+    for k, v in s.items():
+        if k == "non_completion_rate":
+            continue
+        if _is_count(v) and k.startswith("peak"):
+            agg[k] = max(agg.get(k, v), v)  # the run's peak, not a sum of peaks
+        elif _is_count(v):
+            agg[k] = agg.get(k, 0) + v
+        elif isinstance(v, dict) and all(_is_count(x) for x in v.values()) and isinstance(agg.get(k, {}), dict):
+            have = dict(agg.get(k, {}))
+            for kind, n in v.items():
+                have[kind] = have.get(kind, 0) + n
+            agg[k] = dict(sorted(have.items()))
+        elif isinstance(v, list) and isinstance(agg.get(k, []), list):
+            agg[k] = list(agg.get(k, [])) + list(v)
+        else:
+            agg.setdefault(k, v)
+
+
 class _Walked:
     """What the walk keeps besides the item statistics: counts, the row-level checks, and the per-row frames
     of the first :data:`.requests.PREVIEW_ITEMS` transcripts."""
@@ -393,12 +419,7 @@ class _Walked:
         self.plan_summary.append(plan.summary())
         self.cost.append(estimate_cost(plan))
         for judge, s in st.items():
-            agg = self.run_stats.setdefault(judge, {})
-            for k, v in s.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "non_completion_rate":
-                    agg[k] = agg.get(k, 0) + v
-                elif k != "non_completion_rate":
-                    agg.setdefault(k, v)  # the judge's name, mode, cost note: the first transcript's
+            _add_stats(self.run_stats.setdefault(judge, {}), s)
         if len(judgments):
             for judge, g in judgments.groupby("judge", sort=False):
                 c = self.parsed.setdefault(judge, [0, 0])
