@@ -91,7 +91,7 @@ def embedded_server(*, n_ctx: int = 4096, n_threads: int = 2, log: "str | Path |
     why = unavailable()
     if why:
         raise ServerStartError(why)
-    model = ensure_embedded_model()
+    model = Path(ensure_embedded_model()).resolve()  # the file itself, not a link to it (the served model id)
     port = _free_port()
     with contextlib.ExitStack() as stack:
         if log is None:

@@ -270,15 +270,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
         stats[judge] = run_.stats
         pw = parsed[parsed["task"] == "pairwise"]
         if not pw["parse_ok"].any():
-            failed = int((~run_.judgments["ok"].astype(bool)).sum())
-            if out is not None:
-                writer = out if isinstance(out, RunOutput) else RunOutput(out)
-                writer.table("items", items)
-                writer.table("answers", pd.concat(parsed_all, ignore_index=True))
-            kinds = describe_kinds(pw["failure"].value_counts().to_dict())
-            raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures or failed calls "
-                             f"({kinds}; {failed} failed calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, "
-                             "accuracy or cue number is computed", source="judge_bias", field="judges")
+            _stop_nothing_read(judge, pw, run_.judgments, items, parsed_all, out)
         ch = M.choices(parsed)
         position, accuracy = M.position_table(ch, n_boot=params.n_boot, seed=params.seed), M.accuracy_table(ch, items)
         responsive = M.responsiveness_of(position, accuracy)  # verdicts: no pass for a judge not shown to look
@@ -342,6 +334,21 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
+
+
+def _stop_nothing_read(judge: str, pw: pd.DataFrame, judgments: pd.DataFrame, items: pd.DataFrame,
+                       parsed_all: list, out: Any) -> None:
+    """No pairwise answer of ``judge`` could be read: write the items and answers so far (with ``out``) and
+    raise :class:`InputError` saying why, by kind (timeout, unparseable, ...)."""
+    failed = int((~judgments["ok"].astype(bool)).sum())
+    if out is not None:
+        writer = out if isinstance(out, RunOutput) else RunOutput(out)
+        writer.table("items", items)
+        writer.table("answers", pd.concat(parsed_all, ignore_index=True))
+    kinds = describe_kinds(pw["failure"].value_counts().to_dict())
+    raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures or failed calls "
+                     f"({kinds}; {failed} failed calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, "
+                     "accuracy or cue number is computed", source="judge_bias", field="judges")
 
 
 def _unread_table(parsed: pd.DataFrame) -> pd.DataFrame:
