@@ -6,10 +6,14 @@ the same start-up as ``tests/test_judges_real_server.py``), runs a contact-cente
 dimension with one sampled condition, one question, one repeat) through ``openai:`` with adaptive
 concurrency, then sends the same requests one at a time (``concurrency=1``, no cache) to a freshly started
 server, and prints for each: requests completed, parsed, retried (by kind), failed (by kind), the
-concurrency history and the wall time, then the ratio of the two wall times and the CPU.
+concurrency history, the time spent in judge calls (the runner's ``wall_s``, summed over transcripts) and
+the wall time (the audit's includes its tables and figures), then the ratio of the two judge-call times
+and the CPU.
 
-Each measurement gets its own server process (started before the clock runs), so neither inherits the
-other's KV cache; the response cache is a temporary folder, so nothing is answered from an earlier run.
+Each measurement gets its own server process, started and warmed up with one short call before the clock
+runs, so neither inherits the other's KV cache or pays for paging the model in; the response cache is a
+temporary folder, so nothing is answered from an earlier run. Other load on the machine moves both times:
+run it on a quiet machine (the script prints the load average at the start and the end).
 
     nice python benchmarks/bench_free_mode.py            # 16 requests: minutes per run on 2 cores
     nice python benchmarks/bench_free_mode.py --n 2      # a smoke run of the script itself
@@ -62,6 +66,15 @@ def _params(spec: str, n_items: int, args: argparse.Namespace, *, concurrency: i
                   timeout_s=args.timeout_s)
 
 
+def _warm(spec: str) -> None:
+    """One short call before the clock runs: the server pages its model in and compiles its graphs here,
+    not in the first measured request (the first of two servers would otherwise pay for both)."""
+    from cfbench.judges import GenerationConfig, Request, run_requests
+
+    req = Request("warm-up", ({"role": "user", "content": "Say OK."},), GenerationConfig(max_tokens=2))
+    run_requests(spec, [req], cache=False, progress=False)
+
+
 def _adaptive(spec: str, transcripts: list, args: argparse.Namespace) -> dict:
     """The audit as a user runs it (adaptive concurrency, the run's cache); its judgments and tallies."""
     from cfbench.studies.contact_center_qa.study import run
@@ -72,7 +85,8 @@ def _adaptive(spec: str, transcripts: list, args: argparse.Namespace) -> dict:
     wall = time.perf_counter() - t0
     j = r.frames["judgments"]
     s = r.summary["run_stats"][spec]
-    return {"wall_s": wall, "ids": sorted(j["request_id"]), "n": len(j), "ok": int(j["ok"].sum()),
+    return {"wall_s": wall, "calls_s": float(s.get("wall_s", float("nan"))), "ids": sorted(j["request_id"]),
+            "n": len(j), "ok": int(j["ok"].sum()),
             "parsed": int(j["parse_ok"].sum()), "retried": int(s.get("n_retried", 0)),
             "retries_by_kind": dict(s.get("retries_by_kind", {})), "failed": int(s.get("n_failed", 0)),
             "failures_by_kind": dict(s.get("failures_by_kind", {})),
@@ -88,7 +102,7 @@ def _one_at_a_time(spec: str, transcripts: list, args: argparse.Namespace) -> di
     from cfbench.studies.contact_center_qa.judging import iter_judged
 
     params = _params(spec, len(transcripts), args, concurrency=1)
-    ids, n, ok, parsed, retried, failed = [], 0, 0, 0, 0, 0
+    ids, n, ok, parsed, retried, failed, calls_s = [], 0, 0, 0, 0, 0, 0.0
     by_retry, by_fail = collections.Counter(), collections.Counter()
     t0 = time.perf_counter()
     with judge_settings(concurrency=1, timeout_s=args.timeout_s or None):
@@ -97,9 +111,11 @@ def _one_at_a_time(spec: str, transcripts: list, args: argparse.Namespace) -> di
             ids += list(j["request_id"])
             n, ok, parsed = n + len(j), ok + int(j["ok"].sum()), parsed + int(j["parse_ok"].sum())
             retried, failed = retried + int(s.get("n_retried", 0)), failed + int(s.get("n_failed", 0))
+            calls_s += float(s.get("wall_s", float("nan")))
             by_retry.update(s.get("retries_by_kind", {}))
             by_fail.update(s.get("failures_by_kind", {}))
-    return {"wall_s": time.perf_counter() - t0, "ids": sorted(ids), "n": n, "ok": ok, "parsed": parsed,
+    return {"wall_s": time.perf_counter() - t0, "calls_s": calls_s, "ids": sorted(ids), "n": n, "ok": ok,
+            "parsed": parsed,
             "retried": retried, "retries_by_kind": dict(by_retry), "failed": failed,
             "failures_by_kind": dict(by_fail), "concurrency": [1]}
 
@@ -108,7 +124,8 @@ def _line(name: str, m: dict) -> str:
     kinds = lambda d: ", ".join(f"{v} {k}" for k, v in sorted(d.items())) or "none"  # noqa: E731
     return (f"{name:14s} completed {m['ok']}/{m['n']} ({100 * m['ok'] / m['n']:.0f} %), parsed {m['parsed']}, "
             f"retried {m['retried']} ({kinds(m['retries_by_kind'])}), failed {m['failed']} "
-            f"({kinds(m['failures_by_kind'])}), concurrency {m['concurrency']}, wall {m['wall_s']:.1f} s")
+            f"({kinds(m['failures_by_kind'])}), concurrency {m['concurrency']}, judge calls {m['calls_s']:.1f} s, "
+            f"wall {m['wall_s']:.1f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-s", type=float, default=0.0, help="per-call timeout from sending (0: 600 s)")
     ap.add_argument("--threads", type=int, default=2, help="server threads (default 2)")
     args = ap.parse_args(argv)
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Tight layout not applied")  # the audit's figures, irrelevant here
     if args.n < 1:
         ap.error("--n must be at least 1")
 
@@ -135,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         _isolated_cache(Path(tmp))
         with embedded_server(n_threads=args.threads, log=Path(tmp) / "server-1.log") as srv:
             print(f"   server: {srv['base_url']} serving {srv['served']} ({args.threads} threads)")
+            _warm(srv["spec"])
             adaptive = _adaptive(srv["spec"], transcripts, args)
         with embedded_server(n_threads=args.threads, log=Path(tmp) / "server-2.log") as srv:
+            _warm(srv["spec"])
             single = _one_at_a_time(srv["spec"], transcripts, args)
     if adaptive["ids"] != single["ids"]:
         print("error: the two runs did not send the same requests")
@@ -145,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
           f"timeout_s {args.timeout_s:g} (0: 600)")
     print(_line("adaptive", adaptive))
     print(_line("one at a time", single))
-    print(f"wall time adaptive / one at a time: {adaptive['wall_s'] / single['wall_s']:.2f} "
-          f"(CPU: {_cpu()}, {os.cpu_count()} cores)")
+    print(f"judge-call time adaptive / one at a time: {adaptive['calls_s'] / single['calls_s']:.2f} "
+          f"(CPU: {_cpu()}, {os.cpu_count()} cores, load average now {os.getloadavg()[0]:.2f})")
     return 0 if adaptive["ok"] == adaptive["n"] else 1
 
 
