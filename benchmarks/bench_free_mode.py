@@ -16,6 +16,7 @@ temporary folder, so nothing is answered from an earlier run. Other load on the 
 run it on a quiet machine (the script prints the load average at the start and the end).
 
     nice python benchmarks/bench_free_mode.py            # 16 requests: minutes per run on 2 cores
+    nice python benchmarks/bench_free_mode.py --one-at-a-time-first   # the other order (order effects)
     nice python benchmarks/bench_free_mode.py --n 2      # a smoke run of the script itself
     python benchmarks/bench_free_mode.py --timeout-s 300 --max-tokens 160
 
@@ -134,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=600, help="free-text budget (the study's default 600)")
     ap.add_argument("--timeout-s", type=float, default=0.0, help="per-call timeout from sending (0: 600 s)")
     ap.add_argument("--threads", type=int, default=2, help="server threads (default 2)")
+    ap.add_argument("--one-at-a-time-first", action="store_true",
+                    help="measure the one-at-a-time run first (run both orders to see an order effect)")
+    ap.add_argument("--logs", metavar="DIR", help="keep the two servers' logs in DIR")
     args = ap.parse_args(argv)
     import warnings
 
@@ -153,13 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     transcripts = load_dialogues(shipped_transcripts_path())[:math.ceil(args.n / 2)]
     with tempfile.TemporaryDirectory(prefix="cfbench-bench-free-") as tmp:
         _isolated_cache(Path(tmp))
-        with embedded_server(n_threads=args.threads, log=Path(tmp) / "server-1.log") as srv:
-            print(f"   server: {srv['base_url']} serving {srv['served']} ({args.threads} threads)")
-            _warm(srv["spec"])
-            adaptive = _adaptive(srv["spec"], transcripts, args)
-        with embedded_server(n_threads=args.threads, log=Path(tmp) / "server-2.log") as srv:
-            _warm(srv["spec"])
-            single = _one_at_a_time(srv["spec"], transcripts, args)
+        logs = Path(args.logs) if args.logs else Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        order = [("one-at-a-time", _one_at_a_time), ("adaptive", _adaptive)]
+        got = {}
+        for name, measure in (order if args.one_at_a_time_first else order[::-1]):
+            with embedded_server(n_threads=args.threads, log=logs / f"server-{name}.log") as srv:
+                print(f"   {name}: {srv['base_url']} serving {srv['served']} ({args.threads} threads)")
+                _warm(srv["spec"])
+                got[name] = measure(srv["spec"], transcripts, args)
+        adaptive, single = got["adaptive"], got["one-at-a-time"]
     if adaptive["ids"] != single["ids"]:
         print("error: the two runs did not send the same requests")
         return 1
