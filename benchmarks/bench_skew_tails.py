@@ -15,7 +15,9 @@ differ only in the method:
 * the bootstrap-t on a logit scale of the value range, ``h(m) = log(m - L + d) - log(U - m + d)``
   with ``d`` the sample's standard error (so an all-zero resample stays finite), back-transformed;
 * the empirical-Bernstein bound of Maurer and Pontil (2009) on values scaled to the range, 2.5 %
-  per side (valid for any distribution on the range).
+  per side (valid for any distribution on the range);
+* the betting confidence sequence of ``cfbench.stats.sequential`` (anytime-valid, so wider than a
+  fixed-n bound), read after the last item; one pair per item only.
 
 Each cell: coverage % (miss below % / miss above %) x mean width over the estimator's own sampling
 spread (the 2.5-97.5 % range of the estimate over the same audits). All-equal audits get the
@@ -183,6 +185,21 @@ def emp_bernstein(num, den, w, vr, P):
     return L + (U - L) * (m - h), L + (U - L) * (m + h)
 
 
+def betting(num, den, w, vr, P):
+    """The anytime-valid betting confidence sequence of ``stats.sequential`` (95 %, items in drawn order),
+    read once after the last item; items with one pair each only (its mean is of items, not a ratio)."""
+    from cfbench.stats.sequential import BettingCS
+
+    lo, hi = np.full(len(num), np.nan), np.full(len(num), np.nan)
+    if not np.all(den == 1):
+        return lo, hi
+    for i in range(len(num)):
+        cs = BettingCS(lo=vr[0], hi=vr[1])
+        cs.update(num[i])
+        lo[i], hi[i] = cs.bounds()
+    return lo, hi
+
+
 #: label -> (function, needs a value range)
 METHODS = {
     "equal tails (before)": (boot_t(1.0), False),
@@ -194,6 +211,7 @@ METHODS = {
     "BCa": (bca, False),
     "bootstrap-t on a logit scale, union t": (logit_boot_t, True),
     "empirical Bernstein (Maurer-Pontil)": (emp_bernstein, True),
+    "betting confidence sequence (stats.sequential)": (betting, True),
 }
 
 
@@ -226,11 +244,14 @@ def family_rows(name: str, reps: int, n_boot: int) -> dict[str, list[dict]]:
         P = _parts(num, den, w)
         est = num.sum(1) / den.sum(1)
         for label, (f, needs_range) in METHODS.items():
-            if needs_range and vr is None:
+            if label not in out or (needs_range and vr is None):
                 out.pop(label, None)
                 continue
             with np.errstate(all="ignore"):
                 lo, hi = _finish(num, den, *f(num, den, w, vr, P), vr)
+            if np.isnan(lo).all():  # the method does not apply to this family (betting: ratio of sums)
+                out.pop(label, None)
+                continue
             out[label].append(C._summary(lo, hi, truth, est))
     return out
 
