@@ -40,22 +40,23 @@ def test_heavy_tail_upper_bound_misses_at_most_3_9_percent(equal_tails):
 
 def test_long_side_widening_costs_bounded_width(equal_tails):
     """The price is width on the long side only: at 20 items heavy-tailed P(Yes) 1.53 -> 1.81 sampling
-    spreads (the 1.5 target is not met, docs/statistics.md); near-symmetric items stay within 1.5."""
+    spreads (the 1.5 target is not met, docs/statistics.md); normal items 1.20 -> 1.34, within 1.5."""
     kw = dict(reps=2000, n_boot=1000)
     heavy = C.family_coverage("pyes_heavy_tail", n_items=20, seed=21, **kw)
     sym = C.mean_coverage(n_items=20, effect=2.0, shape="signed", seed=21, **kw)
-    rng = np.random.default_rng(5)
+    # normal items: the widened side is whichever tail the resamples happen to make longer
+    d = np.random.default_rng(5).normal(size=(2000, 20))
+    w = np.random.default_rng(6).multinomial(20, np.full(20, 1 / 20), size=1000).astype(float)
+    lo, hi = I.bootstrap_t_rows(d, np.ones_like(d), w)
+    spread = np.diff(np.quantile(d.mean(axis=1), [0.025, 0.975]))[0]
+    normal_ratio = np.mean(hi - lo) / spread
     equal_tails()
     heavy_old = C.family_coverage("pyes_heavy_tail", n_items=20, seed=21, **kw)
+    lo0, hi0 = I.bootstrap_t_rows(d, np.ones_like(d), w)
     assert heavy["width_ratio"] <= 1.3 * heavy_old["width_ratio"], (heavy, heavy_old)
     assert heavy["width_ratio"] <= 2.1, heavy
-    # a symmetric sample: the widened side is whichever tail the resamples happen to make longer
-    d = rng.normal(size=(2000, 20))
-    lo, hi = I.bootstrap_t_rows(d, np.ones_like(d), np.random.default_rng(6).multinomial(
-        20, np.full(20, 1 / 20), size=1000).astype(float))
-    spread = np.diff(np.quantile(d.mean(axis=1), [0.025, 0.975]))[0]
-    assert np.mean(hi - lo) / spread <= 1.5
-    assert sym["coverage"] >= 0.93
+    assert normal_ratio <= 1.5 and normal_ratio <= 1.15 * np.mean(hi0 - lo0) / spread, normal_ratio
+    assert sym["coverage"] >= 0.93, sym
 
 
 def test_the_long_side_follows_the_skew():
