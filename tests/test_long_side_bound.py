@@ -69,3 +69,17 @@ def test_the_long_side_follows_the_skew():
     assert np.allclose([lo[0], hi[0]], [-hi_m[0], -lo_m[0]])
     r = y.mean()
     assert hi[0] - r > r - lo[0]
+
+
+def test_never_narrower_than_equal_tails(equal_tails):
+    """Either side moves out or stays: the rule can only lower a gate's false-pass rate."""
+    rng = np.random.default_rng(8)
+    y = np.concatenate([rng.lognormal(size=(100, 12)), rng.normal(size=(100, 12)),
+                        rng.choice([0.0, 1.0, 2.0], p=[0.8, 0.15, 0.05], size=(100, 12))])
+    w = np.random.default_rng(9).multinomial(12, np.full(12, 1 / 12), size=500).astype(float)
+    lo, hi = I.bootstrap_t_rows(y, np.ones_like(y), w)
+    equal_tails()
+    lo0, hi0 = I.bootstrap_t_rows(y, np.ones_like(y), w)
+    ok = np.isfinite(lo0)
+    assert (lo[ok] <= lo0[ok] + 1e-12).all() and (hi[ok] >= hi0[ok] - 1e-12).all()
+    assert (hi > hi0 + 1e-9).mean() > 0.3   # and it does move out, mostly on the right for lognormal rows
