@@ -296,3 +296,38 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     cfg = project_root() / "configs" / "contact_center_qa" / "smoke.yaml"
     params = Params.from_config(load_config_file(cfg, "contact_center_qa", overrides=over))
     assert (params.sequential, params.wave_size, params.max_items) == (True, 2, 4)
+
+
+def test_the_figure_draws_each_cells_sequence_and_the_explorer_says_where_cells_stopped(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cfbench.studies.contact_center_qa.explorer import explorer_pairs
+
+    p = _params("scripted:cc-seq-label", dimensions=("politeness", "formality"), max_items=12)
+    LABELS.clear()
+    LABELS.update({t.id: dict(t.labels) for t in iter_items(S.walk_params(p))})
+    r = run(p, tmp_path / "run", progress=False, say_warnings=False, cache=False)
+    cells = r.tables["sequential_cells"].set_index("dimension")
+    waves = r.tables["sequential_waves"]
+    pol = waves[waves["dimension"] == "politeness"]
+    # one bound per wave it took items in, narrowing, the last one the cell's own
+    assert list(pol["items"]) == [2 * k for k in range(1, len(pol) + 1)]
+    assert (pol["cs_high"].diff().dropna() <= 1e-12).all() and (pol["cs_low"].diff().dropna() >= -1e-12).all()
+    assert pol["cs_high"].iloc[-1] == pytest.approx(cells.loc["politeness", "cs_high"])
+    fig = r.figures["sequential_sequences"]
+    text = " ".join(" ".join([fig._suptitle.get_text()] + [ax.get_title() for ax in fig.axes]).split())
+    assert S.CS_METHOD in text  # the method, from the table's ci_method
+    n_lo, n_hi = int(cells["items_used"].min()), int(cells["items_used"].max())
+    assert f"over {n_lo}-{n_hi} items" in text and f"{(1 - 0.05 / 2) * 100:g}% intervals" in text
+    k = int(cells.loc["politeness", "stopped_at_item"])
+    assert f"politeness pass at item {k}" in text.lower() and "formality inconclusive after 12 items" in text.lower()
+    panel = next(ax for ax in fig.axes if "politeness" in ax.get_title().lower())
+    xs = {round(float(line.get_xdata()[0]), 6) for line in panel.lines if len(set(line.get_xdata())) == 1}
+    ys = {round(float(line.get_ydata()[0]), 6) for line in panel.lines if len(set(line.get_ydata())) == 1}
+    assert k in xs and p.gate_max_net_cfr * 100 in ys  # the stopping point and the maximum are drawn
+    pairs = explorer_pairs(tmp_path / "run")
+    note = " ".join(pairs.notes)
+    assert f"politeness: pass at item {k} (" in note and "formality: inconclusive after 12 items" in note
+    facet = dict(zip(pairs.facets["dimension"], pairs.facets["sequential cell"]))
+    assert facet["politeness"] == f"pass at item {k}" and facet["formality"] == "inconclusive after 12 items"

@@ -58,7 +58,10 @@ __all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "WAVE_COLUMNS", "AUDIT_ALPHA
 SEQUENTIAL_COLUMNS = ["judge", "dimension", "items_used", "requests_used", "verdict", "cs_low", "cs_high",
                       "stopped_at_wave", "stopped_at_item", "reason", "forecast_items", "forecast_requests"]
 #: table ``sequential_waves``: a cell's sequence after each wave that gave it items
-WAVE_COLUMNS = ["judge", "dimension", "wave", "items", "cs_low", "cs_high", "verdict"]
+WAVE_COLUMNS = ["judge", "dimension", "wave", "items", "cs_low", "cs_high", "verdict", "max_net", "level",
+                "ci_method"]
+#: how ``sequential_waves`` names its bounds (what the figure's caption reads)
+CS_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas), Bonferroni over cells"
 #: the audit's error rate across all its cells (split evenly over the cells: Bonferroni)
 AUDIT_ALPHA = 0.05
 #: the repeat baseline the net statistic subtracts (repeats at the evaluation temperature)
@@ -230,7 +233,9 @@ class SequentialAudit:
                 self._decide_cell(cell, responsive)
                 lo, hi = cell.cs.bounds()
                 self.history.append({"judge": cell.judge, "dimension": cell.dimension, "wave": self.wave,
-                                     "items": int(cell.cs.n), "cs_low": lo, "cs_high": hi, "verdict": cell.verdict})
+                                     "items": int(cell.cs.n), "cs_low": lo, "cs_high": hi, "verdict": cell.verdict,
+                                     "max_net": self.max_net, "level": 1 - self.cell_alpha,
+                                     "ci_method": CS_METHOD})
             elif not cell.decided and cell.cs.n:
                 self._decide_cell(cell, responsive)  # responsiveness may have been shown since
 
