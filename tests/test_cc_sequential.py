@@ -292,10 +292,12 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     from cfbench.reproduce import load_config_file, parse_override, project_root
 
     over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
-                 parse_override("max_items", "4")])
+                 parse_override("max_items", "4"), parse_override("max_requests", "300"),
+                 parse_override("max_cost_usd", "2.5")])
     cfg = project_root() / "configs" / "contact_center_qa" / "smoke.yaml"
     params = Params.from_config(load_config_file(cfg, "contact_center_qa", overrides=over))
     assert (params.sequential, params.wave_size, params.max_items) == (True, 2, 4)
+    assert (params.max_requests, params.max_cost_usd) == (300, 2.5)
 
 
 def test_the_figure_draws_each_cells_sequence_and_the_explorer_says_where_cells_stopped(tmp_path):
