@@ -282,7 +282,14 @@ def test_net_flip_items_subtracts_the_repeat_share_per_item():
                                          ("max_cost_usd", -0.5), ("max_cost_usd", float("nan"))])
 def test_bad_sequential_parameters_name_their_field(field, value):
     with pytest.raises(InputError, match=field):
+        Params(**{field: value, "sequential": True})
+
+
+@pytest.mark.parametrize("field,value", [("max_requests", 100), ("max_cost_usd", 1.0)])
+def test_a_budget_without_a_sequential_run_is_refused_not_ignored(field, value):
+    with pytest.raises(InputError, match=f"{field}.*sequential"):
         Params(**{field: value})
+    assert getattr(Params(sequential=True, **{field: value}), field) == value
 
 
 def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():

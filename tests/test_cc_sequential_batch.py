@@ -116,6 +116,8 @@ def test_each_wave_is_one_batch_job_and_decided_cells_get_no_request_after_their
     _check_sent(result, sent)
     manifest = B.read_waves(folder)
     assert manifest["complete"] and [w["status"] for w in manifest["waves"]] == ["judged"] * (MAX_ITEMS // WAVE)
+    ids = [i for w in manifest["waves"] for ids in w["batch_ids"].values() for i in ids]
+    assert sorted(ids) == sorted(sent["batch"].unique())  # the manifest names every job the server got
     dims = [w["dimensions"] for w in manifest["waves"]]
     stop = int(result.tables["sequential_cells"].set_index("dimension").loc["politeness", "stopped_at_wave"])
     assert dims[:stop] == [["formality", "politeness"]] * stop and dims[stop:] == [["formality"]] * (len(dims) - stop)

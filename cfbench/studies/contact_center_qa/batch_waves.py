@@ -7,7 +7,7 @@ cache lacks as a Batch-API job** (:mod:`cfbench.judges.batch`: plan, submit, pol
 sequence -> decide. Decided cells' dimensions are left out of the next wave's plan.
 
 Resuming. The run folder holds :data:`MANIFEST` (JSON, rewritten atomically after every step): per wave its
-transcripts, the dimensions it asked about, each judge's batch folder and how far the wave got (``planned``
+transcripts, the dimensions it asked about, each judge's batch folder and batch ids, how far the wave got (``planned``
 -> ``submitted`` -> ``collected`` -> ``judged``), and the cells' table after the last judged wave. Each batch
 folder keeps its own manifest with the shard files and batch ids (:func:`~cfbench.judges.batch.plan_batch`).
 Calling :func:`run_batch` again on the folder after a crash at any step walks the same transcripts again
@@ -155,7 +155,8 @@ def _send_wave(folder: Path, manifest: dict[str, Any], plans: list, seq: Any, *,
             _advance(entry, "planned")
             _save(folder, manifest)
             _crash_point("planned")
-        submit_batch(d, client=client)
+        submitted = submit_batch(d, client=client)
+        entry.setdefault("batch_ids", {})[judge] = [sh.get("batch_id") for sh in submitted["shards"]]
         _advance(entry, "submitted")
         _save(folder, manifest)
         _crash_point("submitted")

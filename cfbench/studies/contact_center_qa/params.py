@@ -125,6 +125,9 @@ def _check(p: "Params") -> None:
     cost = p.max_cost_usd
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
         _fail("max_cost_usd", f"must be a number, 0 (no limit) or more, got {shorten(cost)}")
+    for name in ("max_requests", "max_cost_usd"):
+        if getattr(p, name) and not p.sequential:
+            _fail(name, "is a budget of the sequential audit: set sequential: true, or leave it 0")
     if not isinstance(p.placebo, bool):  # placebo arm (issue 33)
         _fail("placebo", f"must be true or false, got {shorten(p.placebo)}")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:

@@ -707,7 +707,8 @@ def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
     chosen = real_dialogues(path, params.real_items)
     sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
                               require_agent_name=False, fairness=False, coaching=False, paraphrases=0,
-                              sequential=False)  # the STAR arm is judged fixed-n (docs/sequential.md)
+                              sequential=False, max_requests=0,
+                              max_cost_usd=0.0)  # the STAR arm is judged fixed-n (docs/sequential.md)
     result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
     result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
                                       "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")
