@@ -550,7 +550,8 @@ def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Seque
             else float(w["items"].iloc[-1])
         kind = V.verdict_kind(verdict)
         ax.axvline(stop, color=colours.get(kind, "#888888"), linewidth=1.2)
-        where = f"{verdict} at item {int(stop)}" if verdict in ("pass", "fail") else f"{verdict} after {int(stop)} items"
+        where = (f"{verdict} at item {int(stop)}" if verdict in ("pass", "fail")
+                 else f"{verdict} after {int(stop)} items")
         ax.set_title(f"{key[0]} x {labels.get(key[1], key[1])}\n{where}", fontsize=7)
         ax.set_ylim(-100, 100)
         ax.set_xlabel("items (transcripts)", fontsize=7)

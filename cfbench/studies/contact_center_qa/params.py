@@ -57,8 +57,8 @@ class Params:
     sequential: bool = False  # judge in waves, stop asking about a dimension once its net CFR gate is decided
     max_items: int = 0  # sequential budget: most transcripts judged (0: n_items)
     wave_size: int = 5  # sequential: transcripts per wave (the cells are looked at after each)
-    max_requests: int = 0  # sequential budget: most distinct requests sent, all judges (0: no limit); a wave that would pass it is not sent
-    max_cost_usd: float = 0.0  # sequential budget: most US dollars, priced by the shipped price table (0: no limit; every judge needs a price)
+    max_requests: int = 0  # sequential budget: most distinct requests, all judges (0: no limit)
+    max_cost_usd: float = 0.0  # sequential budget: most US dollars by the price table (0: no limit)
     # -- placebo arm (issue 33): keep this field last --
     placebo: bool = False  # also judge a same-group swap per identity dimension (table placebo_contrast)
 

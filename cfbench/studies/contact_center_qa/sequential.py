@@ -52,8 +52,8 @@ from cfbench.stats.verdicts import items_to_decide, scaled_bounds
 from cfbench.studies.contact_center_qa.gates import responsiveness_table
 from cfbench.studies.contact_center_qa.tables import accuracy_table, gate_item_stats
 
-__all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "WAVE_COLUMNS", "AUDIT_ALPHA", "judge_prices", "BASELINE",
-           "net_flip_items", "walk_params", "sequential_sentence"]
+__all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "WAVE_COLUMNS", "CS_METHOD", "AUDIT_ALPHA", "BASELINE",
+           "judge_prices", "wave_cost", "cell_requests", "net_flip_items", "walk_params", "sequential_sentence"]
 
 SEQUENTIAL_COLUMNS = ["judge", "dimension", "items_used", "requests_used", "verdict", "cs_low", "cs_high",
                       "stopped_at_wave", "stopped_at_item", "reason", "forecast_items", "forecast_requests"]
@@ -147,9 +147,10 @@ class SequentialAudit:
             if unpriced:
                 from cfbench.core.errors import InputError
 
-                raise InputError(f"no price for judge {unpriced[0]!r} ({self.prices.get('_why', {}).get(unpriced[0])}); "
-                                 "a dollar budget needs every judge priced (add it with $CFBENCH_PRICES) or "
-                                 "max_cost_usd 0", source="parameters", field="max_cost_usd")
+                why = self.prices.get("_why", {}).get(unpriced[0])
+                raise InputError(f"no price for judge {unpriced[0]!r} ({why}); a dollar budget needs every judge "
+                                 "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
+                                 field="max_cost_usd")
 
     def admit(self, plans: Sequence[Any]) -> bool:
         """Whether the wave of ``plans`` (one :class:`.requests.EvaluationPlan` per transcript) fits the budget.
@@ -270,7 +271,8 @@ class SequentialAudit:
         order = {d: k for k, d in enumerate(self.dimensions)}
         for cell in sorted(self.cells.values(), key=lambda c: (str(c.judge), order.get(c.dimension, 1e9))):
             lo, hi = cell.cs.bounds() if cell.cs.n else (math.nan, math.nan)
-            reason = cell.reason if cell.decided or not self.stopped_by else f"{cell.reason}; stopped, {self.stopped_by}"
+            reason = cell.reason if cell.decided or not self.stopped_by else \
+                f"{cell.reason}; stopped, {self.stopped_by}"
             forecast = _forecast(cell, self.max_net)
             per_item = cell.requests / self.n_cell_transcripts(cell) if self.n_cell_transcripts(cell) else math.nan
             rows.append({"judge": cell.judge, "dimension": cell.dimension, "items_used": int(cell.cs.n),
