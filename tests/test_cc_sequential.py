@@ -115,7 +115,7 @@ def test_a_decided_dimension_gets_no_request_after_its_stopping_wave():
     assert not bad  # the run's row and table checks hold on a run whose dimensions stopped at different items
 
 
-@pytest.mark.parametrize("max_requests", [37, 64, 101])
+@pytest.mark.parametrize("max_requests", [37, 64])
 def test_a_request_budget_is_never_passed_and_the_wave_that_would_pass_it_is_not_sent(max_requests):
     # the requests per transcript are read from what the judge received, not assumed; formality sits at
     # the maximum and never decides, so only the budget stops the walk
