@@ -28,6 +28,7 @@ class StudyFailed(RuntimeError):
         super().__init__(f"study {study} failed: {cause} (executed notebook: {where}; "
                          "previous results left untouched)")
 
+
 class DiskFull(StudyFailed):
     """The disk filled up while a run wrote its results; the run's own folders were removed."""
 

@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ...core.errors import InputError
+from ...core.paths import RESULTS_MARKER as MARKER
 
 __all__ = ["MARKER", "results_folder_name", "check_name", "check_results_dir", "check_config_file", "is_ours",
            "check_ours", "FolderLock", "utc_now", "new_folder", "remove_ours"]
-
-#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted
-#: (the same name as :data:`cfbench.report.MARKER`, kept here so the command line does not import pandas).
-MARKER = ".cfbench-results"
 
 
 def results_folder_name(base: str, overrides: Mapping[str, Any] | None = None,
