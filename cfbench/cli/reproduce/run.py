@@ -98,29 +98,29 @@ def reproduce(config: str = "default", studies_: Iterable[str] | None = None, *,
     return info
 
 
-def _configured_run(s: str, config: str, config_file: str | os.PathLike[str] | None,
+def _configured_run(study: str, config: str, config_file: str | os.PathLike[str] | None,
                     overrides: Mapping[str, Any] | None, *, root: Path, separate: bool) -> Run:
-    """Study ``s``'s run: its parameters read and checked, its results folder named."""
+    """Study ``study``'s run: its parameters read and checked, its results folder named."""
     if config_file is not None:
         name = Path(config_file).stem
-        params = load_config_file(config_file, s, root=root, overrides=overrides)
+        params = load_config_file(config_file, study, root=root, overrides=overrides)
         file_params = read_yaml(Path(config_file))
         label = f"-f {shown_path(config_file)}"
     else:
         name = config
-        params = load_config(s, config, root=root)
+        params = load_config(study, config, root=root)
         if overrides:
-            params = load_config_file(study_files(s, root)[1] / f"{config}.yaml", s, root=root,
+            params = load_config_file(study_files(study, root)[1] / f"{config}.yaml", study, root=root,
                                       overrides=overrides)
         file_params = None
         label = f"--config {config}"
     overridden = set(overrides or {})
-    check_against_study(params, s, source=lambda n: f"-p {n}" if n in overridden else
-                        str(config_file if config_file is not None else study_files(s, root)[1] / f"{config}.yaml"))
+    where = config_file if config_file is not None else study_files(study, root)[1] / f"{config}.yaml"
+    check_against_study(params, study, source=lambda n: f"-p {n}" if n in overridden else str(where))
     if separate:
         name = results_folder_name(name, overrides, file_params)
-    base_params = file_params if config_file is not None else load_config(s, config, root=root)
-    return Run(s, name, absolute_paths(params), label, differing(overrides, base_params or {}))
+    base_params = file_params if config_file is not None else load_config(study, config, root=root)
+    return Run(study, name, absolute_paths(params), label, differing(overrides, base_params or {}))
 
 
 def run_study(pm: Any, root: Path, run: Run, results_dir: Path, mode: str, *, force: bool = False,
