@@ -296,7 +296,7 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     # `cfbench reproduce --study contact_center_qa -p sequential true -p wave_size 2`: the values are read as
     # YAML, checked against the notebook's parameters cell and Params, and reach Params (the full CLI run was
     # made by hand, docs/sequential.md)
-    from cfbench.reproduce import load_config_file, parse_override, project_root
+    from cfbench.cli.reproduce import load_config_file, parse_override, project_root
 
     over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
                  parse_override("max_items", "4"), parse_override("max_requests", "300"),
