@@ -165,3 +165,28 @@ def test_a_kill_9_at_a_step_of_a_wave_resumes_without_sending_anything_twice(ref
     # ... and exactly the requests it sent: the same transcripts x dimensions, as often
     count = lambda f: f.groupby(["item", "dimension"]).size().to_dict()  # noqa: E731
     assert count(sent) == count(reference[1])
+
+
+def test_the_command_line_runs_and_resumes_the_batch_sequential_audit(reference, tmp_path, capsys):
+    """``cfbench batch sequential`` is run_batch behind the study-agnostic CLI: the same jobs as the reference
+    run, and running it again on a finished folder sends nothing."""
+    import yaml
+
+    from cfbench.cli import main
+
+    with FakeOpenAIServer(lifetime_s=300) as srv:
+        params = _params(srv.base_url)
+        judge = _Judge(params)
+        srv.reply = judge
+        config = tmp_path / "seq.yaml"
+        config.write_text(yaml.safe_dump(params.to_mapping()))
+        argv = ["batch", "sequential", "--study", "contact_center_qa", "-f", str(config), "--out",
+                str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--poll", "0", "--quiet"]
+        assert main(argv) == 0
+        sent = _received(srv, judge)
+        assert main(argv) == 0  # resumed on a finished folder
+        again = _received(srv, judge)
+    assert "politeness" in capsys.readouterr().out  # the cells' table is printed
+    assert len(again) == len(sent)
+    assert sent.groupby(["item", "dimension"]).size().to_dict() == reference[1].groupby(
+        ["item", "dimension"]).size().to_dict()

@@ -229,13 +229,37 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sequential(args: argparse.Namespace) -> int:
+    """``cfbench batch sequential --study S -f CONFIG --out DIR``: the study's sequential audit with each wave
+    sent as a Batch-API job (the study's ``run_batch(params, out, ...)``); the same command resumes it."""
+    from ..judges.cache import ResponseCache
+    from ..studies import load
+    from .reproduce.config import load_config_file, parse_override
+
+    module = load(args.study)
+    run_batch = getattr(module, "run_batch", None)
+    if run_batch is None:
+        raise InputError("this study has no Batch-API sequential audit (it exports no run_batch)",
+                         source="--study", field=args.study)
+    overrides = dict(parse_override(n, v) for n, v in (args.param or []))
+    overrides.setdefault("sequential", True)
+    params = module.Params.from_config(load_config_file(args.config_file, args.study, overrides=overrides),
+                                       source=args.config_file)
+    result = run_batch(params, args.out, cache=ResponseCache(args.cache) if args.cache else None,
+                       poll_s=args.poll, log=print, progress=not args.quiet)
+    table = getattr(result, "tables", {}).get("sequential_cells")
+    if table is not None and len(table):
+        print(table.to_string(index=False))
+    return 0
+
+
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the ``batch`` command to ``subparsers``."""
     from ..judges.batch import MAX_SHARD_BYTES, MAX_SHARD_REQUESTS
 
     batch = subparsers.add_parser("batch", help="paper scale through a Batch API: plan, submit, status, collect")
     steps = batch.add_subparsers(dest="batch_action", required=True,
-                                 metavar="{plan,submit,status,collect,cancel,retry,import}")
+                                 metavar="{plan,sequential,submit,status,collect,cancel,retry,import}")
 
     p = steps.add_parser("plan", help="stream requests into Batch-API JSONL shards and a manifest")
     p.add_argument("--requests", help="JSONL file of requests, or package.module:function returning them")
@@ -257,6 +281,17 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     p.add_argument("--max-bytes", type=int, default=MAX_SHARD_BYTES, help="bytes per shard at most")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_plan)
+
+    p = steps.add_parser("sequential", help="a study's sequential audit, each wave one Batch-API job (resumable)")
+    p.add_argument("--study", required=True, help="the study (it must export run_batch)")
+    p.add_argument("-f", "--config-file", dest="config_file", required=True, help="the study's config file")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set one parameter of the config (VALUE read as YAML); repeatable; sequential is set true")
+    p.add_argument("--out", required=True, help="the run folder; it holds the wave manifest (run again to resume)")
+    p.add_argument("--cache", default=None, help="cache file the replies go into (default: the default cache)")
+    p.add_argument("--poll", type=float, default=30.0, help="seconds between status polls of a wave's jobs")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sequential)
 
     for name, fn, text in (("submit", _cmd_submit, "upload the shards and create the batches (resumable)"),
                            ("status", _cmd_status, "poll the batches and record their state and errors"),
