@@ -17,8 +17,8 @@ _OPTIONAL = ("llama_cpp", "openai", "papermill", "nbformat", "jupyter_client", "
 def _modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(cfbench.__path__, prefix="cfbench."):
-        if info.name.startswith("cfbench.notebooks") or info.name.startswith("cfbench.configs"):
-            continue
+        if info.name.startswith(("cfbench.notebooks", "cfbench.configs")) or info.name.endswith(".__main__"):
+            continue  # data packages; __main__ runs the command line when imported
         names.append(info.name)
     return sorted(names)
 
