@@ -75,7 +75,63 @@ def judge_bias_tables(folder: Path) -> dict:
     return out
 
 
-STUDIES = {"judge_bias": judge_bias_tables}
+def _shopflow_scored(params, folder: Path):
+    """The judged pairs of the folder's run with the scores of its ``judged_rows.csv`` (the parse outcome of
+    each reply made again from its saved columns)."""
+    import pandas as pd
+
+    import cfbench.studies.shopflow.study as S
+    from cfbench.studies.shopflow import readiness as R
+
+    pairs = S._judged_pairs(params)
+    jr = pd.read_csv(folder / "judged_rows.csv")
+    if len(pd.read_csv(folder / "judged_excluded.csv")):
+        raise SystemExit("the folder has excluded pairs, whose replies judged_rows.csv does not keep")
+    parsed = pd.DataFrame({"request_id": [R.request_id(p, v, params.prompt) for p, v in zip(jr["pair_id"], jr["variant"])],
+                           "raw": jr["raw"], "score": jr["score"], "score_source": jr["score_source"], "parse_ok": True,
+                           "yes_no_mass": jr["yes_no_mass"], "error": None})
+    return pairs, R.attach_scores(pairs, parsed, prompt=params.prompt, variants=list(params.variants))
+
+
+def shopflow_tables(folder: Path) -> dict:
+    import cfbench.studies.shopflow.study as S
+    from cfbench.studies.shopflow import FairnessContract
+
+    params = S.Params.from_config(_config("shopflow", folder))
+    contract = FairnessContract.from_yaml(params.path("contract_path"))
+    result = S.ShopflowResult(params=params)
+    S._seed_part(params, contract, result)  # the seed part reads the shipped observations only
+    pairs, scored = _shopflow_scored(params, folder)
+    vs = list(params.variants)
+    if hasattr(S, "judged_rows"):  # one implementation: per-pair statistics -> tables
+        t = S._computed(contract, *S.judged_rows(pairs, scored), thresholds=params.sweep_thresholds(),
+                        **S._audit_kw(params, "judged")).tables
+        judged = {f"judged_{k}": t[k] for k in ("rows",) + S._PART_TABLES + (
+            "threshold_sweep", "pairwise_gaps", "excluded", "score_by_variant")}
+    else:  # the table lines of the older _judged_part
+        from cfbench.studies.shopflow.gate import audit_pairs
+        from cfbench.studies.shopflow.policy import threshold_sweep
+
+        audit = audit_pairs(scored.frame, contract, threshold=params.judged_threshold, variants=vs,
+                            calibration_edges=params.judged_calibration_edges,
+                            calibration_min_support=params.calibration_min_support)
+        rows = audit.routed.merge(scored.parsed[["pair_id", "variant", "score_source", "yes_no_mass", "raw"]],
+                                  on=["pair_id", "variant"], how="left")
+        cols = ["pair_id", "variant", "expected_ready", "channel", "score", "score_source", "yes_no_mass", "route",
+                "raw"]
+        rows = rows[cols + [c for c in ("review_note",) if c in rows.columns]]
+        judged = {"judged_rows": rows, "judged_rates": audit.rates.reset_index(), "judged_flips": audit.flips,
+                  "judged_rate_intervals": audit.rate_intervals(), "judged_checks": audit.checks,
+                  "judged_interval_checks": audit.interval_checks, "judged_stratum_tests": audit.stratum_tests,
+                  "judged_support": audit.support.reset_index(), "judged_calibration": audit.calibration,
+                  "judged_intersections": audit.intersections, "judged_attribution": audit.attribution,
+                  "judged_threshold_sweep": threshold_sweep(scored.frame, params.sweep_thresholds(), variants=vs),
+                  "judged_pairwise_gaps": audit.gaps, "judged_excluded": scored.excluded,
+                  "judged_score_by_variant": rows.groupby(["variant", "expected_ready"])["score"].describe().reset_index()}
+    return {**result.tables, **judged}
+
+
+STUDIES = {"judge_bias": judge_bias_tables, "shopflow": shopflow_tables}
 
 
 def compare(study: str, folder: Path) -> int:
