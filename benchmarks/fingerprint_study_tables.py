@@ -7,6 +7,8 @@ its CSVs byte for byte.
 ``python benchmarks/fingerprint_study_tables.py shopflow results/shopflow/default``
     the judged part's tables from the pairs file of the config and the scores of ``judged_rows.csv``, and the
     seed part's tables from the shipped seed observations;
+``python benchmarks/fingerprint_study_tables.py identity_tone results/identity_tone/default``
+    the fresh audit's tables (and per-reply scores) from ``fresh_responses.csv``, parameters from summary.json.
 
 One line per table (``same`` / ``DIFFERENT`` / ``not in the folder``), exit status 1 on a difference. The
 recomputation uses whichever table code the checkout has (the item-statistics state when the study has
@@ -131,7 +133,25 @@ def shopflow_tables(folder: Path) -> dict:
     return {**result.tables, **judged}
 
 
-STUDIES = {"judge_bias": judge_bias_tables, "shopflow": shopflow_tables}
+def identity_tone_tables(folder: Path) -> dict:
+    """The fresh audit's tables from the folder's ``fresh_responses.csv`` (the released-data reproduction reads
+    the seed's workbook, not the folder, and is not recomputed here)."""
+    import pandas as pd
+
+    from cfbench.studies.identity_tone import audit as A
+    from cfbench.studies.identity_tone import prompts as P
+    from cfbench.studies.identity_tone.study import Params
+
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    params = Params.from_config(summary["params"])
+    responses = pd.read_csv(folder / "fresh_responses.csv", keep_default_na=False, na_values=[""])
+    responses["truncated"] = pd.array(responses["truncated"], dtype="boolean")
+    audit = A.analyse_responses(responses, lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()},
+                                seed=params.seed, n_resamples=params.n_resamples, cap=params.completion_cap)
+    return {**audit.tables, **{f"fresh_{k}": v for k, v in audit.frames.items()}}
+
+
+STUDIES = {"judge_bias": judge_bias_tables, "shopflow": shopflow_tables, "identity_tone": identity_tone_tables}
 
 
 def compare(study: str, folder: Path) -> int:

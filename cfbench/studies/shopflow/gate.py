@@ -438,10 +438,7 @@ def item_stats(rows: "pd.DataFrame | None", excluded: "pd.DataFrame | None" = No
         if ORDER not in f.columns:
             raise InputError(f"{name} frame has no {ORDER} column (each row's position in its pairs file, "
                              "set before the rows are split)", source="shopflow item statistics", field=ORDER)
-        # text as plain objects, as the statistics come back once compacted (the tables then do not depend on
-        # whether a state was compacted)
-        text = {c: object for c in f.columns if pd.api.types.is_string_dtype(f[c]) and f[c].dtype != object}
-        s.add(name, f.reset_index(drop=True).astype(text))
+        s.add(name, f.reset_index(drop=True))
     return s
 
 
