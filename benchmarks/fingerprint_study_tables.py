@@ -8,7 +8,8 @@ its CSVs byte for byte.
     the judged part's tables from the pairs file of the config and the scores of ``judged_rows.csv``, and the
     seed part's tables from the shipped seed observations;
 ``python benchmarks/fingerprint_study_tables.py identity_tone results/identity_tone/default``
-    the fresh audit's tables (and per-reply scores) from ``fresh_responses.csv``, parameters from summary.json.
+    the fresh audit's tables (and per-reply scores) from ``fresh_responses.csv``, parameters from summary.json,
+    and the reproduction's tables from the released workbook (``CFBENCH_AMIRI_PATH``) when it is found.
 
 One line per table (``same`` / ``DIFFERENT`` / ``not in the folder``), exit status 1 on a difference. The
 recomputation uses whichever table code the checkout has (the item-statistics state when the study has
@@ -134,8 +135,8 @@ def shopflow_tables(folder: Path) -> dict:
 
 
 def identity_tone_tables(folder: Path) -> dict:
-    """The fresh audit's tables from the folder's ``fresh_responses.csv`` (the released-data reproduction reads
-    the seed's workbook, not the folder, and is not recomputed here)."""
+    """The fresh audit's tables from the folder's ``fresh_responses.csv``, and the released-data reproduction's
+    from the seed's workbook (it reads no row of the folder) when the workbook is found."""
     import pandas as pd
 
     from cfbench.studies.identity_tone import audit as A
@@ -148,7 +149,19 @@ def identity_tone_tables(folder: Path) -> dict:
     responses["truncated"] = pd.array(responses["truncated"], dtype="boolean")
     audit = A.analyse_responses(responses, lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()},
                                 seed=params.seed, n_resamples=params.n_resamples, cap=params.completion_cap)
-    return {**audit.tables, **{f"fresh_{k}": v for k, v in audit.frames.items()}}
+    out = {**audit.tables, **{f"fresh_{k}": v for k, v in audit.frames.items()}}
+    if summary.get("released_data_available"):  # the reproduction, from the seed's workbook when it is here
+        from cfbench.io import amiri
+        from cfbench.studies.identity_tone.reproduction import reproduce_released
+
+        try:
+            wb = amiri.load_amiri(params.amiri_path or None)
+        except FileNotFoundError as exc:
+            print(f"reproduction not recomputed: {exc}")
+        else:
+            out.update(reproduce_released(wb, as_run_terms=P.load_as_run_terms(), described_lexicons=P.load_lexicons(),
+                                          seed=params.seed, n_resamples=params.n_resamples).tables)
+    return out
 
 
 STUDIES = {"judge_bias": judge_bias_tables, "shopflow": shopflow_tables, "identity_tone": identity_tone_tables}

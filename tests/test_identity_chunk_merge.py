@@ -130,3 +130,54 @@ def test_a_reply_given_twice_or_without_its_position_is_refused(case):
     with pytest.raises(InputError) as info:
         A.new_state(_lexicons()).update(rows.drop(columns=[A.ORDER])).compute(**OPTS)
     assert info.value.field == A.ORDER
+
+
+# -- the reproduction of the released workbook: the same state shape over the 480 released replies ---------
+
+@pytest.fixture(scope="module")
+def released():
+    from cfbench.io import amiri
+    from cfbench.studies.identity_tone import reproduction as R
+
+    try:
+        wb = amiri.load_amiri()
+    except FileNotFoundError:
+        pytest.skip("released seed-002 workbook not found (set CFBENCH_AMIRI_PATH)")
+    resp = R.released_responses(wb).assign(**{R.ORDER: np.arange(480)})
+    lex = dict(as_run_terms=P.load_as_run_terms(), described_lexicons=P.load_lexicons())
+    opts = dict(wb=wb, seed=0, n_resamples=200)
+    return R, resp, lex, opts, R.new_state(**lex).update(resp).compute(**opts)
+
+
+def _same_reproduction(a, b, what: str) -> None:
+    assert list(a.tables) == list(b.tables) and list(a.frames) == list(b.frames), what
+    for name in a.tables:
+        pd.testing.assert_frame_equal(a.tables[name], b.tables[name], check_exact=True, obj=f"{what}: {name}")
+    for name in a.frames:
+        pd.testing.assert_frame_equal(a.frames[name], b.frames[name], check_exact=True, obj=f"{what}: {name}")
+    assert json.dumps(a.summary, sort_keys=True, default=str) == json.dumps(b.summary, sort_keys=True, default=str)
+
+
+def test_released_replies_in_chunks_and_sealed_prompts_merge_to_one_state(released, tmp_path):
+    """The 480 released replies: shuffled and cut at random (prompts split across states), and separately
+    whole prompts sealed in compacted states (one spilling), each merged in a random order; both give the
+    one-state reproduction, and one reply scored differently does not."""
+    R, resp, lex, opts, want = released
+    rng = np.random.default_rng(5)
+    f = resp.iloc[rng.permutation(len(resp))].reset_index(drop=True)
+    states = [R.new_state(**lex).update(f.iloc[a:b]) for a, b in _cuts(rng, len(f), 8)]
+    merged = states[0]
+    for i in rng.permutation(len(states) - 1) + 1:
+        merged.merge(states[i])
+    _same_reproduction(merged.compute(**opts), want, "random chunks")
+    sealed = [R.new_state(**lex, compact_every=1, spill=tmp_path if i == 0 else None) for i in range(4)]
+    for pid in rng.permutation(sorted(resp["prompt_id"].unique())):
+        sealed[int(rng.integers(0, 4))].update(resp[resp["prompt_id"] == pid], complete=True)
+    for i in (2, 3, 1):
+        sealed[0].merge(sealed[i])
+    _same_reproduction(sealed[0].compute(**opts), want, "sealed prompts")
+    assert list(tmp_path.iterdir()) == []
+    other = resp.copy()
+    other.loc[0, "text"] = "Wonderful, great, excellent and happy advice. " + str(other.loc[0, "text"])
+    with pytest.raises(AssertionError):
+        _same_reproduction(R.new_state(**lex).update(other).compute(**opts), want, "one reply changed")

@@ -26,7 +26,7 @@ from cfbench.stats.paired import (group_means, largest_gaps, length_adjusted_tes
                                   paired_matrix, paired_tests, symmetry_checks)
 
 from . import prompts as P
-from .reproduction import KEYS, TABLE2_METRICS
+from .reproduction import KEYS, ORDER, TABLE2_METRICS, _in_order
 from .truncation import TRUNCATION_RULE
 
 __all__ = ["Audit", "audit_design", "analyse_responses", "run_fresh", "fresh_audit", "power_summary",
@@ -153,9 +153,6 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
 
 # -- item statistics: per prompt, the update step and the functional form ----------------------------------
 
-#: the column giving each reply's position in the run's responses frame (model x variant order): fixed before
-#: the replies are split, it puts every table's rows back in that order however chunks were added or merged
-ORDER = "row_order"
 #: the reply columns the tables read besides the scores (the text is scored in the update step, not kept)
 _REPLY_COLUMNS = ["variant_id", "model", "prompt_id", "identity", "status", "refusal", "truncated", "score_status"]
 
@@ -186,18 +183,6 @@ def item_stats(responses: "pd.DataFrame | None", *, lexicons: Mapping[str, Lexic
         s.flag(("lexicon", mode), dict(sc.attrs))
         s.add(f"scores/{mode}", sc.assign(**{ORDER: r[ORDER].to_numpy()}))
     return s
-
-
-def _in_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` in :data:`ORDER`, which it then drops; a reply given twice is refused."""
-    f = frame.sort_values(ORDER, kind="stable").reset_index(drop=True)
-    if f[ORDER].duplicated().any():
-        from cfbench.core.errors import InputError
-
-        row = f.loc[f[ORDER].duplicated()].iloc[0]
-        raise InputError("reply given twice", source="identity-tone item statistics",
-                         record=f"{row['model']}/{row['prompt_id']}/{row['identity']}", field=ORDER)
-    return f.drop(columns=[ORDER])
 
 
 def new_state(lexicons: Mapping[str, Lexicons], *, spill: Any = None, compact_every: int = 10) -> ItemState:
