@@ -8,9 +8,10 @@ the mean items used.
 Part 2 (a real run of the study with a scripted judge, no LLM): the same transcripts judged fixed-n and
 sequentially; the judge answers each transcript's own label, never flips on ``politeness``, always flips
 on ``gender`` (two conditions disagree), and flips on 3/4 of the items on ``formality`` (net 0.5, at the
-maximum used here). Prints the requests each design sent and the cells it decided.
+maximum used here). Prints the requests each design sent and the cells it decided; a third run is the
+sequential one under a request budget (``--max-requests``), which it never passes.
 
-    python benchmarks/bench_cc_sequential.py [--audits 1000] [--items 40] [--seed 0]
+    python benchmarks/bench_cc_sequential.py [--audits 1000] [--items 40] [--seed 0] [--max-requests 120]
 """
 
 from __future__ import annotations
@@ -68,11 +69,11 @@ def _simulate(n: int, true_net: float, max_net: float, seed: int, *, waves: int 
     return {k: float((v == k).mean()) for k in ("pass", "fail", "inconclusive")} | {"mean_items": float(np.mean(used))}
 
 
-def _study(items: int, sequential: bool) -> tuple[int, dict]:
+def _study(items: int, sequential: bool, max_requests: int = 0) -> tuple[int, dict]:
     p = Params(judges=("scripted:cc-seq-bench",), transcripts_path="synthetic", n_items=items,
                dimensions=tuple(BEHAVIOUR), questions=("issue_resolution",), repeats=2,
                robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=50, gate_max_net_cfr=0.5,
-               sequential=sequential, wave_size=2)
+               sequential=sequential, wave_size=2, max_requests=max_requests)
     LABELS.clear()
     LABELS.update({t.id: dict(t.labels) for t in iter_items(p)})
     SENT.clear()
@@ -80,6 +81,7 @@ def _study(items: int, sequential: bool) -> tuple[int, dict]:
     if sequential:
         t = r.tables["sequential_cells"]
         decided = dict(zip(t["dimension"], t["verdict"] + " @ " + t["items_used"].astype(str) + " items"))
+        decided["stopped_by"] = r.summary["sequential"]["stopped_by"] or "decided or out of transcripts"
     else:
         g = r.tables["net_cfr_gate"]
         decided = dict(zip(g["dimension"], g["verdict"].astype(str) + " (fixed-n interval)"))
@@ -92,6 +94,7 @@ def main() -> None:
     ap.add_argument("--audits", type=int, default=1000)
     ap.add_argument("--items", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-requests", type=int, default=120, help="the request budget of the third study run")
     a = ap.parse_args()
     print(f"CPU: {platform.processor() or platform.machine()}; seed {a.seed}")
     t0 = time.time()
@@ -100,11 +103,11 @@ def main() -> None:
         print(f"simulation, max 0.10, true net {true_net:.2f}, {a.audits} audits, look every 5 items up to 300: "
               + ", ".join(f"{k} {v:.3f}" for k, v in r.items()))
     print(f"  ({time.time() - t0:.0f} s)")
-    for seq in (False, True):
+    for seq, budget in ((False, 0), (True, 0), (True, a.max_requests)):
         t0 = time.time()
-        n, info = _study(a.items, seq)
-        print(f"study, {a.items} transcripts, {'sequential' if seq else 'fixed-n'}: {n} requests "
-              f"({time.time() - t0:.0f} s); {info}")
+        n, info = _study(a.items, seq, budget)
+        what = ("sequential" + (f", max_requests {budget}" if budget else "")) if seq else "fixed-n"
+        print(f"study, {a.items} transcripts, {what}: {n} requests ({time.time() - t0:.0f} s); {info}")
 
 
 if __name__ == "__main__":

@@ -89,8 +89,9 @@ class legacy_intervals:
     """The intervals as they were before issue 33, patched in for the before/after columns of the
     families table (same process, same seeds): a resample with no spread keeps its infinite t (the
     old code clipped it to 1e12; either way the bound goes to the value range or, without one, off
-    the scale), the half-widths get K/(K-1) for means and no factor for paired tone differences, and
-    judge differences use the capped MOVER."""
+    the scale), the half-widths get K/(K-1) for means and no factor for paired tone differences, the
+    t quantiles are equal-tailed (no long-side level), and judge differences use the capped MOVER.
+    ``benchmarks/bench_skew_tails.py`` compares the long-side level alone with equal tails."""
 
     def __enter__(self):
         import numpy as np
@@ -98,8 +99,10 @@ class legacy_intervals:
         from cfbench.stats import intervals as I
         from cfbench.stats import paired as P
 
-        self.saved = (I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds)
+        self.saved = (I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds,
+                      I.LONG_SIDE_SHARE)
         I.floored_se = lambda se_b, se, K: se_b
+        I.LONG_SIDE_SHARE = 1.0  # equal tails
         t_bounds = I._t_bounds
         I._t_bounds = lambda r, se, tb, K, c: t_bounds(r, se, np.clip(tb, -1e12, 1e12), K, c)
         I.small_sample_factor = lambda K: K / (K - 1)
@@ -127,7 +130,8 @@ class legacy_intervals:
         from cfbench.stats import paired as P
         import cfbench.stats.coverage as C
 
-        I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds = self.saved
+        (I.floored_se, I.small_sample_factor, I.paired_difference, P.bootstrap_t_interval, I._t_bounds,
+         I.LONG_SIDE_SHARE) = self.saved
         C.paired_difference = self.saved_c
 
 
@@ -197,8 +201,8 @@ def _rates_and_means(R: int, R2: int) -> list[str]:
                              {n: C.mean_coverage(n_items=n, effect=eff, shape=shape, pairs_per_item=m,
                                                  reps=R, n_boot=1000, seed=n + m) for n in NS}))
     if rows:
-        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2) and t "
-                      "over items (union); "
+        part = _table("Means (MASD, direction, judge means): bootstrap-t (floored resample SE, half-widths x (K/(K-1))^2, "
+                      "long side of t* at 1 %, capped at 1.35x) and t over items (union); "
                       "all-equal items: worst-case two-point bound", rows)
         out += part
         print("\n".join(part), flush=True)

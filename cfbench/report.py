@@ -17,11 +17,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .core.paths import RESULTS_MARKER as MARKER
 from .core.secrets import scrub_secrets
 from .core.text import csv_text
-
-#: The file cfbench writes into every results folder it makes; only such folders are replaced or deleted.
-MARKER = ".cfbench-results"
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names"]

@@ -319,6 +319,11 @@ def _reference_intervals(f: pd.DataFrame, n_boot: int, seed: int) -> tuple[list,
             seb = se / np.sqrt(K) if seb <= 1e-9 * se else max(seb, se / K)
             t.append((rb - r) / seb)
         lo_t, hi_t = np.quantile(t, [0.025, 0.975])
+        # the long side of t (2.5 % quantile farther from 0) at its 1 % quantile, at most 1.35x as far
+        if -lo_t > hi_t:
+            lo_t = max(np.quantile(t, 0.01), 1.35 * lo_t)
+        else:
+            hi_t = min(np.quantile(t, 0.99), 1.35 * hi_t)
         q = st.t.ppf(0.975, K - 1)
         c = (K / (K - 1)) ** 2  # the small-sample widening of the bootstrap-t half-widths (docs/statistics.md)
         masd_rows.append((min(r - c * hi_t * se, r - q * se), max(r - c * lo_t * se, r + q * se)))

@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[1] / "cfbench" / "studies" / "contact_cen
 
 #: the steps, in order; a step may import only the ones before it (and the leaves)
 STEPS = ["items", "variants", "requests", "calculator", "judging", "tables", "gates", "sequential", "streamed", "figures", "findings",
-         "explorer", "study", "__init__"]
+         "explorer", "study", "batch_waves", "__init__"]
 #: helpers every step may use; they import only each other
 LEAVES = {"params", "prompts", "qa", "coaching", "scripted", "synth"}
 

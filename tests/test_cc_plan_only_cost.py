@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cfbench.judges.pricing import estimate_from_chars, load_prices
-from cfbench.reproduce import load_config_file, project_root
+from cfbench.cli.reproduce import load_config_file, project_root
 
 ROOT = project_root()
 

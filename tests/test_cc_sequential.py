@@ -107,10 +107,65 @@ def test_a_decided_dimension_gets_no_request_after_its_stopping_wave():
     assert asked["original"] == set(items)  # originals and repeats: the responsiveness and noise baselines
     assert cells.loc["politeness", "items_used"] == len(before)
     assert np.isfinite(cells.loc["formality", "forecast_items"]) or "maximum" in cells.loc["formality", "reason"]
-    text = r.findings()
-    assert "Sequential audit" in text and "politeness pass at wave" in text
+    assert cells.loc["politeness", "requests_used"] == 2 * len(before)  # its own variants' requests, as counted
+    assert cells.loc["politeness", "stopped_at_item"] == len(before)
+    text = r.findings()  # the sentence says where the cell stopped, read from the table
+    assert "Sequential audit" in text and (f"`politeness` pass at item {len(before)} (wave {wave}:" in text)
     bad = [k for k, ok in r.invariants().items() if not ok]
     assert not bad  # the run's row and table checks hold on a run whose dimensions stopped at different items
+
+
+@pytest.mark.parametrize("max_requests", [37, 64])
+def test_a_request_budget_is_never_passed_and_the_wave_that_would_pass_it_is_not_sent(max_requests):
+    # the requests per transcript are read from what the judge received, not assumed; formality sits at
+    # the maximum and never decides, so only the budget stops the walk
+    p = _params("scripted:cc-seq-label", dimensions=("formality",), max_items=40, max_requests=max_requests)
+    r = _run(p)
+    sent = len(SENT)
+    per_transcript = sent / len(r.summary["items"])
+    assert sent <= max_requests  # never past the budget
+    assert sent + p.wave_size * per_transcript > max_requests  # the next wave would have passed it
+    assert len(r.summary["items"]) < 40
+    seq = r.summary["sequential"]
+    assert seq["requests_sent"] == sent and "max_requests" in seq["stopped_by"]
+    row = r.tables["sequential_cells"].iloc[0]
+    assert row["verdict"] == "inconclusive" and "budget" in row["reason"]
+    assert "at its budget" in r.findings()
+
+
+def test_the_forecast_requests_are_the_forecast_items_left_times_the_cell_requests_per_transcript():
+    p = _params("scripted:cc-seq-label", dimensions=("formality",), max_items=10, gate_max_net_cfr=0.3)
+    row = _run(p).tables["sequential_cells"].iloc[0]
+    assert row["verdict"] == "inconclusive" and np.isfinite(row["forecast_items"])
+    per = row["requests_used"] / 10
+    assert row["forecast_requests"] == pytest.approx((row["forecast_items"] - row["items_used"]) * per)
+    assert row["requests_used"] == int((_sent()["dimension"] == "formality").sum())
+
+
+def test_a_dollar_budget_needs_every_judge_priced():
+    with pytest.raises(InputError, match="max_cost_usd"):
+        _run(_params("openai:no-such-model-xyz", dimensions=("formality",), max_cost_usd=1.0))
+
+
+def test_a_dollar_budget_prices_each_wave_before_sending_it():
+    from cfbench.judges.pricing import estimate_from_chars, load_prices
+    from cfbench.studies.contact_center_qa.requests import plan_for
+
+    prices = S.judge_prices(["openai:gpt-4o-mini", "scripted:x"], batch=True)
+    assert prices["scripted:x"]([]) == 0.0
+    p = _params("scripted:cc-seq-label", dimensions=("formality",), n_items=1)
+    t = next(iter(iter_items(p)))
+    _, plan = plan_for(p, [t], progress=False)
+    reqs = plan.requests["scripted:cc-seq-label"]
+    chars = sum(len(m["role"]) + len(m["content"]) for q in reqs for m in q.messages)
+    want = estimate_from_chars("gpt-4o-mini", len(reqs), chars, sum(q.config.max_tokens for q in reqs),
+                               load_prices(), batch=True)["cost"]["total_usd"]
+    assert prices["openai:gpt-4o-mini"](reqs) == pytest.approx(want) and want > 0
+    audit = S.SequentialAudit(judges=["scripted:cc-seq-label"], dimensions=["formality"], max_net=0.1,
+                              max_cost_usd=2.5 * want, prices={"scripted:cc-seq-label": prices["openai:gpt-4o-mini"]})
+    assert audit.admit([plan]) and audit.admit([plan])
+    assert not audit.admit([plan]) and "max_cost_usd" in audit.stopped_by  # the third would pass 2.5 x
+    assert audit.spent_usd == pytest.approx(2 * want)
 
 
 def test_the_run_stops_when_every_cell_is_decided():
@@ -223,20 +278,65 @@ def test_net_flip_items_subtracts_the_repeat_share_per_item():
     assert n.to_dict("records") == [{"judge": "j", "dimension": "d", "item_id": "a", "d": 0.0}]
 
 
-@pytest.mark.parametrize("field,value", [("wave_size", 0), ("max_items", -1)])
+@pytest.mark.parametrize("field,value", [("wave_size", 0), ("max_items", -1), ("max_requests", -1),
+                                         ("max_cost_usd", -0.5), ("max_cost_usd", float("nan"))])
 def test_bad_sequential_parameters_name_their_field(field, value):
     with pytest.raises(InputError, match=field):
+        Params(**{field: value, "sequential": True})
+
+
+@pytest.mark.parametrize("field,value", [("max_requests", 100), ("max_cost_usd", 1.0)])
+def test_a_budget_without_a_sequential_run_is_refused_not_ignored(field, value):
+    with pytest.raises(InputError, match=f"{field}.*sequential"):
         Params(**{field: value})
+    assert getattr(Params(sequential=True, **{field: value}), field) == value
 
 
 def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     # `cfbench reproduce --study contact_center_qa -p sequential true -p wave_size 2`: the values are read as
     # YAML, checked against the notebook's parameters cell and Params, and reach Params (the full CLI run was
     # made by hand, docs/sequential.md)
-    from cfbench.reproduce import load_config_file, parse_override, project_root
+    from cfbench.cli.reproduce import load_config_file, parse_override, project_root
 
     over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
-                 parse_override("max_items", "4")])
+                 parse_override("max_items", "4"), parse_override("max_requests", "300"),
+                 parse_override("max_cost_usd", "2.5")])
     cfg = project_root() / "configs" / "contact_center_qa" / "smoke.yaml"
     params = Params.from_config(load_config_file(cfg, "contact_center_qa", overrides=over))
     assert (params.sequential, params.wave_size, params.max_items) == (True, 2, 4)
+    assert (params.max_requests, params.max_cost_usd) == (300, 2.5)
+
+
+def test_the_figure_draws_each_cells_sequence_and_the_explorer_says_where_cells_stopped(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cfbench.studies.contact_center_qa.explorer import explorer_pairs
+
+    p = _params("scripted:cc-seq-label", dimensions=("politeness", "formality"), max_items=12)
+    LABELS.clear()
+    LABELS.update({t.id: dict(t.labels) for t in iter_items(S.walk_params(p))})
+    r = run(p, tmp_path / "run", progress=False, say_warnings=False, cache=False)
+    cells = r.tables["sequential_cells"].set_index("dimension")
+    waves = r.tables["sequential_waves"]
+    pol = waves[waves["dimension"] == "politeness"]
+    # one bound per wave it took items in, narrowing, the last one the cell's own
+    assert list(pol["items"]) == [2 * k for k in range(1, len(pol) + 1)]
+    assert (pol["cs_high"].diff().dropna() <= 1e-12).all() and (pol["cs_low"].diff().dropna() >= -1e-12).all()
+    assert pol["cs_high"].iloc[-1] == pytest.approx(cells.loc["politeness", "cs_high"])
+    fig = r.figures["sequential_sequences"]
+    text = " ".join(" ".join([fig._suptitle.get_text()] + [ax.get_title() for ax in fig.axes]).split())
+    assert S.CS_METHOD in text  # the method, from the table's ci_method
+    n_lo, n_hi = int(cells["items_used"].min()), int(cells["items_used"].max())
+    assert f"over {n_lo}-{n_hi} items" in text and f"{(1 - 0.05 / 2) * 100:g}% intervals" in text
+    k = int(cells.loc["politeness", "stopped_at_item"])
+    assert f"politeness pass at item {k}" in text.lower() and "formality inconclusive after 12 items" in text.lower()
+    panel = next(ax for ax in fig.axes if "politeness" in ax.get_title().lower())
+    xs = {round(float(line.get_xdata()[0]), 6) for line in panel.lines if len(set(line.get_xdata())) == 1}
+    ys = {round(float(line.get_ydata()[0]), 6) for line in panel.lines if len(set(line.get_ydata())) == 1}
+    assert k in xs and p.gate_max_net_cfr * 100 in ys  # the stopping point and the maximum are drawn
+    pairs = explorer_pairs(tmp_path / "run")
+    note = " ".join(pairs.notes)
+    assert f"politeness: pass at item {k} (" in note and "formality: inconclusive after 12 items" in note
+    facet = dict(zip(pairs.facets["dimension"], pairs.facets["sequential cell"]))
+    assert facet["politeness"] == f"pass at item {k}" and facet["formality"] == "inconclusive after 12 items"

@@ -23,7 +23,7 @@ def small_result():
 
 
 def test_params_mirror_the_notebook_parameters():
-    from cfbench.reproduce import notebook_parameters
+    from cfbench.cli.reproduce import notebook_parameters
 
     nb = notebook_parameters(REPO / "notebooks" / "contact_center_qa.ipynb")
     fields = {f.name for f in dataclasses.fields(Params)}

@@ -11,7 +11,7 @@ from cfbench.cli import main
 from cfbench.core.errors import InputError
 from cfbench.judges import GenerationConfig, Request, ResponseCache, plan_requests, run_requests
 from cfbench.judges.batch import export_batch, import_batch
-from cfbench.reproduce import load_config
+from cfbench.cli.reproduce import load_config
 
 
 def test_judges_lists_every_backend(capsys):
@@ -90,7 +90,7 @@ def test_cache_cli_stats_and_export(tmp_path, capsys):
                                           ("client_secret", True), ("max_tokens", False), ("key_terms", False),
                                           ("judge", False)])
 def test_secret_parameter_names(name, secret):
-    from cfbench.reproduce import _SECRET_NAME
+    from cfbench.cli.reproduce.config import _SECRET_NAME
 
     assert bool(_SECRET_NAME.search(name)) is secret
 
@@ -112,7 +112,7 @@ def test_reproduce_smoke_through_the_cli(tmp_path, capsys):
 def test_replay_flag_is_scoped_to_the_call(tmp_path, monkeypatch):
     import os
 
-    from cfbench.reproduce import StudyFailed, reproduce
+    from cfbench.cli.reproduce import StudyFailed, reproduce
 
     monkeypatch.delenv("CFBENCH_MODE", raising=False)
     with pytest.raises(StudyFailed, match="CacheMissError"):
@@ -145,7 +145,7 @@ def test_papermill_sees_every_notebook_parameter(study):
     """`papermill --help-notebook` and papermill's own parameter inspection list every
     parameter the notebook declares (a '=' in a help comment used to hide some)."""
     pm = pytest.importorskip("papermill")
-    from cfbench.reproduce import notebook_parameters
+    from cfbench.cli.reproduce import notebook_parameters
 
     nb = Path(__file__).resolve().parents[1] / "notebooks" / f"{study}.ipynb"
     inspected = pm.inspect_notebook(str(nb))

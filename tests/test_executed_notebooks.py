@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cfbench.executed import collapse_streams, last_state, tidy_executed
-from cfbench.reproduce import _differing, _relative_to
+from cfbench.cli.reproduce.executed import collapse_streams, last_state, tidy_executed
+from cfbench.cli.reproduce.config import differing, relative_to
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULTS = sorted((REPO / "results").glob("*/default"))
@@ -72,7 +72,7 @@ def test_tidy_rewrites_the_file_and_drops_papermill_paths(tmp_path):
 def test_path_parameters_become_relative_to_the_run_folder(tmp_path):
     staging = tmp_path / "results" / "study" / ".default.staging-abc"
     data = tmp_path / "shared" / "data" / "star"
-    got = _relative_to(staging, {"real_path": str(data), "transcripts_path": "synthetic:seed=1",
+    got = relative_to(staging, {"real_path": str(data), "transcripts_path": "synthetic:seed=1",
                                  "n_items": 4, "judge_path": ""})
     assert got["real_path"] == str(Path("..", "..", "..", "shared", "data", "star"))
     assert (staging / got["real_path"]).resolve() == data.resolve()
@@ -81,23 +81,23 @@ def test_path_parameters_become_relative_to_the_run_folder(tmp_path):
 
 def test_overrides_equal_to_the_config_are_not_listed():
     base = {"repeat_penalty": 1.1, "n_items": 4}
-    assert _differing({"repeat_penalty": 1.1, "n_items": 8, "seed": 3}, base) == (("n_items", 8), ("seed", 3))
-    assert _differing(None, base) == ()
+    assert differing({"repeat_penalty": 1.1, "n_items": 8, "seed": 3}, base) == (("n_items", 8), ("seed", 3))
+    assert differing(None, base) == ()
 
 
 def test_a_run_note_reaches_the_provenance_cell_escaped_and_scrubbed(monkeypatch):
-    from cfbench.reproduce import _run_note, provenance_markdown
+    from cfbench.cli.reproduce.provenance import provenance_markdown, run_note
 
     key = "sk-proj-" + "Zq8Wm3Xv7Rt2Ly5Np9Kd" * 2
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("CFBENCH_RUN_NOTE", f"fresh clone,\n empty cache <script>x</script> {key}")
-    note = _run_note()
+    note = run_note()
     assert "\n" not in note and key[8:20] not in note and note.startswith("fresh clone, empty cache")
     text = provenance_markdown({"study": "s", "config": "default", "mode": "live", "note": note})
     (line,) = [x for x in text.splitlines() if x.startswith("- note: ")]
     assert "fresh clone, empty cache" in line and "<script>" not in line
     monkeypatch.delenv("CFBENCH_RUN_NOTE")
-    assert _run_note() == "" and "- note:" not in provenance_markdown({"study": "s", "config": "default"})
+    assert run_note() == "" and "- note:" not in provenance_markdown({"study": "s", "config": "default"})
 
 
 # ---- the committed default folders -------------------------------------------------------------------

@@ -137,7 +137,7 @@ def test_a_plan_only_run_counts_not_sent_and_no_parse_failure(tmp_path, monkeypa
 def test_judge_bias_parse_failures_table_counts_each_kind():
     """judge_bias' ``parse_failures`` table: one column per kind, a timed-out call and a request never sent
     are not unparseable replies."""
-    from cfbench.studies.judge_bias.study import _unread_table
+    from cfbench.studies.judge_bias import metrics as M
     from cfbench.studies.judge_bias.tasks import parse_judgments
 
     def row(rid, text, error=None):
@@ -149,7 +149,10 @@ def test_judge_bias_parse_failures_table_counts_each_kind():
                       row("i2/pairwise/baseline/realB", "I cannot choose between these."),
                       row("i2/pairwise/source/realA", None, "not sent (plan only): recorded"),
                       row("i3/pairwise/source/realA", None, "JudgeError: 429 Too Many Requests: slow down")])
-    t = _unread_table(parse_judgments(j)).set_index("condition")
+    parsed = parse_judgments(j).assign(judge="j")
+    items = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "kind": "control", "cued_candidate": "alt"})
+    state = M.new_state().update(parsed, items)
+    t = state.compute(judges=["j"], cues=["position"])["parse_failures"].set_index("condition")
     assert t.loc["baseline", ["n", "parsed", "n_not_read"]].tolist() == [4, 1, 3]
     assert t.loc["baseline", ["n_timeout", "n_unparseable", "n_refusal", "n_not_sent"]].tolist() == [1, 1, 1, 0]
     assert t.loc["source", ["n", "n_not_read", "n_not_sent", "n_http_error", "n_unparseable"]].tolist() == [2, 2, 1, 1, 0]

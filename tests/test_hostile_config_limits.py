@@ -11,7 +11,7 @@ from hostile_util import expect_input_error
 
 from cfbench.core.errors import InputError
 from cfbench.core.files import read_yaml
-from cfbench.reproduce import load_config_file, parse_override, project_root
+from cfbench.cli.reproduce import load_config_file, parse_override, project_root
 
 
 def _bomb(tmp_path: Path, levels: int = 8) -> Path:
@@ -107,7 +107,7 @@ def test_cc_params_name_the_field(override, field):
 
 
 def test_cc_shipped_configs_still_load():
-    from cfbench.reproduce import load_config
+    from cfbench.cli.reproduce import load_config
     from cfbench.studies.contact_center_qa import Params
 
     for config in ("smoke", "default", "paper"):

@@ -1,4 +1,4 @@
-"""Hostile study configs through ``cfbench.reproduce.load_config``."""
+"""Hostile study configs through ``cfbench.cli.reproduce.load_config``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hostile_util import CORPUS, expect_input_error
 
-from cfbench.reproduce import load_config
+from cfbench.cli.reproduce import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def test_threshold_outside_unit_interval_is_caught_where_it_is_used(tmp_path):
 
 
 def test_shipped_configs_all_load():
-    from cfbench.reproduce import CONFIGS, studies
+    from cfbench.cli.reproduce import CONFIGS, studies
 
     for study in studies():
         for config in CONFIGS:

@@ -15,8 +15,30 @@ from cfbench.studies.judge_bias import metrics as M
 
 
 def _parsed(rows):
-    return pd.DataFrame([{"item_id": i, "task": "pairwise", "condition": c, "order": o, "answer": a,
+    return pd.DataFrame([{"judge": "j", "item_id": i, "task": "pairwise", "condition": c, "order": o, "answer": a,
                           "parse_ok": a is not None, "score": np.nan} for i, c, o, a in rows])
+
+
+def _items(parsed, targets=None, kinds=None):
+    ids = sorted(parsed["item_id"].unique())
+    return pd.DataFrame({"item_id": ids, "kind": [(kinds or {}).get(i, "draft") for i in ids],
+                         "cued_candidate": [(targets or {}).get(i, "real") for i in ids]})
+
+
+def _table(parsed, name, *, targets=None, kinds=None, **options):
+    """One table of the study (item statistics, then the tables), this test's one judge's rows."""
+    t = M.study_tables(parsed, _items(parsed, targets, kinds), **{"cues": [], **options})[name]
+    return t.drop(columns=["judge"])
+
+
+def _cells(parsed, name, targets=None):
+    """The judge's per-item cells of statistic ``name``."""
+    return M.judge_cells(M.item_stats(parsed, _items(parsed, targets)), name, "j")
+
+
+def _cue_table(parsed, targets, cues, **kw):
+    s = M.item_stats(parsed, _items(parsed, dict(targets)))
+    return M.cue_table(M.judge_cells(s, "cues", "j"), cues, has_repeats=any(k[0] == "repeat" for k in s.flags), **kw)
 
 
 # i1: real in both orders (consistent, one slot-A pick); i2: slot A both times (inconsistent);
@@ -27,12 +49,12 @@ BASE = [("i1", "baseline", "realA", "A"), ("i1", "baseline", "realB", "B"),
 
 
 def test_choices_map_slots_to_candidates():
-    ch = M.choices(_parsed(BASE + [("i4", "baseline", "realA", None)]))
+    ch = M.choices(_parsed(BASE + [("i4", "baseline", "realA", None)]).drop(columns=["judge"]))
     assert list(ch["chose"][:6]) == ["real", "real", "real", "alt", "alt", "alt"] and pd.isna(ch["chose"].iloc[6])
 
 
 def test_position_consistency_and_bias_by_hand():
-    t = M.position_table(M.choices(_parsed(BASE)), n_boot=200, seed=0).set_index("metric")
+    t = _table(_parsed(BASE), "position", n_boot=200, seed=0).set_index("metric")
     pc = t.loc["position_consistency"]
     assert pc.estimate == pytest.approx(2 / 3) and pc.n_items == 3
     # one pair per item: the exact Clopper-Pearson interval for 2 of 3
@@ -42,8 +64,8 @@ def test_position_consistency_and_bias_by_hand():
 
 
 def test_accuracy_counts_answers_preferring_the_sent_reply_on_controls():
-    items = pd.DataFrame({"item_id": ["i1", "i2", "i3"], "kind": ["control", "control", "draft"]})
-    t = M.accuracy_table(M.choices(_parsed(BASE)), items).set_index("kind")
+    kinds = {"i1": "control", "i2": "control", "i3": "draft"}
+    t = _table(_parsed(BASE), "accuracy", kinds=kinds).set_index("kind")
     assert t.loc["control", "estimate"] == pytest.approx(3 / 4) and t.loc["control", "n_pairs"] == 4
     # one draft item: no interval is formed (never [0, 0]); the method says why
     assert t.loc["draft", "estimate"] == 0 and math.isnan(t.loc["draft", "ci_high"])
@@ -57,8 +79,8 @@ def test_cue_shift_net_flips_and_sign_test_by_hand():
         ("i3", "authority", "realB", "A"), ("i3", "reworded", "realB", "A"),   # target alt: already chosen
     ]
     targets = pd.Series({"i1": "alt", "i2": "real", "i3": "alt"})
-    t = M.cue_table(M.choices(_parsed(rows)), targets, ["authority", "position"], gate_max=0.1, alpha=0.05,
-                    multiplicity="holm", n_boot=300, seed=0).set_index("cue")
+    t = _cue_table(_parsed(rows), targets, ["authority", "position"], gate_max=0.1, alpha=0.05,
+                   multiplicity="holm", n_boot=300, seed=0).set_index("cue")
     a = t.loc["authority"]
     assert a.chose_cued_with_cue == pytest.approx(1.0) and a.chose_cued_without == pytest.approx(2 / 3)
     assert a["shift"] == pytest.approx(1 / 3) and (a.items_toward_cue, a.items_away) == (1, 0) and a.p_sign == 1.0
@@ -73,8 +95,8 @@ def test_cue_shift_net_flips_and_sign_test_by_hand():
     assert M.items_needed_matched(0.10) == 35
     # no responsiveness check given: never a pass; the straddling interval reads uninformative, not fail
     assert a.gate_kind == "uninformative" and a.gate.startswith("uninformative (not shown to look")
-    r = M.cue_table(M.choices(_parsed(rows)), targets, ["authority"], gate_max=0.1, alpha=0.05, multiplicity="holm",
-                    n_boot=300, seed=0, responsive=(True, "checked")).iloc[0]
+    r = _cue_table(_parsed(rows), targets, ["authority"], gate_max=0.1, alpha=0.05, multiplicity="holm",
+                   n_boot=300, seed=0, responsive=(True, "checked")).iloc[0]
     assert r.gate == "inconclusive" and r.point_rule == "pass" and r.forecast.startswith("about ")
     # position: target in slot A vs in slot B under the base prompt; i1 (alt): real both times -> 0;
     # i2 (real): A both times -> chose real in A, alt in B -> +1; i3 (alt): alt both times -> 0
@@ -86,8 +108,8 @@ def test_cue_shift_net_flips_and_sign_test_by_hand():
 def test_no_movement_never_gives_a_zero_width_interval():
     rows = BASE + [(i, c, o, a) for i, _, o, a in BASE[::2] for c in ("source", "reworded")]
     targets = pd.Series({"i1": "alt", "i2": "real", "i3": "alt"})
-    s = M.cue_table(M.choices(_parsed(rows)), targets, ["source"], gate_max=0.1, alpha=0.05, multiplicity="holm",
-                    n_boot=200, seed=0).iloc[0]
+    s = _cue_table(_parsed(rows), targets, ["source"], gate_max=0.1, alpha=0.05, multiplicity="holm",
+                   n_boot=200, seed=0).iloc[0]
     z2 = stats.norm.ppf(0.975) ** 2
     bound = z2 / (3 + z2)  # Tango with no discordant item of 3: +/- z^2 / (n + z^2), never [0, 0]
     assert s["shift"] == 0 and s.shift_ci_low == pytest.approx(-bound) and s.shift_ci_high == pytest.approx(bound)
@@ -119,7 +141,7 @@ def test_sign_test_by_hand():
 
 
 def _pointwise(rows):
-    return pd.DataFrame([{"item_id": i, "task": "pointwise", "condition": c, "order": "real", "answer": None,
+    return pd.DataFrame([{"judge": "j", "item_id": i, "task": "pointwise", "condition": c, "order": "real", "answer": None,
                           "parse_ok": True, "score": float(v)} for i, c, v in rows])
 
 
@@ -131,12 +153,12 @@ def test_repeat_noise_row_and_the_two_reference_rule_by_hand():
     cue = [("i1", "authority", "realA", "B"), ("i1", "reworded", "realA", "A"),
            ("i2", "authority", "realA", "B"), ("i2", "reworded", "realA", "B"),
            ("i3", "authority", "realB", "A"), ("i3", "reworded", "realB", "A")]
-    ch = M.choices(_parsed(BASE + rep + cue))
-    nz = M.noise_table(ch).set_index("metric")
+    ch = _parsed(BASE + rep + cue)
+    nz = _table(ch, "noise").set_index("metric")
     assert nz.loc["repeat_flip_rate", "estimate"] == pytest.approx(3 / 6) and nz.loc["repeat_flip_rate", "n_pairs"] == 6
     assert nz.loc["reworded_prompt_flip_rate", "estimate"] == pytest.approx(1 / 3)
-    t = M.cue_table(ch, pd.Series({"i1": "alt", "i2": "alt", "i3": "alt"}), ["authority"], gate_max=0.1, alpha=0.05,
-                    multiplicity="holm", n_boot=300, seed=0).iloc[0]
+    t = _cue_table(ch, {"i1": "alt", "i2": "alt", "i3": "alt"}, ["authority"], gate_max=0.1, alpha=0.05,
+                   multiplicity="holm", n_boot=300, seed=0).iloc[0]
     # per item: cue flips (1, 1, 0); reworded flips (0, 1, 0); repeat flip shares (1/2, 0, 1)
     assert t.flip_rate == pytest.approx(2 / 3) and t.repeat_flip_rate == pytest.approx(1 / 2)
     assert t.net_flip_rate == pytest.approx(1 / 3) and t.net_repeat_flip_rate == pytest.approx((0.5 + 1 - 1) / 3)
@@ -151,10 +173,10 @@ def test_repeat_noise_row_and_the_two_reference_rule_by_hand():
 
 
 def test_without_repeats_there_is_no_repeat_row_or_column():
-    ch = M.choices(_parsed(BASE + [(i, "reworded", o, a) for i, _, o, a in BASE[::2]]))
-    assert list(M.noise_table(ch)["metric"]) == ["reworded_prompt_flip_rate"]
-    t = M.cue_table(ch, pd.Series({"i1": "alt", "i2": "real", "i3": "alt"}), ["position"], gate_max=0.1,
-                    alpha=0.05, multiplicity="holm", n_boot=100, seed=0)
+    ch = _parsed(BASE + [(i, "reworded", o, a) for i, _, o, a in BASE[::2]])
+    assert list(_table(ch, "noise")["metric"]) == ["reworded_prompt_flip_rate"]
+    t = _cue_table(ch, {"i1": "alt", "i2": "real", "i3": "alt"}, ["position"], gate_max=0.1,
+                   alpha=0.05, multiplicity="holm", n_boot=100, seed=0)
     assert "net_repeat_flip_rate" not in t.columns and set(t["gate_reference"]) == {"reworded"}
 
 
@@ -165,7 +187,7 @@ def test_pointwise_net_shift_and_gate_by_hand():
         i = f"i{k:02d}"
         rows += [(i, "baseline", 5), (i, "authority", 6 if k < 4 else 5), (i, "reworded", 7 if k == 4 else 5),
                  (i, "repeat1", 6 if k == 5 else 5)]
-    t = M.pointwise_table(_pointwise(rows), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+    t = M.pointwise_table(_cells(_pointwise(rows), "pointwise"), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
                           gate_max=1.0, responsive=(True, "checked")).iloc[0]
     assert t.score_shift == pytest.approx(4 / 40) and (t.items_up, t.items_down) == (4, 0)
     assert t.mean_abs_reworded_shift == pytest.approx(2 / 40) and t.mean_abs_repeat_shift == pytest.approx(1 / 40)
@@ -174,13 +196,13 @@ def test_pointwise_net_shift_and_gate_by_hand():
     assert t.best_case_upper == pytest.approx(9 * (1 - 0.025 ** (1 / 40)))
     # the same at 8 items: the bounds are not what decides - 8 < 32 items cannot support a pass
     small = [r for r in rows if int(r[0][1:]) < 8]
-    s = M.pointwise_table(_pointwise(small), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+    s = M.pointwise_table(_cells(_pointwise(small), "pointwise"), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
                           gate_max=1.0, responsive=(True, "checked")).iloc[0]
     assert s.gate == "inconclusive" and M.items_needed_score_gate(1.0) == 32
     assert s.items_needed == 32 and s.forecast_assumes == "the pointwise gate's floor on items"
     # a cue shown to move scores by more than the maximum fails whatever the n
     big = [(i, c, (v + 4 if c == "authority" else v)) for i, c, v in small]
-    assert M.pointwise_table(_pointwise(big), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
+    assert M.pointwise_table(_cells(_pointwise(big), "pointwise"), ["authority"], alpha=0.05, multiplicity="holm", n_boot=300, seed=0,
                              gate_max=1.0).iloc[0].gate == "fail"
 
 

@@ -14,7 +14,7 @@ from cfbench.perturb.judge_cue_review import cue_corruptions, cue_guard_catch_ta
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.review import review_cards, review_html
 from cfbench.studies.judge_bias.items import star_items
-from cfbench.variants_cli import main as variants_main
+from cfbench.cli.variants import main as variants_main
 
 from judge_bias_util import star_dir
 

@@ -256,10 +256,12 @@ def test_an_old_cache_is_migrated_keeping_only_unanswered_prompts(tmp_path):
 # -- the commands ---------------------------------------------------------------------------------------------
 
 def _cli(argv):
-    from cfbench import batch_cli
+    from cfbench.cli import batch, cache
 
     parser = argparse.ArgumentParser(prog="cfbench")
-    batch_cli.add_parser(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    batch.add_parser(sub)
+    cache.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

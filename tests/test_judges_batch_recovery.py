@@ -48,10 +48,12 @@ def make(n: int) -> list[Request]:
 
 
 def _cli(argv):
-    from cfbench import batch_cli
+    from cfbench.cli import batch, cache
 
     parser = argparse.ArgumentParser(prog="cfbench")
-    batch_cli.add_parser(parser.add_subparsers(dest="command"))
+    sub = parser.add_subparsers(dest="command")
+    batch.add_parser(sub)
+    cache.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -9,7 +9,7 @@ pytest.importorskip("aiohttp")
 from cfbench.cli import main  # noqa: E402
 from cfbench.judges.fakeserver import FakeOpenAIServer  # noqa: E402
 from cfbench.judges.server_info import public_url, server_provenance, server_specs  # noqa: E402
-from cfbench.reproduce import provenance_markdown  # noqa: E402
+from cfbench.cli.reproduce import provenance_markdown  # noqa: E402
 
 
 def test_public_url_strips_credentials():

@@ -57,15 +57,18 @@ EDGES = {m: {r for t in targets if (r := _resolve(t)) and r != m} for m, targets
 
 #: layer -> layers it must never import
 FORBIDDEN = {
-    "core": {"io", "perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
-    "io": {"perturb", "judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
-    "perturb": {"judges", "metrics", "stats", "studies", "report", "reproduce", "cli", "view"},
-    "judges": {"perturb", "metrics", "stats", "studies", "report", "reproduce", "cli", "io", "view"},
-    "stats": {"io", "perturb", "judges", "metrics", "studies", "report", "reproduce", "cli", "view"},
-    "metrics": {"perturb", "judges", "studies", "report", "reproduce", "cli", "view"},
-    "report": {"perturb", "judges", "studies", "reproduce", "cli"},
+    "core": {"io", "perturb", "judges", "metrics", "stats", "studies", "report", "cli", "view"},
+    "io": {"perturb", "judges", "metrics", "stats", "studies", "report", "cli", "view"},
+    "perturb": {"judges", "metrics", "stats", "studies", "report", "cli", "view"},
+    "judges": {"perturb", "metrics", "stats", "studies", "report", "cli", "io", "view"},
+    "stats": {"io", "perturb", "judges", "metrics", "studies", "report", "cli", "view"},
+    "metrics": {"perturb", "judges", "studies", "report", "cli", "view"},
+    "report": {"perturb", "judges", "studies", "cli"},
     # the run explorer reads results files; it may reuse the review page's diff (perturb.review), never a study
-    "view": {"judges", "studies", "reproduce", "cli", "report", "metrics", "stats"},
+    "view": {"judges", "studies", "cli", "report", "metrics", "stats"},
+    # the command line (cfbench/cli/: one module per command, reproduce's machinery) sits on top of everything
+    "studies": {"cli"},
+    "plugins": {"cli"},
 }
 
 

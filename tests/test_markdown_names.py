@@ -76,7 +76,7 @@ def test_a_code_span_holds_whatever_its_name_holds(name):
 
 
 def test_the_provenance_cell_escapes_config_names_overrides_and_command():
-    from cfbench.reproduce import provenance_markdown
+    from cfbench.cli.reproduce import provenance_markdown
 
     bad = HOSTILE[0]
     info = {"study": "contact_center_qa", "config": f"{bad}-3f2a", "mode": "live", "config_source": f"-f {bad}.yaml",

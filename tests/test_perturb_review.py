@@ -24,7 +24,7 @@ import pytest
 
 from cfbench.perturb import make_variants, rejection_table
 from cfbench.perturb.review import diff_html, review_cards, review_html
-from cfbench.variants_cli import main as variants_main, run_variants
+from cfbench.cli.variants import main as variants_main, run_variants
 from star_util import need_star, star
 
 STAR_FILES = ("10.json", "20.json", "30.json", "40.json", "50.json")

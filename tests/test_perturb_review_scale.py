@@ -11,7 +11,7 @@ import pytest
 
 from cfbench.perturb import make_variants
 from cfbench.perturb.review import review_html
-from cfbench.variants_cli import main as variants_main, select_transcripts
+from cfbench.cli.variants import main as variants_main, select_transcripts
 from star_util import need_star, star
 
 

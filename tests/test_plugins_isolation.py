@@ -150,17 +150,21 @@ def test_plugin_packages_and_versions_for_the_run_record(site):
 
 def test_run_info_records_the_plugin_packages(tmp_path, monkeypatch):
     """The run record of a reproduce run holds plugins.packages() (here: in this process)."""
-    import cfbench.reproduce as R
     from test_reproduce_swap import FakePapermill
 
+    from cfbench.cli.reproduce import notebook, provenance
+    from cfbench.cli.reproduce.config import Run, project_root
+    from cfbench.cli.reproduce.run import run_study
+
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    for name, value in (("_kernel_manager", lambda: None), ("_shutdown", lambda km: None),
-                        ("_write_view_page", lambda f, r: None), ("_git_commit", lambda root: None)):
-        monkeypatch.setattr(R, name, value)
+    for module, name, value in ((notebook, "kernel_manager", lambda: None), (notebook, "shutdown", lambda km: None),
+                                (notebook, "write_view_page", lambda f, r: None),
+                                (provenance, "git_commit", lambda root: None)):
+        monkeypatch.setattr(module, name, value)
     fake = [{"package": "cfx-good", "version": "1.2.3", "entry_points": ["cfbench.perturbers:good_cue"],
              "modules": []}]
     monkeypatch.setattr("cfbench.plugins.packages", lambda: fake)
-    R._run_study(FakePapermill("x"), R.project_root(), R._Run("shopflow", "smoke", {}, "--config smoke"),
-                 tmp_path / "R", "live")
+    run_study(FakePapermill("x"), project_root(), Run("shopflow", "smoke", {}, "--config smoke"), tmp_path / "R",
+              "live")
     info = json.loads((tmp_path / "R" / "shopflow" / "smoke" / "run_info.json").read_text())
     assert info["plugins"] == fake

@@ -11,7 +11,7 @@ import yaml
 
 from cfbench.cli import main
 from cfbench.core.errors import InputError
-from cfbench.reproduce import MARKER, StudyFailed, load_config_file, reproduce, studies
+from cfbench.cli.reproduce import MARKER, StudyFailed, load_config_file, reproduce, studies
 
 pytest.importorskip("papermill")
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def test_the_commit_is_dirty_for_changed_code_but_not_for_results_a_run_replaced
     """A multi-study run replaces committed results/ before the next study starts; that is output, not code."""
     import subprocess
 
-    from cfbench.reproduce import _git_commit
+    from cfbench.cli.reproduce.provenance import git_commit
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -94,8 +94,8 @@ def test_the_commit_is_dirty_for_changed_code_but_not_for_results_a_run_replaced
     git("init", "-q")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
-    assert _git_commit(tmp_path)["dirty"] is False
+    assert git_commit(tmp_path)["dirty"] is False
     (tmp_path / "results" / "a" / "t.csv").write_text("x\n2\n")
-    assert _git_commit(tmp_path)["dirty"] is False
+    assert git_commit(tmp_path)["dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
-    assert _git_commit(tmp_path)["dirty"] is True
+    assert git_commit(tmp_path)["dirty"] is True

@@ -21,7 +21,7 @@ KEY = "sk-proj-Zq8xWv3Tn5Lm2Kp7Rd9Ys4Hb6Jc1Fg0"
 
 
 def _no_kernel(monkeypatch, tmp_path):
-    monkeypatch.setattr("cfbench.reproduce._kernel_manager",
+    monkeypatch.setattr("cfbench.cli.reproduce.notebook.kernel_manager",
                         lambda: type("KM", (), {"has_kernel": False, "ip": str(tmp_path / "km" / "k")})())
 
 
@@ -49,7 +49,7 @@ def test_a_key_echoed_by_the_judge_is_one_line_and_nothing_of_it_is_kept(tmp_pat
         return res
 
     monkeypatch.setattr(pm, "execute_notebook", fake_execute)
-    monkeypatch.setattr("cfbench.reproduce._kernel_manager",
+    monkeypatch.setattr("cfbench.cli.reproduce.notebook.kernel_manager",
                         lambda: type("KM", (), {"has_kernel": False, "ip": str(tmp_path / "km" / "k")})())
     code = main(["reproduce", "--config", "smoke", "--study", "shopflow"])
     err = capsys.readouterr().err

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from cfbench.reproduce import MARKER, provenance_markdown, reproduce, studies
+from cfbench.cli.reproduce import MARKER, provenance_markdown, reproduce, studies
 
 pytest.importorskip("papermill")
 REPO = Path(__file__).resolve().parents[1]
@@ -111,19 +111,19 @@ def test_run_all_by_hand_leaves_the_notebooks_folder_clean(tmp_path):
 
     import papermill as pm
 
-    from cfbench.reproduce import _kernel_manager, _shutdown
+    from cfbench.cli.reproduce.notebook import kernel_manager, shutdown
 
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copytree(REPO / "configs", tmp_path / "configs")
     (tmp_path / "notebooks").mkdir()
     shutil.copy(REPO / "notebooks" / "shopflow.ipynb", tmp_path / "notebooks" / "shopflow.ipynb")
-    km = _kernel_manager()
+    km = kernel_manager()
     try:
         pm.execute_notebook(str(tmp_path / "notebooks" / "shopflow.ipynb"), str(tmp_path / "executed.ipynb"),
                             cwd=str(tmp_path / "notebooks"), kernel_name="python3", km=km, progress_bar=False,
                             parameters={"n_boot": 50})
     finally:
-        _shutdown(km)
+        shutdown(km)
     assert [p.name for p in (tmp_path / "notebooks").iterdir()] == ["shopflow.ipynb"]
     lab = tmp_path / "results" / "shopflow" / "lab"
     assert (lab / MARKER).is_file() and len(list(lab.glob("*.png"))) >= 6 and (lab / "summary.json").is_file()

@@ -15,7 +15,8 @@ import pytest
 
 from cfbench.cli import main
 from cfbench.core.errors import InputError
-from cfbench.reproduce import MARKER, _FolderLock, reproduce, results_folder_name
+from cfbench.cli.reproduce import MARKER, reproduce, results_folder_name
+from cfbench.cli.reproduce.folders import FolderLock
 
 pytest.importorskip("papermill")
 REPO = Path(__file__).resolve().parents[1]
@@ -101,7 +102,7 @@ def test_a_second_run_of_the_same_folder_is_refused_and_never_touches_the_first_
     staging.mkdir()
     (staging / MARKER).write_text("x")
     (staging / "half.csv").write_text("a,b\n")
-    with _FolderLock(final):
+    with FolderLock(final):
         err = _one_line_error(capsys, ["reproduce", "--config", "smoke", "--study", "shopflow",
                                        "--results", str(tmp_path / "res")])
         assert "another cfbench run" in err and f"pid {os.getpid()}" in err

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import cfbench.reproduce as R
-from cfbench.reproduce import MARKER, _Run
+import cfbench
+from cfbench.cli.reproduce import DiskFull, MARKER, StudyFailed, failures, folders, notebook, provenance, swap
+from cfbench.cli.reproduce.config import Run, project_root
+from cfbench.cli.reproduce.run import run_study
+from cfbench.core.errors import InputError
 
 STEPS = ("journal written", "old results moved aside", "new results in place", "old results deleted")
 
@@ -41,21 +44,21 @@ class FakePapermill:
 def quick(tmp_path, monkeypatch):
     """No kernel, no view page, a private cache folder."""
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(R, "_kernel_manager", lambda: None)
-    monkeypatch.setattr(R, "_shutdown", lambda km: None)
-    monkeypatch.setattr(R, "_write_view_page", lambda folder, run: None)
-    monkeypatch.setattr(R, "_git_commit", lambda root: None)
+    monkeypatch.setattr(notebook, "kernel_manager", lambda: None)
+    monkeypatch.setattr(notebook, "shutdown", lambda km: None)
+    monkeypatch.setattr(notebook, "write_view_page", lambda folder, run: None)
+    monkeypatch.setattr(provenance, "git_commit", lambda root: None)
     return tmp_path / "R"
 
 
-RUN = _Run("shopflow", "smoke", {}, "--config smoke")
+RUN = Run("shopflow", "smoke", {}, "--config smoke")
 
 
 def _run(results: Path, tag: str, **kw) -> None:
     try:
-        R._run_study(FakePapermill(tag, **kw), R.project_root(), RUN, results, "live")
-    except R.StudyFailed:
-        if "fail" not in kw or R._is_disk_full(kw["fail"]):
+        run_study(FakePapermill(tag, **kw), project_root(), RUN, results, "live")
+    except StudyFailed:
+        if "fail" not in kw or failures.is_disk_full(kw["fail"]):
             raise
 
 
@@ -83,12 +86,12 @@ def test_a_kill_at_any_step_of_the_swap_leaves_old_or_new_complete(quick, monkey
                 (old / "run_info.json").unlink()
             raise Killed(at)
 
-    monkeypatch.setattr(R, "_crash_point", crash)
+    monkeypatch.setattr(swap, "_crash_point", crash)
     with pytest.raises(Killed):
         _run(quick, "new")
-    monkeypatch.setattr(R, "_crash_point", lambda at: None)
+    monkeypatch.setattr(swap, "_crash_point", lambda at: None)
     # the next run's first step, on its own: old or new complete, nothing of the swap left
-    R._recover_swap(quick / "shopflow" / "smoke")
+    swap.recover_swap(quick / "shopflow" / "smoke")
     tag, others = _state(quick)
     assert tag in ("old", "new") and others == [], (step, tag, others)
     if step in ("old results moved aside", "new results in place", "old results deleted"):
@@ -134,7 +137,7 @@ def test_a_full_disk_removes_the_runs_own_folders_in_one_line(quick, capsys):
     stale.mkdir()
     (stale / MARKER).write_text("x")
     (stale / "big.bin").write_bytes(b"0" * 10_000)
-    with pytest.raises(R.StudyFailed) as info:
+    with pytest.raises(StudyFailed) as info:
         _run(quick, "new", fail=OSError(errno.ENOSPC, "No space left on device"))
     message = str(info.value)
     assert "no space left" in message and "\n" not in message and "ipynb" not in message
@@ -146,7 +149,7 @@ def test_a_full_disk_inside_a_notebook_cell_counts_too(quick):
         ename, evalue = "OSError", "[Errno 28] No space left on device: 'rows.parquet'"
 
     _run(quick, "old")
-    with pytest.raises(R.DiskFull):
+    with pytest.raises(DiskFull):
         _run(quick, "new", fail=CellError("cell 3"))
     assert _state(quick) == ("old", [])
 
@@ -156,14 +159,14 @@ def test_a_full_disk_at_the_next_start_frees_the_failed_folder_and_runs(quick, m
     failed = quick / "shopflow" / "smoke.failed"
     failed.mkdir()
     (failed / MARKER).write_text("x")
-    real = R._new_folder
+    real = folders.new_folder
 
     def new_folder(parent, prefix):
         if failed.exists():  # the disk stays full while the failed folder is there
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(parent, prefix)
 
-    monkeypatch.setattr(R, "_new_folder", new_folder)
+    monkeypatch.setattr(folders, "new_folder", new_folder)
     _run(quick, "new")
     assert _state(quick) == ("new", [])
 
@@ -172,8 +175,8 @@ def test_a_full_disk_that_stays_full_is_one_line(quick, monkeypatch):
     def new_folder(parent, prefix):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(R, "_new_folder", new_folder)
-    with pytest.raises(R.StudyFailed, match="no space left"):
+    monkeypatch.setattr(folders, "new_folder", new_folder)
+    with pytest.raises(StudyFailed, match="no space left"):
         _run(quick, "new")
 
 
@@ -201,19 +204,21 @@ def test_a_marker_in_another_studys_results_is_not_ours(tmp_path):
     folder.mkdir(parents=True)
     (folder / MARKER).write_text("x")
     (folder / "run_info.json").write_text(json.dumps({"study": "contact_center_qa", "config": "smoke"}))
-    assert not R._is_ours(folder)
-    with pytest.raises(R.InputError, match="not made by cfbench"):
-        R._check_ours(folder, force=False)
+    assert not folders.is_ours(folder)
+    with pytest.raises(InputError, match="not made by cfbench"):
+        folders.check_ours(folder, force=False)
     (folder / "run_info.json").write_text(json.dumps({"study": "shopflow", "config": "smoke"}))
-    assert R._is_ours(folder)
+    assert folders.is_ours(folder)
     (folder / "run_info.json").write_text(json.dumps({"study": "shopflow", "config": "paper"}))
-    assert not R._is_ours(folder)
+    assert not folders.is_ours(folder)
 
 
 KILL_SCRIPT = r'''
 import json, os, signal, sys
 from pathlib import Path
-import cfbench.reproduce as R
+from cfbench.cli.reproduce import folders, notebook, provenance, swap
+from cfbench.cli.reproduce.config import Run, project_root
+from cfbench.cli.reproduce.run import run_study
 
 class FakePapermill:
     def execute_notebook(self, src, out, *, parameters, cwd, **_):
@@ -221,18 +226,18 @@ class FakePapermill:
         Path(out).write_text(json.dumps(nb))
         (Path(cwd) / "table.csv").write_text(f"run,{sys.argv[2]}\n" + "x,1\n" * 50)
 
-R._kernel_manager = lambda: None
-R._shutdown = lambda km: None
-R._write_view_page = lambda folder, run: None
-R._git_commit = lambda root: None
+notebook.kernel_manager = lambda: None
+notebook.shutdown = lambda km: None
+notebook.write_view_page = lambda folder, run: None
+provenance.git_commit = lambda root: None
 step = sys.argv[3]
 def crash(at):
     if at == step:
         os.kill(os.getpid(), signal.SIGKILL)
-R._crash_point = crash
-run = R._Run("shopflow", "smoke", {}, "--config smoke")
-with R._FolderLock(Path(sys.argv[1]).resolve() / "shopflow" / "smoke"):
-    R._run_study(FakePapermill(), R.project_root(), run, Path(sys.argv[1]), "live")
+swap._crash_point = crash
+run = Run("shopflow", "smoke", {}, "--config smoke")
+with folders.FolderLock(Path(sys.argv[1]).resolve() / "shopflow" / "smoke"):
+    run_study(FakePapermill(), project_root(), run, Path(sys.argv[1]), "live")
 '''
 
 
@@ -243,7 +248,7 @@ def test_sigkill_at_each_step_then_the_next_run(quick, step):
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(R.__file__).parents[1]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cfbench.__file__).parents[1]),
                                                           os.environ.get("PYTHONPATH", "")])}
     for tag, at in (("old", "none"), ("new", step)):
         proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(quick), tag, at], env=env,
@@ -251,6 +256,6 @@ def test_sigkill_at_each_step_then_the_next_run(quick, step):
         assert proc.returncode == (0 if at == "none" else -signal.SIGKILL), proc.stderr
     tag, others = _state(quick)
     assert tag is None or set(others) - {".smoke.lock"}  # the kill left the swap half done
-    with R._FolderLock((quick / "shopflow" / "smoke").resolve()):  # the next run, as reproduce() runs it
+    with folders.FolderLock((quick / "shopflow" / "smoke").resolve()):  # the next run, as reproduce() runs it
         _run(quick, "third")
     assert _state(quick) == ("third", [])

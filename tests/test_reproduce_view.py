@@ -24,7 +24,7 @@ def fake_notebook(tmp_path, monkeypatch):
         Path(out).write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
 
     monkeypatch.setattr(pm, "execute_notebook", fake_execute)
-    monkeypatch.setattr("cfbench.reproduce._kernel_manager",
+    monkeypatch.setattr("cfbench.cli.reproduce.notebook.kernel_manager",
                         lambda: type("KM", (), {"has_kernel": False, "ip": str(tmp_path / "km" / "k")})())
     return tmp_path
 

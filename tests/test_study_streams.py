@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cfbench.core.errors import InputError
-from cfbench.reproduce import load_config_file, project_root
+from cfbench.cli.reproduce import load_config_file, project_root
 
 ROOT = project_root()
 CC_SPEC = "openai:gpt-4o-mini"
@@ -112,9 +112,9 @@ def test_cc_bad_synthetic_source_names_the_field(source, field_text):
 
 
 def test_reproduce_keeps_a_source_name_and_resolves_a_relative_path():
-    from cfbench.reproduce import _absolute_paths
+    from cfbench.cli.reproduce.config import absolute_paths
 
-    got = _absolute_paths({"transcripts_path": "synthetic:seed=2", "pairs_path": "my/pairs.csv", "amiri_path": ""})
+    got = absolute_paths({"transcripts_path": "synthetic:seed=2", "pairs_path": "my/pairs.csv", "amiri_path": ""})
     assert got["transcripts_path"] == "synthetic:seed=2"
     assert got["pairs_path"] == str(Path("my/pairs.csv").resolve())
     assert got["amiri_path"] == ""

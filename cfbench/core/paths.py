@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "package_file", "package_text"]
+__all__ = ["RESULTS_MARKER", "cache_dir", "package_file", "package_text"]
+
+#: The file cfbench writes into every results folder it makes (``cfbench reproduce``, a notebook run by
+#: hand); cfbench replaces or deletes only folders holding it.
+RESULTS_MARKER = ".cfbench-results"
 
 
 def cache_dir() -> Path:

@@ -13,7 +13,9 @@ It also speaks enough of the Batch API for the openai SDK: ``POST /v1/files``
 first retrieval and ``completed`` on the next; its output lines are made by the same rules as the
 chat endpoint, one :meth:`script_batch` action per line; :meth:`script_batches` makes whole
 batches misbehave (refused at creation for a queue limit, rejected whole, expired part way).
-It counts every request it receives, keeps the bodies and headers of the last
+``reply`` is the text of every answer (default ``echo: <last user message>``), or a function of the
+request body returning it (a test's judge that reads the prompt). It counts every request it receives,
+keeps the bodies and headers of the last
 ``history`` ones, binds only to the loopback address, and shuts itself down
 after ``lifetime_s`` at the latest.
 
@@ -29,7 +31,7 @@ import json
 import threading
 import time
 from collections import deque
-from typing import Iterable
+from typing import Callable, Iterable
 
 __all__ = ["FakeOpenAIServer"]
 
@@ -73,7 +75,8 @@ KEY_FORMS = {
 
 
 class FakeOpenAIServer:
-    def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0, reply: str | None = None,
+    def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0,
+                 reply: "str | Callable[[dict], str] | None" = None,
                  history: int = 256, max_in_flight: int | None = None, slots: int | None = None,
                  batch_api: bool = True):
         self.latency_s = latency_s
@@ -174,7 +177,7 @@ class FakeOpenAIServer:
         """(status, JSON body or raw text) for one chat call under ``action``."""
         kind, _, arg = action.partition(":")
         user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
-        text = self.reply if self.reply is not None else f"echo: {user}"
+        text = f"echo: {user}" if self.reply is None else self.reply(body) if callable(self.reply) else self.reply
         if kind == "echo-key-200":
             text = f"Sure. Your configuration uses the key {key} as requested."
         if kind == "echo-key-form":  # the key spelled in one of the forms of KEY_FORMS, at offset ``off``

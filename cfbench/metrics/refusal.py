@@ -94,7 +94,7 @@ def _mask(match: re.Match[str]) -> str:
 
 
 def classify_refusal(text: object, *, min_help_words: int = 40, record: object = None) -> str:
-    """Label one reply ``full``, ``partial``, ``none`` or ``empty``.
+    r"""Label one reply ``full``, ``partial``, ``none`` or ``empty``.
 
     Only what the reply itself states counts: words inside quotes and after
     a cue that introduces a phrase for the user to say (``Say: …``,

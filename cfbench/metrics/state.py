@@ -97,8 +97,13 @@ class ItemStatistics:
     spilled: dict = dataclasses.field(default_factory=dict)  # statistic -> [its file, chunks written]
 
     def add(self, name: str, frame: pd.DataFrame) -> None:
+        """Append ``frame`` to statistic ``name`` (an empty frame adds nothing). Text columns are stored as plain
+        objects, the dtype they come back with once compacted, so :meth:`frame` returns the same dtypes whether
+        or not a compaction ran (a pandas ``str`` column would otherwise come back ``str`` uncompacted and
+        ``object`` compacted, and tables made from the two would differ in dtype)."""
         if len(frame):
-            self.parts.setdefault(name, []).append(frame)
+            text = {c: object for c in frame.columns if _is_text(frame[c]) and frame[c].dtype != object}
+            self.parts.setdefault(name, []).append(frame.astype(text) if text else frame)
 
     def flag(self, key: Any, value: Any = True) -> None:
         self.flags.setdefault(key, value)

@@ -135,18 +135,7 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
         raise ValueError("llm_check_all=True needs validate_judge")
     rows: list[dict[str, Any]] = []
     llm_jobs: list[tuple[int, Transcript, Any, str, str]] = []
-    llm_idents: dict[str, Any] = {}
-    notes: dict[str, str] = {}
-    if identify_judge is not None:
-        from .identify import TurnIdentification, plan_matches
-        from .llm import identify_turns_llm
-
-        need = [t for t in ts if not plan_matches(t)]
-        for t, res in zip(need, identify_turns_llm(need, identify_judge, progress=progress) if need else []):
-            if res["parse_ok"]:
-                llm_idents[t.id] = TurnIdentification.from_llm(res["identification"], t)
-            else:
-                notes[t.id] = f"LLM identification failed ({res['parse_error']}); rule-based identification used"
+    llm_idents, notes = _llm_identifications(ts, identify_judge, progress=progress)
     for t in tqdm(ts, desc="variants", disable=not progress):
         ident = llm_idents.get(t.id) or identify_turns(t)
         orig = Variant([x.to_dict() for x in t.turns], operation="none")
@@ -174,22 +163,49 @@ def make_variants(transcripts: Iterable[Transcript] | str | os.PathLike[str], *,
             by = "llm" if problems and any(p.startswith("valid") for p in problems) else "guard"
             rows[pos] = _row(t, d, c, v, seed, problems, perturber=f"{rows[pos]['perturber']}+llm", by=by)
     if llm_check_all:
-        from .llm import llm_check_variants
-
-        by_id = {t.id: t for t in ts}
-        picks = [k for k, r in enumerate(rows)
-                 if r["valid"] and r["operation"] in ("turn_transformation", "context_injection")
-                 and not str(r["reason"]).startswith("LLM rewrite")]
-        checks = llm_check_variants([by_id[rows[k]["item_id"]] for k in picks],
-                                    [Variant(rows[k]["turns"], edits=rows[k]["edits"]) for k in picks],
-                                    validate_judge=validate_judge, progress=progress)
-        for k, problems in zip(picks, checks):
-            if problems:
-                rows[k].update(valid=False, rejection_reason="; ".join(problems), rejected_by="llm")
+        _llm_check_all(rows, ts, validate_judge, progress=progress)
     frame = pd.DataFrame(rows, columns=VARIANT_COLUMNS + PROVENANCE_COLUMNS)
     if decisions is not None:
         frame = apply_decisions(frame, decisions)
     return frame
+
+
+def _llm_identifications(ts: Sequence[Transcript], identify_judge: Complete | None, *,
+                         progress: bool) -> tuple[dict[str, Any], dict[str, str]]:
+    """The LLM's turn identification of the transcripts without a synthetic plan (by id), and a note per
+    transcript whose reply failed the contract (the rules identify its turns instead)."""
+    llm_idents: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    if identify_judge is None:
+        return llm_idents, notes
+    from .identify import TurnIdentification, plan_matches
+    from .llm import identify_turns_llm
+
+    need = [t for t in ts if not plan_matches(t)]
+    for t, res in zip(need, identify_turns_llm(need, identify_judge, progress=progress) if need else []):
+        if res["parse_ok"]:
+            llm_idents[t.id] = TurnIdentification.from_llm(res["identification"], t)
+        else:
+            notes[t.id] = f"LLM identification failed ({res['parse_error']}); rule-based identification used"
+    return llm_idents, notes
+
+
+def _llm_check_all(rows: list[dict[str, Any]], ts: Sequence[Transcript], validate_judge: Complete | None, *,
+                   progress: bool) -> None:
+    """Send every Operation-1/2 variant that passed the guards to ``validate_judge``; a "not equivalent"
+    reply marks its row invalid (``rejected_by="llm"``), in place."""
+    from .llm import llm_check_variants
+
+    by_id = {t.id: t for t in ts}
+    picks = [k for k, r in enumerate(rows)
+             if r["valid"] and r["operation"] in ("turn_transformation", "context_injection")
+             and not str(r["reason"]).startswith("LLM rewrite")]
+    checks = llm_check_variants([by_id[rows[k]["item_id"]] for k in picks],
+                                [Variant(rows[k]["turns"], edits=rows[k]["edits"]) for k in picks],
+                                validate_judge=validate_judge, progress=progress)
+    for k, problems in zip(picks, checks):
+        if problems:
+            rows[k].update(valid=False, rejection_reason="; ".join(problems), rejected_by="llm")
 
 
 def read_decisions(decisions: Any) -> pd.DataFrame:

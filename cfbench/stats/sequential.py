@@ -63,7 +63,7 @@ class BettingCS:
     scale; ``to_dict()`` / ``from_dict()`` round-trip through JSON for a resumable audit.
 
     >>> cs = BettingCS(lo=0.0, hi=1.0)
-    >>> cs.update([0] * 60)
+    >>> _ = cs.update([0] * 60)
     >>> lower, upper = cs.bounds()
     >>> lower == 0.0 and upper < 0.2
     True

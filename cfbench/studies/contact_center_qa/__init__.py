@@ -26,7 +26,8 @@ transcript by transcript, for ``cfbench batch plan --study contact_center_qa -f 
 :mod:`.tables` (item statistics as mergeable state and every analysis table from them), :mod:`.streamed`
 (the Parquet row writer), :mod:`.figures`, :mod:`.findings`, :mod:`.explorer` (the run explorer's
 pairs, both arms), :mod:`.study` (``run``, ``audit``,
-``ContactCenterResult``).
+``ContactCenterResult``), :mod:`.batch_waves` (``run_batch``: the sequential audit with each wave sent as
+a Batch-API job, resumable).
 """
 
 from cfbench.view import register_explorer as _register_explorer
@@ -36,8 +37,10 @@ from .prompts import load_rubric
 from .requests import iter_requests
 from .explorer import explorer_pairs
 from .study import ContactCenterResult, Params, audit, run
+from .batch_waves import run_batch
 
-__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests", "explorer_pairs"]
+__all__ = ["Params", "run", "audit", "ContactCenterResult", "load_rubric", "iter_requests", "explorer_pairs",
+           "run_batch"]
 
 _register_explorer("contact_center_qa", explorer_pairs,
                    inputs={"variants": ("variants.parquet", ("variant_id", "item_id", "dimension", "condition", "turns"))})  # the run explorer's reader of this study's folders

@@ -21,8 +21,8 @@ import pandas as pd
 
 from cfbench.core.render import render_transcript
 from cfbench.view.page import variants_for_page
-from cfbench.view.pairs import Flag, Metric, PairSet, Texts, folder_file, missing, need, read_json, read_parquet, \
-    unique_ids
+from cfbench.view.pairs import Flag, Metric, PairSet, Texts, folder_file, missing, need, read_csv, read_json, \
+    read_parquet, unique_ids
 
 __all__ = ["explorer_pairs", "star_frames", "save_star_frames", "STAR_FILES"]
 
@@ -174,6 +174,29 @@ def _metrics(parts: list[dict[str, Any]]) -> list[Metric]:
     return out
 
 
+def _sequential(d: Path) -> tuple[dict, str] | None:
+    """From ``sequential_cells.csv`` (a sequential run): (judge, dimension) -> what its cell did ("pass at
+    item 8", "inconclusive after 12 items (budget)"), and one note saying which cells stopped early and why."""
+    path = folder_file(d, "sequential_cells.csv")
+    if path is None:
+        return None
+    t = read_csv(path)
+    need(t, ["judge", "dimension", "verdict", "items_used", "stopped_at_item", "reason"], path)
+    said, early, rest = {}, [], []
+    for r in t.itertuples(index=False):
+        if str(r.verdict) in ("pass", "fail") and not missing(r.stopped_at_item):
+            said[(str(r.judge), str(r.dimension))] = f"{r.verdict} at item {int(r.stopped_at_item)}"
+            early.append(f"{r.judge} x {r.dimension}: {r.verdict} at item {int(r.stopped_at_item)} ({r.reason})")
+        else:
+            why = " (budget)" if "budget" in str(r.reason) else ""
+            said[(str(r.judge), str(r.dimension))] = f"{r.verdict} after {int(r.items_used)} items{why}"
+            rest.append(f"{r.judge} x {r.dimension}: {r.verdict} after {int(r.items_used)} items ({r.reason})")
+    note = ("Sequential audit: " + ("stopped early, decided: " + "; ".join(early) if early else "no cell decided")
+            + (". Still undecided: " + "; ".join(rest) if rest else "") + ". Pairs of a decided cell exist only "
+            "for the items up to its stopping point (facet 'sequential cell').")
+    return said, note
+
+
 def explorer_pairs(folder: str | Path) -> PairSet | None:
     """Every compared pair of a contact-center results folder, both arms (None without ``rows.parquet``)."""
     d = Path(folder)
@@ -209,6 +232,11 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
     ids = unique_ids([f"{j}|{x}|{pa}|{t}|{q}|{i}|{dim}|{ca}~{cb}" for j, x, pa, t, q, i, dim, ca, cb in zip(
         b("judge"), arms, b("arm"), b("task"), b("question_id"), b("item_id"), b("dimension"), a("condition"),
         b("condition"))])
+    seq = _sequential(d)
+    if seq is not None:  # a sequential run (issue 35): each pair's cell, and which cells stopped early and why
+        notes.append(seq[1])
+        facets["sequential cell"] = [seq[0].get((j, dim), "") if arm == source and pa == "baseline" else ""
+                                     for j, dim, arm, pa in zip(b("judge"), b("dimension"), arms, b("arm"))]
     return PairSet(
         pair_id=ids, arm=arms, kind=_cat(parts, lambda p: p["kind"]), side_a=a("condition"), side_b=b("condition"),
         facets=facets,

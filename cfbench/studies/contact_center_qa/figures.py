@@ -516,6 +516,58 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
     return fig
 
 
+def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Sequence[str],
+                  labels: Mapping[str, str] | None = None):
+    """The sequential audit (``sequential_waves``, ``sequential_cells``): per judge x dimension, the confidence
+    sequence of the net flip rate narrowing over items (the band after each wave), the gate's maximum as a
+    dashed line, and the item where the cell stopped marked with its verdict (pass green, fail red); a cell
+    still undecided at the end is marked where its sequence ended. The caption's method, level and n are read
+    from the table."""
+    plt = _plt()
+    labels = dict(labels or {})
+    order = {d: k for k, d in enumerate(dimensions)}
+    keys = sorted({(j, d) for j, d in zip(waves["judge"], waves["dimension"])},
+                  key=lambda k: (str(k[0]), order.get(k[1], 1e9)))
+    ncol = min(4, max(1, len(keys)))
+    nrow = -(-len(keys) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.1 * ncol, 0.9 + 2.1 * nrow), squeeze=False, sharey=True)
+    colours = dict(zip(GATE_KINDS, GATE_COLOURS))
+    cell_of = cells.set_index(["judge", "dimension"]) if len(cells) else cells
+    for ax, key in zip(axes.flat, keys):
+        w = waves[(waves["judge"] == key[0]) & (waves["dimension"] == key[1])].sort_values("items")
+        x = np.concatenate([[0], w["items"].to_numpy(float)])
+        lo = np.concatenate([[-100.0], w["cs_low"].to_numpy(float) * 100])
+        hi = np.concatenate([[100.0], w["cs_high"].to_numpy(float) * 100])
+        ax.fill_between(x, lo, hi, step="post", color="#8da0cb", alpha=0.45, linewidth=0)
+        ax.step(x, lo, where="post", color="#4c72b0", linewidth=0.8)
+        ax.step(x, hi, where="post", color="#4c72b0", linewidth=0.8)
+        mx = float(w["max_net"].iloc[0]) * 100
+        ax.axhline(mx, color="#c44e52", linestyle="--", linewidth=1)
+        ax.axhline(0, color="black", linewidth=0.6)
+        row = cell_of.loc[key] if len(cells) and key in cell_of.index else None
+        verdict = str(row["verdict"]) if row is not None else str(w["verdict"].iloc[-1])
+        stop = float(row["stopped_at_item"]) if row is not None and np.isfinite(row["stopped_at_item"]) \
+            else float(w["items"].iloc[-1])
+        kind = V.verdict_kind(verdict)
+        ax.axvline(stop, color=colours.get(kind, "#888888"), linewidth=1.2)
+        where = (f"{verdict} at item {int(stop)}" if verdict in ("pass", "fail")
+                 else f"{verdict} after {int(stop)} items")
+        ax.set_title(f"{key[0]} x {labels.get(key[1], key[1])}\n{where}", fontsize=7)
+        ax.set_ylim(-100, 100)
+        ax.set_xlabel("items (transcripts)", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("net flip rate (pp)", fontsize=7)
+    last = waves.sort_values("items").groupby(["judge", "dimension"], sort=False).tail(1)
+    level = float(last["level"].iloc[0]) if len(last) else 0.95
+    fig.suptitle("Sequential audit: each cell's confidence sequence over items, the gate's maximum dashed, the "
+                 "stopping point a vertical line\n" + interval_caption(last, n="items", unit="items", level=level,
+                                                                      width=110), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
     """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
@@ -559,6 +611,10 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
         figs["fig7_flip_distribution"] = flip_distribution_bars(tables["flip_distribution"])
     if len(tables.get("judge_means", ())):
         figs["fig8_mean_scores"] = judge_means_bars(tables["judge_means"])
+    seq_waves = tables.get("sequential_waves")
+    if seq_waves is not None and len(seq_waves):
+        figs["sequential_sequences"] = sequence_plot(seq_waves, tables.get("sequential_cells", pd.DataFrame()),
+                                                     dimensions=dimensions, labels=labels)
     plt = _plt()
     for fig in figs.values():  # kept for saving and display, released from pyplot's registry
         plt.close(fig)

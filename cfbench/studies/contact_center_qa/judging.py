@@ -30,8 +30,8 @@ ROW_EVIDENCE_COLUMNS = ["evidence_status", "n_quotes", "n_quotes_found", "eviden
 
 
 def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
-             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True
-             ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
+             labels: pd.DataFrame | None = None, cache: Any = None, progress: bool = True,
+             mode: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
     """Call every distinct request of ``plan`` (a :class:`.requests.EvaluationPlan`) once per judge; parse the replies.
 
     Returns ``(judgments, rows, stats)``:
@@ -45,13 +45,15 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
     ``rows``       the plan's rows with the parsed values joined on, plus
                    ``category``/``type`` from the rubric and ``label``
     ``stats``      the runner's tallies per judge
+
+    ``mode``: the runner's mode (``live``, ``replay``, ``plan``; None: ``$CFBENCH_MODE`` or live).
     """
     from cfbench.judges import run_requests
 
     rubric = rubric if rubric is not None else _qa.load_rubric()
     parts, stats = [], {}
     for judge, reqs in plan.requests.items():
-        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress)
+        res = run_requests(judge, reqs, cache=cache, desc=f"contact-center {judge}", progress=progress, mode=mode)
         stats[judge] = res.stats
         j = res.judgments.copy()
         j["judge"] = judge
@@ -96,20 +98,23 @@ def run_plan(plan: Any, *, rubric: pd.DataFrame | None = None,
 
 def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache: Any = None,
                 rubric: pd.DataFrame | None = None, progress: bool = False,
-                dimensions: Callable[[], Sequence[str]] | None = None
+                dimensions: Callable[[], Sequence[str]] | None = None, wave_size: int = 1,
+                admit: Callable[[list], bool] | None = None, mode: str | None = None
                 ) -> Iterator[tuple[Any, pd.DataFrame, Any, pd.DataFrame, pd.DataFrame, dict]]:
     """``(transcript, variants, plan, judgments, rows, stats)`` per selected transcript: the transcript's plan
     (coaching notes for the first ``coaching_items``, as a plan of all transcripts would have) answered by
-    every judge. ``progress``: the runner's bar per transcript.
+    every judge. ``progress``: the runner's bar per transcript; ``mode``: the runner's mode (:func:`run_plan`).
 
     A review decisions file (``params.decisions_path``) is read once; each transcript's variants get the
     decisions on their own ids, and a decision on no variant of any transcript raises
     :class:`~cfbench.core.errors.InputError` after the last one (a review of another run is never applied
     silently, and never half).
 
-    ``dimensions`` (a sequential audit, :mod:`.sequential`): called before each transcript is planned, it
-    names the dimensions that transcript is asked about (the fairness and coaching dimensions are narrowed to
-    them too); None asks every transcript about ``params.dimensions``."""
+    Transcripts are planned ``wave_size`` at a time, then judged one by one. ``dimensions`` (a sequential
+    audit, :mod:`.sequential`): called before each transcript is planned, it names the dimensions that
+    transcript is asked about (the fairness and coaching dimensions are narrowed to them too); None asks
+    every transcript about ``params.dimensions``. ``admit`` (a budget): called with a wave's plans before any
+    of them is judged; False ends the walk there, nothing of that wave sent."""
     import tempfile
     from pathlib import Path
 
@@ -120,26 +125,45 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
     decisions = _decisions(params)
     used: set = set()
     with tempfile.TemporaryDirectory(prefix="cfbench-decisions-") as tmp:
-        for index, t in enumerate(items):
-            p = coached if index < params.coaching_items else plain
-            if decisions is not None:
-                mine = decisions[decisions["_item"] == t.id]
-                used.update(mine.index)
-                path = Path(tmp) / "decisions.csv"
-                mine.drop(columns=["_item"]).to_csv(path, index=False)  # an input read back as given, not a result
-                p = dataclasses.replace(p, decisions_path=str(path) if len(mine) else "")
-            if dimensions is not None:
-                p = _narrowed(p, list(dimensions()))
-            variants, plan = plan_for(p, [t], rubric=rubric, progress=False)
-            judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
-                                              progress=progress)
-            yield t, variants, plan, judgments, rows, stats
+        for wave in _waves(enumerate(items), wave_size):
+            planned = []
+            for index, t in wave:
+                p = coached if index < params.coaching_items else plain
+                if decisions is not None:
+                    mine = decisions[decisions["_item"] == t.id]
+                    used.update(mine.index)
+                    path = Path(tmp) / "decisions.csv"
+                    mine.drop(columns=["_item"]).to_csv(path, index=False)  # an input read back as given
+                    p = dataclasses.replace(p, decisions_path=str(path) if len(mine) else "")
+                if dimensions is not None:
+                    p = _narrowed(p, list(dimensions()))
+                planned.append((t, *plan_for(p, [t], rubric=rubric, progress=False)))
+            if admit is not None and not admit([plan for _, _, plan in planned]):
+                return  # over the budget: the walk ends before this wave (later transcripts unseen)
+            for t, variants, plan in planned:
+                judgments, rows, stats = run_plan(plan, rubric=rubric, labels=labels_frame([t]), cache=cache,
+                                                  progress=progress, mode=mode)
+                yield t, variants, plan, judgments, rows, stats
     if decisions is not None and len(decisions.index.difference(list(used))):
         from cfbench.core.errors import InputError
 
         left = decisions.loc[decisions.index.difference(list(used))]
         raise InputError(f"not a variant of this run ({len(left)} unknown ids)", source=params.decisions_path,
                          record=left["variant_id"].iloc[0], field="variant_id")
+
+
+def _waves(items: Iterable[Any], size: int) -> Iterator[list]:
+    """``items`` in consecutive lists of ``size`` (the last may be shorter)."""
+    if size < 1:
+        raise ValueError(f"wave_size must be at least 1, got {size}")
+    wave: list = []
+    for x in items:
+        wave.append(x)
+        if len(wave) == size:
+            yield wave
+            wave = []
+    if wave:
+        yield wave
 
 
 def _narrowed(params: Any, dims: list[str]) -> Any:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -56,6 +57,8 @@ class Params:
     sequential: bool = False  # judge in waves, stop asking about a dimension once its net CFR gate is decided
     max_items: int = 0  # sequential budget: most transcripts judged (0: n_items)
     wave_size: int = 5  # sequential: transcripts per wave (the cells are looked at after each)
+    max_requests: int = 0  # sequential budget: most distinct requests, all judges (0: no limit)
+    max_cost_usd: float = 0.0  # sequential budget: most US dollars by the price table (0: no limit)
     # -- placebo arm (issue 33): keep this field last --
     placebo: bool = False  # also judge a same-group swap per identity dimension (table placebo_contrast)
 
@@ -119,6 +122,14 @@ def _check(p: "Params") -> None:
         _fail("max_items", f"must be 0 (n_items) or more, got {p.max_items}")
     if p.wave_size < 1:
         _fail("wave_size", f"must be at least 1, got {p.wave_size}")
+    if isinstance(p.max_requests, bool) or not isinstance(p.max_requests, int) or p.max_requests < 0:
+        _fail("max_requests", f"must be a whole number, 0 (no limit) or more, got {shorten(p.max_requests)}")
+    cost = p.max_cost_usd
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
+        _fail("max_cost_usd", f"must be a number, 0 (no limit) or more, got {shorten(cost)}")
+    for name in ("max_requests", "max_cost_usd"):
+        if getattr(p, name) and not p.sequential:
+            _fail(name, "is a budget of the sequential audit: set sequential: true, or leave it 0")
     if not isinstance(p.placebo, bool):  # placebo arm (issue 33)
         _fail("placebo", f"must be true or false, got {shorten(p.placebo)}")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:

@@ -28,9 +28,13 @@ every n at once). A cell reads:
 
 A dimension gets no more requests once every judge's cell on it is decided (the plan of later transcripts
 covers the undecided dimensions only; :func:`.judging.iter_judged` takes the list per transcript). The run
-stops when every cell is decided or ``max_items`` transcripts were judged. Table ``sequential_cells``
-(:data:`SEQUENTIAL_COLUMNS`) says per cell the items used, the verdict, the bounds, the wave it stopped at,
-why, and for an undecided cell a forecast of the items to a decision.
+stops when every cell is decided, ``max_items`` transcripts were judged, or the next wave would pass a
+budget (:meth:`SequentialAudit.admit`: ``max_requests`` distinct requests, ``max_cost_usd`` dollars priced
+by :mod:`cfbench.judges.pricing`; a wave is planned whole, counted, and sent only if it fits). Table
+``sequential_cells`` (:data:`SEQUENTIAL_COLUMNS`) says per cell the items and requests used, the verdict,
+the bounds, the wave and item it stopped at, why, and for an undecided cell a forecast of the items and
+requests to a decision; table ``sequential_waves`` (:data:`WAVE_COLUMNS`) keeps every cell's bounds after
+every wave it took items in (what the figure draws).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from cfbench.metrics.state import ItemStatistics
@@ -47,11 +52,16 @@ from cfbench.stats.verdicts import items_to_decide, scaled_bounds
 from cfbench.studies.contact_center_qa.gates import responsiveness_table
 from cfbench.studies.contact_center_qa.tables import accuracy_table, gate_item_stats
 
-__all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "AUDIT_ALPHA", "BASELINE", "net_flip_items", "walk_params",
-           "sequential_sentence"]
+__all__ = ["SequentialAudit", "SEQUENTIAL_COLUMNS", "WAVE_COLUMNS", "CS_METHOD", "AUDIT_ALPHA", "BASELINE",
+           "judge_prices", "wave_cost", "cell_requests", "net_flip_items", "walk_params", "sequential_sentence"]
 
-SEQUENTIAL_COLUMNS = ["judge", "dimension", "items_used", "verdict", "cs_low", "cs_high", "stopped_at_wave", "reason",
-                      "forecast_items"]
+SEQUENTIAL_COLUMNS = ["judge", "dimension", "items_used", "requests_used", "verdict", "cs_low", "cs_high",
+                      "stopped_at_wave", "stopped_at_item", "reason", "forecast_items", "forecast_requests"]
+#: table ``sequential_waves``: a cell's sequence after each wave that gave it items
+WAVE_COLUMNS = ["judge", "dimension", "wave", "items", "cs_low", "cs_high", "verdict", "max_net", "level",
+                "ci_method"]
+#: how ``sequential_waves`` names its bounds (what the figure's caption reads)
+CS_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas), Bonferroni over cells"
 #: the audit's error rate across all its cells (split evenly over the cells: Bonferroni)
 AUDIT_ALPHA = 0.05
 #: the repeat baseline the net statistic subtracts (repeats at the evaluation temperature)
@@ -90,7 +100,9 @@ class _Cell:
     cs: BettingCS
     verdict: str = "inconclusive"
     stopped_at_wave: Any = None
+    stopped_at_item: Any = None
     reason: str = "no item with both a counterfactual and a repeat pair yet"
+    requests: int = 0  # distinct requests planned for this cell's own variants (originals and repeats are shared)
 
     @property
     def decided(self) -> bool:
@@ -101,23 +113,70 @@ class _Cell:
 class SequentialAudit:
     """The per-cell sequences of one run. Feed it transcripts' rows with :meth:`add` (it closes a wave every
     ``wave_size`` transcripts and returns True once every cell is decided); :meth:`decide` is the step on
-    ready-made item values (what the simulations in the tests drive); :meth:`table` is ``sequential_cells``."""
+    ready-made item values (what the simulations in the tests drive); :meth:`table` is ``sequential_cells``.
+
+    Budgets (0: none): :meth:`admit` is shown each wave's plans before anything of it is sent and refuses
+    the wave that would take the requests past ``max_requests`` or the cost past ``max_cost_usd``
+    (``prices``: judge spec -> USD per request's tokens, :func:`judge_prices`)."""
 
     judges: Sequence[str]
     dimensions: Sequence[str]
     max_net: float
     wave_size: int = 1
     alpha: float = AUDIT_ALPHA
+    max_requests: int = 0
+    max_cost_usd: float = 0.0
+    prices: Mapping[str, Any] = field(default_factory=dict)
     cells: dict = field(default_factory=dict)
     wave: int = 0
     n_transcripts: int = 0
+    spent_requests: int = 0
+    spent_usd: float = 0.0
+    stopped_by: str = ""
+    history: list = field(default_factory=list)
     _acc: ItemStatistics = field(default_factory=ItemStatistics)
     _pending: list = field(default_factory=list)
+    _asked: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.wave_size < 1:
             raise ValueError(f"wave_size must be at least 1, got {self.wave_size}")
         self.cell_alpha = alpha_per_cell(self.alpha, len(self.judges) * len(self.dimensions))
+        if self.max_cost_usd:
+            unpriced = [j for j in self.judges if self.prices.get(j) is None]
+            if unpriced:
+                from cfbench.core.errors import InputError
+
+                why = self.prices.get("_why", {}).get(unpriced[0])
+                raise InputError(f"no price for judge {unpriced[0]!r} ({why}); a dollar budget needs every judge "
+                                 "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
+                                 field="max_cost_usd")
+
+    def admit(self, plans: Sequence[Any]) -> bool:
+        """Whether the wave of ``plans`` (one :class:`.requests.EvaluationPlan` per transcript) fits the budget.
+        If it does, its requests and cost are counted as spent (and each cell's own requests); if not, the
+        audit records why it stopped and nothing of the wave is counted."""
+        n = sum(p.n_requests for p in plans)
+        usd = sum(wave_cost(p, self.prices) for p in plans) if self.max_cost_usd else 0.0
+        over = []
+        if self.max_requests and self.spent_requests + n > self.max_requests:
+            over.append(f"the next wave's {n} requests would pass max_requests {self.max_requests} "
+                        f"({self.spent_requests} sent)")
+        if self.max_cost_usd and self.spent_usd + usd > self.max_cost_usd:
+            over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {self.max_cost_usd:g} "
+                        f"(${self.spent_usd:.4f} spent)")
+        if over:
+            self.stopped_by = "budget: " + "; ".join(over)
+            return False
+        self.spent_requests += n
+        self.spent_usd += usd
+        for p in plans:
+            for (judge, dim), k in cell_requests(p.rows).items():
+                if dim in self.dimensions and judge in self.judges:
+                    self._cell(judge, dim).requests += k
+            for dim in set(p.rows["dimension"]) & set(self.dimensions):
+                self._asked[dim] = self._asked.get(dim, 0) + 1
+        return True
 
     def _cell(self, judge: str, dimension: str) -> _Cell:
         key = (judge, dimension)
@@ -164,31 +223,47 @@ class SequentialAudit:
         """One wave: ``values`` maps (judge, dimension) to its new items' ``d`` (in [-1, 1], judging order);
         ``responsive`` maps a judge to (shown, why). Decided cells take nothing more."""
         self.wave += 1
+        fed = set()
         for (judge, dim), vals in values.items():
             cell = self._cell(judge, dim)
             if not cell.decided and len(vals):
                 cell.cs.update(vals)
-        for cell in self.cells.values():
-            if cell.decided or not cell.cs.n:
-                continue
-            lo, hi = cell.cs.bounds()
-            v = gate_verdict(lo, hi, self.max_net)
-            ok, why = responsive.get(cell.judge, (False, "no labelled originals to check the judge responds"))
-            if v == "pass" and not ok:
-                cell.reason = (f"upper bound {hi:.3f} below the maximum, but responsiveness not shown ({why}); "
-                               "cannot pass")
-            elif v in ("pass", "fail"):
-                side = f"upper bound {hi:.3f} below" if v == "pass" else f"lower bound {lo:.3f} above"
-                cell.verdict, cell.stopped_at_wave = v, self.wave
-                cell.reason = f"{side} the maximum {self.max_net:g} after {cell.cs.n} items"
-            else:
-                cell.reason = f"interval [{lo:.3f}, {hi:.3f}] contains the maximum {self.max_net:g}"
+                fed.add((judge, dim))
+        for key, cell in self.cells.items():
+            if key in fed:
+                self._decide_cell(cell, responsive)
+                lo, hi = cell.cs.bounds()
+                self.history.append({"judge": cell.judge, "dimension": cell.dimension, "wave": self.wave,
+                                     "items": int(cell.cs.n), "cs_low": lo, "cs_high": hi, "verdict": cell.verdict,
+                                     "max_net": self.max_net, "level": 1 - self.cell_alpha,
+                                     "ci_method": CS_METHOD})
+            elif not cell.decided and cell.cs.n:
+                self._decide_cell(cell, responsive)  # responsiveness may have been shown since
+
+    def _decide_cell(self, cell: _Cell, responsive: Mapping[str, tuple]) -> None:
+        """One undecided cell's verdict from its sequence and its judge's responsiveness."""
+        lo, hi = cell.cs.bounds()
+        v = gate_verdict(lo, hi, self.max_net)
+        ok, why = responsive.get(cell.judge, (False, "no labelled originals to check the judge responds"))
+        if v == "pass" and not ok:
+            cell.reason = (f"upper bound {hi:.3f} below the maximum, but responsiveness not shown ({why}); "
+                           "cannot pass")
+        elif v in ("pass", "fail"):
+            side = f"upper bound {hi:.3f} below" if v == "pass" else f"lower bound {lo:.3f} above"
+            cell.verdict, cell.stopped_at_wave, cell.stopped_at_item = v, self.wave, int(cell.cs.n)
+            cell.reason = f"{side} the maximum {self.max_net:g} after {cell.cs.n} items"
+        else:
+            cell.reason = f"interval [{lo:.3f}, {hi:.3f}] contains the maximum {self.max_net:g}"
 
     def summary(self, *, budget: int) -> dict:
-        """What the findings sentence reads: transcripts judged, the budget, waves, cells and their level."""
+        """What the findings sentence reads: transcripts judged, the budget, waves, cells and their level,
+        requests and dollars spent against their budgets, and why the walk stopped."""
         return {"n_walked": self.n_transcripts, "budget": int(budget), "waves": self.wave,
                 "n_cells": len(self.judges) * len(self.dimensions), "alpha": self.alpha,
-                "alpha_per_cell": self.cell_alpha, "wave_size": self.wave_size}
+                "alpha_per_cell": self.cell_alpha, "wave_size": self.wave_size,
+                "requests_sent": self.spent_requests, "max_requests": self.max_requests,
+                "cost_usd": self.spent_usd if self.max_cost_usd else None, "max_cost_usd": self.max_cost_usd,
+                "stopped_by": self.stopped_by}
 
     def table(self) -> pd.DataFrame:
         """``sequential_cells``: one row per cell, judges then dimensions in the audit's order."""
@@ -196,11 +271,25 @@ class SequentialAudit:
         order = {d: k for k, d in enumerate(self.dimensions)}
         for cell in sorted(self.cells.values(), key=lambda c: (str(c.judge), order.get(c.dimension, 1e9))):
             lo, hi = cell.cs.bounds() if cell.cs.n else (math.nan, math.nan)
+            reason = cell.reason if cell.decided or not self.stopped_by else \
+                f"{cell.reason}; stopped, {self.stopped_by}"
+            forecast = _forecast(cell, self.max_net)
+            per_item = cell.requests / self.n_cell_transcripts(cell) if self.n_cell_transcripts(cell) else math.nan
             rows.append({"judge": cell.judge, "dimension": cell.dimension, "items_used": int(cell.cs.n),
-                         "verdict": cell.verdict, "cs_low": lo, "cs_high": hi,
+                         "requests_used": int(cell.requests), "verdict": cell.verdict, "cs_low": lo, "cs_high": hi,
                          "stopped_at_wave": cell.stopped_at_wave if cell.stopped_at_wave is not None else math.nan,
-                         "reason": cell.reason, "forecast_items": _forecast(cell, self.max_net)})
+                         "stopped_at_item": cell.stopped_at_item if cell.stopped_at_item is not None else math.nan,
+                         "reason": reason, "forecast_items": forecast,
+                         "forecast_requests": (forecast - cell.cs.n) * per_item if np.isfinite(forecast) else math.nan})
         return pd.DataFrame(rows, columns=SEQUENTIAL_COLUMNS)
+
+    def n_cell_transcripts(self, cell: _Cell) -> int:
+        """Transcripts whose plan asked about the cell's dimension (what its requests were spent on)."""
+        return self._asked.get(cell.dimension, 0)
+
+    def waves_table(self) -> pd.DataFrame:
+        """``sequential_waves``: each cell's bounds after every wave that gave it items (in wave order)."""
+        return pd.DataFrame(self.history, columns=WAVE_COLUMNS)
 
 
 def _forecast(cell: _Cell, maximum: float) -> float:
@@ -215,19 +304,71 @@ def _forecast(cell: _Cell, maximum: float) -> float:
     return float(need) if need is not None else math.nan
 
 
-def sequential_sentence(table: pd.DataFrame | None, *, n_walked: int, budget: int, n_cells: int) -> str:
-    """One findings sentence: which cells were decided at which wave and why, and whether the run stopped
-    before its budget of transcripts; the error rate the audit holds across its cells."""
+def cell_requests(rows: pd.DataFrame) -> dict:
+    """(judge, dimension) -> distinct requests a plan's ``rows`` make for that dimension's own variants
+    (a request also used by another dimension's rows - the shared original - is not counted)."""
+    if not len(rows):
+        return {}
+    r = rows.drop_duplicates(["judge", "dimension", "request_id"])
+    shared = r.groupby(["judge", "request_id"])["dimension"].transform("size") > 1
+    return {k: int(v) for k, v in r[~shared].groupby(["judge", "dimension"], sort=False).size().items()}
+
+
+def judge_prices(judges: Sequence[str], *, batch: bool) -> dict:
+    """Judge spec -> a function pricing a list of requests in USD (``local:``/``scripted:``: 0, no API;
+    ``openai:`` by the price table of :func:`cfbench.judges.pricing.load_prices`, at the Batch-API price
+    when ``batch``), or None when no price is known (why under the key ``_why``). Prompt tokens are
+    estimated from characters, output at each request's ``max_tokens`` allowance (an upper bound)."""
+    from cfbench.judges.pricing import estimate_from_chars, load_prices, price_for
+
+    out: dict = {"_why": {}}
+    table = None
+    for spec in judges:
+        backend, _, rest = spec.partition(":")
+        model = rest.partition("@")[0]
+        if backend in ("local", "scripted"):
+            out[spec] = lambda reqs: 0.0
+            continue
+        if backend == "openai":
+            table = table or load_prices()
+            if price_for(model, table) is not None:
+                out[spec] = (lambda reqs, _m=model, _t=table: estimate_from_chars(
+                    _m, len(reqs), sum(len(m["role"]) + len(m["content"]) for r in reqs for m in r.messages),
+                    sum(int(r.config.max_tokens) for r in reqs), _t, batch=batch)["cost"]["total_usd"])
+                continue
+            out["_why"][spec] = f"{model!r} is not in the price table"
+        else:
+            out["_why"][spec] = f"no price table for the {backend!r} backend"
+        out[spec] = None
+    return out
+
+
+def wave_cost(plan: Any, prices: Mapping[str, Any]) -> float:
+    """USD of one transcript's plan: every judge's requests priced by ``prices`` (:func:`judge_prices`)."""
+    return float(sum(prices[judge](reqs) for judge, reqs in plan.requests.items() if reqs))
+
+
+def sequential_sentence(table: pd.DataFrame | None, *, n_walked: int, budget: int, n_cells: int,
+                        stopped_by: str = "") -> str:
+    """One findings paragraph read from ``sequential_cells``: which cells stopped early, at which item and
+    why (decided pass / fail), whether the walk ran out of transcripts or stopped at a request / dollar budget
+    (``stopped_by``), and the error rate the audit holds across its cells."""
     if table is None or not len(table):
         return ""
     decided = table[table["verdict"].isin(["pass", "fail"])]
-    said = "; ".join(f"{r.judge} x {r.dimension} {r.verdict} at wave {int(r.stopped_at_wave)} ({r.reason})"
-                     for r in decided.itertuples(index=False))
+    from cfbench.core.text import md_code
+
+    said = "; ".join(f"{md_code(r.judge)} x {md_code(r.dimension)} {r.verdict} at item {int(r.stopped_at_item)} "
+                     f"(wave {int(r.stopped_at_wave)}: {r.reason})" for r in decided.itertuples(index=False))
     left = len(table) - len(decided)
-    ended = (f"it stopped after {n_walked} of its {budget} transcripts, every cell decided" if n_walked < budget
-             and not left else f"it judged {n_walked} of its {budget} transcripts")
+    if not left and n_walked < budget:
+        ended = f"it stopped after {n_walked} of its {budget} transcripts, every cell decided"
+    elif stopped_by:
+        ended = f"it stopped after {n_walked} of its {budget} transcripts at its {stopped_by}"
+    else:
+        ended = f"it judged {n_walked} of its {budget} transcripts"
     return (f"**Sequential audit**: {n_cells} cells, each a confidence sequence at 5 % / {n_cells} "
             f"(Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking after every wave); "
-            f"{ended}. " + (f"Decided, and no longer asked about once all its judges were: {said}." if said else
-                            "No cell was decided.")
+            f"{ended}. " + (f"Stopped early, decided, and no longer asked about once all its judges were: {said}."
+                            if said else "No cell was decided.")
             + (f" {left} cell{'s' if left != 1 else ''} inconclusive." if left else ""))

@@ -34,7 +34,7 @@ from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests)
 from cfbench.studies.contact_center_qa.gates import gate_tables
-from cfbench.studies.contact_center_qa.sequential import SequentialAudit, walk_params
+from cfbench.studies.contact_center_qa.sequential import SequentialAudit, judge_prices, walk_params
 from cfbench.studies.contact_center_qa.tables import new_state
 
 __all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
@@ -205,7 +205,8 @@ class ContactCenterResult(StudyResult):
 @uses_judge_settings
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
-        say_warnings: bool = True, cache: Any = None) -> ContactCenterResult:
+        say_warnings: bool = True, cache: Any = None, mode: str | None = None,
+        wave: Any = None) -> ContactCenterResult:
     """Run the study: per transcript variants -> plan -> judgments -> item statistics; then tables ->
     figures (-> files when ``out`` is given).
 
@@ -219,7 +220,10 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
 
     ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects, or any iterable of them)
     replaces loading from ``params.transcripts_path``; all of them are audited.
-    ``config_name`` is recorded in the summary (``config``). ``cache``: the response cache to use.
+    ``config_name`` is recorded in the summary (``config``). ``cache``: the response cache to use; ``mode``:
+    the judge runner's mode (None: ``$CFBENCH_MODE`` or live). ``wave`` (a sequential run): called with each
+    admitted wave's plans and the audit before the wave is judged (:func:`.sequential.run_batch` sends the
+    wave through the Batch API there and judges it from the cache).
     """
     if transcripts is None and os.environ.get("CFBENCH_MODE") == "plan":
         preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
@@ -231,7 +235,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     run_out = RunOutput(out) if out is not None and not isinstance(out, RunOutput) else out
     keep = None if run_out is not None else tempfile.TemporaryDirectory(prefix="cfbench-cc-run-")
     folder = Path(keep.name) if keep is not None else run_out.dir
-    walked = _walk(params, folder, transcripts, cache=cache, progress=progress, rubric=rubric)
+    walked = _walk(params, folder, transcripts, cache=cache, progress=progress, rubric=rubric, mode=mode, wave=wave)
     tables = finish_tables(walked.pop("tables"), params, walked["flags"], walked.pop("variants_compact"))
     source = ("star" if walked["items"] and walked["all_star"] else
               source_of(params, walked["first"][:1], given=transcripts is not None))
@@ -240,6 +244,7 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables.update(gate_tables(tables, params))  # verdicts (gates.py): responsiveness before invariance
     if walked.get("sequential") is not None:  # sequential audit (issue 35)
         tables["sequential_cells"] = walked["sequential"].table()
+        tables["sequential_waves"] = walked["sequential"].waves_table()
     frames = _RunFrames(walked["frames"], {"rows": folder / "rows.parquet", "judgments": folder / "judgments.parquet"})
     summary = {"config": config_name} | _summary(params, walked, tables, dims, rubric, t0)
     summary["source"] = source
@@ -291,7 +296,7 @@ def finish_tables(tables: dict[str, pd.DataFrame], params: Params, flags: Mappin
 
 
 def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, cache: Any, progress: bool,
-          rubric: pd.DataFrame) -> dict[str, Any]:
+          rubric: pd.DataFrame, mode: str | None = None, wave: Any = None) -> dict[str, Any]:
     """Every selected transcript once: judged, its rows into the item-statistics state and the Parquet files,
     a few counts kept; then the tables from the state. Returns what :func:`run` assembles the result from."""
     from cfbench.studies.contact_center_qa.streamed import ParquetRows, VariantsParquet
@@ -304,7 +309,7 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
         (folder / stale).unlink(missing_ok=True)  # a folder run into again: nothing of the last run is mixed in
     w = _Walked()
     # sequential audit (issue 35, .sequential): waves, decided dimensions dropped from later plans
-    seq = _sequential_audit(params, transcripts)
+    seq = _sequential_audit(params, transcripts, batch=wave is not None)
     walk = walk_params(params)
     bar = None
     if progress:
@@ -315,7 +320,8 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
     try:
         for t, variants, plan, judgments, rows, st in iter_judged(
                 walk, transcripts=_budgeted(transcripts, walk), cache=cache, rubric=rubric,
-                dimensions=seq.undecided_dimensions if seq is not None else None):
+                dimensions=seq.undecided_dimensions if seq is not None else None,
+                wave_size=seq.wave_size if seq is not None else 1, admit=_admit(seq, wave), mode=mode):
             state.update(rows, judgments, variants, complete=True)
             w.add(t, variants, plan, judgments, rows, st)
             writers["rows"].write(rows)
@@ -344,12 +350,31 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
     return out
 
 
-def _sequential_audit(params: Params, transcripts: Iterable[Any] | None) -> "SequentialAudit | None":
-    """The run's sequential audit (None unless ``params.sequential``); one cell per judge x dimension."""
+def _sequential_audit(params: Params, transcripts: Iterable[Any] | None, *,
+                      batch: bool = False) -> "SequentialAudit | None":
+    """The run's sequential audit (None unless ``params.sequential``); one cell per judge x dimension, with
+    the run's request and dollar budgets (``batch``: priced at the Batch-API price)."""
     if not params.sequential:
         return None
+    prices = judge_prices(params.judges, batch=batch) if params.max_cost_usd else {}
     return SequentialAudit(judges=list(params.judges), dimensions=dims_of(params), max_net=params.gate_max_net_cfr,
-                           wave_size=params.wave_size)
+                           wave_size=params.wave_size, max_requests=params.max_requests,
+                           max_cost_usd=float(params.max_cost_usd), prices=prices)
+
+
+def _admit(seq: "SequentialAudit | None", wave: Any = None) -> Any:
+    """The walk's budget check before each wave (None without a budget); ``wave``, when given, is called with
+    the admitted wave's plans next (the Batch path sends them there)."""
+    if seq is None:
+        return None
+
+    def admit(plans: list) -> bool:
+        if not seq.admit(plans):
+            return False
+        if wave is not None:
+            wave(plans, seq)
+        return True
+    return admit
 
 
 def _budgeted(transcripts: Iterable[Any] | None, walk: Params) -> Iterable[Any] | None:
@@ -704,7 +729,8 @@ def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
     chosen = real_dialogues(path, params.real_items)
     sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
                               require_agent_name=False, fairness=False, coaching=False, paraphrases=0,
-                              sequential=False)  # the STAR arm is judged fixed-n (docs/sequential.md)
+                              sequential=False, max_requests=0,
+                              max_cost_usd=0.0)  # the STAR arm is judged fixed-n (docs/sequential.md)
     result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
     result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
                                       "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")

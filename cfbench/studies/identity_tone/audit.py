@@ -9,6 +9,7 @@ t, Wilcoxon, d_z, Holm/BH), the same differences adjusted for reply length
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -18,6 +19,7 @@ import pandas as pd
 
 from cfbench.judges.base import GenerationConfig
 from cfbench.judges.failures import failure_counts
+from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_table
 from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, identity_ids, identity_variants
@@ -25,11 +27,12 @@ from cfbench.stats.paired import (group_means, largest_gaps, length_adjusted_tes
                                   paired_matrix, paired_tests, symmetry_checks)
 
 from . import prompts as P
-from .reproduction import KEYS, TABLE2_METRICS
+from .reproduction import KEYS, ORDER, TABLE2_METRICS, _in_order
 from .truncation import TRUNCATION_RULE
 
 __all__ = ["Audit", "audit_design", "analyse_responses", "run_fresh", "fresh_audit", "power_summary",
-           "LENGTH_ADJUSTED_METRICS", "TONE_ONLY", "truncation_table", "score_status", "length_gaps"]
+           "LENGTH_ADJUSTED_METRICS", "TONE_ONLY", "truncation_table", "score_status", "length_gaps",
+           "item_stats", "tables_from_stats", "new_state", "ORDER"]
 
 #: Metrics whose differences are also reported at equal reply length (length itself excluded).
 LENGTH_ADJUSTED_METRICS = ["sentiment", "politeness", "hedging", "neg_tone"]
@@ -132,7 +135,8 @@ def power_summary(n: int, *, n_pairs: int = 28) -> dict[str, float]:
 
 def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicons], seed: int,
                       n_resamples: int, cap: int | None = None) -> Audit:
-    """Every table of the fresh audit from a responses frame (see :func:`prompts.collect_responses`).
+    """Every table of the fresh audit from a responses frame (see :func:`prompts.collect_responses`): one
+    per-prompt state (:func:`new_state`) updated with all replies in the frame's order, then computed.
 
     ``lexicons`` maps a mode (``"described"``, ``"as_run"``) to its term lists.
     Only complete replies that answer are scored (seed 002: refusal first, then the
@@ -144,38 +148,103 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
     counts the cut replies per model × identity). Without a ``truncated`` column
     every reply's completeness is unknown.
     """
+    rows = responses if ORDER in responses.columns else responses.assign(**{ORDER: np.arange(len(responses))})
+    return new_state(lexicons).update(rows).compute(seed=seed, n_resamples=n_resamples, cap=cap)
+
+
+# -- item statistics: per prompt, the update step and the functional form ----------------------------------
+
+#: the reply columns the tables read besides the scores (the text is scored in the update step, not kept)
+_REPLY_COLUMNS = ["variant_id", "model", "prompt_id", "identity", "status", "refusal", "truncated", "score_status"]
+
+
+def item_stats(responses: "pd.DataFrame | None", *, lexicons: Mapping[str, Lexicons]) -> ItemStatistics:
+    """The per-prompt statistics of whole prompts' replies (every model's 8 identity replies to a prompt): each
+    reply's status, refusal label, truncation flag and score status (``replies``) and, per lexicon mode, its
+    tone and length scores (``scores/<mode>``), each row with :data:`ORDER`. The update step of
+    :func:`new_state`. The paired tests resample and rank the per-prompt differences, so a prompt's statistic
+    is its replies' scores (a few numbers per reply, no text); statistics of disjoint sets of prompts add up
+    to those of their union."""
+    s = ItemStatistics()
+    if responses is None or not len(responses):
+        return s
+    if ORDER not in responses.columns:
+        from cfbench.core.errors import InputError
+
+        raise InputError(f"responses have no {ORDER} column (each reply's position in the run, set before the "
+                         "replies are split)", source="identity-tone item statistics", field=ORDER)
+    r = responses.reset_index(drop=True)
+    if "truncated" not in r:
+        r = r.assign(truncated=pd.array([pd.NA] * len(r), dtype="boolean"))
+    r = r.assign(score_status=score_status(r).to_numpy())
+    s.add("replies", r[[c for c in _REPLY_COLUMNS if c in r.columns] + [ORDER]])
+    for mode, lex in lexicons.items():
+        sc = score_responses(r, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
+                             status="score_status", record="variant_id")
+        s.flag(("lexicon", mode), dict(sc.attrs))
+        s.add(f"scores/{mode}", sc.assign(**{ORDER: r[ORDER].to_numpy()}))
+    return s
+
+
+def new_state(lexicons: Mapping[str, Lexicons], *, spill: Any = None, compact_every: int = 10) -> ItemState:
+    """An empty per-prompt state of the fresh audit: ``update(responses, complete=...)`` (scored with
+    ``lexicons``), ``merge(other)``, ``compute(seed=, n_resamples=, cap=)`` (-> :func:`tables_from_stats`, an
+    :class:`Audit`); see :mod:`cfbench.metrics.state`."""
+    return ItemState(functools.partial(item_stats, lexicons=lexicons),
+                     functools.partial(tables_from_stats, modes=tuple(lexicons)), item="prompt_id", spill=spill,
+                     compact_every=compact_every)
+
+
+def tables_from_stats(s: ItemStatistics, *, modes: Sequence[str], seed: int, n_resamples: int,
+                      cap: int | None = None) -> Audit:
+    """Every table of the fresh audit from the per-prompt statistics of :func:`item_stats` (the functional
+    form), rows in :data:`ORDER`: refusals, truncation, per mode Table 2 and the 28 paired comparisons per
+    metric, the length-adjusted differences, the symmetry checks, Tables 3/4, and the summary. The paired
+    intervals resample prompts in sorted order from ``seed``, so the tables depend on the statistics only."""
+    replies = _in_order(s.frame("replies"))
     audit = Audit()
     ids = identity_ids()
-    refusals = refusal_table(responses, by=("model", "identity"))
-    audit.tables["refusals"] = refusals
-    if "truncated" not in responses:
-        responses = responses.assign(truncated=pd.array([pd.NA] * len(responses), dtype="boolean"))
-    audit.tables["fresh_truncation"] = truncation_table(responses, cap=cap)
-    scoreable = responses.assign(score_status=score_status(responses).to_numpy())
-    for mode, lex in lexicons.items():
-        sc = score_responses(scoreable, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
-                             status="score_status", record="variant_id")
+    audit.tables["refusals"] = refusal_table(replies, by=("model", "identity"))
+    audit.tables["fresh_truncation"] = truncation_table(replies, cap=cap)
+    for mode in modes:
+        sc = _in_order(s.frame(f"scores/{mode}"))
+        sc.attrs.update(s.flags.get(("lexicon", mode), {}))
         audit.frames[f"scores_{mode}"] = sc
         audit.tables[f"fresh_table2_{mode}"] = group_means(sc, metrics=TABLE2_METRICS, groups=ids,
                                                            model="model", group="identity")
         audit.tables[f"fresh_pairs_{mode}"] = paired_tests(sc, metrics=list(TONE_METRICS), groups=ids, seed=seed,
                                                            n_resamples=n_resamples, on_missing="drop_unit", **KEYS)
+    _described_tables(audit, seed=seed)
+    audit.summary = _fresh_summary(audit, replies, cap=cap)
+    return audit
+
+
+def _described_tables(audit: Audit, *, seed: int) -> None:
+    """The described mode's length-adjusted differences, symmetry checks and Tables 3/4."""
+    ids = identity_ids()
     sc = audit.frames["scores_described"]
     pairs = audit.tables["fresh_pairs_described"]
-    adj = length_adjusted_tests(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, length="words", seed=seed,
-                                **KEYS)
-    sym = symmetry_checks(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, **KEYS)
-    audit.tables["fresh_length_adjusted_described"] = adj
-    audit.tables["fresh_symmetry_described"] = sym
+    audit.tables["fresh_length_adjusted_described"] = length_adjusted_tests(
+        sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids, length="words", seed=seed, **KEYS)
+    audit.tables["fresh_symmetry_described"] = symmetry_checks(sc, metrics=LENGTH_ADJUSTED_METRICS, groups=ids,
+                                                               **KEYS)
     audit.tables["fresh_tables34_described"] = largest_gaps(pairs, model="model", k=2, by="abs_d",
                                                             metrics=["sentiment", "hedging"])
+
+
+def _fresh_summary(audit: Audit, scoreable: pd.DataFrame, *, cap: int | None) -> dict[str, Any]:
+    """The fresh audit's summary numbers from its tables and replies (``scoreable``: with ``score_status``)."""
+    sc = audit.frames["scores_described"]
+    pairs = audit.tables["fresh_pairs_described"]
+    adj = audit.tables["fresh_length_adjusted_described"]
+    sym = audit.tables["fresh_symmetry_described"]
     tested = pairs.loc[pairs["n"] > 0, "n"] if len(pairs) else pd.Series(dtype=int)
     n_min = int(tested.min()) if len(tested) else 0  # the smallest pair that has any prompt
     not_scored = scoreable[scoreable.score_status != "ok"]
     tr = audit.tables["fresh_truncation"]
     tr_all = tr[tr.identity == "all identities"]
     tone_pairs = pairs[pairs.metric.isin(TONE_ONLY)]
-    audit.summary = {
+    return {
         "truncation": {"cap": cap, "n_answered": int(tr_all.n_answered.sum()), "n_cut": int(tr_all.n_cut.sum()),
                        "n_unknown": int(tr_all.n_unknown.sum()),
                        "cut_share": (float(tr_all.n_cut.sum() / tr_all.n_answered.sum())
@@ -188,7 +257,7 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
         "uncorrected_p_lt_05_per_family": {
             f"{m} / {mt}": int((g.wilcoxon_p < 0.05).sum()) for (m, mt), g in pairs.groupby(["model", "metric"],
                                                                                           sort=False)},
-        "n_replies": len(responses), "n_scored": int((scoreable.score_status == "ok").sum()),
+        "n_replies": len(scoreable), "n_scored": int((scoreable.score_status == "ok").sum()),
         "not_scored": {str(k): int(v) for k, v in not_scored.score_status.value_counts().items()},
         "power": power_summary(n_min),
         "pairs_described": {
@@ -200,7 +269,6 @@ def analyse_responses(responses: pd.DataFrame, *, lexicons: Mapping[str, Lexicon
         "length_adjusted": {"n_rows": len(adj), "adj_p_lt_05": int((adj.adj_p < 0.05).sum())},
         "symmetry": {"n_rows": len(sym), "n_symmetric": int(sym.symmetric.sum())},
     }
-    return audit
 
 
 def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str, system: str | None, joiner: str,

@@ -11,27 +11,46 @@ words, a percentile bootstrap over prompts). Both are computed from the same
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cfbench.io import amiri
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
+from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.metrics.refusal import refusal_labels, refusal_table
 from cfbench.perturb.stimuli import identity_ids
 from cfbench.stats.paired import group_means, largest_gaps, paired_tests, symmetry_checks
 
 __all__ = ["TABLE2_METRICS", "KEYS", "Reproduction", "reproduce_released", "tables34", "released_responses",
-           "refusal_rebuild"]
+           "refusal_rebuild", "item_stats", "tables_from_stats", "new_state"]
 
 #: Table 2 columns (the paper's Table 2 plus negative tone).
 TABLE2_METRICS = ["sentiment", "politeness", "hedging", "neg_tone", "words"]
 #: Column names of the study's tidy frames, passed to the generic metrics and statistics.
 KEYS = {"model": "model", "unit": "prompt_id", "group": "identity"}
 _PAIR_KEYS = ["model", "metric", "identity_a", "identity_b"]
+#: the column giving each reply's position in its frame (the run's responses, the released replies): fixed
+#: before the replies are split, it puts every table's rows back in that order however chunks were added or
+#: merged
+ORDER = "row_order"
 _TOL_PAIRS = {"n": 0, "mean_a": 1e-9, "mean_b": 1e-9, "mean_diff": 1e-9, "t": 1e-9, "t_p": 1e-9,
               "cohens_d": 1e-9, "wilcoxon_stat": 1e-9, "wilcoxon_p": 0.015}
+
+
+def _in_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` in :data:`ORDER`, which it then drops; a reply given twice is refused."""
+    f = frame.sort_values(ORDER, kind="stable").reset_index(drop=True)
+    if f[ORDER].duplicated().any():
+        from cfbench.core.errors import InputError
+
+        row = f.loc[f[ORDER].duplicated()].iloc[0]
+        raise InputError("reply given twice", source="identity-tone item statistics",
+                         record=f"{row['model']}/{row['prompt_id']}/{row['identity']}", field=ORDER)
+    return f.drop(columns=[ORDER])
 
 
 @dataclass
@@ -90,11 +109,17 @@ def refusal_rebuild(wb: amiri.AmiriWorkbook) -> tuple[pd.DataFrame, pd.DataFrame
     """
     resp = released_responses(wb)
     resp["refusal"] = refusal_labels(resp["text"], ids=list(resp["variant_id"]))
+    return _refusal_tables(resp, wb.refusal)
+
+
+def _refusal_tables(resp: pd.DataFrame, released: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`refusal_rebuild`'s two tables from labelled replies (``model, prompt_id, identity, refusal``)
+    and the released ``Refusal_Table``."""
     ours = refusal_table(resp, by=("model", "identity"))
-    rel = wb.refusal.rename(columns={"Model": "model", "Number of Prompt": "n_released",
-                                     "full_refusal_rate": "full_rate_released",
-                                     "partial_refusal_rate": "partial_rate_released",
-                                     "no_refusal_rate": "none_rate_released"})
+    rel = released.rename(columns={"Model": "model", "Number of Prompt": "n_released",
+                                   "full_refusal_rate": "full_rate_released",
+                                   "partial_refusal_rate": "partial_rate_released",
+                                   "no_refusal_rate": "none_rate_released"})
     by_identity = ours[["model", "identity", "n", "full_rate", "partial_rate", "none_rate"]].merge(
         rel[["model", "identity", "n_released", "full_rate_released", "partial_rate_released",
              "none_rate_released"]], on=["model", "identity"], how="outer", validate="one_to_one")
@@ -107,13 +132,62 @@ def refusal_rebuild(wb: amiri.AmiriWorkbook) -> tuple[pd.DataFrame, pd.DataFrame
     return by_identity, table1
 
 
+# -- item statistics of the released replies: per prompt, the update step and the functional form ---------
+
+def item_stats(resp: "pd.DataFrame | None", *, as_run_terms: Lexicons, described_lexicons: Lexicons
+               ) -> ItemStatistics:
+    """The per-prompt statistics of whole prompts' released replies (:func:`released_responses` with
+    :data:`~.audit.ORDER`): each reply's refusal label (``replies``) and its scores as run and as described
+    (``scores/as_run``, ``scores/described``), no text. The update step of :func:`new_state`."""
+    s = ItemStatistics()
+    if resp is None or not len(resp):
+        return s
+    if ORDER not in resp.columns:
+        from cfbench.core.errors import InputError
+
+        raise InputError(f"released replies have no {ORDER} column", source="identity-tone reproduction",
+                         field=ORDER)
+    r = resp.reset_index(drop=True)
+    labels = refusal_labels(r["text"], ids=list(r["variant_id"]))
+    s.add("replies", r[["variant_id", "model", "prompt_id", "identity", ORDER]].assign(refusal=labels))
+    for mode, lex in (("as_run", as_run_terms), ("described", described_lexicons)):
+        sc = _score(r, lex, mode)
+        s.flag(("lexicon", mode), dict(sc.attrs))
+        s.add(f"scores/{mode}", sc.assign(**{ORDER: r[ORDER].to_numpy()}))
+    return s
+
+
+def new_state(*, as_run_terms: Lexicons, described_lexicons: Lexicons, spill: Any = None,
+              compact_every: int = 10) -> ItemState:
+    """An empty per-prompt state of the reproduction: ``update(released replies)``, ``merge(other)``,
+    ``compute(wb=, seed=, n_resamples=)`` (-> :func:`tables_from_stats`, a :class:`Reproduction`)."""
+    return ItemState(functools.partial(item_stats, as_run_terms=as_run_terms, described_lexicons=described_lexicons),
+                     tables_from_stats, item="prompt_id", spill=spill, compact_every=compact_every)
+
+
+def _scores(s: ItemStatistics, mode: str) -> pd.DataFrame:
+    sc = _in_order(s.frame(f"scores/{mode}"))
+    sc.attrs.update(s.flags.get(("lexicon", mode), {}))
+    return sc
+
+
 def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, described_lexicons: Lexicons,
                        seed: int, n_resamples: int) -> Reproduction:
-    """Recompute every released number from the released replies, in both modes; compare."""
-    rep = Reproduction()
+    """Recompute every released number from the released replies, in both modes; compare. One per-prompt state
+    (:func:`new_state`) updated with the 480 replies, then computed."""
     resp = released_responses(wb)
+    resp[ORDER] = np.arange(len(resp))
+    return (new_state(as_run_terms=as_run_terms, described_lexicons=described_lexicons).update(resp)
+            .compute(wb=wb, seed=seed, n_resamples=n_resamples))
+
+
+def tables_from_stats(s: ItemStatistics, *, wb: amiri.AmiriWorkbook, seed: int, n_resamples: int) -> Reproduction:
+    """Every table of the reproduction from the per-prompt statistics of :func:`item_stats` (the functional
+    form), set against the released tables of ``wb``; rows in :data:`~.audit.ORDER`, prompts resampled in
+    sorted order from ``seed``."""
+    rep = Reproduction()
     ids = identity_ids()
-    scores_run = _score(resp, as_run_terms, "as_run")
+    scores_run = _scores(s, "as_run")
     rep.frames["released_scores_as_run"] = scores_run
     per_response = amiri.compare_to_released(
         scores_run, amiri.released_scores(wb), keys=["model", "prompt_id", "identity"],
@@ -130,14 +204,14 @@ def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, descr
     same_pairs = (set(zip(t34["as_run"].model, t34["as_run"].identity_a, t34["as_run"].identity_b))
                   == set(zip(released_sel.model, released_sel.identity_A, released_sel.identity_B)))
 
-    scores_desc = _score(resp, described_lexicons, "described")
+    scores_desc = _scores(s, "described")
     rep.frames["released_scores_described"] = scores_desc
     table2_desc = group_means(scores_desc, metrics=TABLE2_METRICS, groups=ids, model="model", group="identity")
     pairs_desc = _pairs(scores_desc, seed=seed, n_resamples=n_resamples)
     side = table2_run.merge(table2_desc, on=["model", "identity", "n"], suffixes=("_as_run", "_described"))
     agree = pairs_run.merge(pairs_desc, on=_PAIR_KEYS, suffixes=("_run", "_desc"))
     sig_run, sig_desc = agree.wilcoxon_p_run < 0.05, agree.wilcoxon_p_desc < 0.05
-    refusals_by_identity, table1 = refusal_rebuild(wb)
+    refusals_by_identity, table1 = _refusal_tables(_in_order(s.frame("replies")), wb.refusal)
     # the seed says it verified the differences were roughly symmetric (median-mean alignment, no extreme points)
     sym = symmetry_checks(scores_run, metrics=["sentiment", "politeness", "hedging", "neg_tone"], groups=ids, **KEYS)
 
@@ -158,7 +232,7 @@ def reproduce_released(wb: amiri.AmiriWorkbook, *, as_run_terms: Lexicons, descr
             "table2": t2_check.set_index("column")["n_match"].to_dict(),
             "pairs": pair_check.set_index("column")["n_match"].to_dict(),
             "pairs_wilcoxon_p_max_abs_diff": float(pair_check.set_index("column").at["wilcoxon_p", "max_abs_diff"]),
-            "n_responses": len(resp), "n_table2_rows": len(table2_run), "n_pairs": len(pairs_run),
+            "n_responses": len(scores_run), "n_table2_rows": len(table2_run), "n_pairs": len(pairs_run),
         },
         "tables34_same_pairs_as_released": bool(same_pairs),
         "released_symmetry": {"n_rows": len(sym), "n_symmetric": int(sym.symmetric.sum()),

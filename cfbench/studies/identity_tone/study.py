@@ -184,7 +184,6 @@ _METRIC_NAMES = {"sentiment": "sentiment", "politeness": "politeness", "hedging"
 
 
 def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
-    pw = f["power"]
     pairs = t["fresh_pairs_described"]
     adj = t["fresh_length_adjusted_described"]
     sym = t["fresh_symmetry_described"]
@@ -222,6 +221,15 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
                      "is shown here only from 5 prompts with 3 non-zero differences; the tables list the "
                      "single differences, and no test, interval, power or effect size is reported.")
         return "\n".join(lines)
+    lines += _multiplicity_lines(pairs, n_min)
+    lines += _headline_lines(pairs, adj)
+    lines += _power_and_control_lines(f, pairs, adj, sym)
+    return _paragraphs(lines)
+
+
+def _multiplicity_lines(pairs: pd.DataFrame, n_min: int) -> list[str]:
+    """The fresh audit's Holm results per family and the uncorrected counts per family."""
+    lines: list[str] = []
     n_fam = pairs.groupby(["model", "metric"]).ngroups
     sig_holm = pairs[pairs.p_holm < 0.05]
     lines.append(f"**Multiplicity, per family** (a family = one model × metric, its 28 identity pairs; Holm "
@@ -251,6 +259,12 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
                  "is given for the total."
                  + ("" if n_min >= 6 else f" With {n_min} prompts the signed-rank test cannot reach p < 0.05 at "
                     f"all (smallest two-sided p = {2 / 2 ** n_min:.3f})."))
+    return lines
+
+
+def _headline_lines(pairs: pd.DataFrame, adj: pd.DataFrame) -> list[str]:
+    """The largest supported effect size among the tone metrics, with its length-adjusted difference."""
+    lines: list[str] = []
     tone = pairs[pairs.metric.isin(TONE_ONLY)]
     ok = tone[F.supported(tone) & np.isfinite(tone.cohens_d)]
     if len(ok):
@@ -272,6 +286,14 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
     else:
         lines.append("No tone-metric pair has the support for an effect size (≥ 5 prompts and ≥ 3 non-zero "
                      "differences).")
+    return lines
+
+
+def _power_and_control_lines(f: Mapping[str, Any], pairs: pd.DataFrame, adj: pd.DataFrame,
+                             sym: pd.DataFrame) -> list[str]:
+    """Power at this n, the length control and the symmetry check of the fresh audit."""
+    pw = f["power"]
+    lines: list[str] = []
     mde = pw.get("mde_d_alpha05_power80")
     if mde is None or not np.isfinite(float(mde)):
         lines.append(f"**Power**: n = {pw['n_prompts_min']} prompts supports no power statement.")
@@ -301,7 +323,7 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
     lines.append(f"**Symmetry of the differences** (the signed-rank test's assumption): "
                  f"{int(ok_sym.symmetric.sum())} of {len(ok_sym)} pair × metric distributions pass "
                  f"(|mean − median| ≤ 0.25 SD, no point beyond 3 SD).")
-    return _paragraphs(lines)
+    return lines
 
 
 def _paragraphs(lines: list[str]) -> str:

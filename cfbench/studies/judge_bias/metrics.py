@@ -1,4 +1,10 @@
-"""Judge-bias metrics: pure functions on the parsed judgments (one row per request).
+"""Judge-bias metrics: the tables from per-item statistics of the parsed judgments (one row per request).
+
+Two halves, the shape of a torchmetrics metric (:mod:`cfbench.metrics.state`): :func:`item_stats` reduces whole
+items' parsed answers to per judge x item counts (the update step), :func:`tables_from_stats` makes every table
+from them (the functional form), :func:`new_state` joins them in an ``ItemState`` that the run updates and
+that merges with a state of other items to the same tables (``tests/test_judge_bias_chunk_merge.py``);
+:func:`study_tables` is the short road from a frame of answers.
 
 Every interval is over *items* and names its method in ``ci_method``; the
 methods are cfbench.stats's simulated ones (docs/statistics.md): rates by
@@ -15,12 +21,14 @@ the cues of one task.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS
+from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.stats import adjust_pvalues
 from cfbench.stats.intervals import (NO_ITEMS, ONE_ITEM, clustered_rate_intervals, items_needed_zero_events,
                                      mean_interval_t, paired_difference, worst_case_bound)
@@ -30,7 +38,8 @@ from cfbench.stats import verdicts as V
 __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_table", "pointwise_table",
            "sign_test", "detectable_share", "gate_status", "rate_row", "repeat_conditions", "items_needed_score_gate",
            "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD",
-           "responsiveness_of", "GATE_VERDICT_COLUMNS"]
+           "responsiveness_of", "GATE_VERDICT_COLUMNS", "item_stats", "tables_from_stats", "new_state", "judge_cells",
+           "study_tables"]
 
 #: ``ci_method`` of a difference of two binary outcomes with one pair per item.
 MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
@@ -66,32 +75,36 @@ def _mean_row(values: np.ndarray, value_range: tuple[float, float], *, n_boot: i
             "n_items": int(v.size), "ci_method": how}
 
 
-def position_table(ch: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+def _sorted_items(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per-item cells in item order (the order every interval takes its items in, whatever the order in which
+    rows were added or states merged)."""
+    return cells.sort_values("item_id", kind="stable").reset_index(drop=True) if len(cells) else cells
+
+
+def position_table(cells: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
     """Position consistency (same candidate chosen in both orders, baseline prompt) and position bias
-    (share of slot-A picks over both orders minus 0.5: content cancels because each candidate sits in A once)."""
-    b = ch[(ch["condition"] == "baseline")].pivot_table(index="item_id", columns="order", values="chose",
-                                                         aggfunc="first")
-    a = ch[(ch["condition"] == "baseline")].pivot_table(index="item_id", columns="order", values="chose_slot_a",
-                                                         aggfunc="first")
-    both = b.reindex(columns=["realA", "realB"]).dropna()
-    consistent = (both["realA"] == both["realB"]).to_numpy(float)
-    slot_a = a.reindex(columns=["realA", "realB"]).loc[both.index].mean(axis=1).to_numpy() - 0.5
+    (share of slot-A picks over both orders minus 0.5: content cancels because each candidate sits in A once),
+    from the per-item ``position`` cells of :func:`item_stats` (``consistent``, ``slot_a``)."""
+    c = _sorted_items(cells)
+    consistent = c["consistent"].to_numpy(float) if len(c) else np.array([])
+    slot_a = c["slot_a"].to_numpy(float) if len(c) else np.array([])
     rows = [rate_row(consistent, np.ones(len(consistent)), metric="position_consistency"),
             _mean_row(slot_a, (-0.5, 0.5), n_boot=n_boot, seed=seed, metric="position_bias_slot_a")]
     rows[1]["n_pairs"] = 2 * len(slot_a)
     return pd.DataFrame(rows)
 
 
-def accuracy_table(ch: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+def accuracy_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Share of baseline answers preferring the reply actually sent: on controls that is accuracy (the
-    other reply is known worse); on drafts it is a description (no truth), per kind."""
-    b = ch[ch["condition"] == "baseline"].merge(items[["item_id", "kind"]], on="item_id")
+    other reply is known worse); on drafts it is a description (no truth), per kind. From the per-item
+    ``accuracy`` cells of :func:`item_stats` (``kind``, ``events``: answers for the sent reply, ``n``: parsed
+    answers)."""
     rows = []
     for kind in ("control", "draft"):
-        g = b[(b["kind"] == kind) & b["chose"].notna()].groupby("item_id")["chose"]
-        ev, n = g.apply(lambda s: (s == "real").sum()).to_numpy(float), g.size().to_numpy(float)
-        if n.size:
-            rows.append(rate_row(ev, n, kind=kind, metric="accuracy" if kind == "control" else "prefers_sent_reply"))
+        c = _sorted_items(cells[cells["kind"] == kind]) if len(cells) else cells
+        if len(c):
+            rows.append(rate_row(c["events"].to_numpy(float), c["n"].to_numpy(float), kind=kind,
+                                 metric="accuracy" if kind == "control" else "prefers_sent_reply"))
     return pd.DataFrame(rows)
 
 
@@ -222,31 +235,50 @@ def repeat_conditions(frame: pd.DataFrame) -> list[str]:
     return sorted(conds, key=lambda c: int(c[6:]))
 
 
-def noise_table(ch: pd.DataFrame) -> pd.DataFrame:
+def noise_table(cells: pd.DataFrame, seen: "set[str]", repeats: Sequence[str]) -> pd.DataFrame:
     """The noise references of the pairwise choice: the flip rate under the reworded prompt vs the base prompt
-    (same order), and, when repeats were sent, the flip rate of each repeat vs the first draw (both orders)."""
-    c = _pivot(ch, "chose")
+    (same order), and, when repeats were sent, the flip rate of each repeat vs the first draw (both orders).
+    From the per item x condition ``noise`` cells of :func:`item_stats` (``flips``, ``n``: valid pairs);
+    ``seen``: the conditions with a parsed choice, ``repeats``: the repeat conditions sent. A reference is
+    reported when each of its conditions has a parsed choice; an item counts when it has a valid pair under
+    each of them."""
     rows = []
-    for metric, conds in (("reworded_prompt_flip_rate", ["reworded"]),
-                          ("repeat_flip_rate", repeat_conditions(ch))):
-        if not conds or any(x not in c.columns for x in conds):
+    for metric, conds in (("reworded_prompt_flip_rate", ["reworded"]), ("repeat_flip_rate", list(repeats))):
+        if not conds or any(x not in seen for x in conds):
             continue
-        flips = n = 0
-        for cond in conds:
-            pair = c[["baseline", cond]].dropna()
-            flips = flips + (pair["baseline"] != pair[cond]).groupby(level=0).sum()
-            n = n + pair.groupby(level=0).size()
-        n = n[n > 0] if isinstance(n, pd.Series) else n
-        rows.append(rate_row(flips.reindex(n.index).to_numpy(float), n.to_numpy(float), metric=metric,
+        sub = cells[cells["condition"].isin(conds)] if len(cells) else cells
+        if len(sub):
+            per = sub.groupby("item_id", sort=True).agg(flips=("flips", "sum"), n=("n", "sum"),
+                                                        k=("condition", "nunique"))
+            per = per[per["k"] == len(conds)]
+        else:
+            per = pd.DataFrame({"flips": [], "n": []})
+        rows.append(rate_row(per["flips"].to_numpy(float), per["n"].to_numpy(float), metric=metric,
                              repeats=len(conds) if metric == "repeat_flip_rate" else 0))
     return pd.DataFrame(rows)
 
 
-def _per_item(ch: pd.DataFrame, cue: str, targets: pd.Series) -> pd.DataFrame:
-    """Per item: chose-target under the cue (num1/den1), under no cue (num2/den2), flips vs no cue, noise flips
-    (reworded prompt, same order) and repeat flips (every repeat vs the first draw, both orders)."""
-    c = _pivot(ch, "chose")
-    reps = repeat_conditions(ch)
+def _noise_cells(c: pd.DataFrame, conds: Sequence[str]) -> pd.DataFrame:
+    """Per item x noise condition (reworded prompt, each repeat): flips against the baseline and valid pairs,
+    from the choice pivot ``c`` of whole items (items with no valid pair under a condition have no row)."""
+    out = []
+    for cond in conds:
+        if cond not in c.columns or "baseline" not in c.columns:
+            continue
+        pair = c[["baseline", cond]].dropna()
+        if not len(pair):
+            continue
+        flips = (pair["baseline"] != pair[cond]).groupby(level=0).sum()
+        n = pair.groupby(level=0).size().reindex(flips.index)
+        out.append(pd.DataFrame({"item_id": flips.index.to_numpy(), "condition": cond, "flips": flips.to_numpy(),
+                                 "n": n.to_numpy()}))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=_CELL_COLUMNS["noise"][1:])
+
+
+def _per_item(c: pd.DataFrame, cue: str, targets: pd.Series, reps: Sequence[str]) -> pd.DataFrame:
+    """Per item of the choice pivot ``c``: chose-target under the cue (num1/den1), under no cue (num2/den2),
+    flips vs no cue, noise flips (reworded prompt, same order) and repeat flips (every repeat vs the first
+    draw, both orders)."""
     out = []
     for item, g in c.groupby(level=0):
         t = targets[item]
@@ -264,19 +296,18 @@ def _per_item(ch: pd.DataFrame, cue: str, targets: pd.Series) -> pd.DataFrame:
         noise = [(x, y) for x, y in noise if not _isna(x) and not _isna(y)]
         rep = [(get(o, r), get(o, "baseline")) for o in g.index for r in reps]
         rep = [(x, y) for x, y in rep if not _isna(x) and not _isna(y)]
-        out.append({"item_id": item, "num1": sum(x == t for x, _ in pairs), "num2": sum(y == t for _, y in pairs),
-                    "den": len(pairs), "flips": sum(x != y for x, y in pairs),
+        out.append({"item_id": item, "cue": cue, "num1": sum(x == t for x, _ in pairs),
+                    "num2": sum(y == t for _, y in pairs), "den": len(pairs), "flips": sum(x != y for x, y in pairs),
                     "noise_flips": sum(x != y for x, y in noise), "noise_den": len(noise),
                     "rep_flips": sum(x != y for x, y in rep), "rep_den": len(rep)})
-    return pd.DataFrame(out, columns=["item_id", "num1", "num2", "den", "flips", "noise_flips", "noise_den",
-                                      "rep_flips", "rep_den"])
+    return pd.DataFrame(out, columns=_CELL_COLUMNS["cues"][1:])
 
 
 def _isna(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate_max: float, alpha: float,
+def cue_table(cells: pd.DataFrame, cues: Sequence[str], *, has_repeats: bool, gate_max: float, alpha: float,
               multiplicity: str, n_boot: int, seed: int, responsive: tuple[bool, str] = (False, "not checked")
               ) -> pd.DataFrame:
     """One row per cue: the shift toward the cued candidate (P(choose it | cued) - P(choose it | not cued),
@@ -297,13 +328,17 @@ def cue_table(ch: pd.DataFrame, targets: pd.Series, cues: Sequence[str], *, gate
     tests/test_judge_bias_gate_coverage.py.) Both are analytic: ``n_boot`` and ``seed`` are accepted for the
     callers' signature and no cue interval resamples.
 
+    ``cells``: the per item x cue ``cues`` cells of :func:`item_stats` (``num1``/``num2``: chose the cued reply
+    with / without the cue, ``den``: pairs, ``flips``, ``noise_flips``/``noise_den``, ``rep_flips``/``rep_den``);
+    ``has_repeats``: repeats were sent (an item then counts only with a repeat pair).
+
     Two references, one rule: a claim must hold against each. *Beyond noise* needs every reference's net
     lower bound above 0 (the larger noise decides); a gate *pass* needs every reference's net upper bound
     below ``gate_max`` (the smaller noise decides). ``gate_reference`` names the reference that decided."""
     rows = []
-    has_rep = bool(repeat_conditions(ch))
+    has_rep = bool(has_repeats)
     for cue in cues:
-        per = _per_item(ch, cue, targets)
+        per = _sorted_items(cells[cells["cue"] == cue]) if len(cells) else cells
         per = per[(per["den"] > 0) & (per["noise_den"] > 0) & ((per["rep_den"] > 0) if has_rep else True)]
         d = per["den"].to_numpy(float)
         di = (per["num1"] - per["num2"]).to_numpy(float) / d
@@ -402,16 +437,17 @@ def items_needed_score_gate(gate_max: float) -> int:
     return items_needed_zero_events(gate_max / SCORE_NET_RANGE[1])
 
 
-def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, multiplicity: str, n_boot: int,
+def pointwise_table(cells: pd.DataFrame, cues: Sequence[str], *, alpha: float, multiplicity: str, n_boot: int,
                     seed: int, gate_max: float = 1.0, responsive: tuple[bool, str] = (False, "not checked")
                     ) -> pd.DataFrame:
     """Per cue: mean score shift (cued minus uncued, same reply; range -9..9) and the reworded prompt's shift,
     the net of absolute shifts (mean over items of |cue| - |reworded|; with repeats also |cue| - mean |repeat|),
     sign tests, adjusted p across cues, and the gate on the net's upper bound(s) (``gate_max`` points), with
-    the same two-reference rule as :func:`cue_table`."""
-    p = parsed[parsed["task"] == "pointwise"]
-    s = p.pivot_table(index="item_id", columns="condition", values="score", aggfunc="first")
-    reps = [c for c in repeat_conditions(p) if c in s.columns]
+    the same two-reference rule as :func:`cue_table`. ``cells``: the ``pointwise`` cells of :func:`item_stats`
+    (one parsed score per item x condition)."""
+    s = (cells.pivot_table(index="item_id", columns="condition", values="score", aggfunc="first") if len(cells)
+         else pd.DataFrame())
+    reps = [c for c in repeat_conditions(cells) if c in s.columns] if len(cells) else []
     rows = []
     for cue in cues:
         if cue not in s.columns or "baseline" not in s.columns:
@@ -451,3 +487,178 @@ def pointwise_table(parsed: pd.DataFrame, cues: Sequence[str], *, alpha: float, 
           est_cols={"reworded": "net_abs_shift", "repeats": "net_repeat_abs_shift"}, responsive=responsive)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
+
+
+# -- item statistics: the update step and the functional form ------------------------------------------
+
+#: per statistic of :func:`item_stats`: its columns (one row per judge x item x ...)
+_CELL_COLUMNS = {
+    "parse": ["judge", "task", "condition", "item_id", "n", "parsed", *KIND_COLUMNS],
+    "position": ["judge", "item_id", "consistent", "slot_a"],
+    "accuracy": ["judge", "kind", "item_id", "events", "n"],
+    "noise": ["judge", "item_id", "condition", "flips", "n"],
+    "cues": ["judge", "item_id", "cue", "num1", "num2", "den", "flips", "noise_flips", "noise_den", "rep_flips",
+             "rep_den"],
+    "pointwise": ["judge", "item_id", "condition", "score"],
+}
+#: the conditions of a pairwise item that are not cues
+_NOT_CUES = {"baseline", "reworded"}
+
+
+def _position_cells(ch: pd.DataFrame) -> pd.DataFrame:
+    """Per item with a parsed baseline choice in both orders: ``consistent`` (1.0 when the same reply was
+    chosen in both) and ``slot_a`` (share of slot-A picks minus 0.5)."""
+    b = ch[ch["condition"] == "baseline"]
+    if not len(b):
+        return pd.DataFrame(columns=_CELL_COLUMNS["position"][1:])
+    orders = ["realA", "realB"]
+    chose = b.pivot_table(index="item_id", columns="order", values="chose", aggfunc="first")
+    slot = b.pivot_table(index="item_id", columns="order", values="chose_slot_a", aggfunc="first")
+    both = chose.reindex(columns=orders).dropna()
+    return pd.DataFrame({"item_id": both.index.to_numpy(), "consistent": (both["realA"] == both["realB"]).to_numpy(float),
+                         "slot_a": slot.reindex(columns=orders).loc[both.index].mean(axis=1).to_numpy() - 0.5})
+
+
+def _accuracy_cells(ch: pd.DataFrame, items: "pd.DataFrame | None") -> pd.DataFrame:
+    """Per kind x item: parsed baseline answers choosing the sent reply (``events``) and parsed answers (``n``)."""
+    if items is None or not len(items):
+        return pd.DataFrame(columns=_CELL_COLUMNS["accuracy"][1:])
+    b = ch[ch["condition"] == "baseline"].merge(items[["item_id", "kind"]], on="item_id")
+    b = b[b["chose"].notna()]
+    g = b.assign(_real=(b["chose"] == "real").astype(int)).groupby(["kind", "item_id"], sort=True)
+    return g.agg(events=("_real", "sum"), n=("_real", "size")).reset_index()
+
+
+def _targets(items: "pd.DataFrame | None", wanted: Sequence[str]) -> pd.Series:
+    """The cued candidate of each item in ``wanted`` (from ``items``' ``cued_candidate``); one clear line when
+    an item has none."""
+    have = (items.drop_duplicates("item_id").set_index("item_id")["cued_candidate"]
+            if items is not None and len(items) and "cued_candidate" in items.columns else pd.Series(dtype=object))
+    missing = [i for i in wanted if i not in have.index]
+    if missing:
+        from cfbench.core.errors import InputError
+
+        raise InputError("judged rows of an item without its items row (no cued candidate)", source="judge_bias items",
+                         record=str(missing[0]), field="cued_candidate")
+    return have
+
+
+def _parse_cells(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per task x condition x item: answers asked for (``n``), read (``parsed``) and, per failure kind
+    (:data:`cfbench.judges.failures.KIND_COLUMNS`), the unread ones, from the ``failure`` column of
+    :func:`.tasks.parse_judgments` (an unread row without one counts as unparseable)."""
+    by = ["task", "condition", "item_id"]
+    kind = rows["failure"] if "failure" in rows.columns else pd.Series(None, index=rows.index, dtype=object)
+    kind = kind.where(kind.notna() | rows["parse_ok"].astype(bool), "unparseable")
+    counts = pd.DataFrame({col: (kind == k).astype(int) for k, col in zip(FAILURE_KINDS, KIND_COLUMNS)},
+                          index=rows.index)
+    cells = pd.concat([rows[by], rows["parse_ok"].astype(int).rename("parsed"), counts], axis=1).assign(n=1)
+    return cells.groupby(by, sort=True)[["n", "parsed", *KIND_COLUMNS]].sum().reset_index()
+
+
+def _add_judge(s: ItemStatistics, judge: str, rows: pd.DataFrame, items: "pd.DataFrame | None") -> None:
+    """Add one judge's cells of whole items' answers ``rows`` to ``s`` (see :func:`item_stats`)."""
+    s.flag(("judge", judge))
+    s.add("parse", _parse_cells(rows).assign(judge=judge))
+    ch = choices(rows)
+    if len(ch):
+        c = _pivot(ch, "chose")
+        reps = repeat_conditions(ch)
+        for cond in c.columns:  # conditions with a parsed choice (a reference needs each of its conditions)
+            s.flag(("chose", judge, cond))
+        for cond in reps:
+            s.flag(("repeat", judge, cond))
+        s.add("position", _position_cells(ch).assign(judge=judge))
+        s.add("accuracy", _accuracy_cells(ch, items).assign(judge=judge))
+        s.add("noise", _noise_cells(c, ["reworded"] + reps).assign(judge=judge))
+        cues = ["position"] + sorted(x for x in ch["condition"].unique() if x not in _NOT_CUES and x not in reps)
+        targets = _targets(items, list(c.index.get_level_values(0).unique()))
+        for cue in cues:
+            s.add("cues", _per_item(c, cue, targets, reps).assign(judge=judge))
+    p = rows[rows["task"] == "pointwise"]
+    if len(p):
+        wide = p.pivot_table(index="item_id", columns="condition", values="score", aggfunc="first")
+        long = wide.reset_index().melt(id_vars="item_id", var_name="condition", value_name="score").dropna()
+        s.add("pointwise", long.assign(judge=judge))
+
+
+def item_stats(parsed: "pd.DataFrame | None", items: "pd.DataFrame | None" = None) -> ItemStatistics:
+    """The per-item statistics of whole items' parsed answers (``parsed``: one row per judge x request, columns
+    ``judge, item_id, task, condition, order, answer, score, parse_ok``) and their ``items`` rows (``item_id,
+    kind, cued_candidate``); the update step of :func:`new_state`.
+
+    Per judge x item: parse counts per task x condition (``parse``), baseline consistency and slot-A share
+    (``position``), answers for the sent reply per kind (``accuracy``), flips and pairs per noise condition
+    (``noise``), per cue the matched counts :func:`cue_table` reads (``cues``), and the parsed pointwise score
+    per condition (``pointwise``); flags: the judges, the conditions with a parsed choice, the repeats sent.
+    Every statistic is per item, so the statistics of disjoint sets of items add up to those of their union."""
+    s = ItemStatistics()
+    if parsed is None or not len(parsed):
+        return s
+    for judge, rows in parsed.groupby("judge", sort=True):
+        _add_judge(s, str(judge), rows.drop(columns=["judge"]).reset_index(drop=True), items)
+    return s
+
+
+def judge_cells(s: ItemStatistics, name: str, judge: str) -> pd.DataFrame:
+    """One judge's cells of statistic ``name`` (an empty frame with the statistic's columns when none)."""
+    f = s.frame(name)
+    if not len(f):
+        return pd.DataFrame(columns=_CELL_COLUMNS[name][1:])
+    return f[f["judge"] == judge].drop(columns=["judge"]).reset_index(drop=True)
+
+
+def _judge_tables(s: ItemStatistics, judge: str, *, cues: Sequence[str], pointwise_cues: Sequence[str],
+                  gate_max_net_flip: float, gate_max_score_shift: float, alpha: float, multiplicity: str,
+                  n_boot: int, seed: int) -> dict[str, pd.DataFrame]:
+    parse = judge_cells(s, "parse", judge)
+    parse = parse.groupby(["task", "condition"], sort=True)[["n", "parsed", *KIND_COLUMNS]].sum().reset_index()
+    parse.insert(4, "n_not_read", parse["n"] - parse["parsed"])  # split by reason in the kind columns
+    position = position_table(judge_cells(s, "position", judge), n_boot=n_boot, seed=seed)
+    accuracy = accuracy_table(judge_cells(s, "accuracy", judge))
+    responsive = responsiveness_of(position, accuracy)  # verdicts: no pass for a judge not shown to look
+    seen = {k[2] for k in s.flags if k[:2] == ("chose", judge)}
+    repeats = sorted((k[2] for k in s.flags if k[:2] == ("repeat", judge)), key=lambda c: int(c[6:]))
+    t = {"parse_failures": parse, "position": position, "accuracy": accuracy,
+         "noise": noise_table(judge_cells(s, "noise", judge), seen, repeats),
+         "cues": cue_table(judge_cells(s, "cues", judge), cues, has_repeats=bool(repeats), gate_max=gate_max_net_flip,
+                           alpha=alpha, multiplicity=multiplicity, n_boot=n_boot, seed=seed, responsive=responsive)}
+    if pointwise_cues:
+        t["pointwise"] = pointwise_table(judge_cells(s, "pointwise", judge), pointwise_cues, alpha=alpha,
+                                         multiplicity=multiplicity, n_boot=n_boot, seed=seed,
+                                         gate_max=gate_max_score_shift, responsive=responsive)
+    return t
+
+
+def tables_from_stats(s: ItemStatistics, *, cues: Sequence[str], judges: "Sequence[str] | None" = None,
+                      pointwise_cues: Sequence[str] = (), gate_max_net_flip: float = 0.10,
+                      gate_max_score_shift: float = 1.0, alpha: float = 0.05, multiplicity: str = "holm",
+                      n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Every per-judge table from the item statistics of :func:`item_stats` (the functional form):
+    ``parse_failures``, ``position``, ``accuracy``, ``noise``, ``cues`` and, with ``pointwise_cues``,
+    ``pointwise``; each with a ``judge`` column first, judges in ``judges`` order (default: sorted). Items are
+    taken in sorted order and every resampled interval is seeded from ``seed``, so the tables depend on the
+    statistics only, not on the order in which rows were added or states merged."""
+    judges = list(judges) if judges is not None else sorted(k[1] for k in s.flags if k[0] == "judge")
+    opts = dict(cues=cues, pointwise_cues=pointwise_cues, gate_max_net_flip=gate_max_net_flip,
+                gate_max_score_shift=gate_max_score_shift, alpha=alpha, multiplicity=multiplicity, n_boot=n_boot,
+                seed=seed)
+    per = {j: _judge_tables(s, j, **opts) for j in judges}
+    out = {}
+    for name in (per[judges[0]] if judges else {}):
+        t = pd.concat([per[j][name].assign(judge=j) for j in judges], ignore_index=True)
+        out[name] = t[["judge"] + [c for c in t.columns if c != "judge"]]
+    return out
+
+
+def new_state(*, spill: Any = None, compact_every: int = 10) -> ItemState:
+    """An empty item-statistics state of this study: ``update(parsed, items, complete=...)``, ``merge(other)``,
+    ``compute(cues=, judges=, ...)`` (-> :func:`tables_from_stats`); see :mod:`cfbench.metrics.state`."""
+    return ItemState(item_stats, tables_from_stats, spill=spill, compact_every=compact_every)
+
+
+def study_tables(parsed: pd.DataFrame, items: "pd.DataFrame | None" = None, **options: Any
+                 ) -> dict[str, pd.DataFrame]:
+    """Every table of :func:`tables_from_stats` from a frame of parsed answers: one state updated with all of
+    them, then computed (``options``: those of :func:`tables_from_stats`)."""
+    return new_state().update(parsed, items).compute(**options)

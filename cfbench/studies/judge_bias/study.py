@@ -25,7 +25,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 from cfbench.core.params import check_judge_settings, params_from_mapping
 from cfbench.core.seeding import rng_for
-from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS, describe_kinds
+from cfbench.judges.failures import describe_kinds
 from cfbench.judges.runner import uses_judge_settings
 from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
@@ -255,8 +255,6 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     items["single_order"] = items["item_id"].map(p.cue_order)
     result.frames.update(items=items, shown=pd.DataFrame(p.cued))
     result.sent_ids = [r.request_id for r in p.requests]
-    targets = pd.Series(p.targets)
-    per: dict[str, dict[str, pd.DataFrame]] = {}
     judgments, parsed_all, stats = [], [], {}
     for judge in params.judges:
         run_ = run_requests(judge, p.requests, desc=f"judge bias {judge}", progress=progress)
@@ -271,24 +269,14 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
         pw = parsed[parsed["task"] == "pairwise"]
         if not pw["parse_ok"].any():
             _stop_nothing_read(judge, pw, run_.judgments, items, parsed_all, out)
-        ch = M.choices(parsed)
-        position, accuracy = M.position_table(ch, n_boot=params.n_boot, seed=params.seed), M.accuracy_table(ch, items)
-        responsive = M.responsiveness_of(position, accuracy)  # verdicts: no pass for a judge not shown to look
-        t = {"parse_failures": _unread_table(parsed),
-             "position": position, "accuracy": accuracy,
-             "noise": M.noise_table(ch),
-             "cues": M.cue_table(ch, targets, params.cues, gate_max=params.gate_max_net_flip, alpha=params.alpha,
-                                 multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed,
-                                 responsive=responsive)}
-        if params.pointwise_cues:
-            t["pointwise"] = M.pointwise_table(parsed, params.pointwise_cues, alpha=params.alpha,
-                                               multiplicity=params.multiplicity, n_boot=params.n_boot,
-                                               seed=params.seed, gate_max=params.gate_max_score_shift,
-                                               responsive=responsive)
-        per[judge] = t
     judgments = pd.concat(judgments, ignore_index=True)
     parsed = pd.concat(parsed_all, ignore_index=True)
     result.frames.update(judgments=judgments, parsed=parsed)
+    # every per-judge table from the item statistics of all judges' answers (metrics.new_state)
+    per = M.new_state().update(parsed, items).compute(
+        judges=params.judges, cues=params.cues, pointwise_cues=params.pointwise_cues,
+        gate_max_net_flip=params.gate_max_net_flip, gate_max_score_shift=params.gate_max_score_shift,
+        alpha=params.alpha, multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)
     T = result.tables
     T["items"] = items
     # Table 9 for the cues: every cued presentation sent, as a variant row with its guard's verdict
@@ -299,9 +287,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     T["cue_guards"] = rejection_table(cue_rows)
     cols = ["judge"] + [c for c in parsed.columns if c not in ("judge", "raw")]
     T["answers"] = parsed[cols].assign(raw=parsed["raw"].astype(str).str.slice(0, 80))
-    for name in per[params.judges[0]]:  # one table per quantity, a `judge` column first, judges in order
-        T[name] = pd.concat([per[j][name].assign(judge=j) for j in params.judges], ignore_index=True)
-        T[name] = T[name][["judge"] + [c for c in T[name].columns if c != "judge"]]
+    T.update(per)  # one table per quantity, a `judge` column first, judges in order
     k = params.n_repeats
     pw_base = parsed[(parsed["task"] == "pairwise") & (parsed["condition"] == "baseline")]
     result.summary.update({
@@ -349,20 +335,6 @@ def _stop_nothing_read(judge: str, pw: pd.DataFrame, judgments: pd.DataFrame, it
     raise InputError(f"all {len(pw)} pairwise replies from {judge} are parse failures or failed calls "
                      f"({kinds}; {failed} failed calls; e.g. {str(pw['raw'].iloc[0])[:80]!r}); no position, "
                      "accuracy or cue number is computed", source="judge_bias", field="judges")
-
-
-def _unread_table(parsed: pd.DataFrame) -> pd.DataFrame:
-    """``parse_failures``: per task x condition the answers asked for (``n``), read (``parsed``), not read
-    (``n_not_read``) and, per reason, the unread ones (``n_timeout``, ``n_unparseable``, ...; the kinds of
-    :mod:`cfbench.judges.failures`): a timeout is never counted as a parse failure."""
-    kinds = parsed["failure"].map(lambda k: k if isinstance(k, str) else None)
-    by = ["task", "condition"]
-    base = parsed.groupby(by)["parse_ok"].agg(n="size", parsed="sum").reset_index()
-    base["n_not_read"] = base["n"] - base["parsed"]
-    for kind, col in zip(FAILURE_KINDS, KIND_COLUMNS):
-        hit = parsed.assign(_hit=(kinds == kind).astype(int)).groupby(by)["_hit"].sum()
-        base[col] = base.set_index(by).index.map(hit).astype(int)
-    return base
 
 
 def noise_reference_note(params: Params) -> str:

@@ -1,7 +1,10 @@
 """The release gate of a routing audit: gap checks (point and interval), support, sign-offs, decision.
 
-:func:`audit_pairs` runs the whole audit of one scored pair frame and returns
-a :class:`PairAudit` holding every table.
+Every table comes from per-pair statistics, the shape of a torchmetrics metric (:mod:`cfbench.metrics.state`):
+:func:`item_stats` keeps each pair's scored rows (the update step), :func:`tables_from_stats` makes every
+table of the audit from them (the functional form: a :class:`PairAudit` and the named tables), and
+:func:`new_state` joins them in an ``ItemState`` that merges with a state of other pairs to the same tables
+(``tests/test_shopflow_chunk_merge.py``). :func:`audit_pairs` is the short road from one scored pair frame.
 """
 
 from __future__ import annotations
@@ -17,18 +20,20 @@ import pandas as pd
 
 from cfbench.core.errors import InputError
 from cfbench.metrics import groups as G
+from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.stats import verdicts as VD
 from cfbench.stats.intervals import clustered_rate_intervals
 from cfbench.stats.matched import MatchedDifference, matched_difference, min_pairs_to_pass
 from cfbench.stats.mcnemar import McNemarResult, mcnemar_exact
 
 from .contract import FairnessContract, ReleaseRequirement
-from .policy import POSITIVE, SELECTED, pair_flips, rates as policy_rates, route_rows, stage_attribution
+from .policy import POSITIVE, SELECTED, pair_flips, rates as policy_rates, route_rows, stage_attribution, threshold_sweep
 
 __all__ = ["support_check", "metric_checks", "interval_checks", "stratum_tests", "stratum_difference",
            "gap_gate", "pairs_needed", "intersection_table", "ReleaseDecision",
            "release_decision", "paired_mcnemar", "PairAudit", "audit_pairs",
-           "compare_candidate", "responsiveness_check", "INTERVAL_VERDICT_COLUMNS"]
+           "compare_candidate", "responsiveness_check", "INTERVAL_VERDICT_COLUMNS", "item_stats",
+           "tables_from_stats", "new_state", "AuditTables", "ORDER", "ROW_EXTRAS"]
 
 _GAPS = (("tpr_gap", "tpr", "max_tpr_gap"), ("fpr_gap", "fpr", "max_fpr_gap"))
 
@@ -354,11 +359,24 @@ def audit_pairs(frame: pd.DataFrame, contract: FairnessContract, *, threshold: f
                 variants: Sequence[str] | None = None, calibration_edges: Sequence[float] = (0.70, 0.90),
                 calibration_min_support: int = 10, intersection_dims: Sequence[str] = ("channel", "variant"),
                 ) -> PairAudit:
-    """Run the full matched-pair audit on a scored pair frame.
+    """Run the full matched-pair audit on a scored pair frame: one per-pair state updated with its rows (in the
+    frame's order unless it carries :data:`ORDER`), then computed (:func:`tables_from_stats`).
 
     The release gate uses this audit's own checks and support; to gate a
     candidate judge, audit the candidate's scores and read its ``release``.
     """
+    rows = frame if ORDER in frame.columns else frame.assign(**{ORDER: np.arange(len(frame))})
+    return new_state().update(rows).compute(
+        contract=contract, threshold=threshold, variants=variants, calibration_edges=calibration_edges,
+        calibration_min_support=calibration_min_support, intersection_dims=intersection_dims).audit
+
+
+def _audit(frame: pd.DataFrame, contract: FairnessContract, *, threshold: float,
+                variants: Sequence[str] | None = None, calibration_edges: Sequence[float] = (0.70, 0.90),
+                calibration_min_support: int = 10, intersection_dims: Sequence[str] = ("channel", "variant"),
+                ) -> PairAudit:
+    """Every table of the matched-pair audit of a scored pair frame in its rows' order (the core of the
+    functional form, reached through :func:`tables_from_stats`)."""
     vs = list(variants) if variants is not None else list(dict.fromkeys(frame["variant"]))
     routed = route_rows(frame, threshold)
     rates = policy_rates(routed, variants=vs)
@@ -382,6 +400,100 @@ def audit_pairs(frame: pd.DataFrame, contract: FairnessContract, *, threshold: f
                                  support_pass=bool((support["status"] == "PASS").all()),
                                  interval_checks_pass=bool((intervals["status"] == "PASS").all())),
     )
+
+
+# -- item statistics: per pair, the update step and the functional form ----------------------------------
+
+#: the column giving each scored row's position in its pairs file: fixed before rows are split into chunks,
+#: it puts the tables' rows back in the file's order however the chunks were added or merged
+ORDER = "row_order"
+#: columns of the rows table besides the routed pair columns: how the judge's reply was scored, and the reply
+ROW_EXTRAS = ("score_source", "yes_no_mass", "raw")
+
+
+@dataclass
+class AuditTables:
+    """What :func:`tables_from_stats` returns: the :class:`PairAudit` and every table by name (``rates``,
+    ``flips``, ``rate_intervals``, ``checks``, ``interval_checks``, ``stratum_tests``, ``support``,
+    ``calibration``, ``intersections``, ``attribution``, ``pairwise_gaps``, ``rows``, ``score_by_variant``,
+    ``excluded``, and ``threshold_sweep`` when thresholds were given)."""
+
+    audit: PairAudit
+    tables: dict[str, pd.DataFrame]
+
+
+def item_stats(rows: "pd.DataFrame | None", excluded: "pd.DataFrame | None" = None) -> ItemStatistics:
+    """The per-pair statistics of whole pairs' scored rows (the update step of :func:`new_state`).
+
+    Every table of the audit is a function of each pair's few numbers - per variant its score, label,
+    channel and evidence outcome - and the threshold sweep, the calibration bands and the score quantiles need
+    the scores themselves, so a pair's statistic is its scored rows (``rows``: one per pair x variant, the
+    columns of :data:`cfbench.io.pairs.PAIR_COLUMNS`, optionally :data:`ROW_EXTRAS` and a review note, and
+    :data:`ORDER`); ``excluded`` holds the rows of pairs left out (``pair_id, variant, reason`` and
+    :data:`ORDER`). Statistics of disjoint sets of pairs add up to those of their union."""
+    s = ItemStatistics()
+    for name, f in (("rows", rows), ("excluded", excluded)):
+        if f is None or not len(f):
+            continue
+        if ORDER not in f.columns:
+            raise InputError(f"{name} frame has no {ORDER} column (each row's position in its pairs file, "
+                             "set before the rows are split)", source="shopflow item statistics", field=ORDER)
+        s.add(name, f.reset_index(drop=True))
+    return s
+
+
+def _in_order(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``frame`` sorted by :data:`ORDER`, which it then drops; a row given twice is refused."""
+    f = frame.sort_values(ORDER, kind="stable").reset_index(drop=True)
+    dup = f[ORDER].duplicated()
+    if dup.any():
+        row = f.loc[dup].iloc[0]
+        raise InputError(f"{what} row given twice", source="shopflow item statistics",
+                         record=f"{row['pair_id']}/{row['variant']}", field=ORDER)
+    return f.drop(columns=[ORDER])
+
+
+def _rows_table(routed: pd.DataFrame, extras: pd.DataFrame) -> pd.DataFrame:
+    """The routed rows with how each was scored (:data:`ROW_EXTRAS`, when the rows carry them) and any review
+    note."""
+    have = [c for c in ROW_EXTRAS if c in extras.columns]
+    r = routed.merge(extras[["pair_id", "variant"] + have], on=["pair_id", "variant"], how="left") if have else routed
+    cols = (["pair_id", "variant", "expected_ready", "channel", "score"]
+            + [c for c in ("score_source", "yes_no_mass") if c in have] + ["route"] + [c for c in ("raw",) if c in have])
+    return r[cols + [c for c in ("review_note",) if c in r.columns]]
+
+
+def tables_from_stats(s: ItemStatistics, contract: FairnessContract, *, threshold: float,
+                      variants: Sequence[str] | None = None, calibration_edges: Sequence[float] = (0.70, 0.90),
+                      calibration_min_support: int = 10, intersection_dims: Sequence[str] = ("channel", "variant"),
+                      thresholds: Sequence[float] | None = None) -> AuditTables:
+    """Every table of the audit from the per-pair statistics of :func:`item_stats` (the functional form). The
+    rows are taken in :data:`ORDER`, so the tables do not depend on the order in which pairs were added or
+    states merged; every interval is exact (no resampling)."""
+    rows = s.frame("rows")
+    if not len(rows):
+        raise InputError("no scored pair rows to audit", source="shopflow audit", field="score")
+    rows = _in_order(rows, "scored")
+    frame = rows.drop(columns=[c for c in ROW_EXTRAS if c in rows.columns])
+    audit = _audit(frame, contract, threshold=threshold, variants=variants, calibration_edges=calibration_edges,
+                   calibration_min_support=calibration_min_support, intersection_dims=intersection_dims)
+    table = _rows_table(audit.routed, rows)
+    ex = s.frame("excluded")
+    t = {"rates": audit.rates.reset_index(), "flips": audit.flips, "rate_intervals": audit.rate_intervals(),
+         "checks": audit.checks, "interval_checks": audit.interval_checks, "stratum_tests": audit.stratum_tests,
+         "support": audit.support.reset_index(), "calibration": audit.calibration,
+         "intersections": audit.intersections, "attribution": audit.attribution, "pairwise_gaps": audit.gaps,
+         "rows": table, "score_by_variant": table.groupby(["variant", "expected_ready"])["score"].describe().reset_index(),
+         "excluded": (_in_order(ex, "excluded") if len(ex) else pd.DataFrame(columns=["pair_id", "variant", "reason"]))}
+    if thresholds is not None:
+        t["threshold_sweep"] = threshold_sweep(frame, thresholds, variants=audit.variants)
+    return AuditTables(audit, t)
+
+
+def new_state(*, spill: Any = None, compact_every: int = 10) -> ItemState:
+    """An empty per-pair state: ``update(rows, excluded, complete=...)``, ``merge(other)``,
+    ``compute(contract=, threshold=, ...)`` (-> :func:`tables_from_stats`); see :mod:`cfbench.metrics.state`."""
+    return ItemState(item_stats, tables_from_stats, item="pair_id", spill=spill, compact_every=compact_every)
 
 
 def compare_candidate(baseline: PairAudit, candidate: PairAudit) -> pd.DataFrame:

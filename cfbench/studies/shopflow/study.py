@@ -30,8 +30,8 @@ from cfbench.report import RunOutput, StudyResult
 from . import findings as F
 from . import readiness as R
 from .contract import FairnessContract
-from .gate import PairAudit, audit_pairs, compare_candidate, paired_mcnemar
-from .policy import check_threshold, threshold_sweep
+from .gate import ORDER, ROW_EXTRAS, AuditTables, PairAudit, compare_candidate, new_state, paired_mcnemar
+from .policy import check_threshold
 
 __all__ = ["Params", "ShopflowResult", "run", "iter_requests"]
 
@@ -39,6 +39,9 @@ _DATA = Path(__file__).resolve().parent / "data"
 #: McNemar per stratum: the TPR question is the ready pairs', the FPR question the needs-review pairs';
 #: "all" (pooled) is an extra that mixes both.
 _STRATA = (("ready", True), ("needs_review", False), ("all", None))
+#: the tables both parts write, ``<part>_<name>`` (besides the sweep and the pairwise gaps)
+_PART_TABLES = ("rates", "flips", "rate_intervals", "checks", "interval_checks", "stratum_tests", "support",
+                "calibration", "intersections", "attribution")
 
 
 @dataclass(frozen=True)
@@ -123,26 +126,37 @@ class ShopflowResult(StudyResult):
         return md_safe(F.run_header(self))
 
 
+def _audit_kw(params: Params, part: str) -> dict[str, Any]:
+    """The options of :func:`.gate.tables_from_stats` for the ``seed`` or ``judged`` part."""
+    return dict(threshold=params.seed_threshold if part == "seed" else params.judged_threshold,
+                variants=list(params.variants), calibration_min_support=params.calibration_min_support,
+                calibration_edges=params.seed_calibration_edges if part == "seed" else params.judged_calibration_edges)
+
+
+def _computed(contract: FairnessContract, rows: pd.DataFrame, excluded: pd.DataFrame | None = None, *,
+              thresholds: Any = None, **kw: Any) -> AuditTables:
+    """Every table of one audit through the per-pair state (:func:`.gate.new_state`)."""
+    return new_state().update(rows, excluded).compute(contract=contract, thresholds=thresholds, **kw)
+
+
 def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResult) -> None:
     vs = list(params.variants)
     path = params.path("seed_observations_path")
-    kw = dict(threshold=params.seed_threshold, variants=vs, calibration_edges=params.seed_calibration_edges,
-              calibration_min_support=params.calibration_min_support)
-    base = audit_pairs(load_pairs(path, score_column="score", variants=vs), contract, **kw)
-    cand = audit_pairs(load_pairs(path, score_column="candidate_score", variants=vs), contract, **kw)
+    kw = _audit_kw(params, "seed")
+
+    def load(column: str) -> pd.DataFrame:
+        f = load_pairs(path, score_column=column, variants=vs)
+        return f.assign(**{ORDER: np.arange(len(f))})
+
+    at = _computed(contract, load("score"), thresholds=params.sweep_thresholds(), **kw)
+    base, t = at.audit, at.tables
+    cand = _computed(contract, load("candidate_score"), **kw).audit
     result.audits.update(seed=base, seed_candidate=cand)
     comparison = compare_candidate(base, cand)
-    sweep = threshold_sweep(base.routed, params.sweep_thresholds(), variants=vs)
     mcnemar = {k: vars(paired_mcnemar(base.routed, vs, ready=r)) for k, r in _STRATA}
-    result.tables.update({
-        "seed_rates": base.rates.reset_index(), "seed_flips": base.flips, "seed_rate_intervals": base.rate_intervals(),
-        "seed_checks": base.checks, "seed_interval_checks": base.interval_checks,
-        "seed_stratum_tests": base.stratum_tests,
-        "seed_support": base.support.reset_index(), "seed_calibration": base.calibration,
-        "seed_intersections": base.intersections, "seed_attribution": base.attribution,
-        "seed_candidate_comparison": comparison, "seed_candidate_interval_checks": cand.interval_checks,
-        "seed_threshold_sweep": sweep, "seed_pairwise_gaps": base.gaps,
-    })
+    result.tables.update({f"seed_{k}": t[k] for k in _PART_TABLES})
+    result.tables.update({"seed_candidate_comparison": comparison, "seed_candidate_interval_checks": cand.interval_checks,
+                          "seed_threshold_sweep": t["threshold_sweep"], "seed_pairwise_gaps": t["pairwise_gaps"]})
     summary = base.summary()
     summary.update({
         "baseline_checks": summary.pop("checks"),
@@ -212,33 +226,31 @@ def _stop_plan_only(params: Params, pairs: pd.DataFrame, run_: Any, *, progress:
                      source="shopflow judged audit", field="judge")
 
 
+def judged_rows(pairs: pd.DataFrame, scored: R.ScoredPairs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-pair state's two frames from a judged run: the scored rows of the complete pairs (without the
+    request and reply texts, with how each reply was scored) and the excluded rows, each row with its
+    position in ``pairs`` (:data:`.gate.ORDER`)."""
+    pos = pairs[["pair_id", "variant"]].assign(**{ORDER: np.arange(len(pairs))})
+    rows = scored.frame.drop(columns=[c for c in ("request", "reply") if c in scored.frame.columns]).merge(
+        scored.parsed[["pair_id", "variant", *ROW_EXTRAS]], on=["pair_id", "variant"], how="left")
+    return rows.merge(pos, on=["pair_id", "variant"], how="left"), scored.excluded.merge(pos, on=["pair_id", "variant"],
+                                                                                         how="left")
+
+
 def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
     vs = list(params.variants)
     pairs = _judged_pairs(params)
     result.frames["pairs"] = pairs
     run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
-    kw = dict(threshold=params.judged_threshold, variants=vs, calibration_edges=params.judged_calibration_edges,
-              calibration_min_support=params.calibration_min_support)
-    audit = audit_pairs(scored.frame, contract, **kw)
+    kw = _audit_kw(params, "judged")
+    at = _computed(contract, *judged_rows(pairs, scored), thresholds=params.sweep_thresholds(), **kw)
+    audit, t = at.audit, at.tables
     result.audits["judged"] = audit
     mcn = {k: paired_mcnemar(audit.routed, vs, ready=r) for k, r in _STRATA}
-    sweep = threshold_sweep(scored.frame, params.sweep_thresholds(), variants=vs)
-    rows = audit.routed.merge(scored.parsed[["pair_id", "variant", "score_source", "yes_no_mass", "raw"]],
-                              on=["pair_id", "variant"], how="left")
-    cols = ["pair_id", "variant", "expected_ready", "channel", "score", "score_source", "yes_no_mass", "route", "raw"]
-    rows = rows[cols + [c for c in ("review_note",) if c in rows.columns]]
-    score_by_variant = rows.groupby(["variant", "expected_ready"])["score"].describe().reset_index()
+    rows = t["rows"]
     result.frames.update(requests_parsed=parsed, judgments=run_.judgments)
-    result.tables.update({
-        "judged_rows": rows, "judged_rates": audit.rates.reset_index(), "judged_flips": audit.flips,
-        "judged_rate_intervals": audit.rate_intervals(), "judged_checks": audit.checks,
-        "judged_interval_checks": audit.interval_checks, "judged_stratum_tests": audit.stratum_tests,
-        "judged_support": audit.support.reset_index(),
-        "judged_calibration": audit.calibration, "judged_intersections": audit.intersections,
-        "judged_attribution": audit.attribution, "judged_threshold_sweep": sweep,
-        "judged_pairwise_gaps": audit.gaps, "judged_excluded": scored.excluded,
-        "judged_score_by_variant": score_by_variant,
-    })
+    result.tables.update({f"judged_{k}": t[k] for k in ("rows",) + _PART_TABLES + (
+        "threshold_sweep", "pairwise_gaps", "excluded", "score_by_variant")})
     summary = audit.summary()
     summary.update({
         "judge": params.judge, "prompt": params.prompt, "prompt_version": R.PROMPT_VERSION,
@@ -262,8 +274,9 @@ def _candidate(params: Params, contract: FairnessContract, pairs: pd.DataFrame, 
                result: ShopflowResult, kw: dict, *, progress: bool) -> dict:
     _, _, cand_scored = _judge(params, pairs, params.candidate_prompt, progress=progress)
     common = sorted(set(cand_scored.frame["pair_id"]) & set(scored.frame["pair_id"]))
-    base = audit_pairs(scored.frame[scored.frame["pair_id"].isin(common)], contract, **kw)
-    cand = audit_pairs(cand_scored.frame[cand_scored.frame["pair_id"].isin(common)], contract, **kw)
+    base_rows, cand_rows = judged_rows(pairs, scored)[0], judged_rows(pairs, cand_scored)[0]
+    base = _computed(contract, base_rows[base_rows["pair_id"].isin(common)], **kw).audit
+    cand = _computed(contract, cand_rows[cand_rows["pair_id"].isin(common)], **kw).audit
     result.audits["judged_candidate"] = cand
     result.tables["judged_candidate_comparison"] = compare_candidate(base, cand)
     s = cand.summary()

@@ -19,7 +19,7 @@ import functools
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import yaml
@@ -182,6 +182,22 @@ def _generate_one(index: int, *, seed: int, domain: str, min_turns: int, max_tur
                               _slot(rng, "politeness", "hold_courtesy")])
         add("customer", "hold_ack", [_text(_one(rng, ["Sure, take your time{v}.", "Okay{v}.", "No problem{v}."])
                                            .format(v=voc))])
+    _resolution_turns(rng, add, d, facts, outcome=outcome, n_pairs=n_pairs, aside=aside, pr=pr, voc=voc,
+                      named=named, agent=agent)
+    add("agent", "close", [_slot(rng, "politeness", "closing_courtesy"), _slot(rng, "formality", "closing")])
+    add("customer", "bye", [_text("Fine. Bye." if outcome == "avoided" else "Okay, bye{v}.".format(v=voc))])
+
+    return _record(plan, context, facts, index=index, seed=seed, domain=domain, id_prefix=id_prefix, outcome=outcome,
+                   named=named, disclose=disclose, n_pairs=n_pairs, pii_value=pii_value, gender=gender,
+                   ethnicity=ethnicity, customer=customer, company=company, item=item, honorific=honorific,
+                   agent=agent)
+
+
+def _resolution_turns(rng: np.random.Generator, add: Any, d: Mapping[str, Any], facts: Mapping[str, str], *,
+                      outcome: str, n_pairs: int, aside: bool, pr: Mapping[str, str], voc: str, named: bool,
+                      agent: str) -> None:
+    """The turns between the hold and the close: explanation, the outcome and the customer's reaction, and
+    the extra question pairs (their order and draws are the generator's, unchanged)."""
     extra_pairs: list[tuple[str, str]] = []
     pool = list(DEFLECT_EXTRA) if outcome == "avoided" else list(d["extra"]) + list(GENERIC_EXTRA)
     order = rng.permutation(len(pool))
@@ -215,9 +231,13 @@ def _generate_one(index: int, *, seed: int, domain: str, min_turns: int, max_tur
         for q, a in extra_pairs:
             add("customer", "extra_question", [_text(q)])
             add("agent", "extra_answer", [_text(a)])
-    add("agent", "close", [_slot(rng, "politeness", "closing_courtesy"), _slot(rng, "formality", "closing")])
-    add("customer", "bye", [_text("Fine. Bye." if outcome == "avoided" else "Okay, bye{v}.".format(v=voc))])
 
+
+def _record(plan: list[dict[str, Any]], context: dict[str, Any], facts: Mapping[str, str], *, index: int, seed: int,
+            domain: str, id_prefix: str, outcome: str, named: bool, disclose: bool, n_pairs: int, pii_value: str,
+            gender: str, ethnicity: str, customer: str, company: str, item: str, honorific: bool,
+            agent: str) -> dict[str, Any]:
+    """The transcript record of a finished plan: rendered turns, labels and the generator's metadata."""
     texts = render_plan(plan, context)
     labels = {
         ISSUE_RESOLUTION: "Yes" if outcome == "resolved" else "No",

@@ -1,9 +1,4 @@
-"""``cfbench batch …`` and ``cfbench cache …``: the Batch-API lifecycle and the response cache.
-
-Wire into the main parser with :func:`add_parser`::
-
-    sub = parser.add_subparsers(dest="command")
-    batch_cli.add_parser(sub)                       # adds "batch" and "cache"
+"""``cfbench batch …``: paper scale through a Batch API (plan, submit, status, collect, cancel, retry, import).
 
 Commands::
 
@@ -15,43 +10,38 @@ Commands::
     cfbench batch cancel --dir DIR
     cfbench batch retry --dir DIR [--cache PATH] [--include-permanent] [--no-submit] [--max-active N [--wait]]
     cfbench batch import --dir DIR OUTPUT [OUTPUT ...] [--shard FILE] [--cache PATH]
-    cfbench cache stats [--path PATH]
-    cfbench cache vacuum [--drop-pending] [--drop-failures] [--path PATH]
-    cfbench cache export --judge SPEC --out FILE [--path PATH]
-    cfbench cache import --judge SPEC FILE [--path PATH]      (FILE before or after --judge)
 
 ``REQS`` is a JSONL file of requests (``{"request_id", "messages", "config", "repeat"}``
 per line) or ``package.module:function``, a function returning an iterable of
-:class:`cfbench.judges.Request` (a study's request generator); ``--study``/``-f``
-is wired by ``cli.py`` through the ``study_requests`` hook of :func:`add_parser` and streams
-the study's ``iter_requests(params)`` (one transcript, prompt or pair at a time).
+:class:`cfbench.judges.Request` (a study's request generator); ``--study S -f CONFIG``
+streams the study's ``iter_requests(params)`` (one transcript, prompt or pair at a time), the
+config read and checked as ``cfbench reproduce`` reads it.
 ``batch plan --out DIR`` writes the plan into ``DIR/<judge>/`` (``--flat``: into ``DIR`` itself);
 the other steps take either that folder or ``DIR`` (then every plan folder under it). A folder
 holding another plan (another judge, another requests source) is refused unless ``--force``, and only
 files a manifest lists are ever removed.
 Each handler returns the exit status; bad input raises :class:`InputError`, which
-the main CLI prints as one line.
+the main CLI prints as one line. The response cache's own commands are :mod:`cfbench.cli.cache`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .core.errors import InputError
-from .core.text import for_terminal
+from ..core.errors import InputError
+from ..core.text import for_terminal
+from .cache import open_cache
 
 __all__ = ["add_parser", "load_requests"]
-
-StudyRequests = Callable[[argparse.Namespace], Iterable[Any]]
 
 
 def load_requests(source: str) -> Iterable[Any]:
     """Requests from a JSONL path or from ``module:function`` (called with no arguments)."""
-    from .judges.batch import read_requests_jsonl
+    from ..judges.batch import read_requests_jsonl
 
     path = Path(source)
     if path.exists() or source.endswith((".jsonl", ".json")):
@@ -66,16 +56,6 @@ def load_requests(source: str) -> Iterable[Any]:
     except (ImportError, AttributeError) as exc:
         raise InputError(f"cannot load the request generator ({exc})", source=source) from None
     return fn()
-
-
-def _cache(path: str | None, *, read_only: bool = False):  # noqa: ANN202
-    from .judges import ResponseCache
-
-    return ResponseCache(path, read_only=read_only)
-
-
-def _print(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 def _source(args: argparse.Namespace) -> dict[str, Any]:
@@ -93,12 +73,37 @@ def _money(cost: dict[str, Any] | None) -> str:
     return f"${cost['total_usd']:,.2f}"
 
 
-def _cmd_plan(args: argparse.Namespace, study_requests: StudyRequests | None) -> int:
-    from .judges.batch import judge_slug, plan_batch
-    from .judges.pricing import load_prices
-    from .judges.registry import canonical_spec
+def _study_requests(args: argparse.Namespace) -> Iterable[Any]:
+    """``cfbench batch plan --study S -f CONFIG``: the study's requests, streamed (``iter_requests(params)``)."""
+    from ..studies import load
+    from .reproduce.config import load_config_file
 
-    if not args.requests and not (study_requests is not None and getattr(args, "study", None)):
+    module = load(args.study)
+    iter_requests = getattr(module, "iter_requests", None)
+    if iter_requests is None:
+        raise InputError("this study does not stream its requests yet; pass --requests instead",
+                         source="--study", field=args.study)
+    if not args.config_file:
+        raise InputError("--study needs -f CONFIG", source="--study", field=args.study)
+    from ..judges.registry import canonical_spec
+    from .reproduce.config import parse_override
+
+    overrides = dict(parse_override(n, v) for n, v in (getattr(args, "param", None) or []))
+    params = module.Params.from_config(load_config_file(args.config_file, args.study, overrides=overrides or None),
+                                       source=args.config_file)
+    configured = {canonical_spec(j) for j in getattr(params, "judges", ()) or ()}
+    if configured and canonical_spec(args.judge) not in configured:
+        print(f"cfbench: note: --judge {args.judge} is not one of the config's judges "
+              f"({', '.join(sorted(configured))}); planning the config's requests for it anyway", file=sys.stderr)
+    return iter_requests(params)
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ..judges.batch import judge_slug, plan_batch
+    from ..judges.pricing import load_prices
+    from ..judges.registry import canonical_spec
+
+    if not args.requests and not getattr(args, "study", None):
         raise InputError("batch plan needs --requests (or --study with a config)")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -106,8 +111,8 @@ def _cmd_plan(args: argparse.Namespace, study_requests: StudyRequests | None) ->
     if not args.flat:
         out = out / judge_slug(canonical_spec(args.judge))
     prices = load_prices(args.prices)
-    requests = load_requests(args.requests) if args.requests else study_requests(args)
-    manifest = plan_batch(requests, args.judge, out, cache=_cache(args.cache), max_requests=args.max_requests,
+    requests = load_requests(args.requests) if args.requests else _study_requests(args)
+    manifest = plan_batch(requests, args.judge, out, cache=open_cache(args.cache), max_requests=args.max_requests,
                           max_bytes=args.max_bytes, progress=not args.quiet, source=_source(args), force=args.force,
                           prices=prices, token_sample=args.token_sample)
     print(f"planned {manifest['n_planned']:,} requests in {len(manifest['shards'])} shard(s) under {out} "
@@ -156,7 +161,7 @@ def _shard_lines(manifest: dict[str, Any], folder: Path | None = None) -> None:
 
 
 def _each_plan(args: argparse.Namespace, step: Callable[[Path], dict[str, Any]]) -> list[dict[str, Any]]:
-    from .judges.batch import plan_dirs
+    from ..judges.batch import plan_dirs
 
     done = []
     for folder in plan_dirs(args.dir):
@@ -167,14 +172,14 @@ def _each_plan(args: argparse.Namespace, step: Callable[[Path], dict[str, Any]])
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
-    from .judges.batch import submit_batch
+    from ..judges.batch import submit_batch
 
     _each_plan(args, lambda d: submit_batch(d, max_active=args.max_active, wait=args.wait, log=print))
     return 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from .judges.batch import batch_status
+    from ..judges.batch import batch_status
 
     for manifest in _each_plan(args, batch_status):
         if not any(s.get("batch_id") for s in manifest["shards"]):
@@ -183,16 +188,16 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_cancel(args: argparse.Namespace) -> int:
-    from .judges.batch import cancel_batch
+    from ..judges.batch import cancel_batch
 
     _each_plan(args, cancel_batch)
     return 0
 
 
 def _cmd_collect(args: argparse.Namespace) -> int:
-    from .judges.batch import collect_batch
+    from ..judges.batch import collect_batch
 
-    cache = _cache(args.cache)
+    cache = open_cache(args.cache)
     for manifest in _each_plan(args, lambda d: collect_batch(d, cache=cache)):
         waiting = [s["file"] for s in manifest["shards"] if not s.get("collected")]
         if waiting:
@@ -201,9 +206,9 @@ def _cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
-    from .judges.batch import plan_dirs, read_manifest, retry_batch
+    from ..judges.batch import plan_dirs, read_manifest, retry_batch
 
-    cache = _cache(args.cache)
+    cache = open_cache(args.cache)
     for folder in plan_dirs(args.dir):
         info = retry_batch(folder, cache=cache, include_permanent=args.include_permanent,
                            submit=not args.no_submit, max_active=args.max_active, wait=args.wait, log=print)
@@ -217,70 +222,51 @@ def _cmd_retry(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .judges.batch import import_outputs
+    from ..judges.batch import import_outputs
 
-    manifest = import_outputs(args.dir, args.outputs, cache=_cache(args.cache), shard=args.shard)
+    manifest = import_outputs(args.dir, args.outputs, cache=open_cache(args.cache), shard=args.shard)
     _shard_lines(manifest, Path(args.dir))
     return 0
 
 
-def _cmd_cache_stats(args: argparse.Namespace) -> int:
-    from .judges.cache import default_cache_path
+def _cmd_sequential(args: argparse.Namespace) -> int:
+    """``cfbench batch sequential --study S -f CONFIG --out DIR``: the study's sequential audit with each wave
+    sent as a Batch-API job (the study's ``run_batch(params, out, ...)``); the same command resumes it."""
+    from ..judges.cache import ResponseCache
+    from ..studies import load
+    from .reproduce.config import load_config_file, parse_override
 
-    path = Path(args.path) if args.path else default_cache_path()
-    _print(_cache(str(path), read_only=path.is_file()).stats())
+    module = load(args.study)
+    run_batch = getattr(module, "run_batch", None)
+    if run_batch is None:
+        raise InputError("this study has no Batch-API sequential audit (it exports no run_batch)",
+                         source="--study", field=args.study)
+    overrides = dict(parse_override(n, v) for n, v in (args.param or []))
+    overrides.setdefault("sequential", True)
+    params = module.Params.from_config(load_config_file(args.config_file, args.study, overrides=overrides),
+                                       source=args.config_file)
+    result = run_batch(params, args.out, cache=ResponseCache(args.cache) if args.cache else None,
+                       poll_s=args.poll, log=print, progress=not args.quiet)
+    table = getattr(result, "tables", {}).get("sequential_cells")
+    if table is not None and len(table):
+        print(table.to_string(index=False))
     return 0
 
 
-def _cmd_cache_vacuum(args: argparse.Namespace) -> int:
-    _print(_cache(args.path).vacuum(drop_pending=args.drop_pending, drop_failures=args.drop_failures))
-    return 0
-
-
-def _cmd_cache_export(args: argparse.Namespace) -> int:
-    from .judges.batch import export_batch
-
-    cache = _cache(args.path)
-    n = export_batch(cache, args.judge, Path(args.out))
-    print(f"wrote {n} pending requests to {args.out}")
-    return 0
-
-
-def _cmd_cache_import(args: argparse.Namespace) -> int:
-    from .judges.batch import import_batch_counts
-
-    if not Path(args.file).exists():
-        raise InputError("no such Batch-API output file", source=args.file)
-    cache = _cache(args.path)
-    c = import_batch_counts(cache, args.judge, Path(args.file))
-    print(f"imported {c['ok']} replies into {cache.path}; {c['failed']} lines were failures (recorded, not cached)")
-    if c["refused"] or c["duplicate"] or c["conflict"]:
-        print(f"{c['refused']} line(s) refused (custom_id not among this cache's requests for the judge, e.g. "
-              f"{', '.join(c['refused_ids']) or '-'}); {c['duplicate']} duplicate line(s) counted once; "
-              f"{c['conflict']} custom_id(s) answered differently twice (recorded as conflicts, not cached)")
-    return 0
-
-
-def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]", *,
-               study_requests: StudyRequests | None = None) -> None:
-    """Add the ``batch`` and ``cache`` commands to ``subparsers``.
-
-    ``study_requests(args)``, when given, turns ``--study S -f CONFIG`` (added by the caller to the
-    ``batch plan`` parser through ``args``) into an iterable of requests.
-    """
-    from .judges.batch import MAX_SHARD_BYTES, MAX_SHARD_REQUESTS
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``batch`` command to ``subparsers``."""
+    from ..judges.batch import MAX_SHARD_BYTES, MAX_SHARD_REQUESTS
 
     batch = subparsers.add_parser("batch", help="paper scale through a Batch API: plan, submit, status, collect")
     steps = batch.add_subparsers(dest="batch_action", required=True,
-                                 metavar="{plan,submit,status,collect,cancel,retry,import}")
+                                 metavar="{plan,sequential,submit,status,collect,cancel,retry,import}")
 
     p = steps.add_parser("plan", help="stream requests into Batch-API JSONL shards and a manifest")
     p.add_argument("--requests", help="JSONL file of requests, or package.module:function returning them")
-    if study_requests is not None:
-        p.add_argument("--study", help="a study whose requests to plan (with -f CONFIG)")
-        p.add_argument("-f", "--config-file", dest="config_file", help="the study's config file")
-        p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                       help="with --study: set one parameter of the config (VALUE read as YAML); repeatable")
+    p.add_argument("--study", help="a study whose requests to plan (with -f CONFIG)")
+    p.add_argument("-f", "--config-file", dest="config_file", help="the study's config file")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="with --study: set one parameter of the config (VALUE read as YAML); repeatable")
     p.add_argument("--judge", required=True, help="openai:<model>[@base_url]")
     p.add_argument("--out", required=True, help="folder; the plan goes into OUT/<judge>/ (see --flat)")
     p.add_argument("--flat", action="store_true", help="write the plan into OUT itself, not OUT/<judge>/")
@@ -294,7 +280,18 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     p.add_argument("--max-requests", type=int, default=MAX_SHARD_REQUESTS, help="lines per shard at most")
     p.add_argument("--max-bytes", type=int, default=MAX_SHARD_BYTES, help="bytes per shard at most")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=lambda a: _cmd_plan(a, study_requests))
+    p.set_defaults(func=_cmd_plan)
+
+    p = steps.add_parser("sequential", help="a study's sequential audit, each wave one Batch-API job (resumable)")
+    p.add_argument("--study", required=True, help="the study (it must export run_batch)")
+    p.add_argument("-f", "--config-file", dest="config_file", required=True, help="the study's config file")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set one parameter of the config (VALUE read as YAML); repeatable; sequential is set true")
+    p.add_argument("--out", required=True, help="the run folder; it holds the wave manifest (run again to resume)")
+    p.add_argument("--cache", default=None, help="cache file the replies go into (default: the default cache)")
+    p.add_argument("--poll", type=float, default=30.0, help="seconds between status polls of a wave's jobs")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sequential)
 
     for name, fn, text in (("submit", _cmd_submit, "upload the shards and create the batches (resumable)"),
                            ("status", _cmd_status, "poll the batches and record their state and errors"),
@@ -320,29 +317,3 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
             p.add_argument("outputs", nargs="+", help="output JSONL files (shard-NNNNN.<anything>.jsonl)")
             p.add_argument("--shard", default=None, help="the shard file the outputs answer (when not in their name)")
         p.set_defaults(func=fn)
-
-    cache = subparsers.add_parser("cache", help="response cache: stats, vacuum, Batch-API export/import")
-    actions = cache.add_subparsers(dest="cache_action", required=True, metavar="{stats,vacuum,export,import}")
-    path_help = "cache file (default: $CFBENCH_CACHE_DIR/responses.sqlite)"
-
-    p = actions.add_parser("stats", help="entries, pending requests, failures, bytes per entry")
-    p.add_argument("--path", default=None, help=path_help)
-    p.set_defaults(func=_cmd_cache_stats)
-
-    p = actions.add_parser("vacuum", help="drop answered pending rows (and optionally all) and compact the file")
-    p.add_argument("--drop-pending", action="store_true", help="also forget every unanswered request")
-    p.add_argument("--drop-failures", action="store_true", help="also forget recorded failures")
-    p.add_argument("--path", default=None, help=path_help)
-    p.set_defaults(func=_cmd_cache_vacuum)
-
-    p = actions.add_parser("export", help="write pending requests as one Batch input file")
-    p.add_argument("--judge", required=True, help="openai:<model>[@base_url]")
-    p.add_argument("--out", required=True, help="the Batch input JSONL to write")
-    p.add_argument("--path", default=None, help=path_help)
-    p.set_defaults(func=_cmd_cache_export)
-
-    p = actions.add_parser("import", help="store a Batch output file's replies (failures recorded, not cached)")
-    p.add_argument("file", help="the Batch-API output JSONL")
-    p.add_argument("--judge", required=True, help="the judge spec the batch ran")
-    p.add_argument("--path", default=None, help=path_help)
-    p.set_defaults(func=_cmd_cache_import)

@@ -21,7 +21,7 @@ per candidate, and Table 9 counts the cue guards' verdicts; ``guard_catch.csv`` 
 deliberately corrupted cued pairs each guard rejects.
 
 Wire into the main CLI with ``add_parser(subparsers)``; also runnable as
-``python -m cfbench.variants_cli``.
+``python -m cfbench.cli.variants``.
 """
 
 from __future__ import annotations
