@@ -164,3 +164,29 @@ def test_committed_notebooks_store_progress_as_one_final_line(folder):
                   for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "stream")
     assert redraws == 0
     assert bars <= 0.05 * total, f"{bars} of {total} lines are stored progress bars"
+
+
+def test_a_long_run_note_is_cut_at_a_word_and_says_so(monkeypatch):
+    from cfbench.cli.reproduce.provenance import NOTE_MAX, run_note
+
+    words = " ".join(f"word{i:04d}" for i in range(400))  # 3,599 characters
+    monkeypatch.setenv("CFBENCH_RUN_NOTE", words)
+    note = run_note()
+    assert note.endswith(" [...]") and len(note) <= NOTE_MAX + 6
+    assert note[: -len(" [...]")].split()[-1] in words.split()  # the last word kept is whole
+    monkeypatch.setenv("CFBENCH_RUN_NOTE", words[:500])
+    assert run_note() == words[:500].strip()  # a note under the limit is kept whole
+
+
+def test_the_provenance_cell_says_how_many_replies_the_run_added():
+    from cfbench.cli.reproduce.provenance import provenance_markdown
+
+    def cache_line(added):
+        info = {"study": "s", "config": "default", "mode": "live",
+                "cache": {"file": "$CFBENCH_CACHE_DIR/responses.sqlite", "replies_before": 917,
+                          "started_empty": False, "replies_added": added}}
+        (line,) = [x for x in provenance_markdown(info).splitlines() if x.startswith("- response cache:")]
+        return line
+
+    assert "no reply added by this run" in cache_line(0) and "says nothing of a live run" in cache_line(0)
+    assert "128 replies added by this run" in cache_line(128) and "nothing of a live run" not in cache_line(128)

@@ -60,6 +60,7 @@ def test_the_executed_notebook_states_how_it_was_produced(smoke, study):
     assert run == info[study]
     assert run["mode"] == "live" and run["replay"] is False and run["overrides"] == {}
     assert run["cpus"] >= 1 and run["cpu_model"] and run["cache"]["file"].endswith("responses.sqlite")
+    assert run["cache"]["replies_added"] >= 0  # what this run put into the cache (0: all read from it)
     for fact in ("**live run**", f"{run['wall_s']:,.0f} s", str(run["cpus"]) + " cores", run["cpu_model"],
                  "--config smoke", run["cache"]["file"], run["started"]):
         assert fact in cell.source, fact

@@ -126,15 +126,25 @@ def _server_line(srv: Mapping[str, Any]) -> str:
 
 def run_note() -> str:
     """``$CFBENCH_RUN_NOTE`` (how the run was set up, in the runner's words: "fresh clone, empty cache"),
-    one line, scrubbed of credentials, at most 300 characters; "" when unset."""
-    note = " ".join(os.environ.get("CFBENCH_RUN_NOTE", "").split())
-    return scrub(note)[:300]
+    one line, scrubbed of credentials, at most 1,000 characters (a longer one is cut at a word and ends
+    in " [...]", so a reader sees it was cut); "" when unset."""
+    note = scrub(" ".join(os.environ.get("CFBENCH_RUN_NOTE", "").split()))
+    if len(note) <= NOTE_MAX:
+        return note
+    return note[:NOTE_MAX].rsplit(" ", 1)[0] + " [...]"
+
+
+#: longest run note kept (characters)
+NOTE_MAX = 1000
 
 
 def run_info(run: Run, *, root: Path, mode: str, params: Mapping[str, Any], wall: float, started: str,
              cache: Mapping[str, Any], command: str | None) -> dict[str, Any]:
     """The run's record (``run_info.json``, and the provenance cell made from it) of a finished run:
     what ran, where, on which machine and commit, how long, from which cache, by which command."""
+    cache = dict(cache)
+    if "replies_before" in cache:  # replies this run added: 0 means every reply came from the cache
+        cache["replies_added"] = max(0, cache_state()["replies_before"] - int(cache["replies_before"]))
     info = {
         "study": run.study, "config": run.config, "wall_s": round(wall, 1),
         "python": platform.python_version(), "machine": platform.machine(),
@@ -166,6 +176,11 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
     cache = info.get("cache") or {}
     cache_txt = (f"{md_code(cache.get('file'))}, " + ("empty at the start" if cache.get("started_empty") else
                                                f"{cache.get('replies_before', 0):,} replies in it at the start"))
+    if cache.get("replies_added") is not None and mode == "live":
+        added = int(cache["replies_added"])
+        cache_txt += (f"; {added:,} replies added by this run" if added else
+                      "; no reply added by this run: every reply was read from the cache, so the wall time "
+                      "says nothing of a live run")
     overrides = info.get("overrides") or {}
     over_txt = ", ".join(md_code(f"{k} = {v!r}") for k, v in overrides.items()) or "none"
     wall = float(info.get("wall_s") or 0)
