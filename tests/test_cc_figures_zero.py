@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from cfbench.studies.contact_center_qa import figures as CC
 
@@ -71,6 +72,26 @@ def test_the_gate_figure_draws_the_threshold_and_counts_passes():
     from matplotlib.colors import to_hex
     colours = {to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
     assert {"#55a868", "#ccb974", "#9a9a9a"} <= colours
+    (legend,) = fig.legends  # one legend for all panels, naming the kinds drawn
+    assert [t.get_text() for t in legend.get_texts()] == ["pass", "inconclusive", "uninformative"]
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_the_gate_legend_covers_no_axis_label(n_dims):
+    """The committed STAR gate figure (2 dimensions) had its legend over the x label; beside the panels it
+    cannot be, whatever the number of dimensions."""
+    gate = pd.DataFrame({"judge": "j", "dimension": DIMS[:n_dims], "baseline": "robustness",
+                         "estimate": 0.08, "ci_low": -0.03, "ci_high": 0.22, "n_items": 36, "max_net": 0.1,
+                         "point_rule": "pass", "verdict": "inconclusive"})
+    fig = CC.net_cfr_gate_plot(gate, dimensions=DIMS[:n_dims])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = fig.legends[0].get_window_extent(renderer)
+    for ax in fig.axes:
+        for label in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            if label.get_text():
+                assert not legend.overlaps(label.get_window_extent(renderer)), label.get_text()
+        assert not legend.overlaps(ax.get_window_extent(renderer))
 
 
 def test_pyes_masd_is_set_against_rewording_from_zero():

@@ -30,6 +30,8 @@ def _titles(fig) -> str:
         out += [t.get_text() for t in ax.texts]
         if ax.get_legend() is not None:
             out += [t.get_text() for t in ax.get_legend().get_texts()]
+    for legend in fig.legends:  # figure-level legends (beside all panels)
+        out += [t.get_text() for t in legend.get_texts()]
     return "\n".join(out)
 
 

@@ -430,8 +430,9 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
     g = gate[gate["baseline"] == "robustness"] if "baseline" in gate.columns else gate
     dims = [d for d in dimensions if d in set(g["dimension"])]
     judges = sorted(g["judge"].unique())
-    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)), 1.6 + 0.36 * len(dims)),
-                             squeeze=False, sharey=True)
+    shown: dict[str, None] = {}  # the verdict kinds drawn, for one legend beside all panels
+    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)),
+                                                               2.3 + 0.36 * len(dims)), squeeze=False, sharey=True)
     for ax, judge in zip(axes[0], judges):
         sub = g[g["judge"] == judge].set_index("dimension").reindex(dims).reset_index()
         sub["label"] = [labels.get(d, d) for d in sub["dimension"]]
@@ -441,7 +442,8 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         kind = [V.verdict_kind(v) if isinstance(v, str) else V.INCONCLUSIVE for v in sub["verdict"]]
         sns.scatterplot(x=est, y=np.arange(len(sub)), hue=kind, palette=dict(zip(GATE_KINDS, GATE_COLOURS)),
                         hue_order=[k for k in GATE_KINDS if k in kind],
-                        ax=ax, s=30, zorder=3, legend=ax is axes[0][0])
+                        ax=ax, s=30, zorder=3, legend=False)
+        shown.update(dict.fromkeys(kind))
         mx = float(sub["max_net"].dropna().iloc[0]) * 100 if sub["max_net"].notna().any() else None
         ax.axvline(0, color="black", linewidth=0.8)
         if mx is not None:
@@ -461,10 +463,15 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
                      f"point ({n_items} transcripts)\n"
                      f"{interval_caption(sub.dropna(subset=['estimate']), unit='transcripts', width=80)}"
                      + ("\nestimate 0 in every dimension" if all_zero else ""), fontsize=8)
-    if axes[0][0].get_legend() is not None:
-        sns.move_legend(axes[0][0], "upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(dims)) - 0.12),
-                        ncol=2, frameon=False, fontsize=7, title=None)
     fig.tight_layout()
+    if shown:  # right of the panels (saved with a tight box): it never covers an axis label
+        from matplotlib.lines import Line2D
+
+        colour = dict(zip(GATE_KINDS, GATE_COLOURS))
+        kinds = [k for k in GATE_KINDS if k in shown]
+        fig.legend([Line2D([], [], marker="o", linestyle="", color=colour[k]) for k in kinds], kinds,
+                   loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=7, title="verdict",
+                   title_fontsize=7)
     return fig
 
 
@@ -480,8 +487,8 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
     m = masd[(masd["score"] == score) & ((masd["arm"] == "baseline") if "arm" in masd.columns else True)]
     dims = [d for d in dimensions if d in set(m["dimension"])]
     judges = sorted(m["judge"].unique())
-    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)), 1.6 + 0.36 * len(dims)),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, max(1, len(judges)), figsize=(5.2 * max(1, len(judges)),
+                                                               2.3 + 0.36 * len(dims)), squeeze=False, sharey=True)
     for ax, judge in zip(axes[0], judges):
         sub = m[m["judge"] == judge].set_index("dimension").reindex(dims).reset_index()
         y = np.arange(len(sub))
