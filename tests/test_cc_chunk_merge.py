@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from merge_util import cuts, merge_as_random_tree, merge_in_random_order
+
 from cfbench.studies.contact_center_qa import Params
 from cfbench.studies.contact_center_qa.judging import iter_judged
 from cfbench.studies.contact_center_qa.tables import TABLES, new_state
@@ -74,13 +76,6 @@ def _one_state(per, params):
     return _tables(state, params)
 
 
-def _cuts(rng: np.random.Generator, n: int, k: int) -> list[tuple[int, int]]:
-    """``k`` consecutive chunks of ``range(n)``: some empty, some of one row, the rest random."""
-    inner = sorted(rng.integers(0, n + 1, size=k - 4).tolist())
-    one = int(rng.integers(0, max(n - 1, 1)))
-    edges = sorted([0, 0, one, one + 1, *inner, n, n])  # 0,0 and n,n: empty chunks at both ends
-    return list(zip(edges[:-1], edges[1:]))
-
 
 def test_one_state_has_every_table_with_rows(judged):
     case, params, per, t = judged
@@ -101,15 +96,12 @@ def test_random_row_chunks_in_separate_states_merge_to_one_state(judged, seed):
     states = []
     for k, f in enumerate(frames):
         f = f.iloc[rng.permutation(len(f))].reset_index(drop=True)  # rows in any order
-        for a, b in _cuts(rng, len(f), 9):
+        for a, b in cuts(rng, len(f), 9):
             chunk = [None, None, None]
             chunk[k] = f.iloc[a:b]
             states.append(new_state().update(*chunk))
     assert any(len(s._pending[0][k]) == 0 for s in states for k in range(3) if s._pending[0][k] is not None)
-    order = rng.permutation(len(states))
-    merged = states[order[0]]
-    for i in order[1:]:
-        merged.merge(states[i])
+    merged = merge_in_random_order(states, rng)
     _assert_same(_tables(merged, params), want, f"{case} seed {seed}")
 
 
@@ -126,12 +118,8 @@ def test_whole_transcripts_in_sealed_compacted_states_merge_to_one_state(judged,
     for (rows, judgments, variants), h in zip(per, home):
         states[h].update(rows, judgments, variants, complete=True)
     assert any(not s.items for s in states)
-    pool = [states[i] for i in rng.permutation(k)]
-    while len(pool) > 1:  # merge two at random until one is left
-        i, j = sorted(rng.choice(len(pool), size=2, replace=False))
-        b = pool.pop(j)
-        pool[i].merge(b)
-    _assert_same(_tables(pool[0], params), want, f"{case} seed {seed}")
+    merged = merge_as_random_tree(states, rng)
+    _assert_same(_tables(merged, params), want, f"{case} seed {seed}")
     assert list(tmp_path.iterdir()) == []  # the spilled statistics were read back and removed
 
 
@@ -229,7 +217,7 @@ def test_failure_kind_counts_merge_to_one_state(judged):
     want = _one_state(spoiled, params)
     frames = [pd.concat([p[k] for p in spoiled], ignore_index=True) for k in range(3)]
     merged = new_state()
-    for a, b in _cuts(rng, len(frames[1]), 7):
+    for a, b in cuts(rng, len(frames[1]), 7):
         merged.merge(new_state().update(frames[0].iloc[:0], frames[1].iloc[a:b], None))
     merged.merge(new_state().update(frames[0], None, frames[2]))
     _assert_same(_tables(merged, params), want, f"{case} with failures")

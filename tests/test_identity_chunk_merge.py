@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from merge_util import cuts, merge_as_random_tree, merge_in_random_order
+
 from cfbench.core.errors import InputError
 from cfbench.studies.identity_tone import audit as A
 from cfbench.studies.identity_tone import prompts as P
@@ -59,12 +61,6 @@ def _assert_same(a: A.Audit, b: A.Audit, what: str) -> None:
     assert json.dumps(a.summary, sort_keys=True, default=str) == json.dumps(b.summary, sort_keys=True, default=str)
 
 
-def _cuts(rng: np.random.Generator, n: int, k: int) -> list[tuple[int, int]]:
-    inner = sorted(rng.integers(0, n + 1, size=k - 4).tolist())
-    one = int(rng.integers(0, max(n - 1, 1)))
-    edges = sorted([0, 0, one, one + 1, *inner, n, n])
-    return list(zip(edges[:-1], edges[1:]))
-
 
 def test_one_state_has_every_table_with_rows(case):
     name, rows, t = case
@@ -82,11 +78,8 @@ def test_random_row_chunks_in_separate_states_merge_to_one_state(case, seed):
     name, rows, want = case
     rng = np.random.default_rng(seed)
     f = rows.iloc[rng.permutation(len(rows))].reset_index(drop=True)
-    states = [A.new_state(_lexicons()).update(f.iloc[a:b]) for a, b in _cuts(rng, len(f), 9)]
-    order = rng.permutation(len(states))
-    merged = states[order[0]]
-    for i in order[1:]:
-        merged.merge(states[i])
+    states = [A.new_state(_lexicons()).update(f.iloc[a:b]) for a, b in cuts(rng, len(f), 9)]
+    merged = merge_in_random_order(states, rng)
     _assert_same(merged.compute(**OPTS), want, f"{name} seed {seed}")
 
 
@@ -104,11 +97,8 @@ def test_whole_prompts_in_sealed_compacted_states_merge_to_one_state(case, tmp_p
     for pid in rng.permutation(ids):
         states[home[pid]].update(rows[rows["prompt_id"] == pid], complete=True)
     assert not states[0].items
-    pool = [states[i] for i in rng.permutation(k)]
-    while len(pool) > 1:
-        i, j = sorted(rng.choice(len(pool), size=2, replace=False))
-        pool[i].merge(pool.pop(j))
-    _assert_same(pool[0].compute(**OPTS), want, name)
+    merged = merge_as_random_tree(states, rng)
+    _assert_same(merged.compute(**OPTS), want, name)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -165,7 +155,7 @@ def test_released_replies_in_chunks_and_sealed_prompts_merge_to_one_state(releas
     R, resp, lex, opts, want = released
     rng = np.random.default_rng(5)
     f = resp.iloc[rng.permutation(len(resp))].reset_index(drop=True)
-    states = [R.new_state(**lex).update(f.iloc[a:b]) for a, b in _cuts(rng, len(f), 8)]
+    states = [R.new_state(**lex).update(f.iloc[a:b]) for a, b in cuts(rng, len(f), 8)]
     merged = states[0]
     for i in rng.permutation(len(states) - 1) + 1:
         merged.merge(states[i])

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from merge_util import cuts, merge_as_random_tree, merge_in_random_order
+
 from cfbench.studies.judge_bias import metrics as M
 from cfbench.studies.judge_bias.study import Params
 
@@ -65,13 +67,6 @@ def _assert_same(a: dict, b: dict, what: str) -> None:
         pd.testing.assert_frame_equal(a[name], b[name], check_exact=True, obj=f"{what}: {name}")
 
 
-def _cuts(rng: np.random.Generator, n: int, k: int) -> list[tuple[int, int]]:
-    """``k`` consecutive chunks of ``range(n)``: some empty, one of one row, the rest random."""
-    inner = sorted(rng.integers(0, n + 1, size=k - 4).tolist())
-    one = int(rng.integers(0, max(n - 1, 1)))
-    edges = sorted([0, 0, one, one + 1, *inner, n, n])
-    return list(zip(edges[:-1], edges[1:]))
-
 
 def test_one_state_has_every_table_with_rows(case):
     name, params, parsed, items, t = case
@@ -93,14 +88,11 @@ def test_random_row_chunks_in_separate_states_merge_to_one_state(case, seed):
     states = []
     for k, f in enumerate((parsed, items)):
         f = f.iloc[rng.permutation(len(f))].reset_index(drop=True)
-        for a, b in _cuts(rng, len(f), 9):
+        for a, b in cuts(rng, len(f), 9):
             chunk = [None, None]
             chunk[k] = f.iloc[a:b]
             states.append(M.new_state().update(*chunk))
-    order = rng.permutation(len(states))
-    merged = states[order[0]]
-    for i in order[1:]:
-        merged.merge(states[i])
+    merged = merge_in_random_order(states, rng)
     _assert_same(_compute(merged, params), want, f"{name} seed {seed}")
 
 
@@ -118,11 +110,8 @@ def test_whole_items_in_sealed_compacted_states_merge_to_one_state(case, seed, t
     for item in rng.permutation(ids):
         states[home[item]].update(parsed[parsed["item_id"] == item], items[items["item_id"] == item], complete=True)
     assert not states[0].items
-    pool = [states[i] for i in rng.permutation(k)]
-    while len(pool) > 1:
-        i, j = sorted(rng.choice(len(pool), size=2, replace=False))
-        pool[i].merge(pool.pop(j))
-    _assert_same(_compute(pool[0], params), want, f"{name} seed {seed}")
+    merged = merge_as_random_tree(states, rng)
+    _assert_same(_compute(merged, params), want, f"{name} seed {seed}")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -12,6 +12,8 @@ import pytest
 import yaml
 
 import cfbench.studies.shopflow.study as S
+from merge_util import cuts, merge_as_random_tree, merge_in_random_order
+
 from cfbench.core.errors import InputError
 from cfbench.io.pairs import load_pairs
 from cfbench.studies.shopflow import FairnessContract
@@ -81,13 +83,6 @@ def _assert_same(a, b, what: str) -> None:
                                                                                      default=str), what
 
 
-def _cuts(rng: np.random.Generator, n: int, k: int) -> list[tuple[int, int]]:
-    """``k`` consecutive chunks of ``range(n)``: some empty, one of one row, the rest random."""
-    inner = sorted(rng.integers(0, n + 1, size=max(k - 4, 0)).tolist())
-    one = int(rng.integers(0, max(n - 1, 1)))
-    edges = sorted([0, 0, min(one, n), min(one + 1, n), *inner, n, n])
-    return list(zip(edges[:-1], edges[1:]))
-
 
 def test_one_state_has_every_table_with_rows(case):
     name, opts, rows, excluded, t = case
@@ -108,14 +103,11 @@ def test_random_row_chunks_in_separate_states_merge_to_one_state(case, seed):
         if f is None:
             continue
         f = f.iloc[rng.permutation(len(f))].reset_index(drop=True)
-        for a, b in _cuts(rng, len(f), 9):
+        for a, b in cuts(rng, len(f), 9):
             chunk = [None, None]
             chunk[k] = f.iloc[a:b]
             states.append(new_state().update(*chunk))
-    order = rng.permutation(len(states))
-    merged = states[order[0]]
-    for i in order[1:]:
-        merged.merge(states[i])
+    merged = merge_in_random_order(states, rng)
     _assert_same(merged.compute(**opts), want, f"{name} seed {seed}")
 
 
@@ -132,11 +124,8 @@ def test_whole_pairs_in_sealed_compacted_states_merge_to_one_state(case, tmp_pat
     for pid in rng.permutation(ids):
         states[home[pid]].update(rows[rows["pair_id"] == pid], ex[ex["pair_id"] == pid], complete=True)
     assert not states[0].items
-    pool = [states[i] for i in rng.permutation(k)]
-    while len(pool) > 1:
-        i, j = sorted(rng.choice(len(pool), size=2, replace=False))
-        pool[i].merge(pool.pop(j))
-    _assert_same(pool[0].compute(**opts), want, name)
+    merged = merge_as_random_tree(states, rng)
+    _assert_same(merged.compute(**opts), want, name)
     assert list(tmp_path.iterdir()) == []
 
 
