@@ -120,6 +120,17 @@ def test_reproduce_keeps_a_source_name_and_resolves_a_relative_path():
     assert got["amiri_path"] == ""
 
 
+def test_reproduce_keeps_a_bare_source_name_that_is_no_file(tmp_path, monkeypatch):
+    """`-p transcripts_path synthetic` (the stream with its default settings) reached the notebook as
+    an absolute path to a file called `synthetic`, which does not exist."""
+    from cfbench.cli.reproduce.config import absolute_paths
+
+    monkeypatch.chdir(tmp_path)
+    assert absolute_paths({"transcripts_path": "synthetic"})["transcripts_path"] == "synthetic"
+    (tmp_path / "calls").write_text("[]")  # a bare name that IS a file here stays a path
+    assert absolute_paths({"transcripts_path": "calls"})["transcripts_path"] == str(tmp_path / "calls")
+
+
 def test_paper_config_selects_its_1200_transcripts_lazily():
     from cfbench.studies.contact_center_qa import Params
     from cfbench.studies.contact_center_qa.items import iter_items

@@ -228,14 +228,18 @@ def absolute_paths(params: dict[str, Any]) -> dict[str, Any]:
     """``*_path`` parameters given relative to where the user stands (the notebook runs elsewhere).
 
     A ``name:...`` source that is not a file (``synthetic:seed=1``; a scheme of two or more
-    letters, so a Windows drive letter is still a path) is left as it is.
+    letters, so a Windows drive letter is still a path) is left as it is, and so is a bare word
+    (letters, digits, ``_``; no dot or separator) naming no file here (``synthetic``): the study
+    reads it as a source name, or says in one line that no such file exists.
     """
     return {k: (str(Path(v).resolve()) if k.endswith("_path") and isinstance(v, str) and v
-                and not _SOURCE_SCHEME.match(v) else v)
+                and not _SOURCE_SCHEME.match(v) and not (_BARE_WORD.match(v) and not Path(v).exists())
+                else v)
             for k, v in params.items()}
 
 
 _SOURCE_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9_]+:(?![/\\])")
+_BARE_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def relative_to(folder: Path, params: dict[str, Any]) -> dict[str, Any]:
