@@ -222,8 +222,9 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
                                     "condition": b("condition")}
     flags = [Flag("flipped", _cat(parts, lambda p: p["flipped"]), "flipped", "answer or score differs",
                   "same answer"),
-             Flag("parse_fail", _cat(parts, lambda p: ~p["both"]), "parse failures", "with a parse failure",
-                  "parsed on both sides")]
+             Flag("parse_fail", _cat(parts, lambda p: ~p["both"]), "replies not read",
+                  "a reply not read (unparseable, refused, failed or not sent)",
+                  "read on both sides")]
     if any(p["evidence"] is not None for p in parts):
         flags.append(Flag("evidence_violation", _cat(parts, lambda p: p["evidence"] if p["evidence"] is not None
                                                       else np.zeros(len(p["a"]), bool)),

@@ -141,6 +141,7 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
         outputs=[Texts("judge's reply", col("a", "raw"), col("b", "raw"))], metrics=metrics,
         flags=[Flag("flipped", flipped, "choice flipped", "chose the other reply", "same choice"),
                Flag("toward_cue", toward, "moved toward the cue", "toward the cued reply", "not toward the cue"),
-               Flag("parse_fail", [not (x and y) for x, y in zip(ok["a"], ok["b"])], "parse failures",
-                    "with a parse failure", "parsed on both sides")],
+               Flag("parse_fail", [not (x and y) for x, y in zip(ok["a"], ok["b"])], "replies not read",
+                  "a reply not read (unparseable, refused, failed or not sent)",
+                    "read on both sides")],
         reasons=reasons, notes=notes, same_input_note="the two prompts are identical").check(str(d))

@@ -222,7 +222,9 @@ def _judged_pairs(d: Path, p: Path, judged: dict[str, Any]) -> PairSet:
     flags = [Flag("flipped", flipped.tolist(), "route flipped", "route differs", "same route"),
              Flag("answer_only", answer_only.tolist(), "answer changed, route kept", "answer differs, same route",
                   "no such change"),
-             Flag("parse_fail", (fa | fb).tolist(), "parse failures", "with a parse failure", "parsed on both sides")]
+             Flag("parse_fail", (fa | fb).tolist(), "replies not read",
+                  "a reply not read (unparseable, refused, failed or not sent)",
+                  "read on both sides")]
     return PairSet(pair_id=list(ids), arm=["judged"] * len(ids), kind=["counterfactual"] * len(ids),
                    side_a=[va] * len(ids), side_b=[vb] * len(ids), facets=facets, diffs=diffs, outputs=outputs,
                    metrics=metrics, flags=flags,
