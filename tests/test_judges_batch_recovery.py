@@ -364,3 +364,21 @@ def test_retry_without_submitting_writes_shards_to_run_elsewhere_once(tmp_path, 
     import_outputs(out, [out / "retry-01-shard-00000.output.jsonl"], cache=cache)
     rows = run_requests(spec, reqs, cache=cache, mode="replay", progress=False).judgments
     assert rows.ok.sum() == 4 and rows.set_index("request_id").ok["r0"]
+
+
+def test_submit_with_nothing_left_to_submit_needs_no_key(tmp_path, monkeypatch):
+    """Every shard already has its batch: `submit` has nothing to send, so it must not ask for a key."""
+    out = tmp_path / "job"
+    plan_batch(make(4), "openai:gpt-4o-mini", out, cache=None, max_requests=2, progress=False)
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for i, shard in enumerate(manifest["shards"]):
+        shard["batch_id"], shard["status"] = f"batch_{i}", "in_progress"
+    path.write_text(json.dumps(manifest))
+    monkeypatch.delenv("OPENAI_API_KEY")
+    got = submit_batch(out)
+    assert [s["batch_id"] for s in got["shards"]] == ["batch_0", "batch_1"]
+    manifest["shards"][1]["batch_id"] = None  # one shard left: now the key is needed, and said so
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(InputError, match="OPENAI_API_KEY"):
+        submit_batch(out)

@@ -514,6 +514,8 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
     manifest = read_manifest(out)
     if max_active is not None and (not isinstance(max_active, int) or max_active < 1):
         raise InputError(f"--max-active must be a whole number >= 1, got {max_active!r}", field="max_active")
+    if not any(s.get("batch_id") is None and not s.get("writing") for s in manifest["shards"]):
+        return manifest  # nothing left to submit: no client, so no key is asked for
     if client is None:
         client = _client(manifest)
         # the SDK's own quick retries would hide a queue limit: creations are retried here, with back-off
