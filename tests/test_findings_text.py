@@ -55,6 +55,17 @@ def test_cc_flip_count_names_every_arm_and_counts_star_flips():
     assert "0 of 60 compared pairs on the synthetic transcripts (`cfr`)." in plain and "STAR" not in plain
 
 
+@pytest.mark.parametrize("source, words", [("star", "STAR dialogues"), ("file", "audited transcripts")])
+def test_cc_flip_count_names_the_main_arm_by_its_source(source, words):
+    """A run whose main arm is STAR or the researcher's own file said "on the synthetic transcripts"."""
+    from cfbench.studies.contact_center_qa.findings import findings_markdown
+
+    result = _cc_result(star=False)
+    result.tables["cfr"] = result.tables["cfr"].assign(source=source)
+    text = findings_markdown(result)
+    assert f"0 of 60 compared pairs on the {words} (`cfr`)." in text and "synthetic" not in text
+
+
 def test_cc_accuracy_sentence_names_the_tables_method_and_n():
     from cfbench.studies.contact_center_qa.findings import findings_markdown
 

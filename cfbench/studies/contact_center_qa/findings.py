@@ -59,30 +59,35 @@ def _interval(lo: float, hi: float, scale: float = 100.0, unit: str = "") -> str
     return f"[{scale * lo:.1f}, {scale * hi:.1f}]{unit}"
 
 
+#: how the findings name the transcripts a table rests on (its ``source`` column; ``study.source_of``)
+SOURCE_WORDS = {"synthetic": "synthetic transcripts", "star": "STAR dialogues", "file": "audited transcripts"}
+
+
 def flip_counts(tables: dict[str, pd.DataFrame]) -> dict[str, tuple[int, int]]:
-    """Flips and compared pairs of the baseline arm per source, from the tables the findings cite: ``cfr``
-    (synthetic transcripts) and ``star_cfr`` (real STAR dialogues) when the run has it. Flips per row are
+    """Flips and compared pairs of the baseline arm per table the findings cite: ``cfr`` (the main arm,
+    named by its ``source`` column: synthetic, STAR or a researcher's own transcripts) and ``star_cfr``
+    (the real-dialogue arm) when the run has it. Keys are ``"<words> (`<table>`)"``. Flips per row are
     ``round(cfr * n_pairs)`` (CFR is flips over pairs), summed over judges and dimensions."""
     out: dict[str, tuple[int, int]] = {}
-    for source, name in (("synthetic", "cfr"), ("STAR", "star_cfr")):
+    for name in ("cfr", "star_cfr"):
         c = tables.get(name)
         if c is None or not len(c):
             continue
+        src = "star" if name == "star_cfr" else (str(c["source"].iloc[0]) if "source" in c.columns else "synthetic")
         c = c[(c["arm"] == "baseline") & (c["n_pairs"] > 0)] if "arm" in c.columns else c[c["n_pairs"] > 0]
         flips = (c["cfr"].fillna(0) * c["n_pairs"]).round().astype(int)
-        out[source] = (int(flips.sum()), int(c["n_pairs"].sum()))
+        out[f"{SOURCE_WORDS.get(src, 'audited transcripts')} (`{name}`)"] = (int(flips.sum()), int(c["n_pairs"].sum()))
     return out
 
 
 def flip_count_line(tables: dict[str, pd.DataFrame]) -> str:
-    """One sentence counting the flips of every arm the run has, each named (so "no flips" is never said of
-    the synthetic pairs while the STAR arm has some)."""
+    """One sentence counting the flips of every arm the run has, each named by what it rests on (so "no
+    flips" is never said of one arm while another has some, nor "synthetic" of real dialogues)."""
     counts = flip_counts(tables)
     if not counts:
         return "No compared pair in any arm."
     return "Flips (baseline arm, all judges and dimensions): " + "; ".join(
-        f"{k} of {_count(n, 'compared pair')} on the {src} {'transcripts' if src == 'synthetic' else 'dialogues'} "
-        f"(`{'cfr' if src == 'synthetic' else 'star_cfr'}`)" for src, (k, n) in counts.items()) + "."
+        f"{k} of {_count(n, 'compared pair')} on the {where}" for where, (k, n) in counts.items()) + "."
 
 
 def _unread_words(judge: str, t: dict[str, pd.DataFrame], n_failed: int) -> str:
@@ -274,7 +279,7 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
     k = n_dialogues if n_dialogues else int(max(cfr["n_items"].max() if len(cfr) else 0,
                                                 acc["n_items"].max() if len(acc) else 0))
     lines = [f"**{md_text(judge)}, real dialogues (STAR arm)** - {_count(k, 'dialogue')} from the STAR corpus, judged "
-             "against the customers' own answers; the synthetic numbers above do not rest on them."]
+             "against the customers' own answers; the main arm's numbers above do not rest on them."]
     if len(cfr):
         flips = (cfr["cfr"] * cfr["n_pairs"]).round().astype(int)
         has = cfr["ci_low"].notna() & cfr["ci_high"].notna()
