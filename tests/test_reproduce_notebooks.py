@@ -100,7 +100,7 @@ def test_sections_not_run_say_so_in_one_line(tmp_path):
     nb = nbformat.read(tmp_path / "contact_center_qa" / "smoke" / "contact_center_qa.ipynb", as_version=4)
     text = _text(nb)
     assert "Not run in this config: fairness is false" in text
-    assert "No synthetic flip to show. Flips (baseline arm, all judges and dimensions): 0 of " in text
+    assert "No main-arm flip to show. Flips (baseline arm, all judges and dimensions): 0 of " in text
     assert "Empty DataFrame" not in text
     info = json.loads((tmp_path / "contact_center_qa" / "smoke" / "run_info.json").read_text())
     assert info["overrides"] == {"fairness": False, "judges": ["scripted:yes"], "coaching": False}
