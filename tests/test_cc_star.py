@@ -36,3 +36,28 @@ def test_contact_center_study_on_star_dialogues(tmp_path):
     assert {"past_performance", "ethnicity_cues"} <= set(cfr.index)
     assert (cfr.loc[["past_performance", "ethnicity_cues"], "n_items"] >= 2).all()
     assert (tmp_path / "cfr.csv").is_file()
+
+
+def test_a_sampled_condition_is_never_the_original_itself():
+    """`disability: normal` leaves a dialogue as it was. With one sampled condition per item it was drawn
+    for 16 of the default's 36 STAR dialogues: pairs of one request with itself, which cannot flip and
+    diluted the CFR (3 flips of 36 where 20 dialogues were edited)."""
+    from cfbench.studies.contact_center_qa.items import load_items
+    from cfbench.studies.contact_center_qa.requests import plan_for
+
+    need_star()
+    params = Params.from_config(yaml.safe_load((REPO / "configs" / "contact_center_qa" / "default.yaml").read_text()),
+                                transcripts_path=str(need_star()), n_items=12, judges=("scripted:cc-qa",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        items = load_items(params)
+        variants, plan = plan_for(params, items)
+    rows = plan.rows
+    dis = rows[rows["dimension"] == "disability"]
+    assert set(dis["condition"]) == {"original", "disabled"}
+    assert dis.loc[dis["condition"] == "disabled", "item_id"].nunique() == 12
+    # every compared pair's two sides are different requests: a pair never reads one reply twice
+    orig = rows[rows["condition"] == "original"].drop_duplicates("item_id").set_index("item_id")["request_id"]
+    edits = rows[rows["dimension"].isin(["priming", "disability"]) & (rows["condition"] != "original")]
+    same = edits.apply(lambda r: orig[r["item_id"]] == r["request_id"], axis=1)
+    assert len(edits) == 24 and not same.any()

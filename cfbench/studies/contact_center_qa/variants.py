@@ -106,8 +106,11 @@ def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence
     ``k >= 2``: ``k`` conditions drawn from the compared set - ``k (k - 1) / 2`` pairs.
     The draw for an item and dimension depends only on ``(seed, item, dimension)``
     (:func:`cfbench.core.seeding.rng_for`), so adding items does not change the
-    others' conditions. Only usable conditions (applicable, not rejected) are drawn;
-    an (item, dimension) with nothing usable is left out (listed by the plan as not judged).
+    others' conditions. Only usable conditions (applicable, not rejected) are drawn,
+    and with ``k = 1`` only those whose text differs from the original's (a condition
+    that leaves the transcript as it was, such as ``disability: normal``, would make a
+    pair that cannot flip and dilute the CFR); an (item, dimension) with nothing usable
+    is left out (listed by the plan as not judged).
     """
     if k < 1:
         raise InputError(f"must be 0 (all) or at least 1, got {k}", field="conditions_per_dimension")
@@ -117,10 +120,11 @@ def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence
     if "valid" in usable.columns:
         usable = usable[usable["valid"].map(lambda v: True if v is None or v != v else bool(v))]
     out: dict[tuple[str, str], list[str]] = {}
+    same = _same_as_original(variants) if k == 1 else set()
     for (item, dim), grp in usable.groupby(["item_id", "dimension"], sort=True):
         if dim not in compared:
             continue
-        made = set(grp["condition"])
+        made = set(grp["condition"]) - {c for c in grp["condition"] if (item, dim, c) in same}
         pool = [c for c in compared[dim] if c in made and (k >= 2 or c != "original")]
         if not pool:
             continue
@@ -128,3 +132,15 @@ def sample_conditions(variants: pd.DataFrame, *, compared: Mapping[str, Sequence
         pick = sorted(rng_for("cc-conditions", seed, item, dim).choice(len(pool), size=take, replace=False))
         out[(item, dim)] = (["original"] if k == 1 else []) + [pool[i] for i in pick]
     return out
+
+
+def _same_as_original(variants: pd.DataFrame) -> set[tuple[str, str, str]]:
+    """``(item, dimension, condition)`` of the variants whose turns and header are the item's original's."""
+    if not {"turns", "condition", "item_id", "dimension"} <= set(variants.columns):
+        return set()
+    def text(r: Any) -> str:
+        return repr((list(map(str, r.turns)) if r.turns is not None else None,
+                     getattr(r, "header", None) or ""))
+    originals = {r.item_id: text(r) for r in variants.itertuples() if r.condition == "original"}
+    return {(r.item_id, r.dimension, r.condition) for r in variants.itertuples()
+            if r.condition != "original" and r.item_id in originals and text(r) == originals[r.item_id]}
