@@ -382,3 +382,30 @@ def test_submit_with_nothing_left_to_submit_needs_no_key(tmp_path, monkeypatch):
     path.write_text(json.dumps(manifest))
     with pytest.raises(InputError, match="OPENAI_API_KEY"):
         submit_batch(out)
+
+
+def test_a_submit_killed_between_creating_a_batch_and_saving_its_id_does_not_create_it_twice(server, tmp_path):
+    """The server made the batch, the run died before the id reached the manifest: the next submit finds
+    that batch by its input file and adopts it, so the shard is not paid for twice."""
+    import openai
+
+    spec, out = f"openai:m@{server.base_url}", tmp_path / "job"
+    plan_batch(make(4), spec, out, cache=None, max_requests=2, progress=False)  # 2 shards
+    real = openai.OpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+
+    class Killed(BaseException):
+        pass
+
+    def create_then_die(**kw):
+        real.batches.create(**kw)
+        raise Killed  # as kill -9 right after the server answered
+
+    dying = types.SimpleNamespace(files=real.files, batches=types.SimpleNamespace(create=create_then_die,
+                                                                                  list=real.batches.list))
+    with pytest.raises(Killed):
+        submit_batch(out, client=dying)
+    assert server.batch_creates == 1 and read_manifest(out)["shards"][0].get("batch_id") is None
+    manifest = submit_batch(out)
+    assert server.batch_creates == 2 and len(server.batches) == 2  # shard 1 adopted, shard 2 created once
+    assert sorted(s["batch_id"] for s in manifest["shards"]) == sorted(server.batches)
+    assert not any(s.get("creating") for s in manifest["shards"])

@@ -547,6 +547,16 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
                 shard["input_file_id"] = _endpoint("/v1/files", manifest,
                                                    lambda: client.files.create(file=fh, purpose="batch")).id
             _save_manifest(out, manifest)
+        if shard.get("creating"):  # a run stopped between creating this batch and saving its id
+            found = _created_before(client, shard)
+            if found is not None:
+                say(f"{shard['file']}: found the batch an interrupted submit created ({found.id}); not creating another")
+                shard.pop("creating", None)
+                shard["batch_id"], shard["status"] = found.id, found.status
+                _save_manifest(out, manifest)
+                continue
+        shard["creating"] = True
+        _save_manifest(out, manifest)
         while True:
             try:
                 batch = _endpoint("/v1/batches", manifest, lambda: creator.create(
@@ -557,6 +567,7 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
                 if err is None:
                     raise
                 status, msg = err
+                shard.pop("creating", None)  # refused: the server made no batch
                 shard["submit_error"] = {"status": status, "message": msg,
                                          "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
                 _save_manifest(out, manifest)
@@ -572,10 +583,29 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
                 continue
             break
         shard.pop("submit_error", None)
+        shard.pop("creating", None)
         shard["batch_id"], shard["status"] = batch.id, batch.status
         delay = backoff_s
         _save_manifest(out, manifest)
     return manifest
+
+
+#: how many of the account's newest batches are searched for one an interrupted submit created
+FIND_CREATED_LIMIT = 1000
+
+
+def _created_before(client: Any, shard: dict[str, Any]) -> Any:
+    """The batch on ``shard``'s uploaded file, among the account's newest, or None.
+
+    ``submit`` marks a shard ``creating`` before asking for its batch and clears the mark with the id
+    saved; a mark left behind means the run stopped in between, so the batch may exist. Its input file
+    was uploaded for this shard alone, so the file id identifies it."""
+    for i, batch in enumerate(client.batches.list(limit=100)):
+        if i >= FIND_CREATED_LIMIT:
+            break
+        if getattr(batch, "input_file_id", None) == shard["input_file_id"]:
+            return batch
+    return None
 
 
 def _verify_shard(path: Path, shard: dict[str, Any]) -> None:

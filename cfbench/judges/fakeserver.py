@@ -293,6 +293,16 @@ class FakeOpenAIServer:
     def _public(batch: dict) -> dict:
         return {k: v for k, v in batch.items() if not k.startswith("_")}
 
+    async def _list_batches(self, request):
+        """Newest first, one page (the fake never holds more than a test makes)."""
+        from aiohttp import web
+
+        with self._lock:
+            data = [self._public(b) for b in reversed(list(self.batches.values()))]
+        return web.json_response({"object": "list", "data": data, "has_more": False,
+                                  "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None})
+
     async def _get_batch(self, request):
         from aiohttp import web
 
@@ -377,6 +387,7 @@ class FakeOpenAIServer:
             app.router.add_post("/v1/files", self._upload)
             app.router.add_get("/v1/files/{file_id}/content", self._file_content)
             app.router.add_post("/v1/batches", self._create_batch)
+            app.router.add_get("/v1/batches", self._list_batches)
             app.router.add_get("/v1/batches/{batch_id}", self._get_batch)
             app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel_batch)
         runner = web.AppRunner(app, access_log=None)
