@@ -218,9 +218,9 @@ def matched_row(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2: np.n
 
 def repeat_net_row(flips: np.ndarray, den: np.ndarray, rep_flips: np.ndarray, rep_den: np.ndarray, **extra) -> dict:
     """The cue's flip rate minus the repeat flip rate on the same items (several repeat pairs per item): MOVER
-    of the two cluster-adjusted Clopper-Pearson rates, item correlation capped at 0, as the contact-center net
-    CFR (:func:`cfbench.stats.intervals.paired_difference`)."""
-    d = paired_difference(flips, den, rep_flips, rep_den, kind="rate")
+    of the two cluster-adjusted Clopper-Pearson rates with the continuity-corrected item correlation, as the
+    contact-center net CFR (:func:`cfbench.stats.intervals.paired_difference`, ``pairing="corrected"``)."""
+    d = paired_difference(flips, den, rep_flips, rep_den, kind="rate", pairing="corrected")
     return {**extra, "estimate": float(d["estimate"]), "ci_low": float(d["ci_low"]), "ci_high": float(d["ci_high"]),
             "n_items": int(d["n_items"]), "ci_method": str(d["ci_method"])}
 
