@@ -358,7 +358,8 @@ def item_correlation(z1: np.ndarray, z2: np.ndarray) -> float:
     return float(np.clip(np.mean((z1 - z1.mean()) * (z2 - z2.mean())) / (s1 * s2), -1.0, 1.0))
 
 
-#: Newcombe's continuity correction of the correlation, in item-rate units (see :func:`corrected_correlation`)
+#: the continuity correction of the correlation's cross-product sum, in item-rate units (twice Newcombe's
+#: 1/2, chosen by simulation: docs/statistics.md, "The net CFR since issue 33"; :func:`corrected_correlation`)
 CORRELATION_CC = 1.0
 
 
@@ -367,12 +368,13 @@ def corrected_correlation(z1: np.ndarray, z2: np.ndarray, cc: float | None = Non
 
     ``z1``, ``z2`` are the items' linearised contributions in rate units (:func:`_contrib`; one pair per
     item: the 0/1 flips minus their mean). A positive cross-product sum ``S12 = sum(z1 z2)`` is reduced
-    by ``cc`` before dividing by ``sqrt(S11 S22)`` - with one pair per item this is Newcombe's corrected
-    phi of the 2x2 table, ``(ad - bc - n/2) / sqrt((a+b)(c+d)(a+c)(b+d))`` - and floored at 0; a
+    by ``cc`` (default :data:`CORRELATION_CC`) before dividing by ``sqrt(S11 S22)`` - with one pair per
+    item and ``cc = 1/2`` this is Newcombe's corrected phi of the 2x2 table,
+    ``(ad - bc - n/2) / sqrt((a+b)(c+d)(a+c)(b+d))``; the default 1 doubles his correction - and floored at 0; a
     negative one is kept (it widens the MOVER interval). Either side without spread (zero or all
     events) gives 0, so zero events fall back to the independent-sides combination. The correction
     keeps a handful of items that match one by one (estimated correlation 1) from collapsing the
-    interval: identical sides with 2 of 8 items flipping give 0.67, not 1."""
+    interval: identical sides with 4 of 12 items flipping give 0.62, not 1."""
     cc = CORRELATION_CC if cc is None else cc
     z1, z2 = np.asarray(z1, float), np.asarray(z2, float)
     if z1.size < 3:
