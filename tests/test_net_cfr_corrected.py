@@ -153,3 +153,20 @@ def test_a_constant_judge_gets_no_pass_from_the_narrower_interval():
     g = net_cfr_gate(t, max_net=0.10, responsive=resp)
     assert g["verdict_kind"].iloc[0] == "uninformative"
     assert g["verdict_kind"].iloc[0] != "pass"
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 40])
+def test_bounds_stay_in_range_on_hostile_counts(n):
+    # all zero, all flipping, one item, alternating, sides opposite or identical; 1 + 3 and 3 + 3 pairs
+    rng = np.random.default_rng(n)
+    patterns = [np.zeros(n), np.full(n, 3.0), np.eye(n)[0] * 3, np.arange(n) % 2 * 3.0, rng.integers(0, 4, n) * 1.0]
+    for x2 in patterns:
+        for x1 in (x2, 3.0 - x2, np.roll(x2, 1)):
+            for m1 in (1.0, 3.0):
+                num1 = x1 / 3.0 * m1 if m1 == 1.0 else x1
+                num1 = np.round(num1) if m1 == 1.0 else num1
+                d = paired_difference(num1, np.full(n, m1), x2, np.full(n, 3.0), kind="rate", pairing="corrected")
+                lo, hi, est = d["ci_low"], d["ci_high"], d["estimate"]
+                assert np.isfinite(lo) and np.isfinite(hi), (x1, x2, d)
+                assert -1.0 <= lo <= est <= hi <= 1.0, (x1, x2, d)
+                assert hi - lo > 0, (x1, x2, d)
