@@ -28,8 +28,8 @@ Three building blocks, each checked by simulation (``tests/test_coverage_*.py``,
 * :func:`mover_difference` - a difference of two estimates on the same items
   (net CFR): Newcombe/Zou-Donner MOVER from the two intervals above, with the
   correlation of the two estimates' item-level contributions capped at 0, or (net CFR,
-  ``pairing="corrected"``) taken with Newcombe's continuity correction
-  (:func:`corrected_correlation`), which is 0 at zero events and never 1 on a few matched items.
+  ``pairing="corrected"``) taken with a continuity correction (twice Newcombe's,
+  :func:`corrected_correlation`), which is 0 at zero events and never 1 on a few matched items.
 * :func:`paired_difference` with ``pairing="items"`` (judge A minus judge B):
   the two sides paired item by item - Tango's matched-pairs interval for one
   binary pair per item, else the bootstrap-t of the difference over items
@@ -54,7 +54,8 @@ from scipy import stats
 from .bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
 
 __all__ = ["clustered_rate_intervals", "clopper_pearson", "mean_interval_t", "bootstrap_t_rows", "bootstrap_t_difference_rows", "floored_se", "long_side_quantiles", "LONG_SIDE_SHARE", "LONG_SIDE_CAP", "paired_difference", "mover_difference",
-           "item_correlation", "corrected_correlation", "CORRELATION_CC", "worst_case_bound", "items_needed_zero_events", "NO_ITEMS", "ONE_ITEM",
+           "item_correlation", "corrected_correlation", "CORRELATION_CC", "worst_case_bound",
+           "items_needed_zero_events", "NO_ITEMS", "ONE_ITEM",
            "RATE_METHOD", "MEAN_METHOD", "PAIRINGS"]
 
 NO_ITEMS = "none: no item with a pair"
@@ -364,14 +365,14 @@ CORRELATION_CC = 1.0
 
 
 def corrected_correlation(z1: np.ndarray, z2: np.ndarray, cc: float | None = None) -> float:
-    """The item correlation of two rates' contributions with Newcombe's continuity correction.
+    """The item correlation of two rates' contributions with a continuity correction (after Newcombe).
 
     ``z1``, ``z2`` are the items' linearised contributions in rate units (:func:`_contrib`; one pair per
     item: the 0/1 flips minus their mean). A positive cross-product sum ``S12 = sum(z1 z2)`` is reduced
     by ``cc`` (default :data:`CORRELATION_CC`) before dividing by ``sqrt(S11 S22)`` - with one pair per
     item and ``cc = 1/2`` this is Newcombe's corrected phi of the 2x2 table,
-    ``(ad - bc - n/2) / sqrt((a+b)(c+d)(a+c)(b+d))``; the default 1 doubles his correction - and floored at 0; a
-    negative one is kept (it widens the MOVER interval). Either side without spread (zero or all
+    ``(ad - bc - n/2) / sqrt((a+b)(c+d)(a+c)(b+d))``; the default 1 doubles his correction - and
+    floored at 0; a negative one is kept (it widens the MOVER interval). Either side without spread (zero or all
     events) gives 0, so zero events fall back to the independent-sides combination. The correction
     keeps a handful of items that match one by one (estimated correlation 1) from collapsing the
     interval: identical sides with 4 of 12 items flipping give 0.62, not 1."""
@@ -423,8 +424,8 @@ def paired_difference(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2
     on the same items) is the MOVER below with the item correlation taken by
     :func:`corrected_correlation` instead of capped at 0, for rates with more than one pair per item
     on a side; with one pair per item on both sides (and for means) it is the capped MOVER, because
-    there the corrected correlation missed above in 5.8 % of simulated audits (docs/statistics.md,
-    "Net CFR"). The default ``"capped"`` is the MOVER combination:
+    there the corrected correlation missed above in up to 5.8 % of simulated audits (docs/statistics.md,
+    "The net CFR since issue 33"). The default ``"capped"`` is the MOVER combination:
 
     ``kind="rate"``: each side gets :func:`clustered_rate_intervals`;
     ``kind="mean"``: :func:`mean_interval_t` (``value_range`` bounds each
