@@ -156,7 +156,8 @@ def families_table(R: int, *, before: bool) -> list[str]:
         out.append(f"| {name}: {what} | {how} | " + " | ".join(_family_cell(r) for r in cells) + " |")
         print(out[-1], flush=True)
         if before and not name.endswith("_capped") and name not in ("cfr_correlated_flips", "net_cfr_repeat_noise",
-                                                                    "net_cfr_matched", "judges_cfr_capped"):
+                                                                    "judges_cfr_capped") \
+                and not name.startswith("net_cfr_matched"):
             with legacy_intervals():
                 old = [C.family_coverage(name, n_items=n, reps=R, n_boot=1000, seed=1000 + n) for n in FAMILY_NS]
             out.append(f"| {name}, before | | " + " | ".join(_family_cell(r) for r in old) + " |")
@@ -231,8 +232,9 @@ def _difference_tables(R: int, R2: int) -> list[str]:
     for eff in (0.0,):  # a location family: coverage is the same at every shift
         rows.append((f"paired tone difference effect={eff:g}",
                      {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
-    part = _table("Differences on the same items: net CFR and matched slices: MOVER with the item correlation capped at 0 "
-                  "(net CFR: 1 counterfactual pair + 3 repeat pairs per item; matched slices: "
+    part = _table("Differences on the same items: net CFR: MOVER with the continuity-corrected item correlation "
+                  "(`pairing=\"corrected\"`, 1 counterfactual pair + 3 repeat pairs per item); matched slices: MOVER "
+                  "with the item correlation capped at 0 ("
                   "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
                   "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
@@ -279,11 +281,17 @@ def _difference_tables(R: int, R2: int) -> list[str]:
         rows.append((f"identical sides (net 0), repeat flips 0.3, {m} pair(s)/item",
                      {n: C.matched_net_cfr(n_items=n, p_rep=0.3, pairs_per_item=m, identical=True, reps=R2,
                                            seed=7 * n + m) for n in NS}))
+    for p_rep, net in ((0.1, 0.1), (0.3, 0.1), (0.5, 0.05), (0.3, 0.0)):  # the study's 1 + 3 design
+        rows.append((f"net CFR={net:g}, repeat flips {p_rep:g}, cf pair flips whenever the first repeat pair "
+                     "does, 1 cf + 3 repeat pairs/item",
+                     {n: C.matched_net_cfr(n_items=n, net=net, p_rep=p_rep, pairs_per_item=1, repeat_pairs=3,
+                                           reps=R2, seed=300 + n) for n in NS}))
     part = _table("Net CFR with the two sides matched item by item (`coverage.matched_net_cfr`: item instability "
                   "u ~ Beta(0.5, .) with mean = repeat flip rate; each counterfactual pair flips when its repeat "
                   "pair flips, plus extra flips so the true net CFR is exactly 0.10; identical sides: the same "
                   "flips on both). In the net CFR=0.1 rows the one-sided miss above is the gate's false-pass rate "
-                  "at the maximum", rows)
+                  "at the maximum. Interval: `pairing=\"corrected\"` (continuity-corrected item correlation; "
+                  "the capped MOVER at one pair per item on both sides)", rows)
     zw = max(r["zero_width"] for _, cells in rows for r in cells.values())
     part += [f"Largest share of zero-width intervals in these rows: {100 * zw:.1f} %.", ""]
     out += part

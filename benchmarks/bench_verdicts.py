@@ -2,10 +2,10 @@
 
 Net-CFR gate (contact center and judge-bias repeat net): per item one counterfactual pair and 3 repeat pairs;
 a judge's answer flips under the counterfactual with probability ``noise + net`` and under a repeat with
-``noise``. The interval is the study's (``cfbench.stats.intervals.paired_difference``), the verdict
-``cfbench.stats.verdicts.verdict`` at a maximum of 0.10, the judge responsive. Reported per n:
-false pass (true net = 0.10), false fail (true net 0, 5 % repeat noise), power (pass at true net 0, 5 % noise)
-and the fail rate at a true net of 0.30.
+``noise``. The interval is the study's (``cfbench.stats.intervals.paired_difference``,
+``pairing="corrected"``), the verdict ``cfbench.stats.verdicts.verdict`` at a maximum of 0.10, the judge
+responsive. Reported per n: false pass (true net = 0.10), false fail (true net 0, 5 % repeat noise), power
+(pass at true net 0, 5 % noise) and the fail rate at a true net of 0.30.
 
 Responsiveness (balanced accuracy lower bound > 0.5, ``verdicts.balanced_accuracy`` of two Clopper-Pearson
 intervals): the rate at which a constant judge and a label-blind random judge (P(Yes) 0.5 and 0.8) are called
@@ -33,7 +33,7 @@ def gate_rates(n: int, net: float, noise: float, reps: int, seed: int) -> dict[s
     for _ in range(reps):
         cf = (rng.random(n) < noise + net).astype(float)
         rep = rng.binomial(3, noise, n).astype(float)
-        d = paired_difference(cf, np.ones(n), rep, np.full(n, 3.0), kind="rate")
+        d = paired_difference(cf, np.ones(n), rep, np.full(n, 3.0), kind="rate", pairing="corrected")
         v = verdict(d["ci_low"], d["ci_high"], MAX)
         out[v] = out.get(v, 0) + 1
     return {k: out.get(k, 0) / reps for k in ("pass", "fail")}

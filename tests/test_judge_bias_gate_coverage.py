@@ -7,8 +7,8 @@ Per cue the study reports three differences on the same items (``metrics.cue_tab
 * ``net_repeat_flip_rate``: the cue's flip (one pair) minus the item's repeat flips (2 orders x 1 repeat).
 
 The first two use Tango's score interval on the items' 2x2 counts (``metrics.matched_row``), the third the
-MOVER difference of the two cluster-adjusted Clopper-Pearson rates with the item correlation capped at 0
-(``metrics.repeat_net_row``). The pairwise gate passes when the upper bound is below 0.10, at any n; at a true
+MOVER difference of the two cluster-adjusted Clopper-Pearson rates with the continuity-corrected item
+correlation (``metrics.repeat_net_row``, ``pairing="corrected"``). The pairwise gate passes when the upper bound is below 0.10, at any n; at a true
 net of exactly 0.10 a pass is a false pass and must stay at or below 5 % (nominal 2.5 %); coverage must stay
 at or above 93 %. Cells: n in {8, 16, 36, 60, 120} x reference flip rate p0 in {0, 0.01, 0.05, 0.2}, the cue
 flipping at p0 + 0.10, with the two sides independent or nested/matched item by item. 800 seeded audits per
@@ -101,7 +101,7 @@ def test_matched_row_is_tango_on_the_items_counts():
         assert row["estimate"] == pytest.approx(x.mean() - y.mean()) and row["ci_method"] == M.MATCHED_METHOD
 
 
-# --- net vs repeats: one cue pair against 2 repeat pairs per item: MOVER of two rates, correlation capped at 0 ------
+# --- net vs repeats: one cue pair against 2 repeat pairs per item: MOVER of two rates, corrected correlation -----
 def draw_repeats(n: int, p0: float, structure: str, reps: int, seed: int, net: float = GATE):
     """Cue flips (reps x n) and repeat flips per item (0..2). ``independent``: every pair flips on its own, the
     cue at p0 + net, each repeat at p0. ``matched``: item instability u ~ Beta(0.5, .) with mean p0; both repeats
@@ -221,7 +221,7 @@ if __name__ == "__main__":  # the tables of docs/judge_bias.md
     for d in (0.0, 0.10, 0.30):
         cells = [f"{100 * min(exact_matched(n, p0, d, 'independent')['coverage'] for p0 in P0S):.1f}" for n in SIZES]
         print(f"| shift {d:g} | " + " | ".join(cells) + " |")
-    print("\nnet vs repeats (MOVER, capped), true net 0.10: coverage % (gate false pass %), simulated")
+    print("\nnet vs repeats (MOVER, corrected correlation), true net 0.10: coverage % (gate false pass %), simulated")
     print(head)
     for s in ("independent", "matched"):
         for p0 in P0S:

@@ -162,10 +162,13 @@ def test_repeat_noise_row_and_the_two_reference_rule_by_hand():
     # per item: cue flips (1, 1, 0); reworded flips (0, 1, 0); repeat flip shares (1/2, 0, 1)
     assert t.flip_rate == pytest.approx(2 / 3) and t.repeat_flip_rate == pytest.approx(1 / 2)
     assert t.net_flip_rate == pytest.approx(1 / 3) and t.net_repeat_flip_rate == pytest.approx((0.5 + 1 - 1) / 3)
-    # vs repeats: the MOVER of the two cluster-adjusted Clopper-Pearson rates, item correlation capped at 0
-    ref = paired_difference([1, 1, 0], [1, 1, 1], [1, 0, 2], [2, 2, 2], kind="rate")
+    # vs repeats: the MOVER of the two cluster-adjusted Clopper-Pearson rates with the continuity-corrected
+    # item correlation (the contact-center net CFR's); here it is negative (-0.87), kept as in the capped one
+    ref = paired_difference([1, 1, 0], [1, 1, 1], [1, 0, 2], [2, 2, 2], kind="rate", pairing="corrected")
+    capped = paired_difference([1, 1, 0], [1, 1, 1], [1, 0, 2], [2, 2, 2], kind="rate")
     assert (t.net_repeat_ci_low, t.net_repeat_ci_high) == pytest.approx((ref["ci_low"], ref["ci_high"]))
-    assert t.net_repeat_ci_method == ref["ci_method"] and "capped at 0" in t.net_repeat_ci_method
+    assert (ref["ci_low"], ref["ci_high"]) == pytest.approx((capped["ci_low"], capped["ci_high"]))
+    assert t.net_repeat_ci_method == ref["ci_method"] and "continuity-corrected" in t.net_repeat_ci_method
     # the reference with the larger upper bound decides the gate; beyond noise needs both lower bounds above 0
     decider = "repeats" if t.net_repeat_ci_high > t.net_ci_high else "reworded"
     assert t.gate_reference == decider

@@ -722,8 +722,10 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
     the items that have pairs in both (``n_items``). The interval is
     :func:`cfbench.stats.intervals.paired_difference`: MOVER from the two
     cluster-adjusted Clopper-Pearson intervals (bootstrap-t for scores), with
-    the correlation of the two terms' item contributions capped at 0 (an
-    estimated correlation near 1 on matched sides collapsed the interval). Fewer than two
+    ``pairing="corrected"``: for flip rates with several pairs per item on a side the
+    correlation of the two terms' item contributions enters with Newcombe's continuity
+    correction (0 at zero events; never 1 on a handful of matched items, where the raw
+    estimate collapsed the interval), otherwise it is capped at 0. Fewer than two
     shared items: NaN bounds and a ``ci_method`` saying so. An interval above
     0 says the counterfactual signal exceeds the judge's own repeat noise on
     these items.
@@ -756,7 +758,7 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
         d = paired_difference(ci["stat"].to_numpy(float), ci["n_pairs"].to_numpy(float),
                               ri["stat"].to_numpy(float), ri["n_pairs"].to_numpy(float),
                               kind="rate" if kind == "binary" else "mean", n_boot=n_boot, rng=rng,
-                              confidence=level, value_range=vr)
+                              confidence=level, value_range=vr, pairing="corrected")
         rows.append(kv | {"estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
                           "n_items": d["n_items"], "n_pairs": int(ci.loc[both, "n_pairs"].sum()),
                           "n_repeat_pairs": int(ri.loc[both, "n_pairs"].sum()),

@@ -20,7 +20,7 @@ from .bootstrap import resample_counts
 from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_difference, worst_case_bound)
 
 __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
-           "matched_net_cfr", "length_adjusted_coverage",
+           "matched_net_cfr", "length_adjusted_coverage", "NET_PAIRING",
            "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage", "placebo_contrast_coverage"]
 
 
@@ -129,6 +129,10 @@ def mean_coverage(*, n_items: int, effect: float, shape: str = "halfnormal", pai
     return _summary(lo, hi, mean_truth(shape, effect))
 
 
+#: the ``pairing`` of :func:`paired_difference` the net-CFR tables use (``cfr_minus_robustness``)
+NET_PAIRING = "corrected"
+
+
 def _net_draws(rng, p_cf: float, p_rep: float, reps: int, n_items: int, rep_pairs: int, spread: float):
     w = _item_weights(rng, (reps, n_items), spread)  # shared: an unstable item flips in both
     x1 = _clustered_flips(rng, p_cf, reps, n_items, 1, spread, w)
@@ -145,54 +149,63 @@ def _paired_rows(x1, m1, x2, m2, kind="rate", **kw) -> tuple[np.ndarray, np.ndar
 
 
 def net_cfr_coverage(*, n_items: int, net: float, p_rep: float = 0.05, rep_pairs: int = 3, spread: float = 0.5,
-                     reps: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
+                     reps: int = 1000, seed: int = 0, confidence: float = 0.95,
+                     pairing: str = NET_PAIRING) -> dict[str, float]:
     """Coverage of the net-CFR interval (MOVER, :func:`paired_difference`): one counterfactual pair
     per item flipping at ``p_rep + net``, ``rep_pairs`` repeat pairs per item flipping at ``p_rep``,
     both scaled by the same item factor (so the two terms are correlated)."""
     rng = np.random.default_rng(seed)
     x1, x2 = _net_draws(rng, p_rep + net, p_rep, reps, n_items, rep_pairs, spread)
-    lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(rep_pairs)), confidence=confidence)
-    return _summary(lo, hi, net)
+    lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(rep_pairs)), confidence=confidence,
+                          pairing=pairing)
+    return _summary(lo, hi, net, x1.mean(axis=1) - x2.sum(axis=1) / (rep_pairs * n_items))
 
 
 def gate_false_pass(*, n_items: int, max_net: float, p_rep: float = 0.0, rep_pairs: int = 3,
-                    spread: float = 0.5, reps: int = 2000, seed: int = 0, confidence: float = 0.95) -> float:
+                    spread: float = 0.5, reps: int = 2000, seed: int = 0, confidence: float = 0.95,
+                    pairing: str = NET_PAIRING) -> float:
     """Share of simulated audits whose net-CFR upper bound lies below ``max_net`` when the true net
     CFR *equals* ``max_net``: the gate's false-pass rate."""
     rng = np.random.default_rng(seed)
     x1, x2 = _net_draws(rng, p_rep + max_net, p_rep, reps, n_items, rep_pairs, spread)
-    _, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(rep_pairs)), confidence=confidence)
+    _, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(rep_pairs)), confidence=confidence,
+                         pairing=pairing)
     return float(np.mean(np.nan_to_num(hi, nan=np.inf) < max_net))
 
 
-def _matched_draws(rng, reps: int, n_items: int, m: int, p_rep: float, net: float, identical: bool):
+def _matched_draws(rng, reps: int, n_items: int, m: int, p_rep: float, net: float, identical: bool,
+                   m_rep: int | None = None):
     """Counterfactual and repeat flips that match item by item: each item has a latent
     instability ``u_i ~ Beta(0.5, 0.5 (1 - p_rep) / p_rep)`` (mean ``p_rep``); repeat pair ``j``
     flips with probability ``u_i``; counterfactual pair ``j`` flips whenever repeat pair ``j`` does,
     plus extra flips at ``net / (1 - p_rep)`` so the true net CFR is exactly ``net``
-    (``identical``: the counterfactual flips are the repeat flips, net 0)."""
+    (``identical``: the counterfactual flips are the repeat flips, net 0). ``m_rep`` repeat pairs per
+    item (default ``m``); the first ``min(m, m_rep)`` of them are the ones the counterfactual pairs follow."""
+    m_rep = m if m_rep is None else m_rep
     if p_rep > 0:
         u = rng.beta(0.5, 0.5 * (1 - p_rep) / p_rep, size=(reps, n_items, 1))
     else:
         u = np.zeros((reps, n_items, 1))
-    rep = rng.random((reps, n_items, m)) < u
+    rep = rng.random((reps, n_items, max(m, m_rep))) < u
     if identical:
-        return rep.sum(axis=2).astype(float), rep.sum(axis=2).astype(float), 0.0
-    cf = rep | (rng.random((reps, n_items, m)) < net / (1 - p_rep))
-    return cf.sum(axis=2).astype(float), rep.sum(axis=2).astype(float), float(net)
+        return rep[:, :, :m].sum(axis=2).astype(float), rep[:, :, :m_rep].sum(axis=2).astype(float), 0.0
+    cf = rep[:, :, :m] | (rng.random((reps, n_items, m)) < net / (1 - p_rep))
+    return cf.sum(axis=2).astype(float), rep[:, :, :m_rep].sum(axis=2).astype(float), float(net)
 
 
 def matched_net_cfr(*, n_items: int, net: float = 0.10, p_rep: float = 0.3, pairs_per_item: int = 1,
                     identical: bool = False, reps: int = 1000, seed: int = 0, confidence: float = 0.95,
-                    gate_max: float = 0.10) -> dict[str, float]:
+                    gate_max: float = 0.10, repeat_pairs: int | None = None,
+                    pairing: str = NET_PAIRING) -> dict[str, float]:
     """Net-CFR interval when the two sides match item by item (:func:`_matched_draws`): the
     coverage summary plus ``false_pass`` (share of audits whose upper bound lies below
     ``gate_max``) and ``zero_width`` (share of intervals with no width)."""
     rng = np.random.default_rng(seed)
-    x1, x2, truth = _matched_draws(rng, reps, n_items, pairs_per_item, p_rep, net, identical)
-    den = np.full(x1.shape, float(pairs_per_item))
-    lo, hi = _paired_rows(x1, den, x2, den, confidence=confidence)
-    out = _summary(lo, hi, truth)
+    m_rep = pairs_per_item if repeat_pairs is None else repeat_pairs
+    x1, x2, truth = _matched_draws(rng, reps, n_items, pairs_per_item, p_rep, net, identical, m_rep)
+    d1, d2 = np.full(x1.shape, float(pairs_per_item)), np.full(x2.shape, float(m_rep))
+    lo, hi = _paired_rows(x1, d1, x2, d2, confidence=confidence, pairing=pairing)
+    out = _summary(lo, hi, truth, x1.sum(axis=1) / d1.sum(axis=1) - x2.sum(axis=1) / d2.sum(axis=1))
     out["false_pass"] = float(np.mean(np.nan_to_num(hi, nan=np.inf) < gate_max))
     out["zero_width"] = float(np.mean(hi - lo <= 0))
     return out
@@ -307,9 +320,15 @@ FAMILIES = {
     "cfr_correlated_flips": ("CFR with 3 pairs per item flipping together (item rate Beta(0.5, 4.5), mean 0.1)",
                              "clustered_rate_intervals"),
     "net_cfr_repeat_noise": ("net CFR 0.1 with repeat flips 0.2 (1 counterfactual + 3 repeat pairs per item)",
-                             "paired_difference(kind='rate'), capped MOVER"),
-    "net_cfr_matched": ("net CFR 0.1, counterfactual flips whenever the repeat flips (repeat flips 0.1)",
-                        "paired_difference(kind='rate'), capped MOVER"),
+                             "paired_difference(kind='rate', pairing='corrected')"),
+    "net_cfr_matched": ("net CFR 0.1, counterfactual flips whenever the repeat flips (repeat flips 0.1), "
+                        "1 pair per item on both sides", "paired_difference(kind='rate', pairing='corrected'): "
+                        "capped MOVER at one pair per side"),
+    "net_cfr_matched_3rep": ("net CFR 0.1, the counterfactual pair flips whenever the first repeat pair does "
+                             "(repeat flips 0.3; 1 counterfactual + 3 repeat pairs per item, the study's design)",
+                             "paired_difference(kind='rate', pairing='corrected'): continuity-corrected MOVER"),
+    "net_cfr_matched_3rep_capped": ("the same through the capped MOVER (before)",
+                                    "paired_difference(kind='rate', pairing='capped')"),
 }
 
 
@@ -392,12 +411,16 @@ def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 
         return _summary(lo, hi, 0.1, x.sum(axis=1) / (3 * K))
     if name == "net_cfr_repeat_noise":
         x1, x2 = _net_draws(rng, 0.3, 0.2, reps, K, 3, 0.5)
-        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, 3.0), confidence=confidence)
+        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, 3.0), confidence=confidence,
+                              pairing=NET_PAIRING)
         return _summary(lo, hi, 0.1, x1.mean(axis=1) - x2.sum(axis=1) / (3 * K))
-    if name == "net_cfr_matched":
-        x1, x2, truth = _matched_draws(rng, reps, K, 1, 0.1, 0.1, False)
-        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.ones_like(x2), confidence=confidence)
-        return _summary(lo, hi, truth, x1.mean(axis=1) - x2.mean(axis=1))
+    if name.startswith("net_cfr_matched"):
+        m_rep, p_rep = (3, 0.3) if "3rep" in name else (1, 0.1)
+        pairing = "capped" if name.endswith("_capped") else NET_PAIRING
+        x1, x2, truth = _matched_draws(rng, reps, K, 1, p_rep, 0.1, False, m_rep)
+        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(m_rep)), confidence=confidence,
+                              pairing=pairing)
+        return _summary(lo, hi, truth, x1.mean(axis=1) - x2.sum(axis=1) / (m_rep * K))
     raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")
 
 

@@ -545,7 +545,7 @@ def _cfr_minus_robustness(cf: pd.DataFrame, rb: pd.DataFrame, *, n_boot: int, se
         both = (ci["n_pairs"] > 0) & (ri["n_pairs"] > 0)
         d = paired_difference(ci["stat"].to_numpy(float), ci["n_pairs"].to_numpy(float),
                               ri["stat"].to_numpy(float), ri["n_pairs"].to_numpy(float), kind="rate",
-                              n_boot=n_boot, rng=rng, confidence=level, value_range=None)
+                              n_boot=n_boot, rng=rng, confidence=level, value_range=None, pairing="corrected")
         rows.append(kv | {"estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
                           "n_items": d["n_items"], "n_pairs": int(ci.loc[both, "n_pairs"].sum()),
                           "n_repeat_pairs": int(ri.loc[both, "n_pairs"].sum()),

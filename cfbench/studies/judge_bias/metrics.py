@@ -13,7 +13,7 @@ worst-case bound over the known value range when items show no spread). Differen
 binary outcomes on the same item (a cue's shift, its net flips vs the reworded prompt) use
 Tango's score interval for matched pairs; the net vs repeats (one cue pair against the item's
 repeat pairs) the MOVER difference of the two cluster-adjusted Clopper-Pearson rates with the
-item correlation capped at 0 (``tests/test_judge_bias_gate_coverage.py``). P-values of a cue's
+continuity-corrected item correlation (``tests/test_judge_bias_gate_coverage.py``). P-values of a cue's
 direction come from an exact two-sided sign test over items; Holm (or BH) adjusts them across
 the cues of one task.
 """
@@ -218,9 +218,9 @@ def matched_row(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2: np.n
 
 def repeat_net_row(flips: np.ndarray, den: np.ndarray, rep_flips: np.ndarray, rep_den: np.ndarray, **extra) -> dict:
     """The cue's flip rate minus the repeat flip rate on the same items (several repeat pairs per item): MOVER
-    of the two cluster-adjusted Clopper-Pearson rates, item correlation capped at 0, as the contact-center net
-    CFR (:func:`cfbench.stats.intervals.paired_difference`)."""
-    d = paired_difference(flips, den, rep_flips, rep_den, kind="rate")
+    of the two cluster-adjusted Clopper-Pearson rates with the continuity-corrected item correlation, as the
+    contact-center net CFR (:func:`cfbench.stats.intervals.paired_difference`, ``pairing="corrected"``)."""
+    d = paired_difference(flips, den, rep_flips, rep_den, kind="rate", pairing="corrected")
     return {**extra, "estimate": float(d["estimate"]), "ci_low": float(d["ci_low"]), "ci_high": float(d["ci_high"]),
             "n_items": int(d["n_items"]), "ci_method": str(d["ci_method"])}
 
@@ -320,8 +320,8 @@ def cue_table(cells: pd.DataFrame, cues: Sequence[str], *, has_repeats: bool, ga
     (one pair each: chose the cued reply with / without the cue; flipped under the cue / under the reworded
     prompt): Tango's score interval on the items' 2x2 counts (:func:`matched_row`). The net vs repeats sets
     the cue's flip (one pair) against the item's repeat flips (both orders x repeats): the MOVER difference
-    of the two cluster-adjusted Clopper-Pearson rates with the item correlation capped at 0
-    (:func:`repeat_net_row`). Neither returns a point: with no discordant item Tango gives ``±z²/(n+z²)``,
+    of the two cluster-adjusted Clopper-Pearson rates with the continuity-corrected item correlation
+    (:func:`repeat_net_row`; 0 when a side has no flip). Neither returns a point: with no discordant item Tango gives ``±z²/(n+z²)``,
     with no flip on either side the MOVER bound is the Clopper-Pearson bound of 0 events.
     (A mean interval over the per-item differences is not used: with rare flips at 8 items it false-passed
     the repeat net's gate in 14.8 % of simulated audits, the negative control of

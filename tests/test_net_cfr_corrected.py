@@ -1,0 +1,172 @@
+"""The net CFR's correlation-aware interval (``paired_difference(pairing="corrected")``, issue 33).
+
+The net CFR (counterfactual flips minus repeat flips on the same items) used the MOVER with the item
+correlation capped at 0: valid, but up to 2-3x the estimator's sampling spread where the two sides'
+flips go together. ``corrected`` takes the correlation with Newcombe's continuity correction. Checked
+here: the correction against an independent 2x2 formula; zero events give exactly the capped interval
+(so the design calculator's zero-event bound is unchanged); identical sides never collapse; and by
+seeded simulation of the study's design (1 counterfactual + 3 repeat pairs per item, the counterfactual
+pair flipping whenever the first repeat pair does) coverage, the one-sided miss a gate turns into a
+false pass, and a width clearly below the capped MOVER's on the same audits. 600 audits per cell:
+coverage floor 95 % - 2 - 3 SE, upper miss at most 2.5 % + 1 + 3 SE (3.5 % + 3 SE).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cfbench.stats import coverage as C
+from cfbench.stats.intervals import corrected_correlation, paired_difference
+
+REPS = 600
+SE = math.sqrt(0.95 * 0.05 / REPS)
+FLOOR = 0.95 - 0.02 - 3 * SE
+MISS_CAP = 0.035 + 3 * math.sqrt(0.035 * 0.965 / REPS)
+
+
+def _newcombe_phi(x: np.ndarray, y: np.ndarray, half: bool = True) -> float:
+    """Newcombe's (1998) continuity-corrected phi of the 2x2 table of two 0/1 vectors."""
+    a = float(np.sum((x == 1) & (y == 1)))
+    b = float(np.sum((x == 1) & (y == 0)))
+    c = float(np.sum((x == 0) & (y == 1)))
+    d = float(np.sum((x == 0) & (y == 0)))
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    if den == 0:
+        return 0.0
+    num = a * d - b * c
+    num = max(num - x.size / (2 if half else 1), 0.0) if num > 0 else num
+    return num / math.sqrt(den)
+
+
+def test_the_correction_is_newcombes_phi_on_a_2x2_table():
+    rng = np.random.default_rng(3)
+    seen_pos = seen_neg = 0
+    for _ in range(300):
+        n = int(rng.integers(3, 30))
+        x = (rng.random(n) < rng.random()).astype(float)
+        y = np.where(rng.random(n) < rng.random(), x, (rng.random(n) < 0.4)).astype(float)
+        got = corrected_correlation(x - x.mean(), y - y.mean(), cc=0.5)
+        assert got == pytest.approx(_newcombe_phi(x, y), abs=1e-12), (x, y)
+        # the default correction (CORRELATION_CC = 1) is twice Newcombe's: n instead of n / 2 in ad - bc
+        assert corrected_correlation(x - x.mean(), y - y.mean()) == pytest.approx(
+            _newcombe_phi(x, y, half=False), abs=1e-12), (x, y)
+        seen_pos += got > 0.3
+        seen_neg += got < 0
+    assert seen_pos > 20 and seen_neg > 5  # both branches exercised
+
+
+def test_zero_events_give_the_capped_interval_and_the_calculators_bound():
+    from cfbench.studies.contact_center_qa.calculator import _net_lower
+
+    cf = np.array([1, 0, 1, 1, 0, 0, 1, 0, 0, 1], float)
+    rep = np.zeros(10)
+    new = paired_difference(cf, np.ones(10), rep, np.full(10, 3.0), kind="rate", pairing="corrected")
+    old = paired_difference(cf, np.ones(10), rep, np.full(10, 3.0), kind="rate", pairing="capped")
+    assert (new["ci_low"], new["ci_high"]) == (old["ci_low"], old["ci_high"])
+    assert new["ci_low"] == pytest.approx(float(_net_lower(cf[None].astype(int), 1, 0.95)[0]), rel=1e-12)
+    none = paired_difference(np.zeros(10), np.ones(10), rep, np.full(10, 3.0), kind="rate", pairing="corrected")
+    assert none["ci_low"] < 0 < none["ci_high"] <= 1.0
+
+
+def _identical(k: int, n: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """3 pairs per item on both sides, the same items flipping all their pairs on both (raw correlation 1)."""
+    x = 3 * np.r_[np.ones(k), np.zeros(n - k)]
+    return x, np.full(n, 3.0)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_identical_sides_are_never_a_point(k):
+    x, den = _identical(k)
+    d = paired_difference(x, den, x, den, kind="rate", pairing="corrected")
+    assert d["estimate"] == 0.0
+    assert d["ci_high"] - d["ci_low"] > 0.1, d
+    assert d["ci_low"] < 0 < d["ci_high"], d
+    # the study's 1 + 3 design with the counterfactual pair flipping exactly where the repeats do
+    cf = x / 3
+    d = paired_difference(cf, np.ones(12), x, den, kind="rate", pairing="corrected")
+    assert d["ci_low"] < 0 < d["ci_high"] and d["ci_high"] - d["ci_low"] > 0.15, d
+
+
+def test_without_the_correction_identical_sides_collapse():
+    # the reason for the correction: the same data with cc = 0 (the raw correlation, 1) shrink to the
+    # gap between the two sides' asymmetric Clopper-Pearson arms, [-0.084, 0.084] for 4 of 12 items;
+    # corrected (correlation 0.62) [-0.25, 0.25]; capped [-0.39, 0.39]
+    from cfbench.stats import intervals as I
+
+    x, den = _identical(4)
+    saved = I.CORRELATION_CC
+    try:
+        I.CORRELATION_CC = 0.0
+        raw = paired_difference(x, den, x, den, kind="rate", pairing="corrected")
+    finally:
+        I.CORRELATION_CC = saved
+    new = paired_difference(x, den, x, den, kind="rate", pairing="corrected")
+    capped = paired_difference(x, den, x, den, kind="rate")
+    assert raw["ci_high"] < 0.1 and "+1.00 used as +1.00" in raw["ci_method"], raw
+    assert 0.2 < new["ci_high"] < capped["ci_high"] - 0.1, (new, capped)
+    assert new["ci_low"] == pytest.approx(-new["ci_high"]), new
+
+
+@pytest.mark.parametrize("n,p_rep,net", [(8, 0.3, 0.1), (20, 0.3, 0.1), (20, 0.5, 0.05), (60, 0.3, 0.1),
+                                         (60, 0.5, 0.05)])
+def test_matched_flips_cover_and_are_narrower(n, p_rep, net):
+    kw = dict(n_items=n, net=net, p_rep=p_rep, pairs_per_item=1, repeat_pairs=3, reps=REPS, seed=300 + n)
+    new = C.matched_net_cfr(**kw, pairing="corrected")
+    old = C.matched_net_cfr(**kw, pairing="capped")
+    assert new["reps"] == REPS and new["zero_width"] == 0.0
+    assert new["coverage"] >= FLOOR, new
+    assert new["miss_high"] <= MISS_CAP and new["miss_low"] <= MISS_CAP, new
+    assert new["max_abs_bound"] <= 1.0
+    # the narrowing is the point (measured 0.97 / 0.83 / 0.73 / 0.71 / 0.60 of the capped width): never
+    # wider at 8 items, at least 10 % narrower at 20 and 20 % at 60
+    assert new["width_ratio"] <= {8: 1.0, 20: 0.9, 60: 0.8}[n] * old["width_ratio"], (new, old)
+
+
+@pytest.mark.parametrize("n", [8, 20, 60])
+def test_independent_repeat_noise_and_zero_events_keep_their_level(n):
+    for net, p_rep in ((0.0, 0.0), (0.0, 0.05), (0.1, 0.2)):
+        r = C.net_cfr_coverage(n_items=n, net=net, p_rep=p_rep, reps=REPS // 2, seed=n, pairing="corrected")
+        assert r["coverage"] >= 0.95 - 0.02 - 3 * math.sqrt(0.95 * 0.05 / (REPS // 2)), (net, p_rep, r)
+        assert r["miss_high"] <= 0.035 + 3 * math.sqrt(0.035 * 0.965 / (REPS // 2)), (net, p_rep, r)
+
+
+def test_a_constant_judge_gets_no_pass_from_the_narrower_interval():
+    # a judge answering the same on every transcript flips nowhere: zero events on both sides, the
+    # interval is the capped one, and without a responsiveness check the gate says uninformative
+    from cfbench.studies.contact_center_qa.gates import net_cfr_gate
+
+    n = 200
+    d = paired_difference(np.zeros(n), np.ones(n), np.zeros(n), np.full(n, 3.0), kind="rate", pairing="corrected")
+    assert d["ci_high"] < 0.10 and "+0.00 used as +0.00" in d["ci_method"]
+    capped = paired_difference(np.zeros(n), np.ones(n), np.zeros(n), np.full(n, 3.0), kind="rate")
+    assert (d["ci_low"], d["ci_high"]) == (capped["ci_low"], capped["ci_high"])
+    t = pd.DataFrame([{"judge": "constant", "dimension": "gender", "baseline": "robustness",
+                       "estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
+                       "n_items": n, "n_pairs": n, "n_repeat_pairs": 3 * n, "ci_low": d["ci_low"],
+                       "ci_high": d["ci_high"], "ci_method": d["ci_method"]}])
+    resp = pd.DataFrame({"judge": ["constant"], "responsive": [False], "why": ["balanced accuracy 0.50"],
+                         "balanced_accuracy": [0.5], "ci_low": [0.43]})
+    g = net_cfr_gate(t, max_net=0.10, responsive=resp)
+    assert g["verdict_kind"].iloc[0] == "uninformative"
+    assert g["verdict_kind"].iloc[0] != "pass"
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 40])
+def test_bounds_stay_in_range_on_hostile_counts(n):
+    # all zero, all flipping, one item, alternating, sides opposite or identical; 1 + 3 and 3 + 3 pairs
+    rng = np.random.default_rng(n)
+    patterns = [np.zeros(n), np.full(n, 3.0), np.eye(n)[0] * 3, np.arange(n) % 2 * 3.0, rng.integers(0, 4, n) * 1.0]
+    for x2 in patterns:
+        for x1 in (x2, 3.0 - x2, np.roll(x2, 1)):
+            for m1 in (1.0, 3.0):
+                num1 = x1 / 3.0 * m1 if m1 == 1.0 else x1
+                num1 = np.round(num1) if m1 == 1.0 else num1
+                d = paired_difference(num1, np.full(n, m1), x2, np.full(n, 3.0), kind="rate", pairing="corrected")
+                lo, hi, est = d["ci_low"], d["ci_high"], d["estimate"]
+                assert np.isfinite(lo) and np.isfinite(hi), (x1, x2, d)
+                assert -1.0 <= lo <= est <= hi <= 1.0, (x1, x2, d)
+                assert hi - lo > 0, (x1, x2, d)
