@@ -170,3 +170,25 @@ def test_placebo_arm_changes_no_other_table(tmp_path):
     for name in ("position", "accuracy", "noise", "cues"):
         pd.testing.assert_frame_equal(on.tables[name], off.tables[name], obj=name)
     assert on.findings().count("net of its placebo") == len(JUDGES) and "net of its placebo" not in off.findings()
+
+
+# -- coverage and width of the paired interval (seeded simulation, known truth) -------------------------------
+@pytest.mark.parametrize("g, zero_share, n_items", [(0.0, 0.5, 8), (0.0, 0.5, 20), (0.3, 0.5, 8), (0.3, 0.5, 20)])
+def test_the_contrast_interval_covers_the_truth(g, zero_share, n_items):
+    from cfbench.studies.judge_bias.placebo_sim import placebo_coverage, truths
+
+    r = placebo_coverage(n_items=n_items, g=g, zero_share=zero_share, reps=300, seed=7 + n_items)
+    for k, v in r.items():
+        assert v["truth"] == truths(g, zero_share)[k] and v["no_ci"] == 0
+        assert v["coverage"] >= 0.93 and v["miss_low"] <= 0.035 and v["miss_high"] <= 0.035, (k, v)
+        assert 0.9 <= v["width_ratio"] <= 1.75, (k, v)  # not a trivially wide interval
+
+
+def test_simulated_truths_match_a_large_audit():
+    """The analytic truths of placebo_sim against the mean of one audit of 200,000 items."""
+    from cfbench.studies.judge_bias.placebo_sim import draw_cells, truths
+
+    c = draw_cells(np.random.default_rng(5), 200_000, g=0.3, zero_share=0.5)
+    t = truths(0.3, 0.5)
+    assert abs((c.id_flip - c.pl_flip).mean() - t["net_flip_rate"]) < 0.005
+    assert abs((c.id_chose - c.pl_chose).mean() - t["net_shift"]) < 0.005
