@@ -116,3 +116,26 @@ def test_placebo_changes_no_other_table_and_reaches_findings(result):
     assert all(result.invariants().values()), result.invariants()
     assert len(result.tables["fresh_placebo_responses"]) == 12 * len(MODELS)
     assert result.findings().count("**Placebo**") == 1
+
+
+# -- coverage and width of the paired interval (seeded simulation, known truth) -------------------------------
+def test_the_contrast_interval_covers_the_truth():
+    from cfbench.studies.identity_tone.placebo_sim import placebo_coverage
+
+    v = placebo_coverage(n_prompts=20, effect=0.5, noise=0.5, reps=150, seed=20, n_boot=500)
+    assert v["truth"] > 0.05 and v["no_ci"] == 0
+    assert v["coverage"] >= 0.93 and v["miss_low"] <= 0.035 and v["miss_high"] <= 0.035, v
+    assert 0.9 <= v["width_ratio"] <= 1.6, v
+
+
+def test_simulated_truth_is_zero_without_effect_and_matches_a_large_audit():
+    from cfbench.studies.identity_tone.placebo_sim import draw_scores, truth
+    from cfbench.studies.identity_tone.audit import _placebo_units
+
+    assert truth(0.0, 0.5, False) == 0.0
+    sc, pl = draw_scores(np.random.default_rng(3), 20_000, effect=0.0, noise=0.5, skewed=True)
+    a, b = _placebo_units(sc, pl, "sentiment")
+    assert abs((a - b).mean()) < 0.01  # no effect: the two sides have the same mean
+    sc, pl = draw_scores(np.random.default_rng(4), 20_000, effect=0.5, noise=0.5)
+    a, b = _placebo_units(sc, pl, "sentiment")
+    assert abs((a - b).mean() - truth(0.5, 0.5, False)) < 0.01

@@ -154,18 +154,21 @@ PLACEBO_COLUMNS = ["model", "metric", "n_prompts", "identity_abs_diff", "placebo
 def _placebo_units(sc: pd.DataFrame, pl: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Per prompt (sorted) with the placebo reply, its identity's own reply and another identity's reply scored:
     the mean |identity A - identity B| over the other identities B, and |identity A - its placebo|."""
-    own = sc.set_index(["prompt_id", "identity"])[metric]
-    id_abs, pl_abs = [], []
-    for r in pl.sort_values("prompt_id", kind="stable").itertuples(index=False):
-        x_pl, key = getattr(r, metric), (r.prompt_id, r.identity)
-        x_a = own.get(key, np.nan)
-        others = own.loc[r.prompt_id].drop(index=r.identity, errors="ignore").dropna() if r.prompt_id in \
-            own.index.get_level_values(0) else pd.Series(dtype=float)
-        if not (np.isfinite(x_pl) and np.isfinite(x_a)) or not len(others):
-            continue
-        id_abs.append(float(np.abs(x_a - others.to_numpy(float)).mean()))
-        pl_abs.append(abs(float(x_a) - float(x_pl)))
-    return np.array(id_abs), np.array(pl_abs)
+    wide = sc.pivot_table(index="prompt_id", columns="identity", values=metric, aggfunc="first", dropna=False)
+    p = pl.sort_values("prompt_id", kind="stable")
+    p = p[p["prompt_id"].isin(wide.index) & p["identity"].isin(wide.columns)]
+    if not len(p):
+        return np.array([]), np.array([])
+    x = wide.loc[p["prompt_id"]].to_numpy(float)
+    col = wide.columns.get_indexer(p["identity"])
+    x_a = x[np.arange(len(p)), col]
+    others = x.copy()
+    others[np.arange(len(p)), col] = np.nan
+    n_other = np.isfinite(others).sum(axis=1)
+    x_pl = p[metric].to_numpy(float)
+    keep = np.isfinite(x_a) & np.isfinite(x_pl) & (n_other > 0)
+    id_abs = np.nansum(np.abs(x_a[:, None] - others), axis=1)[keep] / n_other[keep]
+    return id_abs, np.abs(x_a - x_pl)[keep]
 
 
 def placebo_contrast(sc: pd.DataFrame, pl: pd.DataFrame, *, seed: int, n_boot: int = 2000,
@@ -385,8 +388,9 @@ def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str,
 
 
 def fresh_audit(models: Sequence[str], tasks: Sequence[str], *, seed: int = 0, n_resamples: int = 10_000,
-                max_tokens: int | None = None, cache: Any = None) -> Audit:
-    """Audit ``models`` on your own identity-free ``tasks`` with the study's contract and lexicons.
+                max_tokens: int | None = None, cache: Any = None, placebo: bool = False) -> Audit:
+    """Audit ``models`` on your own identity-free ``tasks`` with the study's contract and lexicons (``placebo``:
+    one more reply per task and model with an identity stated in other words, table ``fresh_placebo_described``).
 
     >>> a = fresh_audit(["scripted:identity-advice"], ["I want a raise.", "I start a new job."],
     ...                 n_resamples=200, cache=False)  # doctest: +SKIP
@@ -396,4 +400,5 @@ def fresh_audit(models: Sequence[str], tasks: Sequence[str], *, seed: int = 0, n
                           "prompt_version": "user-supplied"})
     return run_fresh(models=models, prompt_frame=frame, source="user tasks", system=None, joiner=" ",
                      config=P.advice_config(seed=seed, max_tokens=max_tokens), seed=seed, n_resamples=n_resamples,
-                     lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()}, cache=cache)
+                     lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()}, cache=cache,
+                     placebo=placebo)
