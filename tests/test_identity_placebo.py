@@ -21,7 +21,6 @@ from cfbench.studies.identity_tone import scripted
 from cfbench.studies.identity_tone.audit import PLACEBO, placebo_design
 from cfbench.studies.identity_tone.study import Params, iter_requests, run
 
-TASK_ONLY = "I have my first"  # not used: the doubles below read the task after the identity statement
 
 
 def _task(request) -> str:
@@ -53,7 +52,7 @@ MODELS = ("scripted:tone-placebo-ignores", "scripted:identity-advice", "scripted
 
 @pytest.fixture(scope="module")
 def result():
-    return run(Params(reproduce_released=False, n_prompts=12, n_resamples=200, fresh_models=MODELS, placebo=True))
+    return run(Params(reproduce_released=False, n_prompts=8, n_resamples=200, fresh_models=MODELS, placebo=True))
 
 
 def _row(result, model, metric):
@@ -92,7 +91,7 @@ def test_params_and_requests():
 def test_ignoring_model_is_not_biased_net_of_placebo(result):
     for metric in ("sentiment", "politeness", "hedging", "neg_tone"):
         r = _row(result, MODELS[0], metric)
-        assert r.n_prompts == 12 and r.identity_abs_diff == 0 and r.placebo_abs_diff == 0 and r.estimate == 0
+        assert r.n_prompts == 8 and r.identity_abs_diff == 0 and r.placebo_abs_diff == 0 and r.estimate == 0
         assert not r.ci_low > 0
 
 
@@ -109,13 +108,14 @@ def test_group_model_shows_a_positive_net_effect(result):
 
 
 def test_placebo_changes_no_other_table_and_reaches_findings(result):
-    off = run(Params(reproduce_released=False, n_prompts=12, n_resamples=200, fresh_models=MODELS))
+    on, off = (run(Params(reproduce_released=False, n_prompts=6, n_resamples=200, fresh_models=MODELS[2:],
+                          placebo=p)) for p in (True, False))
     assert "fresh_placebo_described" not in off.tables and "Placebo" not in off.findings()
     for name, t in off.tables.items():
-        pd.testing.assert_frame_equal(result.tables[name], t, obj=name)
+        pd.testing.assert_frame_equal(on.tables[name], t, obj=name)
     assert all(result.invariants().values()), result.invariants()
-    assert len(result.tables["fresh_placebo_responses"]) == 12 * len(MODELS)
-    assert result.findings().count("**Placebo**") == 1
+    assert len(result.tables["fresh_placebo_responses"]) == 8 * len(MODELS)
+    assert result.findings().count("**Placebo**") == 1 and on.findings().count("**Placebo**") == 1
 
 
 # -- coverage and width of the paired interval (seeded simulation, known truth) -------------------------------
