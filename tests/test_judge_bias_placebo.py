@@ -78,7 +78,7 @@ def _params(**kw) -> Params:
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory, monkeypatch_module=None):
+def result(tmp_path_factory):
     import os
 
     old = os.environ.get("CFBENCH_CACHE_DIR")
@@ -167,6 +167,8 @@ def test_placebo_arm_changes_no_other_table(tmp_path):
     finally:
         os.environ.pop("CFBENCH_CACHE_DIR", None)
     assert "placebo_contrast" in on.tables and "placebo_contrast" not in off.tables
+    inv = on.invariants()
+    assert all(inv.values()) and sum("placebo" in k for k in inv) == 2, inv
     for name in ("position", "accuracy", "noise", "cues"):
         pd.testing.assert_frame_equal(on.tables[name], off.tables[name], obj=name)
     assert on.findings().count("net of its placebo") == len(JUDGES) and "net of its placebo" not in off.findings()

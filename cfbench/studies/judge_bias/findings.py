@@ -70,6 +70,12 @@ def invariants(result: Any) -> dict[str, bool]:
     if "net_repeat_ci_method" in cues.columns:
         checks["net flip vs repeats intervals valid"] = _interval_rows_ok(
             cues, "net_repeat_flip_rate", "net_repeat_ci_low", "net_repeat_ci_high", "net_repeat_ci_method")
+    if p.placebo_cues:
+        pl = T["placebo_contrast"]
+        checks["placebo: net flip and net shift intervals valid"] = (
+            _interval_rows_ok(pl, "net_flip_rate", "ci_low", "ci_high", "ci_method")
+            and _interval_rows_ok(pl, "net_shift", "shift_ci_low", "shift_ci_high", "shift_ci_method"))
+        checks["placebo: at most one placebo item per item"] = bool((pl["n_items"] <= S["n_items"]).all())
     if "pointwise" in T and len(T["pointwise"]):
         pw = T["pointwise"]
         checks["pointwise intervals valid"] = _interval_rows_ok(pw, "score_shift", "ci_low", "ci_high", "ci_method")
