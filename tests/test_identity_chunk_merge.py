@@ -30,11 +30,15 @@ def _committed() -> pd.DataFrame:
 
 
 def _scripted() -> pd.DataFrame:
-    """Two scripted assistants on 6 prompts, with a failed call, a blank reply and a cut reply marked."""
+    """Two scripted assistants on 6 prompts, with a failed call, a blank reply and a cut reply marked, and the
+    placebo arm (one reply per prompt and model, ``arm = "placebo"``; the identity replies ``arm = "identity"``)."""
     variants = A.audit_design(P.load_prompts(6), seed=0, source="test")
-    r, _ = P.generate_advice(["scripted:identity-advice", "scripted:garbage"], variants,
+    pv = A.placebo_design(P.load_prompts(6), seed=0, source="test")
+    sent = pd.concat([variants, pv[variants.columns]], ignore_index=True)
+    r, _ = P.generate_advice(["scripted:identity-advice", "scripted:garbage"], sent,
                              config=P.advice_config(seed=0, max_tokens=300), system=None, cache=False)
     r = r.reset_index(drop=True)
+    r["arm"] = np.where(r["variant_id"].isin(set(pv["variant_id"])), A.PLACEBO, "identity")
     r.loc[3, "status"], r.loc[11, "status"] = "error", "empty"
     r["truncated"] = pd.array(r["truncated"], dtype="boolean")
     r.loc[20, "truncated"] = True
@@ -68,7 +72,12 @@ def test_one_state_has_every_table_with_rows(case):
         assert len(v), f"{name}: {k}"
     p = t.tables["fresh_pairs_described"]
     assert p["ci_high"].notna().any() and (p["n"] > 0).all()
-    assert t.summary["n_replies"] == len(rows)
+    arm = rows["arm"] if "arm" in rows.columns else pd.Series("identity", index=rows.index)
+    assert t.summary["n_replies"] == int((arm != A.PLACEBO).sum())
+    if name == "scripted-two-models":  # the placebo arm's table is made from the merged per-prompt statistics too
+        pl = t.tables["fresh_placebo_described"]
+        assert len(pl) == 8 and (pl.loc[pl["model"] == "scripted:identity-advice", "n_prompts"] > 0).all()
+        assert pl["ci_high"].notna().any()
 
 
 @pytest.mark.parametrize("seed", [0])

@@ -29,7 +29,8 @@ def _committed():
 
 
 def _scripted(tmp_path_factory):
-    """The smoke design with two repeats and the pointwise task, two scripted judges (one sampled), live."""
+    """The smoke design with two repeats, the pointwise task and the placebo arm, two scripted judges (one sampled),
+    live."""
     import os
 
     from cfbench.studies.judge_bias.study import run
@@ -58,7 +59,8 @@ def case(request, tmp_path_factory):
 def _compute(state, params):
     return state.compute(judges=params.judges, cues=params.cues, pointwise_cues=params.pointwise_cues,
                          gate_max_net_flip=params.gate_max_net_flip, gate_max_score_shift=params.gate_max_score_shift,
-                         alpha=params.alpha, multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)
+                         alpha=params.alpha, multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed,
+                         placebo_cues=params.placebo_cues)
 
 
 def _assert_same(a: dict, b: dict, what: str) -> None:
@@ -71,7 +73,10 @@ def _assert_same(a: dict, b: dict, what: str) -> None:
 def test_one_state_has_every_table_with_rows(case):
     name, params, parsed, items, t = case
     want = ["parse_failures", "position", "accuracy", "noise", "cues"] + (["pointwise"] if params.pointwise_cues else [])
+    want += ["placebo_contrast"] if params.placebo_cues else []
     assert list(t) == want
+    if name == "scripted-repeats-pointwise":  # the smoke design runs the placebo arm: its table merges too
+        assert params.placebo_cues == ("agent_identity",) and t["placebo_contrast"]["ci_high"].notna().all()
     for k in want:
         assert len(t[k]) and list(t[k]["judge"].unique()) == list(params.judges), f"{name}: {k}"
     assert t["cues"]["net_ci_high"].notna().all() and t["position"]["ci_high"].notna().all()

@@ -27,6 +27,15 @@ side's identity (with a seed: exactly the seeded one); the two names differ and 
 the replies already; for ``gender`` both names come from one group; ``stands_for`` matches the
 sign-offs. Pairwise only: on a single reply the sign-off would be compared with no sign-off,
 which mixes identity with signing.
+
+Placebo (:meth:`AgentIdentityCue.placebo`): the same edit with no identity contrast. The other reply
+keeps its sign-off; the cued reply is signed with another name of the *other* side's identity (same
+group and gender), of the same length class as the cued name it replaces
+(:func:`cfbench.perturb.placebo.length_class`), drawn from ``item_rng(seed, item_id, cue name,
+"placebo")``; with ``with_cue`` the cued reply also gets a well-wish of that group. Both replies are
+then signed by one identity, so a judge that reacts to the identity has nothing to react to, while
+a judge that reacts to any signing (or any edit) meets the same edit. ``None`` when that identity
+has no other name of the length class that is absent from the replies (the item gets no placebo).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .base import item_rng, load_data, pick
+from .placebo import length_class
 from .judge_cue_base import CandidateCue, CandidatePair, cue_phrases, register_cue, unchanged_problems
 
 __all__ = ["AgentIdentityCue", "Identity", "AGENT_IDENTITY"]
@@ -205,6 +215,67 @@ class AgentIdentityCue(CandidateCue):
         extra = sorted(set(cued.stands_for) - set(plain.texts))
         if extra:
             problems.append(f"stands_for names unknown candidates {extra}")
+        return problems
+
+
+    # -- the placebo: the same edit, one identity on both sides ----------------------------------------
+    def placebo_identity(self, pair: CandidatePair, *, seed: int, item_id: str) -> "Identity | None":
+        """The identity the cued reply is signed with in the placebo pair (see the module note), or None."""
+        ids = self.identities(pair, seed=seed, item_id=item_id)
+        cued, other = ids["cued"], ids["other"]
+        text = " ".join(pair.texts.values())
+        pool = [n for n in load_data("names.yaml")[other.kind][other.group][other.gender]
+                if length_class(n) == length_class(cued.name) and n.lower() != other.name.lower()
+                and not _mentions(text, n)]
+        if not pool:
+            return None
+        name = pick(item_rng(seed, item_id, self.name, "placebo", "name"), pool)
+        wish = ""
+        if self.with_cue:
+            wish = pick(item_rng(seed, item_id, self.name, "placebo", "wish"),
+                        load_data("cues.yaml")[other.kind][other.group]["closing"])
+        return Identity(name, other.kind, other.group, other.gender, wish)
+
+    def placebo(self, pair: CandidatePair, target: str, *, seed: int = 0, item_id: str = "") -> "CandidatePair | None":
+        """The placebo pair of ``pair`` (both replies signed by the other side's identity; see the module note),
+        checked by :meth:`placebo_problems`; None when the item has no placebo name."""
+        self._check_target(pair, target)
+        ident = self.placebo_identity(pair, seed=seed, item_id=item_id)
+        if ident is None:
+            return None
+        other = self.identities(pair, seed=seed, item_id=item_id)["other"]
+        texts, stands = {}, {}
+        for k, t in pair.texts.items():
+            who = ident if k == target else other
+            base = t.rstrip()
+            texts[k] = base + _sep(base) + self.signoff(who)
+            stands[k] = who.stands_for(self.axis)
+        out = replace(pair, texts=texts, stands_for=stands, cue=f"{self.description.tag}+placebo", target=target)
+        problems = self.placebo_problems(pair, out, seed=seed, item_id=item_id)
+        if problems:
+            raise ValueError(f"cue {self.name} placebo on {item_id}: " + "; ".join(problems))
+        return out
+
+    def placebo_problems(self, plain: CandidatePair, pl: CandidatePair, *, seed: int, item_id: str) -> list[str]:
+        """Why ``pl`` is not the placebo of ``plain`` ([] when it is): order, labels and note unchanged; each reply
+        its uncued text plus one sign-off; both sign-offs of the other side's group and gender, two different
+        names, the cued name of the cued identity's length class."""
+        problems = unchanged_problems(plain, pl, "order", "labels", "note")
+        ids = self.identities(plain, seed=seed, item_id=item_id)
+        want = {"cued": self.placebo_identity(plain, seed=seed, item_id=item_id), "other": ids["other"]}
+        for k in plain.order:
+            role = "cued" if k == pl.target else "other"
+            base = plain.texts[k].rstrip()
+            if want[role] is None or pl.texts[k] != base + _sep(base) + self.signoff(want[role]):
+                problems.append(f"the {role} reply {k!r} is not its uncued text signed as the placebo's {role} identity")
+        c, o = want["cued"], want["other"]
+        if c is not None:
+            if (c.group, c.gender) != (o.group, o.gender):
+                problems.append(f"the placebo mixes identities ({c.group}/{c.gender} vs {o.group}/{o.gender})")
+            if c.name.lower() == o.name.lower():
+                problems.append(f"both replies are signed {c.name!r}")
+            if length_class(c.name) != length_class(ids["cued"].name):
+                problems.append(f"the placebo name {c.name!r} is not of the length class of {ids['cued'].name!r}")
         return problems
 
 

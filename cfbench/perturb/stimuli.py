@@ -34,6 +34,8 @@ __all__ = [
     "DESCRIPTOR_TEMPLATE_VERSION",
     "GRAMMATICAL_TEMPLATE",
     "GRAMMATICAL_TEMPLATE_VERSION",
+    "PLACEBO_TEMPLATE",
+    "PLACEBO_TEMPLATE_VERSION",
     "identity_ids",
     "identity_table",
     "identity_label",
@@ -65,8 +67,13 @@ DESCRIPTOR_TEMPLATE_VERSION = "seed002-v1"
 #: The same descriptor with the indefinite article agreeing with the next word ("an older", "a younger").
 GRAMMATICAL_TEMPLATE = "I am [a/an] [Age] [Gender] [Nationality] professional."
 GRAMMATICAL_TEMPLATE_VERSION = "seed002-grammatical-v1"
+#: The placebo wording: the same identity stated in other words, one word longer than the grammatical form
+#: (a same-identity swap of the descriptor, for a placebo arm).
+PLACEBO_TEMPLATE = "I work as [a/an] [Age] [Gender] [Nationality] professional."
+PLACEBO_TEMPLATE_VERSION = "placebo-work-as-v1"
 _TEMPLATE_VERSIONS = {DESCRIPTOR_TEMPLATE: DESCRIPTOR_TEMPLATE_VERSION,
-                      GRAMMATICAL_TEMPLATE: GRAMMATICAL_TEMPLATE_VERSION}
+                      GRAMMATICAL_TEMPLATE: GRAMMATICAL_TEMPLATE_VERSION,
+                      PLACEBO_TEMPLATE: PLACEBO_TEMPLATE_VERSION}
 _ARTICLE = re.compile(r"\[a/an\](\s+)(\S+)")
 
 

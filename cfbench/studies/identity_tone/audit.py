@@ -22,7 +22,9 @@ from cfbench.judges.failures import failure_counts
 from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_table
-from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, identity_ids, identity_variants
+from cfbench.core.seeding import rng_for
+from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, PLACEBO_TEMPLATE, identity_ids, identity_variants
+from cfbench.stats.intervals import paired_difference
 from cfbench.stats.paired import (group_means, largest_gaps, length_adjusted_tests, min_detectable_d,
                                   paired_matrix, paired_tests, symmetry_checks)
 
@@ -32,7 +34,8 @@ from .truncation import TRUNCATION_RULE
 
 __all__ = ["Audit", "audit_design", "analyse_responses", "run_fresh", "fresh_audit", "power_summary",
            "LENGTH_ADJUSTED_METRICS", "TONE_ONLY", "truncation_table", "score_status", "length_gaps",
-           "item_stats", "tables_from_stats", "new_state", "ORDER"]
+           "item_stats", "tables_from_stats", "new_state", "ORDER", "placebo_design", "placebo_contrast",
+           "PLACEBO", "PLACEBO_COLUMNS"]
 
 #: Metrics whose differences are also reported at equal reply length (length itself excluded).
 LENGTH_ADJUSTED_METRICS = ["sentiment", "politeness", "hedging", "neg_tone"]
@@ -126,6 +129,71 @@ def audit_design(prompt_frame: pd.DataFrame, *, seed: int, source: str, joiner: 
                              prompt_version=str(prompt_frame["prompt_version"].iloc[0]))
 
 
+#: the ``arm`` of a placebo reply (the same identity stated in other words, :data:`PLACEBO_TEMPLATE`)
+PLACEBO = "placebo"
+
+
+def placebo_design(prompt_frame: pd.DataFrame, *, seed: int, source: str, joiner: str = " ") -> pd.DataFrame:
+    """One placebo variant per prompt: an identity drawn from ``(seed, prompt_id, "placebo")`` stated in the
+    placebo wording (:data:`cfbench.perturb.stimuli.PLACEBO_TEMPLATE`: the same identity in other words, one word
+    longer), variant id ``<prompt_id>/<identity>/placebo``, ``arm = "placebo"``. Set against the same identity's
+    own reply, it measures what rewording the identity statement does to the tone, with no identity change."""
+    pv = identity_variants(prompt_frame, seed=seed, prompt_source=source, joiner=joiner, template=PLACEBO_TEMPLATE,
+                           prompt_version=str(prompt_frame["prompt_version"].iloc[0]))
+    ids = identity_ids()
+    drawn = {p: ids[int(rng_for(seed, p, "placebo").integers(len(ids)))] for p in prompt_frame["prompt_id"]}
+    pv = pv[pv["identity"] == pv["prompt_id"].map(drawn)].reset_index(drop=True)
+    return pv.assign(variant_id=pv["variant_id"] + "/" + PLACEBO, arm=PLACEBO)
+
+
+#: columns of the ``fresh_placebo_described`` table
+PLACEBO_COLUMNS = ["model", "metric", "n_prompts", "identity_abs_diff", "placebo_abs_diff", "estimate", "ci_low",
+                   "ci_high", "ci_method"]
+
+
+def _placebo_units(sc: pd.DataFrame, pl: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt (sorted) with the placebo reply, its identity's own reply and another identity's reply scored:
+    the mean |identity A - identity B| over the other identities B, and |identity A - its placebo|."""
+    wide = sc.pivot_table(index="prompt_id", columns="identity", values=metric, aggfunc="first", dropna=False)
+    p = pl.sort_values("prompt_id", kind="stable")
+    p = p[p["prompt_id"].isin(wide.index) & p["identity"].isin(wide.columns)]
+    if not len(p):
+        return np.array([]), np.array([])
+    x = wide.loc[p["prompt_id"]].to_numpy(float)
+    col = wide.columns.get_indexer(p["identity"])
+    x_a = x[np.arange(len(p)), col]
+    others = x.copy()
+    others[np.arange(len(p)), col] = np.nan
+    n_other = np.isfinite(others).sum(axis=1)
+    x_pl = p[metric].to_numpy(float)
+    keep = np.isfinite(x_a) & np.isfinite(x_pl) & (n_other > 0)
+    id_abs = np.nansum(np.abs(x_a[:, None] - others), axis=1)[keep] / n_other[keep]
+    return id_abs, np.abs(x_a - x_pl)[keep]
+
+
+def placebo_contrast(sc: pd.DataFrame, pl: pd.DataFrame, *, seed: int, n_boot: int = 2000,
+                     metrics: Sequence[str] = tuple(TONE_ONLY)) -> pd.DataFrame:
+    """Per model x tone metric: the identity effect on tone net of the placebo, paired by prompt. On each prompt,
+    ``identity_abs_diff`` is the mean |A - B| between the placebo's identity A and the other identities (the size of
+    an identity swap), ``placebo_abs_diff`` is |A - A reworded| (the size of rewording the same identity);
+    ``estimate`` is their mean difference over prompts, with the interval of
+    :func:`cfbench.stats.intervals.paired_difference` (``kind="mean"``, ``pairing="items"``: the studentized
+    bootstrap of the per-prompt differences, the capped MOVER when they show no spread). A model whose tone moves
+    with any rewording nets ~0; one that ignores the identity statement has both sides 0. No verdict."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in dict.fromkeys(pl["model"]):
+        s_m, p_m = sc[sc["model"] == model], pl[pl["model"] == model]
+        for metric in metrics:
+            a, b = _placebo_units(s_m, p_m, metric)
+            one = np.ones(len(a))
+            d = paired_difference(a, one, b, one, kind="mean", n_boot=n_boot, rng=rng, pairing="items")
+            rows.append({"model": model, "metric": metric, "n_prompts": int(len(a)), "identity_abs_diff": d["est_1"],
+                         "placebo_abs_diff": d["est_2"], "estimate": d["estimate"], "ci_low": d["ci_low"],
+                         "ci_high": d["ci_high"], "ci_method": d["ci_method"]})
+    return pd.DataFrame(rows, columns=PLACEBO_COLUMNS)
+
+
 def power_summary(n: int, *, n_pairs: int = 28) -> dict[str, float]:
     """Minimum detectable d_z (two-sided paired t, power 0.8) at this n, per test and Bonferroni over the pairs."""
     return {"n_prompts_min": int(n), "mde_d_alpha05_power80": min_detectable_d(n),
@@ -177,6 +245,13 @@ def item_stats(responses: "pd.DataFrame | None", *, lexicons: Mapping[str, Lexic
     if "truncated" not in r:
         r = r.assign(truncated=pd.array([pd.NA] * len(r), dtype="boolean"))
     r = r.assign(score_status=score_status(r).to_numpy())
+    if "arm" in r.columns:  # the placebo arm: its own statistic only, no other table sees it
+        is_pl = r["arm"].astype(str).eq(PLACEBO).to_numpy()
+        pl, r = r[is_pl].reset_index(drop=True), r[~is_pl].reset_index(drop=True)
+        if len(pl) and "described" in lexicons:
+            sc = score_responses(pl, lexicons=lexicons["described"], mode="described",
+                                 keep=("model", "prompt_id", "identity"), status="score_status", record="variant_id")
+            s.add("placebo/described", sc.assign(**{ORDER: pl[ORDER].to_numpy()}))
     s.add("replies", r[[c for c in _REPLY_COLUMNS if c in r.columns] + [ORDER]])
     for mode, lex in lexicons.items():
         sc = score_responses(r, lexicons=lex, mode=mode, keep=("model", "prompt_id", "identity"),
@@ -216,6 +291,14 @@ def tables_from_stats(s: ItemStatistics, *, modes: Sequence[str], seed: int, n_r
                                                            n_resamples=n_resamples, on_missing="drop_unit", **KEYS)
     _described_tables(audit, seed=seed)
     audit.summary = _fresh_summary(audit, replies, cap=cap)
+    pl = s.frame("placebo/described")
+    if len(pl):
+        pl = _in_order(pl)
+        audit.frames["placebo_scores_described"] = pl
+        audit.tables["fresh_placebo_described"] = placebo_contrast(audit.frames["scores_described"], pl, seed=seed,
+                                                                   n_boot=min(n_resamples, 2000))
+        audit.summary["placebo"] = {"n_replies": len(pl), "n_scored": int(pl["sentiment"].notna().sum()),
+                                    "template": PLACEBO_TEMPLATE}
     return audit
 
 
@@ -273,13 +356,25 @@ def _fresh_summary(audit: Audit, scoreable: pd.DataFrame, *, cap: int | None) ->
 
 def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str, system: str | None, joiner: str,
               config: GenerationConfig, seed: int, n_resamples: int, lexicons: Mapping[str, Lexicons],
-              cache: Any = None, judge_options: Mapping[str, Mapping[str, Any]] | None = None) -> Audit:
-    """Design → replies from every model → :func:`analyse_responses`."""
+              cache: Any = None, judge_options: Mapping[str, Mapping[str, Any]] | None = None,
+              placebo: bool = False) -> Audit:
+    """Design → replies from every model → :func:`analyse_responses`. With ``placebo`` one more reply per prompt
+    and model (:func:`placebo_design`), sent after the identity replies; its rows reach only the placebo table."""
     variants = audit_design(prompt_frame, seed=seed, source=source, joiner=joiner)
-    responses, run_stats = P.generate_advice(models, variants, config=config, system=system, cache=cache,
+    pv = placebo_design(prompt_frame, seed=seed, source=source, joiner=joiner) if placebo else None
+    sent = variants if pv is None else pd.concat([variants, pv[variants.columns]], ignore_index=True)
+    responses, run_stats = P.generate_advice(models, sent, config=config, system=system, cache=cache,
                                              judge_options=judge_options)
+    if pv is not None:
+        responses = responses.assign(arm=np.where(responses["variant_id"].isin(set(pv["variant_id"])), PLACEBO,
+                                                  "identity"))
     audit = analyse_responses(responses, lexicons=lexicons, seed=seed, n_resamples=n_resamples,
                               cap=config.max_tokens)
+    if pv is not None:
+        is_pl = responses["arm"].eq(PLACEBO)
+        audit.frames["placebo_variants"] = pv
+        audit.frames["placebo_responses"] = responses[is_pl].drop(columns="arm").reset_index(drop=True)
+        responses = responses[~is_pl].drop(columns="arm").reset_index(drop=True)
     audit.frames["variants"] = variants
     audit.frames["responses"] = responses
     audit.summary.update({
@@ -293,8 +388,9 @@ def run_fresh(*, models: Sequence[str], prompt_frame: pd.DataFrame, source: str,
 
 
 def fresh_audit(models: Sequence[str], tasks: Sequence[str], *, seed: int = 0, n_resamples: int = 10_000,
-                max_tokens: int | None = None, cache: Any = None) -> Audit:
-    """Audit ``models`` on your own identity-free ``tasks`` with the study's contract and lexicons.
+                max_tokens: int | None = None, cache: Any = None, placebo: bool = False) -> Audit:
+    """Audit ``models`` on your own identity-free ``tasks`` with the study's contract and lexicons (``placebo``:
+    one more reply per task and model with an identity stated in other words, table ``fresh_placebo_described``).
 
     >>> a = fresh_audit(["scripted:identity-advice"], ["I want a raise.", "I start a new job."],
     ...                 n_resamples=200, cache=False)  # doctest: +SKIP
@@ -304,4 +400,5 @@ def fresh_audit(models: Sequence[str], tasks: Sequence[str], *, seed: int = 0, n
                           "prompt_version": "user-supplied"})
     return run_fresh(models=models, prompt_frame=frame, source="user tasks", system=None, joiner=" ",
                      config=P.advice_config(seed=seed, max_tokens=max_tokens), seed=seed, n_resamples=n_resamples,
-                     lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()}, cache=cache)
+                     lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()}, cache=cache,
+                     placebo=placebo)

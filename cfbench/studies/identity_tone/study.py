@@ -18,7 +18,7 @@ from cfbench.report import RunOutput, StudyResult
 
 from . import figures as F
 from . import prompts as P
-from .audit import TONE_ONLY, Audit, audit_design, run_fresh
+from .audit import TONE_ONLY, Audit, audit_design, placebo_design, run_fresh
 from .reproduction import Reproduction, reproduce_released
 
 __all__ = ["Params", "run", "IdentityToneResult", "describe_run", "iter_requests"]
@@ -41,6 +41,7 @@ class Params:
     local_threads: int = 0  # CPU threads for local judges; 0 means the backend default
     concurrency: int = 0  # model calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a model call may take from the moment it is sent (0: 600)
+    placebo: bool = False  # one more reply per prompt and model: an identity stated in other words (placebo arm)
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None, *, source: str = "parameters",
@@ -62,6 +63,9 @@ class Params:
                              field="repeat_penalty")
         if not self.fresh_models:
             raise InputError("at least one model spec is needed", source="parameters", field="fresh_models")
+        if not isinstance(self.placebo, bool):
+            raise InputError(f"must be true or false, got {type(self.placebo).__name__}", source="parameters",
+                             field="placebo")
         check_judge_settings(self)
 
 
@@ -107,6 +111,13 @@ class IdentityToneResult(StudyResult):
         okadj = adj.dropna(subset=["adj_diff", "adj_ci_low", "adj_ci_high"])  # no residual spread: no interval
         checks["length-adjusted intervals contain their estimates"] = bool(
             ((okadj.adj_ci_low <= okadj.adj_diff + 1e-12) & (okadj.adj_diff <= okadj.adj_ci_high + 1e-12)).all())
+        if p.placebo:
+            pl = t["fresh_placebo_described"]
+            okp = pl.dropna(subset=["ci_low", "ci_high", "estimate"])
+            checks["placebo: one reply per model x prompt"] = len(t["fresh_placebo_responses"]) == n_models * n_prompts
+            checks["placebo: one row per model x tone metric"] = len(pl) == n_models * len(TONE_ONLY)
+            checks["placebo: intervals contain their estimates"] = bool(
+                ((okp.ci_low <= okp.estimate + 1e-12) & (okp.estimate <= okp.ci_high + 1e-12)).all())
         if self.reproduced:
             rep = s["reproduction"]
             checks["released: 480/480 per-response values"] = all(v == 480 for v in rep["per_response"].values())
@@ -224,7 +235,25 @@ def _fresh_findings(f: Mapping[str, Any], t: Mapping[str, pd.DataFrame]) -> str:
     lines += _multiplicity_lines(pairs, n_min)
     lines += _headline_lines(pairs, adj)
     lines += _power_and_control_lines(f, pairs, adj, sym)
+    if "fresh_placebo_described" in t:
+        lines += _placebo_lines(t["fresh_placebo_described"])
     return _paragraphs(lines)
+
+
+def _placebo_lines(pl: pd.DataFrame) -> list[str]:
+    """One sentence: the identity effect on tone net of the placebo (the same identity in other words)."""
+    ok = pl[pl["n_prompts"] > 0]
+    if not len(ok):
+        return ["**Placebo** (each prompt once more, one identity stated in other words): no prompt had the placebo "
+                "reply and its identity's own reply both scored, so no contrast is reported."]
+    parts = [f"{r.model} {_METRIC_NAMES.get(r.metric, r.metric)} {_num(r.estimate, '+.3f')} "
+             f"{_ci(r.ci_low, r.ci_high)}" for r in ok.itertuples(index=False)]
+    above = ok[ok["ci_low"] > 0]
+    return [f"**Placebo** (each prompt once more, one identity stated in other words, table "
+            f"`fresh_placebo_described`): the mean |difference| between identities minus the |difference| the "
+            f"rewording alone makes, paired by prompt (n = {int(ok['n_prompts'].min())}–{int(ok['n_prompts'].max())}): "
+            + "; ".join(parts) + f". {len(above)} of {len(ok)} rows show an identity effect beyond the rewording "
+            "(lower bound above 0); a row covering 0 does not tell the identity from any edit of the statement."]
 
 
 def _multiplicity_lines(pairs: pd.DataFrame, n_min: int) -> list[str]:
@@ -376,6 +405,9 @@ def iter_requests(params: Params) -> Iterator[Any]:
     config = _advice_config(params)
     variants = audit_design(prompt_frame, seed=params.seed, source=source, joiner=joiner)
     yield from P.build_advice_requests(variants, config=config, system=system)
+    if params.placebo:  # after the identity replies, as run_fresh sends them
+        pv = placebo_design(prompt_frame, seed=params.seed, source=source, joiner=joiner)
+        yield from P.build_advice_requests(pv, config=config, system=system)
 
 
 @uses_judge_settings
@@ -409,7 +441,8 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
                              system=system, joiner=joiner, config=config, seed=params.seed,
                              n_resamples=params.n_resamples,
                              lexicons={"described": P.load_lexicons(), "as_run": P.load_as_run_terms()},
-                             cache=None if params.use_cache else False, judge_options=judge_options or None)
+                             cache=None if params.use_cache else False, judge_options=judge_options or None,
+                             placebo=params.placebo)
     contract_version, contract_text = P.load_contract()
     summary: dict[str, Any] = {
         "params": params_to_mapping(params), "lexicon_version_described": P.load_lexicons().version,
@@ -426,7 +459,8 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
                         "prompt_version": str(prompt_frame.prompt_version.iloc[0]), **audit.summary}
     frames = {**audit.frames, **(rep.frames if rep else {})}
     tables = {**(rep.tables if rep else {}), **audit.tables,
-              "fresh_responses": audit.frames["responses"], "fresh_variants": audit.frames["variants"]}
+              "fresh_responses": audit.frames["responses"], "fresh_variants": audit.frames["variants"],
+              **({"fresh_placebo_responses": audit.frames["placebo_responses"]} if params.placebo else {})}
     result = IdentityToneResult(params=params, frames=frames, tables=tables, summary=summary,
                                 reproduced=rep is not None)
     result.figures = _figures(result)
@@ -481,7 +515,9 @@ def describe_run(params: Params, config_name: str = "") -> str:
              f"= {n_replies} replies per model, at most {params.completion_cap} new tokens each "
              f"(seed protocol: T = 0.2, top-p = 0.9, 300 tokens)"
              + (f"; local models decode with repeat penalty {params.repeat_penalty:g}" if params.repeat_penalty != 1.0
-                else "") + "."]
+                else "")
+             + (f"; placebo arm: {params.n_prompts} more replies per model (one identity per prompt stated in other "
+                "words)" if params.placebo else "") + "."]
     for m in params.fresh_models:
         kind = m.split(":", 1)[0]
         if kind == "scripted":

@@ -70,6 +70,12 @@ def invariants(result: Any) -> dict[str, bool]:
     if "net_repeat_ci_method" in cues.columns:
         checks["net flip vs repeats intervals valid"] = _interval_rows_ok(
             cues, "net_repeat_flip_rate", "net_repeat_ci_low", "net_repeat_ci_high", "net_repeat_ci_method")
+    if p.placebo_cues:
+        pl = T["placebo_contrast"]
+        checks["placebo: net flip and net shift intervals valid"] = (
+            _interval_rows_ok(pl, "net_flip_rate", "ci_low", "ci_high", "ci_method")
+            and _interval_rows_ok(pl, "net_shift", "shift_ci_low", "shift_ci_high", "shift_ci_method"))
+        checks["placebo: at most one placebo item per item"] = bool((pl["n_items"] <= S["n_items"]).all())
     if "pointwise" in T and len(T["pointwise"]):
         pw = T["pointwise"]
         checks["pointwise intervals valid"] = _interval_rows_ok(pw, "score_shift", "ci_low", "ci_high", "ci_method")
@@ -212,6 +218,8 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                             np.isfinite(r.detectable_share) else
                             f"the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of "
                             "items' scores one way."))
+    if "placebo_contrast" in sel:
+        lines += _placebo_lines(sel["placebo_contrast"])
     moved = cues[cues["significant"] & cues["beyond_noise"]]
     lines.append("")
     if len(moved):
@@ -222,6 +230,23 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                      "the cues do not matter - read the detectable shares and the gate rows above.")
     lines.append(_gate_summary(cues, p.gate_max_net_flip))
     return lines
+
+
+def _placebo_lines(t: pd.DataFrame) -> list[str]:
+    """One sentence per identity cue with a placebo arm: its effect net of the same edit with no identity contrast."""
+    out = []
+    for r in t.itertuples(index=False):
+        if not int(r.n_items):
+            continue
+        reading = ("the identity moved the judge beyond the edit" if r.ci_low > 0 else
+                   "the edit itself moved the judge as much (or more)" if r.ci_high < 0 else
+                   "not told apart from the edit at this n")
+        out.append(f"- `{r.cue}` net of its placebo (both replies signed by one identity, same-length name; "
+                   f"{int(r.n_items)} items): flips {_pct(r.flip_rate)} with the cue vs {_pct(r.placebo_flip_rate)} "
+                   f"with the placebo, net {_num(r.net_flip_rate)} {_iv(r.ci_low, r.ci_high, False)}; chose the cued "
+                   f"reply {_pct(r.chose_cued_with_cue)} vs {_pct(r.chose_cued_with_placebo)}, net shift "
+                   f"{_num(r.net_shift)} {_iv(r.shift_ci_low, r.shift_ci_high, False)}; {reading}.")
+    return out
 
 
 def _gate_summary(cues: pd.DataFrame, gate_max: float) -> str:

@@ -39,7 +39,7 @@ __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_ta
            "sign_test", "detectable_share", "gate_status", "rate_row", "repeat_conditions", "items_needed_score_gate",
            "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD",
            "responsiveness_of", "GATE_VERDICT_COLUMNS", "item_stats", "tables_from_stats", "new_state", "judge_cells",
-           "study_tables"]
+           "study_tables", "placebo_condition", "placebo_table", "PLACEBO_PREFIX", "PLACEBO_COLUMNS"]
 
 #: ``ci_method`` of a difference of two binary outcomes with one pair per item.
 MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
@@ -500,9 +500,69 @@ _CELL_COLUMNS = {
     "cues": ["judge", "item_id", "cue", "num1", "num2", "den", "flips", "noise_flips", "noise_den", "rep_flips",
              "rep_den"],
     "pointwise": ["judge", "item_id", "condition", "score"],
+    "placebo": ["judge", "item_id", "cue", "id_chose", "pl_chose", "id_flip", "pl_flip"],
 }
 #: the conditions of a pairwise item that are not cues
 _NOT_CUES = {"baseline", "reworded"}
+#: the condition of an identity cue's placebo pair is this prefix and the cue's name
+PLACEBO_PREFIX = "placebo-"
+
+
+def placebo_condition(cue: str) -> str:
+    """The request condition of ``cue``'s placebo pair (``placebo-agent_identity``)."""
+    return PLACEBO_PREFIX + cue
+
+
+def _placebo_cells(c: pd.DataFrame, cue: str, targets: pd.Series) -> pd.DataFrame:
+    """Per item of the choice pivot ``c`` with a parsed choice under ``cue``, its placebo and the baseline in the
+    same order: chose the cued reply under the cue (``id_chose``) and under the placebo (``pl_chose``), and
+    whether each differs from the baseline choice (``id_flip``, ``pl_flip``); 0/1 each, one order per item."""
+    pc = placebo_condition(cue)
+    out = []
+    if all(x in c.columns for x in (cue, pc, "baseline")):
+        both = c[[cue, pc, "baseline"]].dropna()
+        for (item, _order), r in both.iterrows():
+            t = targets[item]
+            out.append({"item_id": item, "cue": cue, "id_chose": float(r[cue] == t), "pl_chose": float(r[pc] == t),
+                        "id_flip": float(r[cue] != r["baseline"]), "pl_flip": float(r[pc] != r["baseline"])})
+    return pd.DataFrame(out, columns=_CELL_COLUMNS["placebo"][1:])
+
+
+#: columns of the ``placebo_contrast`` table (before the ``judge`` column :func:`tables_from_stats` adds)
+PLACEBO_COLUMNS = ["cue", "n_items", "flip_rate", "placebo_flip_rate", "net_flip_rate", "ci_low", "ci_high",
+                   "ci_method", "chose_cued_with_cue", "chose_cued_with_placebo", "net_shift", "shift_ci_low",
+                   "shift_ci_high", "shift_ci_method"]
+
+
+def placebo_table(cells: pd.DataFrame, cues: Sequence[str], *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Per identity cue with placebo cells: the cue's effect net of its placebo (the same edit with no identity
+    contrast), paired by item. ``net_flip_rate``: the cue's flip rate against the baseline minus the placebo's
+    (as the contact-center ``placebo_contrast``: identity CFR minus same-group swap CFR); ``net_shift``: the
+    share choosing the cued reply under the cue minus under the placebo (the baseline cancels; positive = toward
+    the cued identity beyond the edit). Both by :func:`cfbench.stats.intervals.paired_difference`
+    (``pairing="items"``: Tango's matched-pairs interval, one 0/1 outcome per item and side). Estimate and
+    interval only, no verdict (docs/statistics.md, Placebo contrast)."""
+    from cfbench.stats.intervals import paired_difference
+
+    rows = []
+    rng = np.random.default_rng(seed)
+    for cue in cues:
+        per = _sorted_items(cells[cells["cue"] == cue]) if len(cells) else cells
+        if not len(per):
+            continue
+        one = np.ones(len(per))
+        row: dict[str, Any] = {"cue": cue}
+        for (a, b), pre in ((("id_flip", "pl_flip"), ""), (("id_chose", "pl_chose"), "shift_")):
+            d = paired_difference(per[a].to_numpy(float), one, per[b].to_numpy(float), one, kind="rate",
+                                  n_boot=n_boot, rng=rng, pairing="items")
+            if pre:
+                row.update(chose_cued_with_cue=d["est_1"], chose_cued_with_placebo=d["est_2"], net_shift=d["estimate"])
+            else:
+                row.update(n_items=d["n_items"], flip_rate=d["est_1"], placebo_flip_rate=d["est_2"],
+                           net_flip_rate=d["estimate"])
+            row.update({f"{pre}ci_low": d["ci_low"], f"{pre}ci_high": d["ci_high"], f"{pre}ci_method": d["ci_method"]})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=PLACEBO_COLUMNS)
 
 
 def _position_cells(ch: pd.DataFrame) -> pd.DataFrame:
@@ -571,10 +631,13 @@ def _add_judge(s: ItemStatistics, judge: str, rows: pd.DataFrame, items: "pd.Dat
         s.add("position", _position_cells(ch).assign(judge=judge))
         s.add("accuracy", _accuracy_cells(ch, items).assign(judge=judge))
         s.add("noise", _noise_cells(c, ["reworded"] + reps).assign(judge=judge))
-        cues = ["position"] + sorted(x for x in ch["condition"].unique() if x not in _NOT_CUES and x not in reps)
+        conds = [x for x in ch["condition"].unique() if x not in _NOT_CUES and x not in reps]
+        cues = ["position"] + sorted(x for x in conds if not str(x).startswith(PLACEBO_PREFIX))
         targets = _targets(items, list(c.index.get_level_values(0).unique()))
         for cue in cues:
             s.add("cues", _per_item(c, cue, targets, reps).assign(judge=judge))
+        for cue in sorted(str(x)[len(PLACEBO_PREFIX):] for x in conds if str(x).startswith(PLACEBO_PREFIX)):
+            s.add("placebo", _placebo_cells(c, cue, targets).assign(judge=judge))
     p = rows[rows["task"] == "pointwise"]
     if len(p):
         wide = p.pivot_table(index="item_id", columns="condition", values="score", aggfunc="first")
@@ -589,8 +652,9 @@ def item_stats(parsed: "pd.DataFrame | None", items: "pd.DataFrame | None" = Non
 
     Per judge x item: parse counts per task x condition (``parse``), baseline consistency and slot-A share
     (``position``), answers for the sent reply per kind (``accuracy``), flips and pairs per noise condition
-    (``noise``), per cue the matched counts :func:`cue_table` reads (``cues``), and the parsed pointwise score
-    per condition (``pointwise``); flags: the judges, the conditions with a parsed choice, the repeats sent.
+    (``noise``), per cue the matched counts :func:`cue_table` reads (``cues``), per identity cue with a placebo
+    pair the 0/1 outcomes :func:`placebo_table` reads (``placebo``), and the parsed pointwise score per
+    condition (``pointwise``); flags: the judges, the conditions with a parsed choice, the repeats sent.
     Every statistic is per item, so the statistics of disjoint sets of items add up to those of their union."""
     s = ItemStatistics()
     if parsed is None or not len(parsed):
@@ -610,7 +674,7 @@ def judge_cells(s: ItemStatistics, name: str, judge: str) -> pd.DataFrame:
 
 def _judge_tables(s: ItemStatistics, judge: str, *, cues: Sequence[str], pointwise_cues: Sequence[str],
                   gate_max_net_flip: float, gate_max_score_shift: float, alpha: float, multiplicity: str,
-                  n_boot: int, seed: int) -> dict[str, pd.DataFrame]:
+                  n_boot: int, seed: int, placebo_cues: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
     parse = judge_cells(s, "parse", judge)
     parse = parse.groupby(["task", "condition"], sort=True)[["n", "parsed", *KIND_COLUMNS]].sum().reset_index()
     parse.insert(4, "n_not_read", parse["n"] - parse["parsed"])  # split by reason in the kind columns
@@ -627,22 +691,25 @@ def _judge_tables(s: ItemStatistics, judge: str, *, cues: Sequence[str], pointwi
         t["pointwise"] = pointwise_table(judge_cells(s, "pointwise", judge), pointwise_cues, alpha=alpha,
                                          multiplicity=multiplicity, n_boot=n_boot, seed=seed,
                                          gate_max=gate_max_score_shift, responsive=responsive)
+    if placebo_cues:
+        t["placebo_contrast"] = placebo_table(judge_cells(s, "placebo", judge), placebo_cues, n_boot=n_boot, seed=seed)
     return t
 
 
 def tables_from_stats(s: ItemStatistics, *, cues: Sequence[str], judges: "Sequence[str] | None" = None,
                       pointwise_cues: Sequence[str] = (), gate_max_net_flip: float = 0.10,
                       gate_max_score_shift: float = 1.0, alpha: float = 0.05, multiplicity: str = "holm",
-                      n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+                      n_boot: int = 1000, seed: int = 0, placebo_cues: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
     """Every per-judge table from the item statistics of :func:`item_stats` (the functional form):
-    ``parse_failures``, ``position``, ``accuracy``, ``noise``, ``cues`` and, with ``pointwise_cues``,
-    ``pointwise``; each with a ``judge`` column first, judges in ``judges`` order (default: sorted). Items are
+    ``parse_failures``, ``position``, ``accuracy``, ``noise``, ``cues``, with ``pointwise_cues``
+    ``pointwise`` and with ``placebo_cues`` ``placebo_contrast`` (:func:`placebo_table`); each with a
+    ``judge`` column first, judges in ``judges`` order (default: sorted). Items are
     taken in sorted order and every resampled interval is seeded from ``seed``, so the tables depend on the
     statistics only, not on the order in which rows were added or states merged."""
     judges = list(judges) if judges is not None else sorted(k[1] for k in s.flags if k[0] == "judge")
     opts = dict(cues=cues, pointwise_cues=pointwise_cues, gate_max_net_flip=gate_max_net_flip,
                 gate_max_score_shift=gate_max_score_shift, alpha=alpha, multiplicity=multiplicity, n_boot=n_boot,
-                seed=seed)
+                seed=seed, placebo_cues=tuple(placebo_cues))
     per = {j: _judge_tables(s, j, **opts) for j in judges}
     out = {}
     for name in (per[judges[0]] if judges else {}):

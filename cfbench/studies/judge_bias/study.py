@@ -40,6 +40,8 @@ from .tasks import PROMPT_VERSION, build_request, parse_judgments
 __all__ = ["Params", "JudgeBiasResult", "run", "iter_requests", "plan", "audit"]
 
 POINTWISE_CUES = tuple(c for c in BATTERY if "pointwise" in get_cue(c).tasks)
+#: the identity-type cues with a placebo (a same-group swap: the same edit with no identity contrast)
+PLACEBO_CUES = tuple(c for c in BATTERY if callable(getattr(get_cue(c), "placebo", None)))
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Params:
     multiplicity: str = "holm"  # holm / fdr_bh, across the cues of one task
     n_boot: int = 1000  # bootstrap-t resamples of the mean intervals
     seed: int = 20260027  # item selection, cue targets, orders, padding
+    placebo: bool = False  # per identity cue (agent_identity) one more pairwise request per item: its placebo pair
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
 
@@ -100,6 +103,17 @@ class Params:
             raise InputError("must be holm or fdr_bh", source="parameters", field="multiplicity")
         if self.n_boot < 1:
             raise InputError("must be positive", source="parameters", field="n_boot")
+        if not isinstance(self.placebo, bool):
+            raise InputError(f"must be true or false, got {shorten(repr(self.placebo))}", source="parameters",
+                             field="placebo")
+        if self.placebo and not self.placebo_cues:
+            raise InputError(f"a placebo needs an identity cue among the cues (one of {', '.join(PLACEBO_CUES)})",
+                             source="parameters", field="placebo")
+
+    @property
+    def placebo_cues(self) -> tuple:
+        """The cues of this run that get a placebo arm (none without ``placebo``)."""
+        return tuple(c for c in self.cues if c in PLACEBO_CUES) if self.placebo else ()
 
     @property
     def judge(self) -> str:
@@ -174,6 +188,10 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
                 continue  # its comparison is the two baseline orders
             pair = get_cue(cue).apply(_pair(it, order), target, seed=params.seed, item_id=it.item_id)
             add(pair, "pairwise", "base", cue, order)
+        for cue in params.placebo_cues:  # the same edit with no identity contrast; none when no name fits
+            pair = get_cue(cue).placebo(_pair(it, order), target, seed=params.seed, item_id=it.item_id)
+            if pair is not None:
+                add(pair, "pairwise", "base", M.placebo_condition(cue), order)
         if params.pointwise_cues:
             plain = _pair(it, "realA")
             add(plain, "pointwise", "base", "baseline", target, only=target)
@@ -192,9 +210,10 @@ def iter_requests(params: Params) -> Iterator[Any]:
 
 
 def n_requests(params: Params) -> int:
-    """Requests per judge (``iter_requests`` yields these once; each judge in ``judges`` is sent all of them)."""
+    """Requests per judge (``iter_requests`` yields these once; each judge in ``judges`` is sent all of them); with
+    ``placebo`` an upper bound: an item whose identity has no placebo name of the length class sends one fewer."""
     k = params.n_repeats
-    per_item = 2 * (1 + k) + 1 + sum(c != "position" for c in params.cues) + (
+    per_item = 2 * (1 + k) + 1 + sum(c != "position" for c in params.cues) + len(params.placebo_cues) + (
         2 + k + len(params.pointwise_cues) if params.pointwise_cues else 0)
     return per_item * (params.n_draft + params.n_control)
 
@@ -276,7 +295,8 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     per = M.new_state().update(parsed, items).compute(
         judges=params.judges, cues=params.cues, pointwise_cues=params.pointwise_cues,
         gate_max_net_flip=params.gate_max_net_flip, gate_max_score_shift=params.gate_max_score_shift,
-        alpha=params.alpha, multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed)
+        alpha=params.alpha, multiplicity=params.multiplicity, n_boot=params.n_boot, seed=params.seed,
+        placebo_cues=params.placebo_cues)
     T = result.tables
     T["items"] = items
     # Table 9 for the cues: every cued presentation sent, as a variant row with its guard's verdict
