@@ -84,7 +84,9 @@ def _sent() -> pd.DataFrame:
 def split(files, tmp_path_factory):
     """One run of the split judge written to a folder, and what it was sent."""
     out = tmp_path_factory.mktemp("sfseq-run")
-    r = _run(files, "scripted:sf-seq-split", out)
+    with pytest.MonkeyPatch.context() as mp:  # a module fixture runs before conftest's per-test cache
+        mp.setenv("CFBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("sfseq-cache")))
+        r = _run(files, "scripted:sf-seq-split", out)
     return r, out, _sent()
 
 

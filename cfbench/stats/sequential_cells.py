@@ -34,7 +34,8 @@ from cfbench.core.files import shorten
 from cfbench.stats.sequential import BettingCS, alpha_per_cell
 from cfbench.stats.verdicts import items_to_decide, scaled_bounds, two_sided_verdict, verdict
 
-__all__ = ["SequentialCells", "CELL_COLUMNS", "WAVE_COLUMNS", "CS_METHOD", "check_sequential_params"]
+__all__ = ["SequentialCells", "CELL_COLUMNS", "WAVE_COLUMNS", "CS_METHOD", "check_sequential_params",
+           "add_wave_tallies"]
 
 #: the columns of :meth:`SequentialCells.table` after the key columns
 CELL_COLUMNS = ["items_used", "requests_used", "verdict", "cs_low", "cs_high", "stopped_at_wave",
@@ -64,6 +65,25 @@ def check_sequential_params(p: Any, *, priced: bool = False) -> None:
     for name in names + ["max_items"]:
         if getattr(p, name) and not p.sequential:
             fail(name, "is a budget of the sequential audit: set sequential: true, or leave it 0")
+
+
+_SUMMED = ("n_requests", "n_unique", "n_cached", "n_called", "n_failed", "prompt_tokens", "prompt_tokens_evaluated",
+           "completion_tokens", "wall_s", "n_not_sent", "n_retried")
+
+
+def add_wave_tallies(total: dict, wave: dict) -> None:
+    """Add one wave's judge-run tallies (a runner's ``stats`` dict) to ``total``: the counts summed over waves,
+    the failure kinds merged, the other entries (judge, mode, ...) from the last wave, ``waves`` counted."""
+    for k, v in wave.items():
+        if k in _SUMMED and isinstance(v, (int, float)):
+            total[k] = total.get(k, 0) + v
+        elif k == "failures_by_kind":
+            for kind, n in v.items():
+                total.setdefault(k, {})[kind] = total.get(k, {}).get(kind, 0) + n
+        elif k not in ("non_completion_rate", "cost_usd"):
+            total[k] = v
+    total["non_completion_rate"] = total.get("n_failed", 0) / total["n_unique"] if total.get("n_unique") else 0.0
+    total["waves"] = total.get("waves", 0) + 1
 
 
 @dataclass
@@ -153,12 +173,13 @@ class SequentialCells:
         rule = two_sided_verdict if self.two_sided else verdict
         v = rule(lo, hi, mx)
         ok, why = responsive
-        where = f"({-mx:g}, {mx:g})" if self.two_sided else f"below {mx:g}"
+        where = f"sequence [{lo:.3f}, {hi:.3f}] inside ({-mx:g}, {mx:g})" if self.two_sided else \
+            f"upper bound {hi:.3f} below {mx:g}"
         if v == "pass" and not ok:
-            cell.reason = f"sequence [{lo:.3f}, {hi:.3f}] inside {where}, but responsiveness not shown ({why}); cannot pass"
+            cell.reason = f"{where}, but responsiveness not shown ({why}); cannot pass"
         elif v == "pass":
             cell.verdict, cell.stopped_at_wave, cell.stopped_at_item = v, self.wave, int(cell.cs.n)
-            cell.reason = f"sequence [{lo:.3f}, {hi:.3f}] inside {where} after {cell.cs.n} items"
+            cell.reason = f"{where} after {cell.cs.n} items"
         elif v == "fail":
             cell.verdict, cell.stopped_at_wave, cell.stopped_at_item = v, self.wave, int(cell.cs.n)
             side = f"lower bound {lo:.3f} above {mx:g}" if lo > mx else f"upper bound {hi:.3f} below {-mx:g}"

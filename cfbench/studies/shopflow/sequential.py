@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from cfbench.stats.sequential_cells import SequentialCells
+from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
 from . import readiness as R
 from .gate import responsiveness_check
@@ -95,24 +95,6 @@ def _next_wave(order: list, ready: pd.Series, cells: SequentialCells, start: int
     return wave, k
 
 
-_SUMMED = ("n_requests", "n_unique", "n_cached", "n_called", "n_failed", "prompt_tokens", "prompt_tokens_evaluated",
-           "completion_tokens", "wall_s", "n_not_sent", "n_retried")
-
-
-def _add_stats(total: dict, wave: dict) -> None:
-    """The walk's judge tallies: the counts summed over waves, the rest (judge, mode, ...) from the last wave."""
-    for k, v in wave.items():
-        if k in _SUMMED and isinstance(v, (int, float)):
-            total[k] = total.get(k, 0) + v
-        elif k == "failures_by_kind":
-            for kind, n in v.items():
-                total.setdefault(k, {})[kind] = total.get(k, {}).get(kind, 0) + n
-        elif k not in ("non_completion_rate", "cost_usd"):
-            total[k] = v
-    total["non_completion_rate"] = total.get("n_failed", 0) / total["n_unique"] if total.get("n_unique") else 0.0
-    total["waves"] = total.get("waves", 0) + 1
-
-
 def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress: bool) -> SequentialWalk:
     """Judge ``pairs`` (all variants' rows, file order) in waves under ``params.prompt`` until both gap cells
     are decided or a budget is spent (see the module note)."""
@@ -150,7 +132,7 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
         resp = responsiveness_check(pd.concat(routed_all, ignore_index=True), params.judged_threshold)
         shown = (bool(resp["responsive"]), str(resp["why"]))
         cells.update(values, {k: shown for k in cells.keys})
-        _add_stats(walk.stats, run_.stats)
+        add_wave_tallies(walk.stats, run_.stats)
     walk.n_walked = len(judged)
     walk.judgments = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     walk.pairs = pairs[pairs["pair_id"].isin(judged)].reset_index(drop=True)
