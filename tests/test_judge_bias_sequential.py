@@ -159,3 +159,13 @@ def test_the_figure_and_the_explorer_say_where_each_cell_stopped(real):
     assert f"authority fail at item {k}" in text and f"verbosity inconclusive after {N_ITEMS} items" in text
     note = " ".join(explorer_pairs(out).notes)
     assert f"x authority: fail at item {k} (" in note and f"x verbosity: inconclusive after {N_ITEMS} items" in note
+
+
+def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
+    from cfbench.cli.reproduce import load_config_file, parse_override, project_root
+
+    over = dict([parse_override("sequential", "true"), parse_override("wave_size", "3"),
+                 parse_override("max_items", "6"), parse_override("max_requests", "90")])
+    cfg = project_root() / "configs" / "judge_bias" / "smoke.yaml"
+    params = Params.from_config(load_config_file(cfg, "judge_bias", overrides=over))
+    assert (params.sequential, params.wave_size, params.max_items, params.max_requests) == (True, 3, 6, 90)

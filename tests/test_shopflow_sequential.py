@@ -171,7 +171,7 @@ def test_the_figure_and_the_explorer_say_where_each_cell_stopped(split):
     k = int(r.tables["judged_sequential_cells"].set_index("gap").loc["tpr_gap", "stopped_at_item"])
     fig = r.figures["judged_sequential_sequences"]
     text = " ".join(" ".join([fig._suptitle.get_text()] + [ax.get_title() for ax in fig.axes]).split())
-    assert f"tpr_gap pass at item {k}" in text and f"fpr_gap inconclusive after {N_PER_STRATUM} items" in text
+    assert f"tpr_gap pass at pair {k}" in text and f"fpr_gap inconclusive after {N_PER_STRATUM} pairs" in text
     assert "betting confidence sequence" in text
     panel = next(ax for ax in fig.axes if "tpr_gap" in ax.get_title())
     xs = {round(float(line.get_xdata()[0]), 6) for line in panel.lines if len(set(line.get_xdata())) == 1}
@@ -179,3 +179,15 @@ def test_the_figure_and_the_explorer_say_where_each_cell_stopped(split):
     assert k in xs and {50.0, -50.0} <= ys  # the stopping point and both sides of the two-sided gate
     note = " ".join(explorer_pairs(out).notes)
     assert f"tpr_gap: pass at pair {k} (" in note and f"fpr_gap: inconclusive after {N_PER_STRATUM} pairs" in note
+
+
+def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
+    # `cfbench reproduce --study shopflow -p sequential true -p wave_size 2 ...`: read as YAML, checked against
+    # the notebook's parameters cell and Params
+    from cfbench.cli.reproduce import load_config_file, parse_override, project_root
+
+    over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
+                 parse_override("max_items", "20"), parse_override("max_requests", "30")])
+    cfg = project_root() / "configs" / "shopflow" / "smoke.yaml"
+    params = Params.from_config(load_config_file(cfg, "shopflow", overrides=over))
+    assert (params.sequential, params.wave_size, params.max_items, params.max_requests) == (True, 2, 20, 30)
