@@ -287,10 +287,12 @@ def plot_sequences(waves: pd.DataFrame, cells: pd.DataFrame, *, key_names: Seque
         ax.axhline(0, color="black", linewidth=0.6)
         row = cell_of.loc[key if len(key) > 1 else key[0]]
         verdict = str(row["verdict"])
-        stop = float(row["stopped_at_item"]) if np.isfinite(float(row["stopped_at_item"])) else float(w["items"].iloc[-1])
+        stop = float(row["stopped_at_item"])
+        stop = stop if np.isfinite(stop) else float(w["items"].iloc[-1])
         ax.axvline(stop, color=V.KIND_COLOURS.get(V.verdict_kind(verdict), "#888888"), linewidth=1.2)
         one = unit[:-1] if unit.endswith("s") else unit
-        where = f"{verdict} at {one} {int(stop)}" if verdict in ("pass", "fail") else f"{verdict} after {int(stop)} {unit}"
+        where = (f"{verdict} at {one} {int(stop)}" if verdict in ("pass", "fail")
+                 else f"{verdict} after {int(stop)} {unit}")
         name = (labels or {}).get(key, " x ".join(str(k) for k in key))
         ax.set_title(f"{name}\n{where}", fontsize=7)
         ax.set_ylim(lo * scale, hi * scale)

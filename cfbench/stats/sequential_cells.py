@@ -163,7 +163,8 @@ class SequentialCells:
             if vals:
                 lo, hi = cell.cs.bounds()
                 self.history.append({**dict(zip(self.key_names, key)), "wave": self.wave, "items": int(cell.cs.n),
-                                     "cs_low": lo, "cs_high": hi, "verdict": cell.verdict, "maximum": self.maximum_of(key),
+                                     "cs_low": lo, "cs_high": hi, "verdict": cell.verdict,
+                                     "maximum": self.maximum_of(key),
                                      "two_sided": self.two_sided, "level": 1 - self.cell_alpha,
                                      "ci_method": CS_METHOD})
 

@@ -68,8 +68,8 @@ def gap_items(rows: pd.DataFrame, parsed: pd.DataFrame, *, prompt: str, variants
     replies; and the routed rows of its complete pairs (for responsiveness). A pair with an unscored variant
     gives nothing."""
     ids = [R.request_id(p, v, prompt) for p, v in zip(rows["pair_id"], rows["variant"])]
-    scored = rows.drop(columns=[c for c in ("score",) if c in rows.columns]).assign(request_id=ids).merge(parsed[["request_id", "score", "parse_ok"]], on="request_id",
-                                               how="left")
+    scored = rows.drop(columns=[c for c in ("score",) if c in rows.columns]).assign(request_id=ids)
+    scored = scored.merge(parsed[["request_id", "score", "parse_ok"]], on="request_id", how="left")
     ok = scored.groupby("pair_id", sort=False)["parse_ok"].transform(lambda s: bool(s.fillna(False).all()))
     routed = route_rows(scored[ok.astype(bool)].drop(columns=["request_id", "parse_ok"]), threshold)
     wide = routed.pivot_table(index="pair_id", columns="variant", values=SELECTED, aggfunc="first", sort=False)
