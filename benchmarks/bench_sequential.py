@@ -8,8 +8,10 @@ fixed-n design the sequence is compared with: the fewest items at which a fixed-
 Clopper-Pearson for a 0/1 rate, else the t interval) passes
 a judge at true value 0 with 80 % power (found by simulation), and that fixed design's own false pass
 when it too is peeked at after every item. The savings column is fixed-n items / mean sequential items.
+A two-sided gate (ShopFlow's |gap| <= max) passes when the sequence (or the fixed-n t interval) lies inside
+(-max, max) and fails when it lies wholly beyond one side.
 
-    python benchmarks/bench_sequential.py [--audits 1000] [--seed 0]
+    python benchmarks/bench_sequential.py [--audits 1000] [--seed 0] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -56,15 +58,34 @@ def _shift(rng, n, effect):
     return np.clip(base + rng.choice([0.0, 1.0], n, p=[1 - effect, effect]) * 1.0, -9, 9)
 
 
+def _net_min(rng, n, effect, noise=0.05):
+    """Judge-bias net flip share with repeats: the cue's flip minus the smaller of the item's two noise flips
+    (reworded prompt, repeat; each at rate ``noise``), its mean = effect."""
+    smaller = (rng.random(n) < noise) & (rng.random(n) < noise)
+    return (rng.random(n) < effect + noise * noise).astype(float) - smaller
+
+
 QUANTITIES = {
     "flip rate (CFR), max 0.10": (0.0, 1.0, 0.10, _rate),
     "net flip rate (cue - repeat), max 0.10": (-1.0, 1.0, 0.10, _net),
     "matched-pair gap, max 0.10": (-1.0, 1.0, 0.10, _gap),
     "mean score shift (1-10 scores), max 0.3": (-9.0, 9.0, 0.3, _shift),
+    # issue 35's other studies: ShopFlow's gap gates are two-sided (|gap| <= max); the judge-bias net share
+    # with repeats subtracts the smaller noise
+    "matched-pair gap, two-sided |gap| <= 0.10 (ShopFlow)": (-1.0, 1.0, 0.10, _gap, True),
+    "net flip share vs the smaller noise, max 0.10 (judge bias)": (-1.0, 1.0, 0.10, _net_min),
 }
 
 
-def _sequential(draw, lo, hi, maximum, effect, *, budget, audits, rng, wave=1):
+def _decisions(lower, upper, maximum, looks, two_sided):
+    """The looks at which the gate passes and fails (two-sided: inside (-max, max) / wholly beyond a side)."""
+    if two_sided:
+        return (looks[(lower[looks] > -maximum) & (upper[looks] < maximum)],
+                looks[(lower[looks] > maximum) | (upper[looks] < -maximum)])
+    return looks[upper[looks] < maximum], looks[lower[looks] > maximum]
+
+
+def _sequential(draw, lo, hi, maximum, effect, *, budget, audits, rng, wave=1, two_sided=False):
     verdicts, used = [], []
     for _ in range(audits):
         x = draw(rng, budget, effect)
@@ -72,8 +93,7 @@ def _sequential(draw, lo, hi, maximum, effect, *, budget, audits, rng, wave=1):
         lower, upper = cs.update(x)
         lower, upper = lo + lower * (hi - lo), lo + upper * (hi - lo)
         looks = np.arange(wave - 1, budget, wave)
-        passed = looks[upper[looks] < maximum]
-        failed = looks[lower[looks] > maximum]
+        passed, failed = _decisions(lower, upper, maximum, looks, two_sided)
         first_p = passed[0] if passed.size else budget
         first_f = failed[0] if failed.size else budget
         if first_p == first_f == budget:
@@ -95,6 +115,16 @@ def _t_upper(x):
     return x.mean() + sps.t.ppf(0.975, n - 1) * s / np.sqrt(n) if s > 0 else x.mean()
 
 
+def _fixed_passes(x, lo, maximum, two_sided):
+    """Whether the fixed-n 95 % interval passes the gate (two-sided: the t interval inside (-max, max))."""
+    if not two_sided:
+        return _fixed_upper(x, lo) < maximum
+    if x.std() == 0:
+        return False
+    half = sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return -maximum < x.mean() - half and x.mean() + half < maximum
+
+
 def _fixed_upper(x, lo):
     """A fixed-n 95 % upper bound: exact Clopper-Pearson for 0/1 rates, else the t interval (no bound when
     the items show no spread: a t interval of identical values says nothing)."""
@@ -104,17 +134,18 @@ def _fixed_upper(x, lo):
     return _t_upper(x) if x.std() > 0 else np.inf
 
 
-def _fixed_n(draw, maximum, lo, *, audits, rng, grid=(20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640)):
-    """The fewest items at which the fixed-n upper bound is below the maximum in >= 80 % of audits at true
-    value 0 (the design a fixed-n audit would pick)."""
+def _fixed_n(draw, maximum, lo, *, audits, rng, two_sided=False,
+             grid=(20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640)):
+    """The fewest items at which the fixed-n interval passes in >= 80 % of audits at true value 0 (the design
+    a fixed-n audit would pick)."""
     for n in grid:
-        ok = np.mean([_fixed_upper(draw(rng, n, 0.0), lo) < maximum for _ in range(audits)])
+        ok = np.mean([_fixed_passes(draw(rng, n, 0.0), lo, maximum, two_sided) for _ in range(audits)])
         if ok >= 0.8:
             return n
     return grid[-1]
 
 
-def _peeked_fixed_false_pass(draw, maximum, *, n, audits, rng, start=8):
+def _peeked_fixed_false_pass(draw, maximum, *, n, audits, rng, start=8, two_sided=False):
     """The fixed-n t interval looked at after every item from ``start`` on, true value at the maximum."""
     hits = 0
     for _ in range(audits):
@@ -124,9 +155,9 @@ def _peeked_fixed_false_pass(draw, maximum, *, n, audits, rng, start=8):
         k = np.arange(1, n + 1)
         mean = c / k
         var = np.maximum(c2 / k - mean ** 2, 0) * k / np.maximum(k - 1, 1)
-        upper = mean + sps.t.ppf(0.975, np.maximum(k - 1, 1)) * np.sqrt(var / k)
-        spread = var > 0
-        hits += bool(((upper < maximum) & spread)[start - 1:].any())
+        half = sps.t.ppf(0.975, np.maximum(k - 1, 1)) * np.sqrt(var / k)
+        inside = (mean + half < maximum) & ((mean - half > -maximum) if two_sided else True)
+        hits += bool((inside & (var > 0))[start - 1:].any())
     return hits / audits
 
 
@@ -134,6 +165,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--audits", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="", help="run only the quantities whose name contains this text")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
@@ -142,14 +174,18 @@ def main() -> None:
     print("| quantity | fixed-n design (items) | true value | pass | fail | inconclusive | mean items (sequential) "
           "| fixed-n / sequential items |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, (lo, hi, maximum, draw) in QUANTITIES.items():
-        n_fixed = _fixed_n(draw, maximum, lo, audits=max(200, args.audits // 5), rng=rng)
+    for name, (lo, hi, maximum, draw, *two) in QUANTITIES.items():
+        if args.only not in name:
+            continue
+        two_sided = bool(two and two[0])
+        n_fixed = _fixed_n(draw, maximum, lo, audits=max(200, args.audits // 5), rng=rng, two_sided=two_sided)
         for effect in (0.0, maximum, 2 * maximum):
             share, items = _sequential(draw, lo, hi, maximum, effect, budget=2 * n_fixed, audits=args.audits,
-                                       rng=rng)
+                                       rng=rng, two_sided=two_sided)
             print(f"| {name} | {n_fixed} | {effect:g} | {share['pass']:.3f} | {share['fail']:.3f} | "
                   f"{share['inconclusive']:.3f} | {items:.1f} | {n_fixed / items:.2f} |")
-        peeked = _peeked_fixed_false_pass(draw, maximum, n=2 * n_fixed, audits=args.audits, rng=rng)
+        peeked = _peeked_fixed_false_pass(draw, maximum, n=2 * n_fixed, audits=args.audits, rng=rng,
+                                          two_sided=two_sided)
         print(f"| {name}: fixed-n t interval peeked after every item, true value at the maximum | "
               f"{2 * n_fixed} | {maximum:g} | {peeked:.3f} (false pass) | | | | |")
     print(f"\n{time.perf_counter() - t0:.0f} s")

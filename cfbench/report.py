@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from .core.secrets import scrub_secrets
 from .core.text import csv_text
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
-           "notebook_output_dir", "interval_caption", "method_names"]
+           "notebook_output_dir", "interval_caption", "method_names", "plot_sequences"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -250,3 +250,61 @@ class StudyResult:
         out.summary(self.summary)
         return out
 
+
+def plot_sequences(waves: pd.DataFrame, cells: pd.DataFrame, *, key_names: Sequence[str], ylabel: str,
+                   unit: str = "items", scale: float = 100.0, lo: float = -1.0, hi: float = 1.0,
+                   labels: Mapping[tuple, str] | None = None, title: str = "Sequential audit"):
+    """The figure of a sequential audit, from the tables of :class:`cfbench.stats.sequential_cells.SequentialCells`
+    (``waves_table``, ``table``; a cell is named by its ``key_names`` columns, no study is known here).
+
+    One panel per cell (rows of ``cells``, in order): the band of the sequence after each wave (step
+    plot from the whole range at 0 items), the maximum dashed (and its negative for a two-sided gate), 0 as
+    a thin line, and a vertical line where the cell stopped coloured by its verdict (an undecided cell: where
+    its sequence ended). The caption's method, level and n are read from the tables."""
+    import matplotlib.pyplot as plt
+
+    from .stats import verdicts as V
+
+    keys = [tuple(r) for r in cells[list(key_names)].itertuples(index=False)]
+    keys = [k for k in keys if ((waves[list(key_names)] == pd.Series(k, index=list(key_names))).all(axis=1)).any()]
+    ncol = min(4, max(1, len(keys)))
+    nrow = max(1, -(-len(keys) // ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.1 * ncol, 1.0 + 2.1 * nrow), squeeze=False, sharey=True)
+    cell_of = cells.set_index(list(key_names))
+    for ax, key in zip(axes.flat, keys):
+        sel = (waves[list(key_names)] == pd.Series(key, index=list(key_names))).all(axis=1)
+        w = waves[sel].sort_values("items")
+        x = np.concatenate([[0], w["items"].to_numpy(float)])
+        ylo = np.concatenate([[lo * scale], w["cs_low"].to_numpy(float) * scale])
+        yhi = np.concatenate([[hi * scale], w["cs_high"].to_numpy(float) * scale])
+        ax.fill_between(x, ylo, yhi, step="post", color="#8da0cb", alpha=0.45, linewidth=0)
+        ax.step(x, ylo, where="post", color="#4c72b0", linewidth=0.8)
+        ax.step(x, yhi, where="post", color="#4c72b0", linewidth=0.8)
+        mx = float(w["maximum"].iloc[0]) * scale
+        ax.axhline(mx, color="#c44e52", linestyle="--", linewidth=1)
+        if bool(w["two_sided"].iloc[0]):
+            ax.axhline(-mx, color="#c44e52", linestyle="--", linewidth=1)
+        ax.axhline(0, color="black", linewidth=0.6)
+        row = cell_of.loc[key if len(key) > 1 else key[0]]
+        verdict = str(row["verdict"])
+        stop = float(row["stopped_at_item"])
+        stop = stop if np.isfinite(stop) else float(w["items"].iloc[-1])
+        ax.axvline(stop, color=V.KIND_COLOURS.get(V.verdict_kind(verdict), "#888888"), linewidth=1.2)
+        one = unit[:-1] if unit.endswith("s") else unit
+        where = (f"{verdict} at {one} {int(stop)}" if verdict in ("pass", "fail")
+                 else f"{verdict} after {int(stop)} {unit}")
+        name = (labels or {}).get(key, " x ".join(str(k) for k in key))
+        ax.set_title(f"{name}\n{where}", fontsize=7)
+        ax.set_ylim(lo * scale, hi * scale)
+        ax.set_xlabel(unit, fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(ylabel, fontsize=7)
+    last = waves.sort_values("items").groupby(list(key_names), sort=False).tail(1)
+    level = float(last["level"].iloc[0]) if len(last) else 0.95
+    fig.suptitle(f"{title}: each cell's confidence sequence over {unit}, the gate's maximum dashed, the stopping "
+                 "point a vertical line\n" + interval_caption(last, n="items", unit=unit, level=level, width=110),
+                 fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -167,6 +167,33 @@ def test_a_kill_9_at_a_step_of_a_wave_resumes_without_sending_anything_twice(ref
     assert count(sent) == count(reference[1])
 
 
+def test_kills_after_planning_and_after_collecting_resume_without_sending_anything_twice(reference, tmp_path):
+    """The other two crash points, in one folder: killed after planning wave 2 (its plans in the manifest,
+    nothing of it submitted), resumed and killed again after collecting wave 2 (replies fetched, not yet folded
+    into the cells), then resumed to the end."""
+    with FakeOpenAIServer(lifetime_s=300) as srv:
+        params = _params(srv.base_url)
+        judge = _Judge(params)
+        srv.reply = judge
+        env = dict(os.environ, PYTHONPATH=str(REPO), OPENAI_API_KEY=KEY)
+        counts = []
+        # (the resumed process passes the collected step once for wave 1, replayed from the cache, then for wave 2)
+        for step, nth in (("planned", 2), ("collected", 2)):
+            child = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path), json.dumps(params.to_mapping()),
+                                    step, str(nth)], env=env, capture_output=True, text=True, timeout=300)
+            assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+            assert not B.read_waves(tmp_path / "run")["complete"]
+            counts.append(len(_received(srv, judge)))
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        sent = _received(srv, judge)
+    assert counts[0] < counts[1] < len(sent)  # each run sent something new ...
+    _check_sent(result, sent)  # ... and nothing twice
+    pd.testing.assert_frame_equal(result.tables["sequential_cells"].drop(columns="judge"),
+                                  reference[0].tables["sequential_cells"].drop(columns="judge"))
+    count = lambda f: f.groupby(["item", "dimension"]).size().to_dict()  # noqa: E731
+    assert count(sent) == count(reference[1])
+
+
 def test_the_command_line_runs_and_resumes_the_batch_sequential_audit(reference, tmp_path, capsys):
     """``cfbench batch sequential`` is run_batch behind the study-agnostic CLI: the same jobs as the reference
     run, and running it again on a finished folder sends nothing."""

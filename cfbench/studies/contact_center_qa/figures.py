@@ -528,51 +528,23 @@ def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Seque
     """The sequential audit (``sequential_waves``, ``sequential_cells``): per judge x dimension, the confidence
     sequence of the net flip rate narrowing over items (the band after each wave), the gate's maximum as a
     dashed line, and the item where the cell stopped marked with its verdict (pass green, fail red); a cell
-    still undecided at the end is marked where its sequence ended. The caption's method, level and n are read
-    from the table."""
-    plt = _plt()
+    still undecided at the end is marked where its sequence ended. Drawn by the study-free
+    :func:`cfbench.report.plot_sequences` (the caption's method, level and n read from the table)."""
+    from cfbench.report import plot_sequences
+
     labels = dict(labels or {})
     order = {d: k for k, d in enumerate(dimensions)}
     keys = sorted({(j, d) for j, d in zip(waves["judge"], waves["dimension"])},
                   key=lambda k: (str(k[0]), order.get(k[1], 1e9)))
-    ncol = min(4, max(1, len(keys)))
-    nrow = -(-len(keys) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.1 * ncol, 0.9 + 2.1 * nrow), squeeze=False, sharey=True)
-    colours = dict(zip(GATE_KINDS, GATE_COLOURS))
-    cell_of = cells.set_index(["judge", "dimension"]) if len(cells) else cells
-    for ax, key in zip(axes.flat, keys):
-        w = waves[(waves["judge"] == key[0]) & (waves["dimension"] == key[1])].sort_values("items")
-        x = np.concatenate([[0], w["items"].to_numpy(float)])
-        lo = np.concatenate([[-100.0], w["cs_low"].to_numpy(float) * 100])
-        hi = np.concatenate([[100.0], w["cs_high"].to_numpy(float) * 100])
-        ax.fill_between(x, lo, hi, step="post", color="#8da0cb", alpha=0.45, linewidth=0)
-        ax.step(x, lo, where="post", color="#4c72b0", linewidth=0.8)
-        ax.step(x, hi, where="post", color="#4c72b0", linewidth=0.8)
-        mx = float(w["max_net"].iloc[0]) * 100
-        ax.axhline(mx, color="#c44e52", linestyle="--", linewidth=1)
-        ax.axhline(0, color="black", linewidth=0.6)
-        row = cell_of.loc[key] if len(cells) and key in cell_of.index else None
-        verdict = str(row["verdict"]) if row is not None else str(w["verdict"].iloc[-1])
-        stop = float(row["stopped_at_item"]) if row is not None and np.isfinite(row["stopped_at_item"]) \
-            else float(w["items"].iloc[-1])
-        kind = V.verdict_kind(verdict)
-        ax.axvline(stop, color=colours.get(kind, "#888888"), linewidth=1.2)
-        where = (f"{verdict} at item {int(stop)}" if verdict in ("pass", "fail")
-                 else f"{verdict} after {int(stop)} items")
-        ax.set_title(f"{key[0]} x {labels.get(key[1], key[1])}\n{where}", fontsize=7)
-        ax.set_ylim(-100, 100)
-        ax.set_xlabel("items (transcripts)", fontsize=7)
-        ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.axis("off")
-    axes[0][0].set_ylabel("net flip rate (pp)", fontsize=7)
-    last = waves.sort_values("items").groupby(["judge", "dimension"], sort=False).tail(1)
-    level = float(last["level"].iloc[0]) if len(last) else 0.95
-    fig.suptitle("Sequential audit: each cell's confidence sequence over items, the gate's maximum dashed, the "
-                 "stopping point a vertical line\n" + interval_caption(last, n="items", unit="items", level=level,
-                                                                      width=110), fontsize=8)
-    fig.tight_layout()
-    return fig
+    w = waves.rename(columns={"max_net": "maximum"}).assign(two_sided=False)
+    c = cells.set_index(["judge", "dimension"]) if len(cells) else pd.DataFrame(columns=["verdict", "stopped_at_item"])
+    last = w.sort_values("items").groupby(["judge", "dimension"], sort=False).tail(1).set_index(["judge", "dimension"])
+    rows = [{"judge": j, "dimension": d,
+             "verdict": c.loc[(j, d), "verdict"] if (j, d) in c.index else last.loc[(j, d), "verdict"],
+             "stopped_at_item": c.loc[(j, d), "stopped_at_item"] if (j, d) in c.index else float("nan")}
+            for j, d in keys]
+    return plot_sequences(w, pd.DataFrame(rows), key_names=["judge", "dimension"], ylabel="net flip rate (pp)",
+                          unit="items", labels={(j, d): f"{j} x {labels.get(d, d)}" for j, d in keys})
 
 
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],

@@ -87,6 +87,25 @@ def _pairs_of(g: pd.DataFrame) -> list[tuple[Any, Any, str, str]]:
     return out
 
 
+def _sequential(d: Path) -> str | None:
+    """From ``sequential_cells.csv`` (a sequential run): one note saying which (judge, cue) cells stopped early,
+    where and why, and which stayed undecided."""
+    path = folder_file(d, "sequential_cells.csv")
+    if path is None:
+        return None
+    t = read_csv(path)
+    need(t, ["judge", "cue", "verdict", "items_used", "stopped_at_item", "reason"], path)
+    early, rest = [], []
+    for r in t.itertuples(index=False):
+        if str(r.verdict) in ("pass", "fail") and not missing(r.stopped_at_item):
+            early.append(f"{r.judge} x {r.cue}: {r.verdict} at item {int(r.stopped_at_item)} ({r.reason})")
+        else:
+            rest.append(f"{r.judge} x {r.cue}: {r.verdict} after {int(r.items_used)} items ({r.reason})")
+    return ("Sequential audit: " + ("stopped early, decided: " + "; ".join(early) if early else "no cell decided")
+            + (". Still undecided: " + "; ".join(rest) if rest else "") + ". A decided cue has pairs only for the "
+            "items up to its stopping point.")
+
+
 def explorer_pairs(folder: str | Path) -> PairSet | None:
     """Every compared pair of a judge-bias results folder (None without ``answers.csv``)."""
     d = Path(folder)
@@ -98,6 +117,9 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
     need(items, ["item_id", "source", "dialogue_id", "kind", "last_customer_turn", "real", "alt"], ip)
     notes: list[str] = []
     prompts = _prompts(d, items, notes)
+    seq = _sequential(d)
+    if seq is not None:  # issue 35: which (judge, cue) cells stopped early and why
+        notes.append(seq)
     cued = dict(zip(items["item_id"].astype(str), items.get("cued_candidate", pd.Series(dtype=str)).astype(str)))
     recs = []
     for (judge, item, task), g in ans.astype({"item_id": str}).groupby(["judge", "item_id", "task"], sort=False):

@@ -35,10 +35,13 @@ def invariants(result: Any) -> dict[str, bool]:
     parsed = result.frames["parsed"]
     cues = T["cues"]
     n_j = len(p.judges)
+    # a sequential run sends each judge the requests of the items it walked, less its decided cues' (issue 35)
+    sent = S.get("n_requests_sent_all_judges", S["n_requests"] * n_j) if S.get("sequential") else S["n_requests"] * n_j
     checks = {
         "every planned request answered or recorded as failed, per judge":
-            len(result.frames["judgments"]) == S["n_requests"] * n_j == len(result.sent_ids) * n_j,
-        "every reply parsed or counted as not read, by reason": len(parsed) == S["n_requests"] * n_j
+            len(result.frames["judgments"]) == sent and (bool(S.get("sequential"))
+                                                         or len(result.sent_ids) * n_j == sent),
+        "every reply parsed or counted as not read, by reason": len(parsed) == sent
         and int(T["parse_failures"]["n_not_read"].sum()) == S["n_not_read"]
         and int(T["parse_failures"][list(KIND_COLUMNS)].sum().sum()) == S["n_not_read"],
         "pairwise answers are A or B only": set(parsed.loc[parsed["parse_ok"] & (parsed["task"] == "pairwise"),
@@ -130,7 +133,9 @@ def run_header(result: Any) -> str:
     double = (" **A scripted test double is among the judges: its numbers show the machinery works and say nothing "
               "about any model.**" if S["test_double_judges"] else "")
     return (f"{who} on {S['n_items']} items ({kinds}) from **{S['source']}** ({S['source_note']}); "
-            f"{S['n_requests']} requests per judge, {_unread(S)} in all (never read as a "
+            + (f"{S['n_requests']} requests per judge planned, {S['n_requests_sent_all_judges']} sent in waves over all "
+               "judges (sequential audit), " if S.get("sequential") else f"{S['n_requests']} requests per judge, ")
+            + f"{_unread(S)} in all (never read as a "
             f"verdict). Noise reference: {S['noise_reference']}.{double}")
 
 
@@ -268,6 +273,10 @@ def _gate_summary(cues: pd.DataFrame, gate_max: float) -> str:
 def findings_markdown(result: Any) -> str:
     p = result.params
     lines = [run_header(result), ""]
+    if result.summary.get("sequential"):  # issue 35: which cells stopped early and why
+        from .sequential import sequential_sentence
+
+        lines += [sequential_sentence(result.tables.get("sequential_cells"), result.summary["sequential"]), ""]
     for judge in p.judges:
         lines += _judge_block(result, judge) + [""]
     if len(p.judges) > 1:

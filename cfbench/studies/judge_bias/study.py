@@ -31,6 +31,7 @@ from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.validate import rejection_table
 from cfbench.report import RunOutput, StudyResult
+from cfbench.stats.sequential_cells import check_sequential_params
 
 from . import findings as F
 from . import metrics as M
@@ -66,9 +67,15 @@ class Params:
     placebo: bool = False  # per identity cue (agent_identity) one more pairwise request per item: its placebo pair
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
+    # -- sequential audit (issue 35; .sequential) --
+    sequential: bool = False  # judge items in waves, stop sending a cue to a judge once its gate is decided
+    max_items: int = 0  # sequential budget: most items judged (0: all)
+    wave_size: int = 2  # sequential: items per wave (the cells are looked at after each)
+    max_requests: int = 0  # sequential budget: most requests, all judges (0: no limit)
 
     def __post_init__(self) -> None:
         check_judge_settings(self)
+        check_sequential_params(self)
         for name in ("judges", "cues", "pointwise_cues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name, every in (("cues", BATTERY), ("pointwise_cues", POINTWISE_CUES)):
@@ -261,8 +268,6 @@ class JudgeBiasResult(StudyResult):
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
         config_name: str | None = None, progress: bool = True, items: "list[Item] | None" = None) -> JudgeBiasResult:
     """Build the items, judge every request, compute the tables and figures; write them under ``out``."""
-    from cfbench.judges import run_requests
-
     if not isinstance(params, Params):
         raise InputError(f"expected judge_bias Params, got {type(params).__name__}", source="judge_bias.run")
     p = plan(params, items)
@@ -273,23 +278,11 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     items["cued_candidate"] = items["item_id"].map(p.targets)
     items["single_order"] = items["item_id"].map(p.cue_order)
     result.frames.update(items=items, shown=pd.DataFrame(p.cued))
-    result.sent_ids = [r.request_id for r in p.requests]
-    judgments, parsed_all, stats = [], [], {}
-    for judge in params.judges:
-        run_ = run_requests(judge, p.requests, desc=f"judge bias {judge}", progress=progress)
-        if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
-            raise InputError(f"plan only: {len(p.requests)} requests recorded for {judge} and none answered; "
-                             "send them (`cfbench batch plan --study judge_bias -f CONFIG`), then rerun with --replay",
-                             source="judge_bias", field="judges")
-        parsed = parse_judgments(run_.judgments)
-        judgments.append(run_.judgments.assign(judge=judge))
-        parsed_all.append(parsed.assign(judge=judge))
-        stats[judge] = run_.stats
-        pw = parsed[parsed["task"] == "pairwise"]
-        if not pw["parse_ok"].any():
-            _stop_nothing_read(judge, pw, run_.judgments, items, parsed_all, out)
-    judgments = pd.concat(judgments, ignore_index=True)
-    parsed = pd.concat(parsed_all, ignore_index=True)
+    if params.sequential:  # issue 35: waves; a decided cue is no longer sent to its judge
+        judgments, parsed, stats = _sequential(params, p, items, result, out, progress=progress)
+    else:
+        result.sent_ids = [r.request_id for r in p.requests]
+        judgments, parsed, stats = _judge_all(params, p, items, out, progress=progress)
     result.frames.update(judgments=judgments, parsed=parsed)
     # every per-judge table from the item statistics of all judges' answers (metrics.new_state)
     per = M.new_state().update(parsed, items).compute(
@@ -317,6 +310,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
         "prompt_version": PROMPT_VERSION, "source": p.source, "source_note": p.why,
         "n_items": len(p.items), "items_by_kind": items["kind"].value_counts().to_dict(),
         "n_requests": len(p.requests), "n_requests_all_judges": len(p.requests) * len(params.judges),
+        "n_requests_sent_all_judges": len(judgments),
         "n_not_read": int((~parsed["parse_ok"]).sum()),
         "n_not_read_by_judge": {j: int((~parsed.loc[parsed["judge"] == j, "parse_ok"]).sum())
                                 for j in params.judges},
@@ -334,12 +328,61 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     result.figures["cue_shifts"] = P.plot_cue_shifts(T["cues"], title=f"Shift toward the cued reply ({where})")
     result.figures["net_flips"] = P.plot_net_flips(T["cues"], gate_max=params.gate_max_net_flip,
                                                    title=f"Cue flip rate minus the judge's own noise ({where})")
+    if "sequential_waves" in T and len(T["sequential_waves"]):
+        from cfbench.report import plot_sequences
+
+        result.figures["sequential_sequences"] = plot_sequences(
+            T["sequential_waves"], T["sequential_cells"], key_names=["judge", "cue"], unit="items",
+            ylabel="net flip share (pp)", title="Judge-bias cues")
     if params.pointwise_cues and not T["pointwise"].empty:
         result.figures["pointwise_shifts"] = P.plot_pointwise(T["pointwise"], gate_max=params.gate_max_score_shift,
                                                               title=f"Score shift, 1-10 scale ({where})")
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
+
+
+def _judge_all(params: Params, p: Plan, items: pd.DataFrame, out: Any, *, progress: bool
+               ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Every planned request for every judge (the fixed-n run): judgments and parsed answers with a ``judge``
+    column, and each judge's run tallies."""
+    from cfbench.judges import run_requests
+
+    judgments, parsed_all, stats = [], [], {}
+    for judge in params.judges:
+        run_ = run_requests(judge, p.requests, desc=f"judge bias {judge}", progress=progress)
+        if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
+            raise InputError(f"plan only: {len(p.requests)} requests recorded for {judge} and none answered; "
+                             "send them (`cfbench batch plan --study judge_bias -f CONFIG`), then rerun with --replay",
+                             source="judge_bias", field="judges")
+        parsed = parse_judgments(run_.judgments)
+        judgments.append(run_.judgments.assign(judge=judge))
+        parsed_all.append(parsed.assign(judge=judge))
+        stats[judge] = run_.stats
+        pw = parsed[parsed["task"] == "pairwise"]
+        if not pw["parse_ok"].any():
+            _stop_nothing_read(judge, pw, run_.judgments, items, parsed_all, out)
+    return pd.concat(judgments, ignore_index=True), pd.concat(parsed_all, ignore_index=True), stats
+
+
+def _sequential(params: Params, p: Plan, items: pd.DataFrame, result: "JudgeBiasResult", out: Any, *,
+                progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The sequential walk (:mod:`.sequential`): its tables and summary, and what the fixed-n tables read."""
+    from .sequential import judge_in_waves
+
+    walk = judge_in_waves(params, p, items, progress=progress)
+    result.tables["sequential_cells"] = walk.cells.table(stopped_by=walk.stopped_by)
+    result.tables["sequential_waves"] = walk.cells.waves_table()
+    result.summary["sequential"] = walk.summary()
+    if not len(walk.parsed):
+        raise InputError(f"the sequential walk judged no item ({walk.stopped_by or 'no item'})", source="judge_bias",
+                         field="max_requests")
+    result.sent_ids = list(dict.fromkeys(walk.judgments["request_id"]))
+    for judge in params.judges:
+        pw = walk.parsed[(walk.parsed["judge"] == judge) & (walk.parsed["task"] == "pairwise")]
+        if not pw["parse_ok"].any():
+            _stop_nothing_read(judge, pw, walk.judgments[walk.judgments["judge"] == judge], items, [walk.parsed], out)
+    return walk.judgments, walk.parsed, walk.stats
 
 
 def _stop_nothing_read(judge: str, pw: pd.DataFrame, judgments: pd.DataFrame, items: pd.DataFrame,

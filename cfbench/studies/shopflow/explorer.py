@@ -176,6 +176,28 @@ def explorer_pairs(folder: str | Path) -> PairSet | None:
     return judged if seed is None else PairSet.concat([judged, seed]).check(str(d))
 
 
+def _sequential(d: Path) -> tuple[dict, str] | None:
+    """From ``judged_sequential_cells.csv`` (a sequential run): gap -> what its cell did ("pass at pair 8",
+    "inconclusive after 12 pairs"), and one note saying which cells stopped early and why."""
+    path = folder_file(d, "judged_sequential_cells.csv")
+    if path is None:
+        return None
+    t = read_csv(path)
+    need(t, ["gap", "verdict", "items_used", "stopped_at_item", "reason"], path)
+    said, early, rest = {}, [], []
+    for r in t.itertuples(index=False):
+        if str(r.verdict) in ("pass", "fail") and not missing(r.stopped_at_item):
+            said[str(r.gap)] = f"{r.verdict} at pair {int(r.stopped_at_item)}"
+            early.append(f"{r.gap}: {said[str(r.gap)]} ({r.reason})")
+        else:
+            said[str(r.gap)] = f"{r.verdict} after {int(r.items_used)} pairs"
+            rest.append(f"{r.gap}: {said[str(r.gap)]} ({r.reason})")
+    note = ("Sequential audit: " + ("stopped early, decided: " + "; ".join(early) if early else "no cell decided")
+            + (". Still undecided: " + "; ".join(rest) if rest else "") + ". A decided cell's stratum has pairs "
+            "only up to its stopping point (facet 'sequential cell').")
+    return said, note
+
+
 def _judged_pairs(d: Path, p: Path, judged: dict[str, Any]) -> PairSet:
     jr = read_csv(p)
     need(jr, ["pair_id", "variant", "route"], p)
@@ -214,6 +236,12 @@ def _judged_pairs(d: Path, p: Path, judged: dict[str, Any]) -> PairSet:
     for col in ("channel", "expected_ready"):
         if col in a:
             facets[col] = a[col].astype(str).tolist()
+    seq = _sequential(d)
+    if seq is not None and "expected_ready" in a:  # issue 35: which gap cell each pair fed, and where it stopped
+        stratum = {"true": "tpr_gap", "false": "fpr_gap"}
+        facets["sequential cell"] = [seq[0].get(stratum.get(str(r).lower(), ""), "")
+                                     for r in a["expected_ready"].tolist()]
+        notes.append(seq[1])
     diffs = [Texts("request", a["request"].tolist(), b["request"].tolist())] if "request" in a else []
     if "reply" in a:
         diffs.append(Texts("support reply (what the judge scored)", a["reply"].tolist(), b["reply"].tolist()))

@@ -270,6 +270,11 @@ def findings_markdown(result: "ShopflowResult") -> str:
                                                "model)" if judged["judge_is_test_double"] else "")
         not_read = judged["score_sources"].get("not read", 0)
         why = describe_kinds(judged.get("failures_by_kind", {}))
+        if result.summary.get("sequential"):  # issue 35: which gap cells stopped early and why
+            from .sequential import sequential_sentence
+
+            parts.append(sequential_sentence(result.tables.get("judged_sequential_cells"),
+                                             result.summary["sequential"]))
         parts += _part_paragraphs(name, audit, judged, judged=True)
         parts.append(f"Parsing: {not_read} of {sum(judged['score_sources'].values())} requests gave no Yes/No "
                      f"answer{f' ({why})' if why else ''}; {judged['n_pairs_excluded']} pair(s) were excluded whole "

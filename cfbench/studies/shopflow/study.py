@@ -26,6 +26,7 @@ from cfbench.io.pairs import load_pairs
 from cfbench.judges.failures import describe_kinds
 from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
+from cfbench.stats.sequential_cells import check_sequential_params
 
 from . import findings as F
 from . import readiness as R
@@ -71,9 +72,15 @@ class Params:
     seed: int = 20260001  # unused (see above)
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
+    # -- sequential audit (issue 35; .sequential) --
+    sequential: bool = False  # judge pairs in waves, stop sending a stratum's pairs once its gap gate is decided
+    max_items: int = 0  # sequential budget: most pairs judged (0: all)
+    wave_size: int = 4  # sequential: pairs per wave (the cells are looked at after each)
+    max_requests: int = 0  # sequential budget: most requests under the audited prompt (0: no limit)
 
     def __post_init__(self) -> None:
         check_judge_settings(self)
+        check_sequential_params(self)
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.variants) != 2 or len(set(self.variants)) != 2:
@@ -240,8 +247,11 @@ def judged_rows(pairs: pd.DataFrame, scored: R.ScoredPairs) -> tuple[pd.DataFram
 def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
     vs = list(params.variants)
     pairs = _judged_pairs(params)
+    if params.sequential:  # issue 35: waves; the tables below read the pairs the walk judged
+        pairs, run_, parsed, scored = _sequential(params, contract, pairs, result, progress=progress)
+    else:
+        run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
     result.frames["pairs"] = pairs
-    run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
     kw = _audit_kw(params, "judged")
     at = _computed(contract, *judged_rows(pairs, scored), thresholds=params.sweep_thresholds(), **kw)
     audit, t = at.audit, at.tables
@@ -268,6 +278,26 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
     if params.candidate_prompt:
         summary["candidate"] = _candidate(params, contract, pairs, scored, result, kw, progress=progress)
     result.summary["judged"] = summary
+
+
+def _sequential(params: Params, contract: FairnessContract, pairs: pd.DataFrame, result: ShopflowResult, *,
+                progress: bool) -> tuple[pd.DataFrame, Any, pd.DataFrame, R.ScoredPairs]:
+    """The sequential walk (:mod:`.sequential`): its tables and summary, and the judged pairs with their run,
+    parsed replies and scores for the fixed-n tables."""
+    from types import SimpleNamespace
+
+    from .sequential import judge_in_waves
+
+    walk = judge_in_waves(params, pairs, contract, progress=progress)
+    result.tables["judged_sequential_cells"] = walk.cells.table(stopped_by=walk.stopped_by)
+    result.tables["judged_sequential_waves"] = walk.cells.waves_table()
+    result.summary["sequential"] = walk.summary()
+    if not len(walk.pairs):
+        raise InputError(f"the sequential walk judged no pair ({walk.stopped_by or 'no pair to judge'})",
+                         source="shopflow judged audit", field="max_requests")
+    parsed = R.parse_readiness(walk.judgments)
+    scored = R.attach_scores(walk.pairs, parsed, prompt=params.prompt, variants=list(params.variants))
+    return walk.pairs, SimpleNamespace(judgments=walk.judgments, stats=walk.stats), parsed, scored
 
 
 def _candidate(params: Params, contract: FairnessContract, pairs: pd.DataFrame, scored: R.ScoredPairs,
@@ -300,6 +330,13 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
         title=f"{who}: signed gaps vs routing threshold ({n_pairs} pairs; same pairs at every threshold)")
     result.figures[f"{part}_calibration"] = P.plot_calibration(
         audit.calibration, title=f"{who}: share ready by score band (hatched: n < {params.calibration_min_support})")
+    waves = result.tables.get(f"{part}_sequential_waves")
+    if waves is not None and len(waves):
+        from cfbench.report import plot_sequences
+
+        result.figures[f"{part}_sequential_sequences"] = plot_sequences(
+            waves, result.tables[f"{part}_sequential_cells"], key_names=["gap"], unit="pairs",
+            ylabel="matched-pair gap (pp)", title=f"{who}: sequential audit of the gap gates")
 
 
 @uses_judge_settings

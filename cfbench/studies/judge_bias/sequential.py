@@ -1,0 +1,159 @@
+"""A sequential audit of the judge-bias cue gates: judge items in waves, stop sending a decided cue's requests.
+
+With ``Params.sequential`` on, :func:`.study.run` walks the items in plan order in waves of ``wave_size`` items
+(at most ``max_items``, 0: all; at most ``max_requests`` requests over all judges, 0: no limit). The cells are
+judge x pairwise cue, the gate "the cue's net flip rate is at most ``gate_max_net_flip``". An item's statistic
+is its **net flip share**
+
+    d_i = (flips under the cue / pairs) - (the item's noise flip share),
+
+the noise being the reworded prompt's flip share on the same item, or, when repeats are sent, the smaller of
+that and the repeat flip share (the smaller noise decides a pass, as in the fixed-n gate; a fail then says the
+cue flips the judge more than each item's smaller noise by more than the maximum on average). ``d_i`` lies in
+[-1, 1]; the betting confidence sequence runs on that declared range (mapped to [0, 1] as (d + 1) / 2 inside
+:class:`cfbench.stats.sequential.BettingCS`, so bounds map back exactly). Items count as in the fixed-n gate:
+with a cue pair, a noise pair (and a repeat pair when repeats are sent).
+
+Each cell runs at 5 % / cells (Bonferroni over judges x cues, :class:`cfbench.stats.sequential_cells.SequentialCells`).
+Responsiveness first: a cell passes only once its judge is shown to look at the replies
+(:func:`.metrics.responsiveness_of` on every item judged so far: control-pair accuracy and position consistency
+above 0.5); a sequence that clears without it stays ``inconclusive`` and the cue keeps being asked. A decided
+cell's cue requests are no longer sent to that judge (the baseline, reworded, repeat and pointwise requests are
+shared references and are sent for every walked item; the ``position`` cue reads the baseline orders, so deciding
+it saves nothing). The run stops when every cell is decided, the items or ``max_items`` run out, or the next wave
+would pass ``max_requests`` (a wave is sent whole or not at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cfbench.metrics.state import ItemStatistics
+from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
+
+from . import metrics as M
+from .tasks import parse_judgments
+
+__all__ = ["SequentialWalk", "judge_in_waves", "net_items", "sequential_sentence"]
+
+
+@dataclass
+class SequentialWalk:
+    """What :func:`judge_in_waves` returns: per judge the judgments and parsed answers of every request sent
+    (``judge`` column), the items walked, the cells and how the walk ended."""
+
+    judgments: pd.DataFrame
+    parsed: pd.DataFrame
+    cells: SequentialCells
+    items: list = field(default_factory=list)
+    budget: int = 0
+    requests_sent: int = 0
+    stopped_by: str = ""
+    stats: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"n_walked": len(self.items), "budget": self.budget, "waves": self.cells.wave,
+                "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
+                "requests_sent": self.requests_sent, "stopped_by": self.stopped_by}
+
+
+def net_items(cues: pd.DataFrame) -> dict:
+    """(judge, cue) -> the items' net flip shares ``d`` in item order, from the ``cues`` cells of
+    :func:`.metrics.item_stats` (items with a cue pair and a noise pair, and a repeat pair where the judge was
+    sent repeats)."""
+    out: dict = {}
+    if not len(cues):
+        return out
+    for (judge, cue), g in cues.groupby(["judge", "cue"], sort=False):
+        has_rep = bool((g["rep_den"] > 0).any())
+        g = g[(g["den"] > 0) & (g["noise_den"] > 0) & ((g["rep_den"] > 0) if has_rep else True)]
+        noise = g["noise_flips"].to_numpy(float) / g["noise_den"].to_numpy(float)
+        if has_rep:
+            noise = np.minimum(noise, g["rep_flips"].to_numpy(float) / g["rep_den"].to_numpy(float))
+        out[(judge, cue)] = list(g["flips"].to_numpy(float) / g["den"].to_numpy(float) - noise)
+    return out
+
+
+def _responsive(acc: ItemStatistics, judge: str, params: Any) -> tuple[bool, str]:
+    position = M.position_table(M.judge_cells(acc, "position", judge), n_boot=params.n_boot, seed=params.seed)
+    return M.responsiveness_of(position, M.accuracy_table(M.judge_cells(acc, "accuracy", judge)))
+
+
+def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) -> list:
+    """The requests of the wave's items for ``judge``, without the cues whose cell for this judge is decided."""
+    decided = {cue for (j, cue) in cells.keys if j == judge and (j, cue) not in cells.undecided()}
+    keep = {r["request_id"] for r in plan.cued if r["item_id"] in wave
+            and not (r["task"] == "pairwise" and r["condition"] in decided)}
+    return [r for r in plan.requests if r.request_id in keep]
+
+
+def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: bool) -> SequentialWalk:
+    """Judge ``plan``'s items in waves for every judge until each (judge, cue) cell is decided or a budget is
+    spent (see the module note)."""
+    from cfbench.judges import run_requests
+
+    keys = [(j, c) for j in params.judges for c in params.cues]
+    cells = SequentialCells(keys=keys, key_names=["judge", "cue"], maximum=params.gate_max_net_flip)
+    order = [it.item_id for it in plan.items]
+    limit = min(params.max_items or len(order), len(order))
+    walk = SequentialWalk(pd.DataFrame(), pd.DataFrame(), cells, budget=limit)
+    acc, judgments, parsed_all = ItemStatistics(), [], []
+    for start in range(0, limit, params.wave_size):
+        if cells.done:
+            break
+        wave = order[start:min(start + params.wave_size, limit)]
+        reqs = {j: _wave_requests(plan, wave, cells, j) for j in params.judges}
+        n = sum(len(r) for r in reqs.values())
+        if params.max_requests and walk.requests_sent + n > params.max_requests:
+            walk.stopped_by = (f"budget: the next wave's {n} requests would pass max_requests "
+                               f"{params.max_requests} ({walk.requests_sent} sent)")
+            break
+        walk.requests_sent += n
+        wave_parsed = []
+        for judge in params.judges:
+            ids = {q.request_id for q in reqs[judge]}
+            for r in plan.cued:  # each cell's own requests (the shared references are nobody's)
+                if r["request_id"] in ids and r["task"] == "pairwise" and (judge, r["condition"]) in cells.cells:
+                    cells.count_requests((judge, r["condition"]), 1)
+            run_ = run_requests(judge, reqs[judge], desc=f"judge bias {judge} wave {cells.wave + 1}", progress=progress)
+            judgments.append(run_.judgments.assign(judge=judge))
+            wave_parsed.append(parse_judgments(run_.judgments).assign(judge=judge))
+            add_wave_tallies(walk.stats.setdefault(judge, {}), run_.stats)
+        parsed = pd.concat(wave_parsed, ignore_index=True)
+        parsed_all.append(parsed)
+        s = M.item_stats(parsed, items[items["item_id"].isin(wave)])
+        acc.merge(s)
+        shown = {j: _responsive(acc, j, params) for j in params.judges}
+        cells.update(net_items(s.frame("cues")), {k: shown[k[0]] for k in keys})
+        walk.items += wave
+    walk.judgments = pd.concat(judgments, ignore_index=True) if judgments else pd.DataFrame()
+    walk.parsed = pd.concat(parsed_all, ignore_index=True) if parsed_all else pd.DataFrame()
+    return walk
+
+
+def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
+    """One findings paragraph from the cells table: which (judge, cue) cells stopped early, at which item and
+    why, how the walk ended, and the error rate the audit holds across its cells."""
+    if table is None or not len(table):
+        return ""
+    n_cells, n_walked, budget = len(table), summary["n_walked"], summary["budget"]
+    decided = table[table["verdict"].isin(["pass", "fail"])]
+    said = "; ".join(f"`{r.judge}` x `{r.cue}` {r.verdict} at item {int(r.stopped_at_item)} (wave "
+                     f"{int(r.stopped_at_wave)}: {r.reason})" for r in decided.itertuples(index=False))
+    left = len(table) - len(decided)
+    if summary.get("stopped_by"):
+        ended = f"it stopped after {n_walked} of its {budget} items at its {summary['stopped_by']}"
+    elif not left and n_walked < budget:
+        ended = f"it stopped after {n_walked} of its {budget} items, every cell decided"
+    else:
+        ended = f"it judged {n_walked} of its {budget} items"
+    return (f"**Sequential audit**: {n_cells} judge x cue cells, each a confidence sequence of the net flip share "
+            f"at 5 % / {n_cells} (Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking "
+            f"after every wave); {ended}. "
+            + (f"Stopped early, and the cue no longer sent to that judge: {said}." if said else "No cell was decided.")
+            + (f" {left} cell{'s' if left != 1 else ''} inconclusive (table `sequential_cells`)." if left else "")
+            + " The fixed-n tables are computed on the items the walk judged, each cue on the items it was sent.")

@@ -1,0 +1,165 @@
+"""A sequential audit of ShopFlow's two gap gates: judge pairs in waves, stop asking about a decided stratum.
+
+With ``Params.sequential`` on, the judged part walks the matched pairs in file order in waves of
+``wave_size`` pairs (at most ``max_items`` pairs, 0: all; at most ``max_requests`` requests, 0: no limit).
+The two cells are the release gate's interval checks: the TPR gap on the ready pairs and the FPR gap on the
+needs-review pairs, each "|gap| at most its contract maximum". A pair's statistic is its **matched-pair
+gap**
+
+    d_i = selected(pair i, first variant) - selected(pair i, second variant),  in {-1, 0, 1},
+
+whose mean over the stratum's pairs is the gap the fixed-n interval check reads (``stratum_difference``).
+The betting confidence sequence runs on the declared range [-1, 1] (mapped to [0, 1] as (d + 1) / 2 inside
+:class:`cfbench.stats.sequential.BettingCS`, a monotone map, so bounds map back exactly); the gate is
+two-sided. Both cells run at 5 % / 2 (Bonferroni, :class:`cfbench.stats.sequential_cells.SequentialCells`).
+A pair with a variant that could not be scored gives no value (excluded, as in the fixed-n audit).
+
+Responsiveness first: a cell passes only once the judge's scores are shown to separate ready from
+needs-review requests (:func:`.gate.responsiveness_check` on every pair scored so far); a sequence that
+clears without it stays ``inconclusive`` and its stratum keeps being asked. Since each pair belongs to one
+stratum, a decided cell's pairs are simply not sent any more: later waves take the next pairs of the
+undecided strata only. The run stops when both cells are decided, the pairs or ``max_items`` run out, or the
+next wave would pass ``max_requests`` (a wave is sent whole or not at all). The candidate prompt, when set,
+is judged on the pairs the walk judged (it is not part of the sequential cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
+
+from . import readiness as R
+from .gate import responsiveness_check
+from .policy import POSITIVE, SELECTED, route_rows
+
+__all__ = ["GAP_CELLS", "SequentialWalk", "judge_in_waves", "gap_items", "sequential_sentence"]
+
+#: the two cells: (gap, contract field of its maximum, whether its pairs are the ready ones)
+GAP_CELLS = (("tpr_gap", "max_tpr_gap", True), ("fpr_gap", "max_fpr_gap", False))
+
+
+@dataclass
+class SequentialWalk:
+    """What :func:`judge_in_waves` returns: the judgments of every request sent, the pairs judged (rows of
+    ``pairs``), the cells, and how the walk ended."""
+
+    judgments: pd.DataFrame
+    pairs: pd.DataFrame
+    cells: SequentialCells
+    n_walked: int = 0
+    budget: int = 0
+    requests_sent: int = 0
+    stopped_by: str = ""
+    stats: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"n_walked": self.n_walked, "budget": self.budget, "waves": self.cells.wave,
+                "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
+                "requests_sent": self.requests_sent, "stopped_by": self.stopped_by}
+
+
+def gap_items(rows: pd.DataFrame, parsed: pd.DataFrame, *, prompt: str, variants: list[str], threshold: float
+              ) -> tuple[dict, pd.DataFrame]:
+    """Per cell, the wave's pairs' gaps ``d`` in pair order, from the wave's pair ``rows`` and the parsed
+    replies; and the routed rows of its complete pairs (for responsiveness). A pair with an unscored variant
+    gives nothing."""
+    ids = [R.request_id(p, v, prompt) for p, v in zip(rows["pair_id"], rows["variant"])]
+    scored = rows.drop(columns=[c for c in ("score",) if c in rows.columns]).assign(request_id=ids)
+    scored = scored.merge(parsed[["request_id", "score", "parse_ok"]], on="request_id", how="left")
+    ok = scored.groupby("pair_id", sort=False)["parse_ok"].transform(lambda s: bool(s.fillna(False).all()))
+    routed = route_rows(scored[ok.astype(bool)].drop(columns=["request_id", "parse_ok"]), threshold)
+    wide = routed.pivot_table(index="pair_id", columns="variant", values=SELECTED, aggfunc="first", sort=False)
+    ready = routed.groupby("pair_id", sort=False)[POSITIVE].first()
+    order = [p for p in dict.fromkeys(routed["pair_id"])]
+    out: dict = {}
+    for gap, _, is_ready in GAP_CELLS:
+        keep = [p for p in order if bool(ready[p]) == is_ready]
+        out[(gap,)] = [float(wide.at[p, variants[0]]) - float(wide.at[p, variants[1]]) for p in keep]
+    return out, routed
+
+
+def _next_wave(order: list, ready: pd.Series, cells: SequentialCells, start: int, size: int, limit: int
+               ) -> tuple[list, int]:
+    """The next ``size`` pairs from position ``start`` whose stratum's cell is undecided (at most ``limit``
+    pairs walked in all); returns them and the position after the last one looked at."""
+    open_ready = {is_ready for gap, _, is_ready in GAP_CELLS if (gap,) in cells.undecided()}
+    wave, k = [], start
+    while k < len(order) and len(wave) < size and k < limit:
+        if bool(ready[order[k]]) in open_ready:
+            wave.append(order[k])
+        k += 1
+    return wave, k
+
+
+def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress: bool) -> SequentialWalk:
+    """Judge ``pairs`` (all variants' rows, file order) in waves under ``params.prompt`` until both gap cells
+    are decided or a budget is spent (see the module note)."""
+    from cfbench.judges import run_requests
+
+    vs = list(params.variants)
+    cells = SequentialCells(keys=[(g,) for g, _, _ in GAP_CELLS], key_names=["gap"], two_sided=True,
+                            maximum={(g,): float(getattr(contract, f)) for g, f, _ in GAP_CELLS})
+    order = list(dict.fromkeys(pairs["pair_id"]))
+    ready = pairs.groupby("pair_id", sort=False)[POSITIVE].first()
+    limit = params.max_items or len(order)
+    walk = SequentialWalk(pd.DataFrame(), pairs.iloc[0:0], cells, budget=min(limit, len(order)))
+    judged, frames, routed_all, pos = [], [], [], 0
+    while not cells.done:
+        wave, nxt = _next_wave(order, ready, cells, pos, params.wave_size, limit)
+        if not wave:
+            break
+        rows = pairs[pairs["pair_id"].isin(wave)]
+        reqs = R.build_requests(rows, prompt=params.prompt)
+        if params.max_requests and walk.requests_sent + len(reqs) > params.max_requests:
+            walk.stopped_by = (f"budget: the next wave's {len(reqs)} requests would pass max_requests "
+                               f"{params.max_requests} ({walk.requests_sent} sent)")
+            break
+        pos = nxt
+        run_ = run_requests(params.judge, reqs, desc=f"readiness {params.prompt} wave {cells.wave + 1}",
+                            progress=progress)
+        walk.requests_sent += len(reqs)
+        for gap, _, is_ready in GAP_CELLS:
+            cells.count_requests((gap,), int(rows[POSITIVE].astype(bool).eq(is_ready).sum()))
+        frames.append(run_.judgments)
+        judged += wave
+        values, routed = gap_items(rows, R.parse_readiness(run_.judgments), prompt=params.prompt, variants=vs,
+                                   threshold=params.judged_threshold)
+        routed_all.append(routed)
+        resp = responsiveness_check(pd.concat(routed_all, ignore_index=True), params.judged_threshold)
+        shown = (bool(resp["responsive"]), str(resp["why"]))
+        cells.update(values, {k: shown for k in cells.keys})
+        add_wave_tallies(walk.stats, run_.stats)
+    walk.n_walked = len(judged)
+    walk.judgments = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    walk.pairs = pairs[pairs["pair_id"].isin(judged)].reset_index(drop=True)
+    return walk
+
+
+def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
+    """One findings paragraph from the cells table: which gap cells stopped early, at which pair and why, how
+    the walk ended, and the error rate the audit holds across its cells."""
+    if table is None or not len(table):
+        return ""
+    n_cells, n_walked, budget = len(table), summary["n_walked"], summary["budget"]
+    decided = table[table["verdict"].isin(["pass", "fail"])]
+    said = "; ".join(f"{r.gap} {r.verdict} at pair {int(r.stopped_at_item)} (wave {int(r.stopped_at_wave)}: "
+                     f"{r.reason})" for r in decided.itertuples(index=False))
+    left = table[~table["verdict"].isin(["pass", "fail"])]
+    if summary.get("stopped_by"):
+        ended = f"it stopped after {n_walked} of its {budget} pairs at its {summary['stopped_by']}"
+    elif not len(left) and n_walked < budget:
+        ended = f"it stopped after {n_walked} of its {budget} pairs, both cells decided"
+    else:
+        ended = f"it judged {n_walked} of its {budget} pairs"
+    rest = "; ".join(f"{r.gap} inconclusive after {int(r.items_used)} pairs ({r.reason})"
+                     for r in left.itertuples(index=False))
+    return (f"**Sequential audit**: {n_cells} gap cells, each a confidence sequence of the matched-pair gap at "
+            f"5 % / {n_cells} (Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking after "
+            f"every wave); {ended}. "
+            + (f"Stopped early, and no more of its stratum's pairs sent: {said}." if said else "No cell was decided.")
+            + (f" {rest}." if rest else "")
+            + " The fixed-n tables below are computed on the pairs the walk judged.")
