@@ -13,12 +13,14 @@ BIN := $(VENV)/bin
 # best module the running CPU supports (cfbench/judges/llama_cpu.py), so any built wheel runs on any x86-64
 # with AVX2. pip caches built wheels whatever CMAKE_ARGS were: a cached llama-cpp-python without exactly
 # these modules (built with other flags, e.g. the old portable build or -march=native) fails LLAMA_CHECK
-# and is rebuilt once with --no-cache-dir.
+# and is rebuilt once with --no-cache-dir; a build with LLAMA_CMAKE_ARGS given on the command line or in the
+# environment never reads or writes pip's cache (LLAMA_PIP_CACHE), so it cannot reach the next install.
 LLAMA_VERSION ?= 0.3.36
 LLAMA_CPU_VARIANTS ?= $(if $(filter x86_64 amd64,$(shell uname -m)),icelake)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BACKEND_DL=ON \
 	-DCFBENCH_GGML_CPU_VARIANTS=$(LLAMA_CPU_VARIANTS) -DLLAVA_BUILD=OFF \
 	-DCMAKE_PROJECT_INCLUDE=$(CURDIR)/build-aux/llama_build.cmake
+LLAMA_PIP_CACHE := $(if $(filter file,$(origin LLAMA_CMAKE_ARGS)),,--no-cache-dir)
 LLAMA_CHECK = $(BIN)/python -m cfbench.judges.llama_cpu --expect baseline,$(LLAMA_CPU_VARIANTS)
 CONFIG ?= default
 # Data from elsewhere (never committed): the seed-002 workbook for the identity-tone reproduction of the
@@ -32,7 +34,7 @@ AMIRI_DIR := $(if $(CFBENCH_AMIRI_PATH),$(CFBENCH_AMIRI_PATH),$(abspath $(SHARED
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet 'llama-cpp-python==$(LLAMA_VERSION)'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet $(LLAMA_PIP_CACHE) 'llama-cpp-python==$(LLAMA_VERSION)'
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[local,local-small,api,lab,test,server]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name cfbench --display-name "Python (cfbench)"  # the notebooks' kernel
 	$(LLAMA_CHECK) --quiet || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \

@@ -5,11 +5,12 @@ backend is not linked into ``libggml.so`` but built as loadable modules in
 ``llama_cpp/lib``: ``libggml-cpu.so`` (portable: AVX2, FMA, F16C, BMI2) and
 one ``libggml-cpu-<name>.so`` per extra instruction-set level (by default
 ``icelake``: AVX-512 with VBMI and VNNI). Each
-module scores itself against the running CPU (0 = cannot run here), and ggml
-loads the best one. llama-cpp-python does not do this loading itself
-(llama-cpp-python issue #2069), so :func:`load_cpu_backend` calls
-``ggml_backend_load_all_from_path`` through ctypes before the first model is
-loaded, once per process.
+module scores itself against the running CPU (``ggml_backend_score``, 0 =
+cannot run here). llama-cpp-python does not load such modules itself
+(llama-cpp-python issue #2069), so :func:`load_cpu_backend` asks every module
+its score and loads the best one (``ggml_backend_load``) through ctypes
+before the first model is loaded, once per process; a module with AMX kernels
+is never chosen unless forced (a VM listed AMX and died on it).
 
 ``CFBENCH_GGML_CPU_VARIANT=<name>`` loads that one module instead (``baseline``
 is the portable ``libggml-cpu.so``), for example to run the AVX2 kernels on an
@@ -164,11 +165,55 @@ def _is_dl_module(path: str) -> bool:
         return False
 
 
+#: instruction sets the portable module must not be compiled for (it has to run on any x86-64 with AVX2)
+_NOT_PORTABLE = ("AVX512", "AMX", "AVX_VNNI")
+
+
+def module_features(lib_dir: Path, file: str) -> tuple[str, ...]:
+    """The instruction sets the CPU module ``lib_dir/file`` was compiled for, asked of the module itself
+    (its ``ggml_backend_init``) without registering it. Only for a module this CPU can run."""
+    ggml = _ggml(lib_dir)
+    init = ctypes.CDLL(str(lib_dir / file)).ggml_backend_init
+    init.restype, init.argtypes = ctypes.c_void_p, []
+    return _features(ggml, init())[0]
+
+
 def _variant_of(path: str) -> str:
     name = Path(path).name
     if name.startswith("libggml-cpu-") and name.endswith(".so"):
         return name[len("libggml-cpu-"):-len(".so")]
     return BASELINE if name == "libggml-cpu.so" else name or "?"
+
+
+def _file_of(variant: str) -> str:
+    return "libggml-cpu.so" if variant == BASELINE else f"libggml-cpu-{variant}.so"
+
+
+def _pick(lib_dir: Path, present: tuple[str, ...]) -> tuple[str | None, str]:
+    """The module to load: the highest ``ggml_backend_score`` (llama.cpp's own rule: 0 = an instruction set
+    this CPU lacks), except AMX modules, which are never chosen by themselves (a VM can list AMX in cpuid
+    and still kill the process at the first AMX instruction: this project's Xeon did). Returns its file
+    name (None when none runs here) and how it was chosen."""
+    scored, skipped = [], []
+    for variant in present:
+        try:
+            score_fn = ctypes.CDLL(str(lib_dir / _file_of(variant))).ggml_backend_score
+        except (OSError, AttributeError):
+            continue
+        score_fn.restype, score_fn.argtypes = ctypes.c_int, []
+        score = int(score_fn())
+        if score <= 0:
+            continue
+        if any(f.startswith("AMX") for f in module_features(lib_dir, _file_of(variant))):
+            skipped.append(variant)
+            continue
+        scored.append((score, variant))
+    if not scored:
+        return None, ""
+    how = f"best of {len(present)} for this CPU"
+    if skipped:
+        how += f"; not {', '.join(skipped)}: AMX is chosen only when forced by {VARIANT_ENV}"
+    return _file_of(max(scored)[1]), how
 
 
 def load_cpu_backend(llama_cpp: Any = None) -> CpuBackend:
@@ -191,7 +236,7 @@ def load_cpu_backend(llama_cpp: Any = None) -> CpuBackend:
             else:
                 how, present = "built in at compile time (no run-time choice)", ()
         elif forced:
-            file = "libggml-cpu.so" if forced == BASELINE else f"libggml-cpu-{forced}.so"
+            file = _file_of(forced)
             if forced not in present:
                 raise JudgeError(f"{VARIANT_ENV}={forced}: no {file} in {lib_dir} "
                                  f"(present: {', '.join(present) or 'none'})")
@@ -201,12 +246,11 @@ def load_cpu_backend(llama_cpp: Any = None) -> CpuBackend:
                                  "instruction set it was built for")
             how = f"forced by {VARIANT_ENV}"
         else:
-            ggml.ggml_backend_load_all_from_path(os.fsencode(lib_dir))
-            reg = ggml.ggml_backend_reg_by_name(b"CPU")
+            file, how = _pick(lib_dir, present)
+            reg = ggml.ggml_backend_load(os.fsencode(lib_dir / file)) if file else None
             if not reg:
                 raise JudgeError(f"none of llama.cpp's CPU backends in {lib_dir} runs on this CPU "
                                  f"(present: {', '.join(present) or 'none'}; the portable one needs AVX2)")
-            how = f"best of {len(present)} for this CPU"
         features, path = _features(ggml, reg)
         variant = "built-in" if not present else _variant_of(path)
         _loaded = CpuBackend(variant, Path(path).name or "?", features, how, present)
@@ -248,6 +292,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"expected [{', '.join(want)}]: rebuild it with `make install` (a wheel from pip's cache)",
                       file=sys.stderr)
             return 1
+        if BASELINE in want:  # a cached wheel built with, e.g., -march=native in CFLAGS is not portable
+            feats = module_features(_lib_dir(llama_cpp), "libggml-cpu.so")
+            wide = [f for f in feats if f.startswith(_NOT_PORTABLE)]
+            if wide:
+                print(f"llama-cpp-python's portable CPU module libggml-cpu.so is built for {', '.join(wide)}: "
+                      "it would not run on every x86-64 with AVX2; rebuild it with `make install`", file=sys.stderr)
+                return 1
     try:
         backend = load_cpu_backend(llama_cpp)
     except JudgeError as exc:
