@@ -285,8 +285,8 @@ def child(conf: dict) -> dict:
     cpu_share_gen = (time.process_time() - cpu0) / (time.perf_counter() - wall0) / conf["n_threads"]
     perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
     judge.close()
-    return {"conf": conf, "load_s": load_s, "cpu_backend": judge.cpu_backend.describe(), "prompt_tok_s": pp.n_p_eval / (pp.t_p_eval_ms / 1000),
-            "prompt_tokens": pp.n_p_eval, "cpu_share": cpu_share,
+    return {"conf": conf, "load_s": load_s, "cpu_backend": judge.cpu_backend.describe(),
+            "prompt_tok_s": pp.n_p_eval / (pp.t_p_eval_ms / 1000), "prompt_tokens": pp.n_p_eval, "cpu_share": cpu_share,
             "cpu_share_gen": cpu_share_gen,
             "gen_tok_s": perf.n_eval / (perf.t_eval_ms / 1000), "gen_tokens": perf.n_eval,
             "verdicts": verdicts, "load1_start": la, "load1_end": os.getloadavg()[0]}
@@ -378,15 +378,16 @@ def build_ratios(confs: list[dict], results: dict[int, list[dict]], reference: s
     ref = {(c["model"], c["n_threads"]): i for i, c in enumerate(confs)
            if reference in (c.get("build"), f"{c.get('build')}@{c.get('variant')}")}
     print(f"\nBuilds against the {reference} build (median per CPU-second over rounds, same machine, interleaved)")
-    print(f"| build | CPU backend loaded | prompt tok/s | x {reference} | gen tok/s | x {reference} |")
-    print("|---|---|---|---|---|---|")
+    print(f"| build | CPU backend loaded | prompt tok/s | x {reference} | gen tok/s | x {reference} | load1 |")
+    print("|---|---|---|---|---|---|---|")
     for i, c in enumerate(confs):
         j = ref.get((c["model"], c["n_threads"]))
         p, g = med(i, "prompt_tok_s", "cpu_share"), med(i, "gen_tok_s", "cpu_share_gen")
         rp = f"{p / med(j, 'prompt_tok_s', 'cpu_share'):.2f}" if j is not None else "n/a"
         rg = f"{g / med(j, 'gen_tok_s', 'cpu_share_gen'):.2f}" if j is not None else "n/a"
         name = c.get("build", "") + (f" ({VARIANT_ENV}={c['variant']})" if c.get("variant") else "")
-        print(f"| {name} | {results[i][0].get('cpu_backend', '?')} | {p:.1f} | {rp} | {g:.1f} | {rg} |")
+        la = np.mean([r["load1_start"] for r in results[i]])
+        print(f"| {name} | {results[i][0].get('cpu_backend', '?')} | {p:.1f} | {rp} | {g:.1f} | {rg} | {la:.2f} |")
 
 
 def summarize_file(path: Path, reference: str = "native") -> None:
