@@ -145,3 +145,24 @@ def test_provenance_names_the_cpu_backend():
     assert _uses_embedded_judge({"judges": ["openai:x", "local:qwen2.5-coder-1.5b"]})
     assert _uses_embedded_judge({"fresh_models": "local:qwen2.5-coder-0.5b"})
     assert not _uses_embedded_judge({"judges": ["openai:gpt"], "n_items": 3, "name": "local"})
+
+
+@pytest.mark.parametrize("mode, params, recorded", [
+    ("live", {"judges": ["local:qwen2.5-coder-1.5b"]}, True),
+    ("live", {"judges": ["scripted:always_yes"]}, False),  # no embedded judge: nothing to name
+    ("replay", {"judges": ["local:qwen2.5-coder-1.5b"]}, False),  # no model answered this run
+])
+def test_run_info_names_the_cpu_backend_of_a_live_run_with_the_embedded_judge(monkeypatch, tmp_path, mode,
+                                                                                params, recorded):
+    from cfbench.cli.reproduce import provenance
+    from cfbench.cli.reproduce.config import Run
+    from cfbench.judges import llama_cpu
+
+    monkeypatch.setattr(llama_cpu, "cpu_backend_summary", lambda: "x86-64 AVX2 (baseline, libggml-cpu.so; forced)")
+    info = provenance.run_info(Run("shopflow", "default", params), root=tmp_path, mode=mode, params=params,
+                               wall=1.0, started="2026-11-27T00:00:00Z", cache={}, command=None)
+    assert ("cpu_backend" in info) is recorded
+    if recorded:
+        assert info["cpu_backend"] == "x86-64 AVX2 (baseline, libggml-cpu.so; forced)"
+        assert "CPU backend of the embedded judge (llama.cpp): x86-64 AVX2 (baseline" in \
+            provenance.provenance_markdown(info)
