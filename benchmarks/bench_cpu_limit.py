@@ -39,6 +39,14 @@ Usage::
     python benchmarks/bench_cpu_limit.py                      # bounds + 1.5B at threads 1,2 x n_batch 64..512
     python benchmarks/bench_cpu_limit.py --models qwen2.5-coder-1.5b qwen2.5-coder-0.5b --batches 128 --threads 2
     python benchmarks/bench_cpu_limit.py --skip-cpu --configs 'n_batch=128' 'n_batch=128,flash_attn=1'
+
+Builds (issue 38): each llama-cpp-python wheel installed with ``pip install --no-deps --target DIR``, run
+in the same interleaved rounds, printed as ratios to the one named ``native`` (``@VARIANT`` forces a CPU
+variant of a run-time-dispatch build through ``CFBENCH_GGML_CPU_VARIANT``)::
+
+    python benchmarks/bench_cpu_limit.py --skip-cpu --threads 2 --batches 128 --rounds 3 \\
+        --builds native=/tmp/llama-native shipped=/tmp/llama-shipped shipped@baseline=/tmp/llama-shipped \\
+                 portable=/tmp/llama-portable
 """
 
 from __future__ import annotations
@@ -248,7 +256,7 @@ def child(conf: dict) -> dict:
     from cfbench.judges.base import GenerationConfig, Request, yes_probability
     from cfbench.judges.local import LocalJudge
 
-    opts = {k: v for k, v in conf.items() if k not in ("model",)}
+    opts = {k: v for k, v in conf.items() if k not in ("model", "build", "variant")}
     t0 = time.perf_counter()
     judge = LocalJudge(conf["model"], **opts)
     load_s = time.perf_counter() - t0
@@ -277,15 +285,23 @@ def child(conf: dict) -> dict:
     cpu_share_gen = (time.process_time() - cpu0) / (time.perf_counter() - wall0) / conf["n_threads"]
     perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
     judge.close()
-    return {"conf": conf, "load_s": load_s, "prompt_tok_s": pp.n_p_eval / (pp.t_p_eval_ms / 1000),
-            "prompt_tokens": pp.n_p_eval, "cpu_share": cpu_share,
+    return {"conf": conf, "load_s": load_s, "cpu_backend": judge.cpu_backend.describe(),
+            "prompt_tok_s": pp.n_p_eval / (pp.t_p_eval_ms / 1000), "prompt_tokens": pp.n_p_eval, "cpu_share": cpu_share,
             "cpu_share_gen": cpu_share_gen,
             "gen_tok_s": perf.n_eval / (perf.t_eval_ms / 1000), "gen_tokens": perf.n_eval,
             "verdicts": verdicts, "load1_start": la, "load1_end": os.getloadavg()[0]}
 
 
+BUILDS: dict[str, str] = {}  # --builds name=DIR: a llama-cpp-python installed with `pip install --target DIR`
+VARIANT_ENV = "CFBENCH_GGML_CPU_VARIANT"
+
+
 def run_child(conf: dict) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    first = [BUILDS[conf["build"]]] if BUILDS.get(conf.get("build", "")) else []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(first + [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env.pop(VARIANT_ENV, None)
+    if conf.get("variant"):
+        env[VARIANT_ENV] = conf["variant"]
     out = subprocess.run([sys.executable, __file__, "--child", json.dumps(conf)], capture_output=True, text=True,
                          env=env, cwd=str(REPO / "benchmarks"))
     if out.returncode:
@@ -297,13 +313,25 @@ def parse_conf(text: str, model: str, threads: int) -> dict:
     conf: dict = {"model": model, "n_threads": threads}
     for item in filter(None, text.split(",")):
         k, v = item.split("=")
-        conf[k] = v if k == "model" else int(v)
+        conf[k] = v if k in ("model", "build", "variant") else int(v)
     if "flash_attn" in conf:
         conf["flash_attn"] = bool(conf["flash_attn"])
     return conf
 
 
-def summarize(confs: list[dict], results: dict[int, list[dict]], bounds: dict[int, dict], sizes: dict) -> None:
+def parse_builds(items: list[str]) -> list[dict]:
+    """``NAME[@VARIANT]=DIR`` items: remember each build's DIR, return the per-configuration keys."""
+    out = []
+    for item in items:
+        name, _, where = item.partition("=")
+        build, _, variant = name.partition("@")
+        BUILDS[build] = where
+        out.append({"build": build} | ({"variant": variant} if variant else {}))
+    return out
+
+
+def summarize(confs: list[dict], results: dict[int, list[dict]], bounds: dict[int, dict], sizes: dict,
+              reference: str = "native") -> None:
     """The Markdown table: medians over rounds and their ratios to the bounds at the same thread count."""
     print("\nSummary (median over rounds; bound ratios use Part 1 at the same thread count)")
     print("Wall-clock tok/s are what a user saw on this busy machine; 'per CPU-s' divides by the share of the")
@@ -327,19 +355,42 @@ def summarize(confs: list[dict], results: dict[int, list[dict]], bounds: dict[in
         ref = first.setdefault("run", v)  # every row against the run's first configuration
         same = all(a["text"] == c["text"] for a, c in zip(v, ref))
         dp = max(abs(a["p_yes"] - c["p_yes"]) for a, c in zip(v, ref))
-        settings = ",".join(f"{k}={val}" for k, val in conf.items() if k not in ("model", "n_threads"))
+        settings = ",".join(f"{k}={val}" for k, val in conf.items() if k not in ("model", "n_threads", "build"))
+        settings = (f"{conf['build']}: " if conf.get("build") else "") + settings
         print(f"| {m} | {t} | {settings} | {pt:.1f} | {pc:.1f} | "
               f"{f'{pc / p_bound:.2f} of {p_bound:.0f}' if p_bound else 'n/a'} | {gt:.1f} | {gc:.1f} | "
               f"{f'{gc / g_bound:.2f} of {g_bound:.0f}' if g_bound else 'n/a'} | "
               f"{np.mean([r['load1_start'] for r in rs]):.2f} | {np.median([r['cpu_share'] for r in rs]):.2f} | "
               f"{'same replies' if same else 'REPLIES DIFFER'}, max dP(Yes) {dp:.1e} |")
+    if any(c.get("build") for c in confs):
+        build_ratios(confs, results, reference)
     print("P(Yes) per STAR prompt, first round:")
     for i, conf in enumerate(confs):
         print(f"  {json.dumps(conf)}: " + " ".join(f"{v['p_yes']:.6f}:{v['text'].strip()[:6]!r}"
                                                     for v in results[i][0]["verdicts"]))
 
 
-def summarize_file(path: Path) -> None:
+def build_ratios(confs: list[dict], results: dict[int, list[dict]], reference: str = "native") -> None:
+    """Each build's median prompt and generated tok/s per CPU-second as a ratio to the ``reference`` build."""
+    def med(i: int, key: str, share: str) -> float:
+        return float(np.median([r[key] / r.get(share, r["cpu_share"]) for r in results[i]]))
+
+    ref = {(c["model"], c["n_threads"]): i for i, c in enumerate(confs)
+           if reference in (c.get("build"), f"{c.get('build')}@{c.get('variant')}")}
+    print(f"\nBuilds against the {reference} build (median per CPU-second over rounds, same machine, interleaved)")
+    print(f"| build | CPU backend loaded | prompt tok/s | x {reference} | gen tok/s | x {reference} | load1 |")
+    print("|---|---|---|---|---|---|---|")
+    for i, c in enumerate(confs):
+        j = ref.get((c["model"], c["n_threads"]))
+        p, g = med(i, "prompt_tok_s", "cpu_share"), med(i, "gen_tok_s", "cpu_share_gen")
+        rp = f"{p / med(j, 'prompt_tok_s', 'cpu_share'):.2f}" if j is not None else "n/a"
+        rg = f"{g / med(j, 'gen_tok_s', 'cpu_share_gen'):.2f}" if j is not None else "n/a"
+        name = c.get("build", "") + (f" ({VARIANT_ENV}={c['variant']})" if c.get("variant") else "")
+        la = np.mean([r["load1_start"] for r in results[i]])
+        print(f"| {name} | {results[i][0].get('cpu_backend', '?')} | {p:.1f} | {rp} | {g:.1f} | {rg} | {la:.2f} |")
+
+
+def summarize_file(path: Path, reference: str = "native") -> None:
     """Re-print the summary from a ``--json`` file (bounds as measured in that run)."""
     from cfbench.judges.local import _resolve_model_path
 
@@ -354,7 +405,7 @@ def summarize_file(path: Path) -> None:
         if r.get("bounds"):
             bounds.setdefault(r["conf"]["n_threads"], r["bounds"])
     sizes = {c["model"]: gguf_weights(_resolve_model_path(c["model"])) for c in confs}
-    summarize(confs, results, bounds, sizes)
+    summarize(confs, results, bounds, sizes, reference)
 
 
 def main() -> None:
@@ -369,9 +420,14 @@ def main() -> None:
     ap.add_argument("--skip-cpu", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="append every measurement to this JSON-lines file")
     ap.add_argument("--summarize", type=Path, default=None, help="only re-print the summary of a --json file")
+    ap.add_argument("--builds", nargs="+", default=None, metavar="NAME=DIR",
+                    help="compare llama-cpp-python builds, each installed with `pip install --target DIR` "
+                         "(an empty DIR: this interpreter's own); a 'native' build is the ratio reference; "
+                         "NAME@VARIANT forces that CPU variant of the build (e.g. shipped@baseline=DIR)")
+    ap.add_argument("--reference", default="native", help="the build (NAME or NAME@VARIANT) ratios are taken to")
     args = ap.parse_args()
     if args.summarize:
-        summarize_file(args.summarize)
+        summarize_file(args.summarize, args.reference)
         return
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
@@ -379,6 +435,8 @@ def main() -> None:
     header("CPU limit vs the embedded judge")
     confs = [parse_conf(c, m, t) for m in args.models for t in args.threads
              for c in (args.configs or [f"n_batch={b}" for b in args.batches])]
+    if args.builds:
+        confs = [c | b for c in confs for b in parse_builds(args.builds)]
     bounds: dict[int, dict] = {}
     if not args.skip_cpu:
         print("Part 1: CPU limits (per CPU-second x threads: what the cores do while they are ours)")
@@ -408,7 +466,7 @@ def main() -> None:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(r | {"round": rnd, "bounds": bounds.get(conf["n_threads"])}) + "\n")
-    summarize(confs, results, bounds, sizes)
+    summarize(confs, results, bounds, sizes, args.reference)
     print(f"({load()})")
 
 

@@ -43,8 +43,10 @@ class Tokenizer:
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+        from cfbench.judges.llama_cpu import load_cpu_backend
         from cfbench.judges.local import ensure_embedded_model
 
+        load_cpu_backend()  # a `make install` build has no CPU backend until one is loaded
         self.llm = Llama(model_path=str(ensure_embedded_model()), vocab_only=True, verbose=False)
         meta = self.llm.metadata
         eos = self.llm.detokenize([self.llm.token_eos()], special=True).decode("utf-8", errors="ignore")

@@ -1,6 +1,7 @@
 """llama-cpp-python's own OpenAI-compatible server on the embedded model, on loopback.
 
-A real server nobody here wrote (``python -m llama_cpp.server``, the ``[server]`` extra), for the tests
+A real server nobody here wrote (``python -m llama_cpp.server``, the ``[server]`` extra, started through
+:mod:`cfbench.judges.llama_serve`, which loads llama.cpp's CPU module first), for the tests
 that check cfbench against one (``tests/test_judges_real_server.py``) and the benchmark that measures
 the free-text contract through it (``benchmarks/bench_free_mode.py``):
 
@@ -98,7 +99,8 @@ def embedded_server(*, n_ctx: int = 4096, n_threads: int = 2, log: "str | Path |
             log = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cfbench-llama-server-"))) / "server.log"
         log = Path(log)
         with open(log, "wb") as sink:  # a file, not a pipe: the model's load log would fill a pipe
-            proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
+            # llama_cpp.server through cfbench's wrapper: it loads llama.cpp's CPU module for this machine first
+            proc = subprocess.Popen([sys.executable, "-m", "cfbench.judges.llama_serve", "--model", str(model), "--host",
                                      "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads",
                                      str(n_threads)], stdout=sink, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}/v1"

@@ -24,6 +24,10 @@ for bit), prompts are always evaluated in batches aligned to multiples of
 reused: every batch then sees exactly the same inputs whatever the history.
 ``prompt_tokens_evaluated`` in each response counts the tokens computed.
 
+llama.cpp's CPU kernels are chosen for the CPU at run time (``make install``
+builds one CPU module per instruction-set level worth having; see
+:mod:`cfbench.judges.llama_cpu`); ``judge.cpu_backend`` says which one runs.
+
 Long replies (at least ``batch_min_tokens`` new tokens allowed, no JSON
 grammar, no log-probabilities requested) are decoded ``parallel`` at a time by
 :class:`~cfbench.judges.local_batch.BatchEngine` in a second context on the
@@ -197,8 +201,12 @@ class LocalJudge(Judge):
                              "(it builds from source in a few minutes)") from None
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+        from .llama_cpu import load_cpu_backend
+
         self.model_path = _resolve_model_path(model)
         self._llama_cpp = llama_cpp
+        #: the CPU kernels llama.cpp runs here (best for this CPU, loaded before the first model; llama_cpu.py)
+        self.cpu_backend = load_cpu_backend(llama_cpp)
         # one count for generation and prompt batches (llama-cpp-python would use every core for batches)
         threads = n_threads or os.cpu_count() or 1
         self._llm = llama_cpp.Llama(

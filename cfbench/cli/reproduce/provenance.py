@@ -159,7 +159,20 @@ def run_info(run: Run, *, root: Path, mode: str, params: Mapping[str, Any], wall
         from ...judges.server_info import server_provenance, server_specs
 
         info["servers"] = server_provenance(server_specs(params))
+        if _uses_embedded_judge(params):
+            from ...judges.llama_cpu import cpu_backend_summary
+
+            # the llama.cpp CPU module the embedded judge loads here (the notebook's kernel makes the same
+            # choice: same machine, same environment); replies can differ between modules (docs/local_judge.md 3b)
+            info["cpu_backend"] = cpu_backend_summary()
     return info
+
+
+def _uses_embedded_judge(params: Any) -> bool:
+    """Whether any parameter (or item of a list parameter) is a ``local:`` judge spec."""
+    values = params.values() if isinstance(params, Mapping) else ()
+    return any(isinstance(item, str) and item.startswith("local:")
+               for v in values for item in (v if isinstance(v, (list, tuple)) else [v]))
 
 
 def provenance_markdown(info: Mapping[str, Any]) -> str:
@@ -196,6 +209,8 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
         f"Python {info.get('python')}",
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
+        *([f"- CPU backend of the embedded judge (llama.cpp): {md_text(info['cpu_backend'])}"]
+          if info.get("cpu_backend") else []),
         *[f"- judge server: {_server_line(srv)}" for srv in info.get("servers") or ()],
         *([f"- note: {md_text(info['note'])}"] if info.get("note") else []),
         "",
