@@ -142,6 +142,11 @@ def test_provenance_names_the_cpu_backend():
     text = provenance_markdown({"mode": "live", "cpu_backend": line})
     assert "- CPU backend of the embedded judge (llama.cpp): x86-64 AVX-512 VNNI (icelake," in text
     assert "CPU backend" not in provenance_markdown({"mode": "live"})  # an API-only run: no such line
+    # a reply read from the cache came from whichever module answered then, not from this one
+    cached = provenance_markdown({"mode": "live", "cpu_backend": line, "cache": {"replies_added": 0}})
+    assert "no reply of this run came from it" in cached
+    fresh = provenance_markdown({"mode": "live", "cpu_backend": line, "cache": {"replies_added": 16}})
+    assert "it gave the 16 replies this run added" in fresh
     assert _uses_embedded_judge({"judges": ["openai:x", "local:qwen2.5-coder-1.5b"]})
     assert _uses_embedded_judge({"fresh_models": "local:qwen2.5-coder-0.5b"})
     assert not _uses_embedded_judge({"judges": ["openai:gpt"], "n_items": 3, "name": "local"})

@@ -175,6 +175,18 @@ def _uses_embedded_judge(params: Any) -> bool:
                for v in values for item in (v if isinstance(v, (list, tuple)) else [v]))
 
 
+def _backend_line(backend: str, added: Any) -> str:
+    """The CPU-module line. Replies can differ between modules (docs/local_judge.md 3b), and a cached reply
+    came from the module of the run that asked for it, so the line says which replies this module gave."""
+    line = f"- CPU backend of the embedded judge (llama.cpp): {md_text(backend)}"
+    if added is None:
+        return line
+    if not int(added):
+        return line + ("; no reply of this run came from it (every reply was read from the cache, made by "
+                       "whichever module answered when it was asked)")
+    return line + f"; it gave the {int(added):,} replies this run added, the cached ones came from earlier runs"
+
+
 def provenance_markdown(info: Mapping[str, Any]) -> str:
     """The provenance cell of an executed notebook, from its ``run_info.json`` fields."""
     mode = info.get("mode", "replay" if info.get("replay") else "live")
@@ -209,8 +221,7 @@ def provenance_markdown(info: Mapping[str, Any]) -> str:
         f"Python {info.get('python')}",
         f"- wall time: {wall:,.0f} s ({wall / 60:.1f} min), {info.get('started')} to {info.get('finished')}",
         f"- response cache: {cache_txt}",
-        *([f"- CPU backend of the embedded judge (llama.cpp): {md_text(info['cpu_backend'])}"]
-          if info.get("cpu_backend") else []),
+        *([_backend_line(info["cpu_backend"], cache.get("replies_added"))] if info.get("cpu_backend") else []),
         *[f"- judge server: {_server_line(srv)}" for srv in info.get("servers") or ()],
         *([f"- note: {md_text(info['note'])}"] if info.get("note") else []),
         "",
