@@ -40,8 +40,9 @@ from cfbench.studies.contact_center_qa.tables import new_state
 __all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
            "source_of", "real_dialogues", "REAL_TABLES", "VIEW_ITEMS"]
 
-#: the explorer page of a run shows the pairs of its first this many transcripts (all of a smaller run)
-VIEW_ITEMS = 24
+#: the explorer page of a run shows the pairs of its first this many transcripts (all of a smaller run, such as
+#: the committed default's 36 STAR dialogues)
+VIEW_ITEMS = 48
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
