@@ -251,7 +251,7 @@ def _placebo_lines(pl: pd.DataFrame) -> list[str]:
     above = ok[ok["ci_low"] > 0]
     return [f"**Placebo** (each prompt once more, one identity stated in other words, table "
             f"`fresh_placebo_described`): the mean |difference| between identities minus the |difference| the "
-            f"rewording alone makes, paired by prompt (n = {int(ok['n_prompts'].min())}–{int(ok['n_prompts'].max())}): "
+            f"rewording alone makes, paired by prompt (n = {_span(ok['n_prompts'])}): "
             + "; ".join(parts) + f". {len(above)} of {len(ok)} rows show an identity effect beyond the rewording "
             "(lower bound above 0); a row covering 0 does not tell the identity from any edit of the statement."]
 
@@ -534,3 +534,9 @@ def describe_run(params: Params, config_name: str = "") -> str:
                  f"detected (finish reason 'length', else tokens at the cap), counted in `fresh_truncation` and "
                  f"left out of every tone and length metric.")
     return md_safe("\n".join(lines))
+
+
+def _span(n: pd.Series) -> str:
+    """``10`` or ``8–10``: the sizes of a table's rows, once when they agree."""
+    lo, hi = int(n.min()), int(n.max())
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
