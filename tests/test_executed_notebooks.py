@@ -166,6 +166,20 @@ def test_committed_notebooks_store_progress_as_one_final_line(folder):
     assert bars <= 0.05 * total, f"{bars} of {total} lines are stored progress bars"
 
 
+_MACHINE_PATH = re.compile(r"(?<![\w.])/(?:home|root|work|tmp|Users|srv|opt|mnt)/[^\s\"']+")
+
+
+@pytest.mark.parametrize("folder", DEFAULTS, ids=[f.parent.name for f in DEFAULTS])
+def test_committed_results_name_no_path_of_the_machine_that_made_them(folder):
+    """Executed notebooks, pages and tables: no absolute path and no staging folder name."""
+    for f in sorted(folder.iterdir()):
+        if f.suffix not in (".ipynb", ".html", ".csv", ".json", ".md"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        found = _MACHINE_PATH.findall(text) + re.findall(r"\.[\w-]+\.staging-\w+", text)
+        assert not found, f"{f.name}: {found[:3]}"
+
+
 def test_a_long_run_note_is_cut_at_a_word_and_says_so(monkeypatch):
     from cfbench.cli.reproduce.provenance import NOTE_MAX, run_note
 
@@ -190,3 +204,23 @@ def test_the_provenance_cell_says_how_many_replies_the_run_added():
 
     assert "no reply added by this run" in cache_line(0) and "says nothing of a live run" in cache_line(0)
     assert "128 replies added by this run" in cache_line(128) and "nothing of a live run" not in cache_line(128)
+
+
+def test_tidy_drops_the_machine_path_a_warning_printed(tmp_path):
+    """A UserWarning names the file it came from: the committed contact-center notebook showed
+    /work/<clone>/cfbench/io/dialogues.py. Tracebacks and staging folder names likewise."""
+    root = tmp_path / "clone"
+    warn = f"bar 0/36\r{root}/cfbench/io/dialogues.py:28: UserWarning: load_star: 30 dialogue(s) left out\n"
+    nb = {"cells": [{"cell_type": "code", "source": "", "metadata": {}, "execution_count": 1,
+                     "outputs": [_stream(warn),
+                                 {"output_type": "error", "ename": "E", "evalue": "x",
+                                  "traceback": [f"File {root}/results/s/.d.staging-7f/x.py, line 1"]}]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "s.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    tidy_executed(path, study="s", config="d", root=root)
+    text = path.read_text(encoding="utf-8")
+    assert str(root) not in text and "staging" not in text
+    out = json.loads(text)["cells"][0]["outputs"]
+    assert out[0]["text"].startswith("cfbench/io/dialogues.py:28: UserWarning")
+    assert out[1]["traceback"] == ["File results/s/d/x.py, line 1"]

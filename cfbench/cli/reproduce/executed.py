@@ -9,7 +9,9 @@ Two things, both about what a reader of ``results/<study>/<config>/<study>.ipynb
   merges consecutive outputs of one stream, as Jupyter's own display does. Text without carriage
   returns is kept line for line.
 * **No path of the machine that ran it.** papermill records the absolute input and output paths;
-  :func:`portable_metadata` replaces them with the project-relative ones.
+  :func:`portable_metadata` replaces them with the project-relative ones, and :func:`portable_text`
+  makes the paths a cell printed (a warning names the file it came from) project-relative, with a
+  staging folder's name replaced by the final one.
 
 Pure functions on the notebook's JSON (a dict), so they are tested without running a kernel.
 """
@@ -21,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["collapse_streams", "last_state", "portable_metadata", "tidy_executed"]
+__all__ = ["collapse_streams", "last_state", "portable_metadata", "portable_text", "tidy_executed"]
 
 # Everything up to a carriage return that is followed by more text on the same line: what a terminal overwrites.
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?=[^\n\r])")
@@ -68,11 +70,34 @@ def portable_metadata(nb: dict[str, Any], *, study: str, config: str) -> None:
     meta["output_path"] = f"results/{study}/{config}/{study}.ipynb"
 
 
-def tidy_executed(notebook: Path, *, study: str, config: str) -> None:
-    """Apply both to an executed notebook file, rewriting it."""
+def portable_text(text: str, *, root: Path | None, config: str) -> str:
+    """``text`` with the project root's absolute path dropped (so ``/home/x/cfbench/cfbench/io/a.py`` reads
+    ``cfbench/io/a.py``) and a staging folder (``.<config>.staging-<id>``) named by its final name.
+
+    >>> portable_text("/srv/p/cfbench/io/a.py:28: UserWarning", root=Path("/srv/p"), config="default")
+    'cfbench/io/a.py:28: UserWarning'
+    >>> portable_text("results/s/.default.staging-x1/t.csv", root=None, config="default")
+    'results/s/default/t.csv'
+    """
+    if root is not None:
+        text = text.replace(str(root).rstrip("/\\") + "/", "")
+    return re.sub(r"\." + re.escape(config) + r"\.staging-[A-Za-z0-9_]+", config, text)
+
+
+def _portable_outputs(outputs: list[dict[str, Any]], *, root: Path | None, config: str) -> None:
+    for o in outputs:
+        if o.get("output_type") == "stream":
+            o["text"] = portable_text(_text(o), root=root, config=config)
+        elif o.get("output_type") == "error":
+            o["traceback"] = [portable_text(str(t), root=root, config=config) for t in o.get("traceback", [])]
+
+
+def tidy_executed(notebook: Path, *, study: str, config: str, root: Path | None = None) -> None:
+    """Apply all three to an executed notebook file, rewriting it (``root``: the project's folder)."""
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     portable_metadata(nb, study=study, config=config)
     for cell in nb.get("cells", []):
         if cell.get("outputs"):
             cell["outputs"] = collapse_streams(cell["outputs"])
+            _portable_outputs(cell["outputs"], root=root, config=config)
     notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

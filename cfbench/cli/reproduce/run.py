@@ -156,7 +156,7 @@ def run_study(pm: Any, root: Path, run: Run, results_dir: Path, mode: str, *, fo
         notebook.shutdown(km)
         free_space_if_full(exc, run, staging, failed)  # a full disk: this run's folders go, one line
         with contextlib.suppress(OSError, ValueError):  # the failed notebook is read too: tidy it alike
-            tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
+            tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config, root=root)
         leaked = leak_check(staging, run)  # a failed run's folder is kept: it is checked like results
         if leaked:
             raise SecretLeakError(f"{run.study} failed ({one_line(exc)[:200]}); {leaked}") from exc
@@ -169,7 +169,7 @@ def run_study(pm: Any, root: Path, run: Run, results_dir: Path, mode: str, *, fo
         raise StudyFailed(run.study, where / f"{run.study}.ipynb", one_line(exc)) from exc
     notebook.shutdown(km)
     wall = time.perf_counter() - t0
-    tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config)
+    tidy_executed(staging / f"{run.study}.ipynb", study=run.study, config=run.config, root=root)
     info = run_info(run, root=root, mode=mode, params=params, wall=wall, started=started, cache=cache,
                     command=command)
     try:
