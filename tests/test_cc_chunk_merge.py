@@ -27,11 +27,13 @@ def _config(name: str, **over) -> Params:
     return Params.from_config(m)
 
 
-#: two judges, every arm and task with rows: the default's sampled conditions on all 15 dimensions with a
+#: two judges, every arm and task with rows: the default's sampled conditions on all 15 dimensions (on the
+#: shipped synthetic calls, whose agents have names, so the name dimensions and the placebo apply) with a
 #: paraphrase and two temperatures, the fairness arm, coaching notes and the placebo arm on; and the answer /
 #: rationale / evidence contract
 CASES = {
     "default-like": _config("default", judges=TWO, n_items=4, n_boot=50, fairness=True, coaching=True,
+                            transcripts_path="", require_agent_name=True,  # synthetic calls: named agents
                             coaching_items=2, placebo=True, dimensions=[], paraphrases=1, repeats=3,
                             robustness_temperatures=[0.0, 0.7]),
     "evidence": _config("smoke", judges=TWO, qa_mode="json", evidence_chars=80, n_items=3, paraphrases=0,
