@@ -117,8 +117,9 @@ def test_filter_dimension_and_deep_link_on_contact_center(browser, tmp_path):
     n = len(dis) - dis.groupby(["judge", "arm", "task", "question_id", "item_id"]).ngroups
     assert browser.eval("document.getElementById('count').textContent").startswith(f"{n} of ")
     assert len(rows) == min(n, 50)
-    # a synthetic pair's deep link (the STAR arm's replies are checked in test_real_star_dialogues_...)
-    target = next(p for p in pairs_of(d).pair_id if "|synthetic|" in p and "|disability|" in p)
+    # a main-arm pair's deep link (whatever the default's main arm rests on: STAR dialogues since this session)
+    source = json.loads((d / "summary.json").read_text())["source"]
+    target = next(p for p in pairs_of(d).pair_id if f"|{source}|" in p and "|disability|" in p)
     # follow a deep link from a fresh load
     browser.open(_url(page, target))
     assert browser.eval("document.getElementById('detail').dataset.id") == target
