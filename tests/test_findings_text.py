@@ -126,4 +126,4 @@ def test_notebook_markdown_types_no_measured_figure_and_links_the_glossary(name)
 
 def test_cc_flipped_examples_heading_says_which_arm():
     md = [m for m in _markdown("contact_center_qa") if m.startswith("## Flipped examples")]
-    assert md and "Synthetic transcripts only" in md[0] and "star_cfr" in md[0]
+    assert md and "The main arm only" in md[0] and "`source` column" in md[0] and "star_cfr" in md[0]
