@@ -555,7 +555,7 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
                 shard["batch_id"], shard["status"] = found.id, found.status
                 _save_manifest(out, manifest)
                 continue
-        shard["creating"] = True
+        shard["creating"] = True  # kept through refusals and back-off retries; cleared with the id saved
         _save_manifest(out, manifest)
         while True:
             try:
@@ -567,7 +567,6 @@ def submit_batch(out_dir: str | os.PathLike[str], *, client: Any = None, complet
                 if err is None:
                     raise
                 status, msg = err
-                shard.pop("creating", None)  # refused: the server made no batch
                 shard["submit_error"] = {"status": status, "message": msg,
                                          "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
                 _save_manifest(out, manifest)
