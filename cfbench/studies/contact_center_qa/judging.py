@@ -115,6 +115,7 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
     transcript is asked about (the fairness and coaching dimensions are narrowed to them too); None asks
     every transcript about ``params.dimensions``. ``admit`` (a budget): called with a wave's plans before any
     of them is judged; False ends the walk there, nothing of that wave sent."""
+    import contextlib
     import tempfile
     from pathlib import Path
 
@@ -124,7 +125,10 @@ def iter_judged(params: Any, *, transcripts: Iterable[Any] | None = None, cache:
     items = iter_items(params) if transcripts is None else iter(transcripts)
     decisions = _decisions(params)
     used: set = set()
-    with tempfile.TemporaryDirectory(prefix="cfbench-decisions-") as tmp:
+    # a folder for the per-transcript review files only when there is a review: a walk abandoned by a killed
+    # process leaves nothing behind otherwise (most runs have no review)
+    with (tempfile.TemporaryDirectory(prefix="cfbench-decisions-") if decisions is not None
+          else contextlib.nullcontext(None)) as tmp:
         for wave in _waves(enumerate(items), wave_size):
             planned = []
             for index, t in wave:
