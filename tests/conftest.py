@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,14 +14,37 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+USER_CACHE: Path | None = None  # the cache the run would have used: tests never write to it
+_SESSION_CACHE: Path | None = None
+
+
+def _cache_sharing_the_model(path: Path) -> Path:
+    real_models = USER_CACHE / "models"
+    (path / "models").symlink_to(real_models, target_is_directory=True) if real_models.exists() else None
+    return path
+
+
+def pytest_configure(config):
+    """A session-wide cache before any fixture runs: a module- or session-scoped fixture is set up before
+    the per-test cache below, and once wrote a test double's replies into the user's cache."""
+    global USER_CACHE, _SESSION_CACHE
+    from cfbench.judges.cache import default_cache_dir
+
+    USER_CACHE = default_cache_dir()
+    _SESSION_CACHE = _cache_sharing_the_model(Path(tempfile.mkdtemp(prefix="cfbench-test-cache-")))
+    os.environ["CFBENCH_CACHE_DIR"] = str(_SESSION_CACHE)
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)  # the folder pytest_configure made, nothing else
+        os.environ["CFBENCH_CACHE_DIR"] = str(USER_CACHE)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep test runs out of the user's cache, but share the assembled model."""
-    from cfbench.judges.cache import default_cache_dir
-
-    real_models = default_cache_dir() / "models"
-    cache = tmp_path_factory.mktemp("cfbench-cache")
-    (cache / "models").symlink_to(real_models, target_is_directory=True) if real_models.exists() else None
+    cache = _cache_sharing_the_model(tmp_path_factory.mktemp("cfbench-cache"))
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(cache))
     monkeypatch.delenv("CFBENCH_MODE", raising=False)
     yield cache
