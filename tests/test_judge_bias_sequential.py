@@ -135,7 +135,27 @@ def test_a_request_budget_is_never_passed(max_requests):
     assert "max_requests" in r.summary["sequential"]["stopped_by"]
 
 
-@pytest.mark.parametrize("field,value", [("wave_size", 0), ("max_items", -1), ("max_requests", -1)])
+def test_a_dollar_budget_prices_each_wave_before_sending_it(monkeypatch):
+    import cfbench.judges.pricing as pricing
+
+    # one cent per request for the scripted judge (scripted judges cost 0 in the real price table)
+    monkeypatch.setattr(pricing, "request_pricers",
+                        lambda judges, batch: {"_why": {}, **{j: (lambda reqs: 0.01 * len(reqs)) for j in judges}})
+    r = _run(_params("scripted:jb-seq-slot-a", max_cost_usd=0.35))
+    seq = r.summary["sequential"]
+    assert seq["spent_usd"] == pytest.approx(0.01 * len(SENT)) and len(SENT) == seq["requests_sent"]
+    assert 0.35 - 0.10 < seq["spent_usd"] <= 0.35  # a wave costs 10 cents: three sent, the fourth refused
+    assert "max_cost_usd" in seq["stopped_by"] and "$0.1000" in seq["stopped_by"]
+
+
+def test_a_dollar_budget_needs_every_judge_priced():
+    with pytest.raises(InputError, match="max_cost_usd") as info:
+        _run(_params("openai:no-such-model-xyz@http://127.0.0.1:9/v1", max_cost_usd=1.0))
+    assert "no-such-model-xyz" in str(info.value) and not SENT
+
+
+@pytest.mark.parametrize("field,value", [("wave_size", 0), ("max_items", -1), ("max_requests", -1),
+                                         ("max_cost_usd", -0.5), ("max_cost_usd", float("nan"))])
 def test_bad_sequential_parameters_name_their_field(field, value):
     with pytest.raises(InputError, match=field):
         Params(**{field: value, "sequential": True})
@@ -165,7 +185,9 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     from cfbench.cli.reproduce import load_config_file, parse_override, project_root
 
     over = dict([parse_override("sequential", "true"), parse_override("wave_size", "3"),
-                 parse_override("max_items", "6"), parse_override("max_requests", "90")])
+                 parse_override("max_items", "6"), parse_override("max_requests", "90"),
+                 parse_override("max_cost_usd", "2.5")])
     cfg = project_root() / "configs" / "judge_bias" / "smoke.yaml"
     params = Params.from_config(load_config_file(cfg, "judge_bias", overrides=over))
-    assert (params.sequential, params.wave_size, params.max_items, params.max_requests) == (True, 3, 6, 90)
+    assert (params.sequential, params.wave_size, params.max_items, params.max_requests,
+            params.max_cost_usd) == (True, 3, 6, 90, 2.5)

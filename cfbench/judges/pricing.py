@@ -192,3 +192,38 @@ def estimate_from_chars(model: str, n_requests: int, prompt_chars: int, max_outp
     return {"method": "estimate: characters / 4 + 9 tokens of chat framing per request", "n_requests": n_requests,
             "prompt_chars": prompt_chars, "prompt_tokens": prompt_tokens, "max_output_tokens": max_output_tokens,
             "cost": cost}
+
+
+def request_pricers(judges: Sequence[str], *, batch: bool) -> dict:
+    """Judge spec -> a function pricing a list of :class:`~cfbench.judges.Request` in USD (``local:`` and
+    ``scripted:``: 0, no API; ``openai:`` by the price table of :func:`load_prices`, at the Batch-API price when
+    ``batch``), or None when no price is known (why under the key ``_why``). Prompt tokens are estimated from
+    characters, output at each request's ``max_tokens`` allowance (an upper bound), as in plan-only counts."""
+    out: dict = {"_why": {}}
+    table = None
+    for spec in judges:
+        backend, _, rest = spec.partition(":")
+        model = rest.partition("@")[0]
+        if backend in ("local", "scripted"):
+            out[spec] = lambda reqs: 0.0
+            continue
+        if backend == "openai":
+            table = table or load_prices()
+            if price_for(model, table) is not None:
+                out[spec] = (lambda reqs, _m=model, _t=table: estimate_from_chars(
+                    _m, len(reqs), sum(len(m["role"]) + len(m["content"]) for r in reqs for m in r.messages),
+                    sum(int(r.config.max_tokens) for r in reqs), _t, batch=batch)["cost"]["total_usd"])
+                continue
+            out["_why"][spec] = f"{model!r} is not in the price table"
+        else:
+            out["_why"][spec] = f"no price table for the {backend!r} backend"
+        out[spec] = None
+    return out
+
+
+def unpriced_judge(judges: Sequence[str], pricers: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(judge, why) for the first of ``judges`` that ``pricers`` (:func:`request_pricers`) cannot price."""
+    for j in judges:
+        if pricers.get(j) is None:
+            return j, pricers.get("_why", {}).get(j, "no price")
+    return None

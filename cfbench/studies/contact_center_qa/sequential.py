@@ -315,32 +315,11 @@ def cell_requests(rows: pd.DataFrame) -> dict:
 
 
 def judge_prices(judges: Sequence[str], *, batch: bool) -> dict:
-    """Judge spec -> a function pricing a list of requests in USD (``local:``/``scripted:``: 0, no API;
-    ``openai:`` by the price table of :func:`cfbench.judges.pricing.load_prices`, at the Batch-API price
-    when ``batch``), or None when no price is known (why under the key ``_why``). Prompt tokens are
-    estimated from characters, output at each request's ``max_tokens`` allowance (an upper bound)."""
-    from cfbench.judges.pricing import estimate_from_chars, load_prices, price_for
+    """Judge spec -> a function pricing a list of requests in USD, or None when unpriced
+    (:func:`cfbench.judges.pricing.request_pricers`, shared with the other studies' dollar budgets)."""
+    from cfbench.judges.pricing import request_pricers
 
-    out: dict = {"_why": {}}
-    table = None
-    for spec in judges:
-        backend, _, rest = spec.partition(":")
-        model = rest.partition("@")[0]
-        if backend in ("local", "scripted"):
-            out[spec] = lambda reqs: 0.0
-            continue
-        if backend == "openai":
-            table = table or load_prices()
-            if price_for(model, table) is not None:
-                out[spec] = (lambda reqs, _m=model, _t=table: estimate_from_chars(
-                    _m, len(reqs), sum(len(m["role"]) + len(m["content"]) for r in reqs for m in r.messages),
-                    sum(int(r.config.max_tokens) for r in reqs), _t, batch=batch)["cost"]["total_usd"])
-                continue
-            out["_why"][spec] = f"{model!r} is not in the price table"
-        else:
-            out["_why"][spec] = f"no price table for the {backend!r} backend"
-        out[spec] = None
-    return out
+    return request_pricers(judges, batch=batch)
 
 
 def wave_cost(plan: Any, prices: Mapping[str, Any]) -> float:

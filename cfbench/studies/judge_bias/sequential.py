@@ -1,7 +1,8 @@
 """A sequential audit of the judge-bias cue gates: judge items in waves, stop sending a decided cue's requests.
 
 With ``Params.sequential`` on, :func:`.study.run` walks the items in plan order in waves of ``wave_size`` items
-(at most ``max_items``, 0: all; at most ``max_requests`` requests over all judges, 0: no limit). The cells are
+(at most ``max_items``, 0: all; at most ``max_requests`` requests over all judges, 0: no limit; at most
+``max_cost_usd`` dollars by the price table, 0: no limit). The cells are
 judge x pairwise cue, the gate "the cue's net flip rate is at most ``gate_max_net_flip``". An item's statistic
 is its **net flip share**
 
@@ -21,7 +22,8 @@ above 0.5); a sequence that clears without it stays ``inconclusive`` and the cue
 cell's cue requests are no longer sent to that judge (the baseline, reworded, repeat and pointwise requests are
 shared references and are sent for every walked item; the ``position`` cue reads the baseline orders, so deciding
 it saves nothing). The run stops when every cell is decided, the items or ``max_items`` run out, or the next wave
-would pass ``max_requests`` (a wave is sent whole or not at all).
+would pass ``max_requests`` or ``max_cost_usd`` (a wave is sent whole or not at all; its cost is estimated from
+its prompts' characters and each request's ``max_tokens``, an upper bound, before it is sent).
 """
 
 from __future__ import annotations
@@ -52,13 +54,14 @@ class SequentialWalk:
     items: list = field(default_factory=list)
     budget: int = 0
     requests_sent: int = 0
+    spent_usd: float = 0.0
     stopped_by: str = ""
     stats: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {"n_walked": len(self.items), "budget": self.budget, "waves": self.cells.wave,
                 "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
-                "requests_sent": self.requests_sent, "stopped_by": self.stopped_by}
+                "requests_sent": self.requests_sent, "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
 
 
 def net_items(cues: pd.DataFrame) -> dict:
@@ -91,6 +94,24 @@ def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) ->
     return [r for r in plan.requests if r.request_id in keep]
 
 
+def _pricers(params: Any) -> dict:
+    """Per judge a function pricing its requests in USD, when ``max_cost_usd`` is set (else empty). Every judge
+    must be priced: ``local:`` and ``scripted:`` cost 0, ``openai:`` models by the price table (at the
+    synchronous price: this walk does not go through the Batch API); any other is refused, naming the field."""
+    if not params.max_cost_usd:
+        return {}
+    from cfbench.core.errors import InputError
+    from cfbench.judges.pricing import request_pricers, unpriced_judge
+
+    pricers = request_pricers(params.judges, batch=False)
+    missing = unpriced_judge(params.judges, pricers)
+    if missing:
+        raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every judge "
+                         "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
+                         field="max_cost_usd")
+    return pricers
+
+
 def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: bool) -> SequentialWalk:
     """Judge ``plan``'s items in waves for every judge until each (judge, cue) cell is decided or a budget is
     spent (see the module note)."""
@@ -98,6 +119,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
 
     keys = [(j, c) for j in params.judges for c in params.cues]
     cells = SequentialCells(keys=keys, key_names=["judge", "cue"], maximum=params.gate_max_net_flip)
+    pricers = _pricers(params)
     order = [it.item_id for it in plan.items]
     limit = min(params.max_items or len(order), len(order))
     walk = SequentialWalk(pd.DataFrame(), pd.DataFrame(), cells, budget=limit)
@@ -108,11 +130,19 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         wave = order[start:min(start + params.wave_size, limit)]
         reqs = {j: _wave_requests(plan, wave, cells, j) for j in params.judges}
         n = sum(len(r) for r in reqs.values())
+        usd = sum(pricers[j](reqs[j]) for j in params.judges if reqs[j]) if pricers else 0.0
+        over = []
         if params.max_requests and walk.requests_sent + n > params.max_requests:
-            walk.stopped_by = (f"budget: the next wave's {n} requests would pass max_requests "
-                               f"{params.max_requests} ({walk.requests_sent} sent)")
+            over.append(f"the next wave's {n} requests would pass max_requests {params.max_requests} "
+                        f"({walk.requests_sent} sent)")
+        if pricers and walk.spent_usd + usd > params.max_cost_usd:
+            over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {params.max_cost_usd:g} "
+                        f"(${walk.spent_usd:.4f} spent)")
+        if over:
+            walk.stopped_by = "budget: " + "; ".join(over)
             break
         walk.requests_sent += n
+        walk.spent_usd += usd
         wave_parsed = []
         for judge in params.judges:
             ids = {q.request_id for q in reqs[judge]}

@@ -72,10 +72,11 @@ class Params:
     max_items: int = 0  # sequential budget: most items judged (0: all)
     wave_size: int = 2  # sequential: items per wave (the cells are looked at after each)
     max_requests: int = 0  # sequential budget: most requests, all judges (0: no limit)
+    max_cost_usd: float = 0.0  # sequential budget: most US dollars by the price table (0: no limit)
 
     def __post_init__(self) -> None:
         check_judge_settings(self)
-        check_sequential_params(self)
+        check_sequential_params(self, priced=True)
         for name in ("judges", "cues", "pointwise_cues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name, every in (("cues", BATTERY), ("pointwise_cues", POINTWISE_CUES)):
