@@ -65,6 +65,19 @@ def _net_min(rng, n, effect, noise=0.05):
     return (rng.random(n) < effect + noise * noise).astype(float) - smaller
 
 
+def _net_abs_min(rng, n, effect):
+    """Judge-bias pointwise net shift with repeats: |cued - baseline| minus the smaller of the item's two noise
+    shifts (|reworded - baseline|, |repeat - baseline|; each 0 in 80 % of items, else 1 or 2 points), on
+    [-9, 9]. The cue moves the score like the smaller noise plus 3 points on a share effect / 3 of the items,
+    so its mean = effect."""
+    def noise():
+        return np.where(rng.random(n) < 0.8, 0.0, rng.choice([1.0, 2.0], n))
+
+    smaller = np.minimum(noise(), noise())
+    cue = np.minimum(noise(), noise()) + 3.0 * (rng.random(n) < effect / 3.0)
+    return cue - smaller
+
+
 QUANTITIES = {
     "flip rate (CFR), max 0.10": (0.0, 1.0, 0.10, _rate),
     "net flip rate (cue - repeat), max 0.10": (-1.0, 1.0, 0.10, _net),
@@ -74,6 +87,7 @@ QUANTITIES = {
     # with repeats subtracts the smaller noise
     "matched-pair gap, two-sided |gap| <= 0.10 (ShopFlow)": (-1.0, 1.0, 0.10, _gap, True),
     "net flip share vs the smaller noise, max 0.10 (judge bias)": (-1.0, 1.0, 0.10, _net_min),
+    "net |score shift| vs the smaller noise, max 1 point (judge bias pointwise)": (-9.0, 9.0, 1.0, _net_abs_min),
 }
 
 

@@ -47,7 +47,18 @@ def _slot_a_judge(request) -> Response:
     return _reply("A")
 
 
+def _scoring_judge(request) -> Response:
+    """Pairwise: as :func:`_real_judge` (responsive). Pointwise: 5 for every reply, 10 under ``authority``
+    (a net shift of 5 points on every item) and 5 under ``verbosity`` (net 0)."""
+    item, task, cond, order = request.request_id.split("/")
+    if task == "pairwise":
+        return _real_judge(request)
+    SENT.append(("scoring", item, f"pointwise:{cond}"))
+    return Response(text="10" if cond == "authority" else "5", prompt_tokens=10, completion_tokens=1)
+
+
 register_script("jb-seq-real", _real_judge)
+register_script("jb-seq-scoring", _scoring_judge)
 register_script("jb-seq-slot-a", _slot_a_judge)
 
 
@@ -133,6 +144,36 @@ def test_a_request_budget_is_never_passed(max_requests):
     per_wave = 2 * 5  # 2 items x (2 baseline orders, reworded, verbosity, authority)
     assert max_requests - per_wave < len(SENT) <= max_requests
     assert "max_requests" in r.summary["sequential"]["stopped_by"]
+
+
+def test_pointwise_cues_are_cells_that_stop_when_decided():
+    # a 2-point maximum: on the 18-point range of a net shift, 40 items of exactly 0 give [-1.44, 1.44]
+    r = _run(_params("scripted:jb-seq-scoring", pointwise_cues=("verbosity", "authority"), wave_size=4,
+                     gate_max_score_shift=2.0))
+    cells = r.tables["sequential_cells"].set_index(["task", "cue"])
+    assert set(cells.index) == {("pairwise", c) for c in ("position", "verbosity", "authority")} | \
+        {("pointwise", "verbosity"), ("pointwise", "authority")}
+    shifted, flat = cells.loc[("pointwise", "authority")], cells.loc[("pointwise", "verbosity")]
+    assert shifted["verdict"] == "fail" and shifted["cs_low"] > 2.0  # 5 points net on every item
+    assert flat["verdict"] == "pass" and flat["cs_high"] < 2.0
+    assert -9.0 <= shifted["cs_low"] <= shifted["cs_high"] <= 9.0  # the score range, not the flip share's
+    sent = _sent()
+    for cue, row in ((c, cells.loc[("pointwise", c)]) for c in ("authority", "verbosity")):
+        asked = sent.loc[sent["condition"] == f"pointwise:{cue}", "item"].nunique()
+        assert asked == row["items_used"] == row["stopped_at_item"] < N_ITEMS  # nothing sent after its decision
+    base = sent.loc[sent["condition"] == "pointwise:baseline", "item"].nunique()
+    assert base > cells.loc[("pointwise", "verbosity"), "items_used"]  # the shared references went on
+    assert "sequential_pointwise_sequences" in r.figures
+    text = S.sequential_sentence(r.tables["sequential_cells"], r.summary["sequential"])
+    assert "(pointwise) fail" in text and "net absolute 1-10 score shift" in text
+
+
+def test_pointwise_net_items_take_the_smaller_noise_and_skip_unread_scores():
+    cells = pd.DataFrame({"judge": "j", "item_id": ["a"] * 4 + ["b"] * 4 + ["c"] * 3,
+                          "condition": ["baseline", "reworded", "repeat1", "x"] * 2 + ["baseline", "reworded", "x"],
+                          "score": [5, 8, 6, 9, 5, 5, 7, 5, 5, 6, 10]})
+    got = S.pointwise_net_items(cells, ["x"])[("j", "pointwise", "x")]
+    assert got == [4 - 1, 0 - 0]  # a: |9-5| - min(3, 1); b: 0 - min(0, 2); c has no repeat: not counted
 
 
 def test_a_dollar_budget_prices_each_wave_before_sending_it(monkeypatch):

@@ -141,3 +141,19 @@ def test_sequential_params_are_checked_by_name(kw, field):
     with pytest.raises(InputError, match=field):
         check_sequential_params(_P(**kw), priced=True)
     check_sequential_params(_P(sequential=True, max_requests=10, max_items=3, max_cost_usd=2.0), priced=True)
+
+
+def test_a_cell_may_declare_its_own_range():
+    from cfbench.stats.sequential import BettingCS
+
+    cells = SequentialCells(keys=[("a",), ("b",)], key_names=["cell"], maximum={("a",): 0.1, ("b",): 1.0},
+                            ranges={("b",): (-9.0, 9.0)})
+    vals = [0.0, 0.5, -0.5, 1.0] * 5
+    cells.update({("a",): [v / 9 for v in vals], ("b",): vals}, {("a",): (True, ""), ("b",): (True, "")})
+    ref = BettingCS(alpha=cells.cell_alpha, lo=-9.0, hi=9.0)
+    ref.update(vals)
+    t = cells.table().set_index("cell")
+    assert (t.loc["b", "cs_low"], t.loc["b", "cs_high"]) == pytest.approx(ref.bounds())
+    assert t.loc["b", "cs_high"] == pytest.approx(9 * t.loc["a", "cs_high"])  # the same sequence, rescaled
+    with pytest.raises(ValueError, match="not a cell"):
+        SequentialCells(keys=[("a",)], key_names=["cell"], maximum=0.1, ranges={("z",): (0.0, 1.0)})

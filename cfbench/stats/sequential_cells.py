@@ -104,9 +104,10 @@ class _Cell:
 @dataclass
 class SequentialCells:
     """Every cell's sequence in one audit. ``keys``: the cells (tuples, in report order), named by
-    ``key_names``; values lie in ``[lo, hi]``; a cell passes below its maximum (``two_sided``: inside
-    ``(-maximum, maximum)``); ``maximum`` is one number or a mapping cell -> number. :meth:`update` is one
-    wave; :meth:`undecided` the cells still asked."""
+    ``key_names``; values lie in ``[lo, hi]`` (``ranges``: a mapping cell -> (lo, hi) for cells whose values
+    have another declared range); a cell passes below its maximum (``two_sided``: inside ``(-maximum, maximum)``);
+    ``maximum`` is one number or a mapping cell -> number. :meth:`update` is one wave; :meth:`undecided` the
+    cells still asked."""
 
     keys: Sequence[tuple]
     key_names: Sequence[str]
@@ -115,6 +116,7 @@ class SequentialCells:
     hi: float = 1.0
     two_sided: bool = False
     alpha: float = 0.05
+    ranges: Any = None
     wave: int = 0
     history: list = field(default_factory=list)
     cells: dict = field(default_factory=dict)
@@ -124,7 +126,12 @@ class SequentialCells:
         if len(set(self.keys)) != len(self.keys) or any(len(k) != len(self.key_names) for k in self.keys):
             raise ValueError("cells must be distinct tuples of len(key_names) labels")
         self.cell_alpha = alpha_per_cell(self.alpha, len(self.keys))
-        self.cells = {k: _Cell(k, BettingCS(alpha=self.cell_alpha, lo=self.lo, hi=self.hi)) for k in self.keys}
+        ranges = {tuple(k): (float(a), float(b)) for k, (a, b) in (self.ranges or {}).items()}
+        unknown = [k for k in ranges if k not in self.keys]
+        if unknown:
+            raise ValueError(f"a range for {unknown[0]!r}, which is not a cell")
+        self.cells = {k: _Cell(k, BettingCS(alpha=self.cell_alpha, lo=ranges.get(k, (self.lo, self.hi))[0],
+                                            hi=ranges.get(k, (self.lo, self.hi))[1])) for k in self.keys}
         if isinstance(self.maximum, Mapping):
             self.maximum = {tuple(k): float(v) for k, v in self.maximum.items()}
             missing = [k for k in self.keys if k not in self.maximum]

@@ -97,10 +97,11 @@ def _sequential(d: Path) -> str | None:
     need(t, ["judge", "cue", "verdict", "items_used", "stopped_at_item", "reason"], path)
     early, rest = [], []
     for r in t.itertuples(index=False):
+        cell = f"{r.judge} x {r.cue}" + (" (pointwise)" if str(getattr(r, "task", "")) == "pointwise" else "")
         if str(r.verdict) in ("pass", "fail") and not missing(r.stopped_at_item):
-            early.append(f"{r.judge} x {r.cue}: {r.verdict} at item {int(r.stopped_at_item)} ({r.reason})")
+            early.append(f"{cell}: {r.verdict} at item {int(r.stopped_at_item)} ({r.reason})")
         else:
-            rest.append(f"{r.judge} x {r.cue}: {r.verdict} after {int(r.items_used)} items ({r.reason})")
+            rest.append(f"{cell}: {r.verdict} after {int(r.items_used)} items ({r.reason})")
     return ("Sequential audit: " + ("stopped early, decided: " + "; ".join(early) if early else "no cell decided")
             + (". Still undecided: " + "; ".join(rest) if rest else "") + ". A decided cue has pairs only for the "
             "items up to its stopping point.")

@@ -15,13 +15,20 @@ cue flips the judge more than each item's smaller noise by more than the maximum
 :class:`cfbench.stats.sequential.BettingCS`, so bounds map back exactly). Items count as in the fixed-n gate:
 with a cue pair, a noise pair (and a repeat pair when repeats are sent).
 
-Each cell runs at 5 % / cells (Bonferroni over judges x cues, :class:`cfbench.stats.sequential_cells.SequentialCells`).
+With ``pointwise_cues``, each pointwise cue is a cell too (task ``pointwise``; the gate "the cue's net absolute
+score shift is at most ``gate_max_score_shift`` points"): an item's statistic is |cued - baseline| on the 1-10
+scale minus the item's noise shift (|reworded - baseline|, or the smaller of that and the mean |repeat -
+baseline|), in [-9, 9], the sequence running on that range (:func:`pointwise_net_items`). The fixed-n pointwise
+gate's floor of items is not needed: a confidence sequence holds its level at every look.
+
+Each cell runs at 5 % / cells (Bonferroni over judges x tasks x cues,
+:class:`cfbench.stats.sequential_cells.SequentialCells`).
 Responsiveness first: a cell passes only once its judge is shown to look at the replies
 (:func:`.metrics.responsiveness_of` on every item judged so far: control-pair accuracy and position consistency
 above 0.5); a sequence that clears without it stays ``inconclusive`` and the cue keeps being asked. A decided
 cell's cue requests are no longer sent to that judge (the baseline, reworded, repeat and pointwise requests are
 shared references and are sent for every walked item; the ``position`` cue reads the baseline orders, so deciding
-it saves nothing). The run stops when every cell is decided, the items or ``max_items`` run out, or the next wave
+it saves nothing; likewise a decided pointwise cell's cued score requests). The run stops when every cell is decided, the items or ``max_items`` run out, or the next wave
 would pass ``max_requests`` or ``max_cost_usd`` (a wave is sent whole or not at all; its cost is estimated from
 its prompts' characters and each request's ``max_tokens``, an upper bound, before it is sent).
 """
@@ -29,7 +36,7 @@ its prompts' characters and each request's ``max_tokens``, an upper bound, befor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -81,16 +88,52 @@ def net_items(cues: pd.DataFrame) -> dict:
     return out
 
 
+def pointwise_net_items(cells: pd.DataFrame, cues: Sequence[str]) -> dict:
+    """(judge, "pointwise", cue) -> the items' net absolute score shifts in item order, from the ``pointwise``
+    cells of :func:`.metrics.item_stats` (one parsed 1-10 score per item x condition):
+
+        d_i = |cued - baseline| - (the item's noise shift),
+
+    the noise being |reworded - baseline|, or, when repeats were sent, the smaller of that and the mean
+    |repeat - baseline| (as for the pairwise cells). Items lacking the cue's, the baseline's or a noise score
+    (a parse failure) are not counted. ``d_i`` lies in :data:`.metrics.SCORE_NET_RANGE`."""
+    out: dict = {}
+    if not len(cells):
+        return out
+    for judge, g in cells.groupby("judge", sort=False):
+        order = list(dict.fromkeys(g["item_id"]))
+        wide = (g.drop_duplicates(["item_id", "condition"])
+                .pivot(index="item_id", columns="condition", values="score").reindex(order))
+        if "baseline" not in wide.columns or "reworded" not in wide.columns:
+            continue
+        base = wide["baseline"].to_numpy(float)
+        noise = np.abs(wide["reworded"].to_numpy(float) - base)
+        reps = [c for c in M.repeat_conditions(g) if c in wide.columns]
+        if reps:
+            shifts = np.abs(wide[reps].to_numpy(float) - base[:, None])
+            seen = np.isfinite(shifts).sum(axis=1)
+            rep = np.where(seen > 0, np.nansum(shifts, axis=1) / np.maximum(seen, 1), np.nan)
+            noise = np.where(np.isnan(rep), np.nan, np.fmin(noise, rep))
+        for cue in cues:
+            if cue not in wide.columns:
+                continue
+            d = np.abs(wide[cue].to_numpy(float) - base) - noise
+            out[(judge, "pointwise", cue)] = [float(x) for x in d[np.isfinite(d)]]
+    return out
+
+
 def _responsive(acc: ItemStatistics, judge: str, params: Any) -> tuple[bool, str]:
     position = M.position_table(M.judge_cells(acc, "position", judge), n_boot=params.n_boot, seed=params.seed)
     return M.responsiveness_of(position, M.accuracy_table(M.judge_cells(acc, "accuracy", judge)))
 
 
 def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) -> list:
-    """The requests of the wave's items for ``judge``, without the cues whose cell for this judge is decided."""
-    decided = {cue for (j, cue) in cells.keys if j == judge and (j, cue) not in cells.undecided()}
+    """The requests of the wave's items for ``judge``, without the (task, cue) whose cell for this judge is
+    decided."""
+    undecided = set(cells.undecided())
+    decided = {(task, cue) for (j, task, cue) in cells.keys if j == judge and (j, task, cue) not in undecided}
     keep = {r["request_id"] for r in plan.cued if r["item_id"] in wave
-            and not (r["task"] == "pairwise" and r["condition"] in decided)}
+            and (r["task"], r["condition"]) not in decided}
     return [r for r in plan.requests if r.request_id in keep]
 
 
@@ -112,13 +155,22 @@ def _pricers(params: Any) -> dict:
     return pricers
 
 
+def _pointwise_sent(plan: Any) -> bool:
+    return any(r["task"] == "pointwise" for r in plan.cued)
+
+
 def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: bool) -> SequentialWalk:
     """Judge ``plan``'s items in waves for every judge until each (judge, cue) cell is decided or a budget is
     spent (see the module note)."""
     from cfbench.judges import run_requests
 
-    keys = [(j, c) for j in params.judges for c in params.cues]
-    cells = SequentialCells(keys=keys, key_names=["judge", "cue"], maximum=params.gate_max_net_flip)
+    pointwise = list(params.pointwise_cues) if _pointwise_sent(plan) else []
+    keys = [(j, "pairwise", c) for j in params.judges for c in params.cues] + \
+        [(j, "pointwise", c) for j in params.judges for c in pointwise]
+    cells = SequentialCells(keys=keys, key_names=["judge", "task", "cue"],
+                            maximum={k: params.gate_max_net_flip if k[1] == "pairwise" else params.gate_max_score_shift
+                                     for k in keys},
+                            ranges={k: M.SCORE_NET_RANGE for k in keys if k[1] == "pointwise"})
     pricers = _pricers(params)
     order = [it.item_id for it in plan.items]
     limit = min(params.max_items or len(order), len(order))
@@ -147,8 +199,8 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         for judge in params.judges:
             ids = {q.request_id for q in reqs[judge]}
             for r in plan.cued:  # each cell's own requests (the shared references are nobody's)
-                if r["request_id"] in ids and r["task"] == "pairwise" and (judge, r["condition"]) in cells.cells:
-                    cells.count_requests((judge, r["condition"]), 1)
+                if r["request_id"] in ids and (judge, r["task"], r["condition"]) in cells.cells:
+                    cells.count_requests((judge, r["task"], r["condition"]), 1)
             run_ = run_requests(judge, reqs[judge], desc=f"judge bias {judge} wave {cells.wave + 1}", progress=progress)
             judgments.append(run_.judgments.assign(judge=judge))
             wave_parsed.append(parse_judgments(run_.judgments).assign(judge=judge))
@@ -158,7 +210,9 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         s = M.item_stats(parsed, items[items["item_id"].isin(wave)])
         acc.merge(s)
         shown = {j: _responsive(acc, j, params) for j in params.judges}
-        cells.update(net_items(s.frame("cues")), {k: shown[k[0]] for k in keys})
+        values = {(j, "pairwise", c): v for (j, c), v in net_items(s.frame("cues")).items()}
+        values.update(pointwise_net_items(s.frame("pointwise"), pointwise))
+        cells.update(values, {k: shown[k[0]] for k in keys})
         walk.items += wave
     walk.judgments = pd.concat(judgments, ignore_index=True) if judgments else pd.DataFrame()
     walk.parsed = pd.concat(parsed_all, ignore_index=True) if parsed_all else pd.DataFrame()
@@ -172,8 +226,13 @@ def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
         return ""
     n_cells, n_walked, budget = len(table), summary["n_walked"], summary["budget"]
     decided = table[table["verdict"].isin(["pass", "fail"])]
-    said = "; ".join(f"`{r.judge}` x `{r.cue}` {r.verdict} at item {int(r.stopped_at_item)} (wave "
+    def name(r: Any) -> str:
+        return f"`{r.judge}` x `{r.cue}`" + (" (pointwise)" if getattr(r, "task", "pairwise") == "pointwise" else "")
+
+    said = "; ".join(f"{name(r)} {r.verdict} at item {int(r.stopped_at_item)} (wave "
                      f"{int(r.stopped_at_wave)}: {r.reason})" for r in decided.itertuples(index=False))
+    what = ("the net flip share (pairwise cues) or the net absolute 1-10 score shift (pointwise cues)"
+            if "task" in table and (table["task"] == "pointwise").any() else "the net flip share")
     left = len(table) - len(decided)
     if summary.get("stopped_by"):
         ended = f"it stopped after {n_walked} of its {budget} items at its {summary['stopped_by']}"
@@ -181,7 +240,7 @@ def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
         ended = f"it stopped after {n_walked} of its {budget} items, every cell decided"
     else:
         ended = f"it judged {n_walked} of its {budget} items"
-    return (f"**Sequential audit**: {n_cells} judge x cue cells, each a confidence sequence of the net flip share "
+    return (f"**Sequential audit**: {n_cells} judge x cue cells, each a confidence sequence of {what} "
             f"at 5 % / {n_cells} (Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking "
             f"after every wave); {ended}. "
             + (f"Stopped early, and the cue no longer sent to that judge: {said}." if said else "No cell was decided.")

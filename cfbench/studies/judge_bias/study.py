@@ -332,9 +332,15 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if "sequential_waves" in T and len(T["sequential_waves"]):
         from cfbench.report import plot_sequences
 
+        W, C = T["sequential_waves"], T["sequential_cells"]
         result.figures["sequential_sequences"] = plot_sequences(
-            T["sequential_waves"], T["sequential_cells"], key_names=["judge", "cue"], unit="items",
+            W[W["task"] == "pairwise"], C[C["task"] == "pairwise"], key_names=["judge", "cue"], unit="items",
             ylabel="net flip share (pp)", title="Judge-bias cues")
+        if (W["task"] == "pointwise").any():
+            result.figures["sequential_pointwise_sequences"] = plot_sequences(
+                W[W["task"] == "pointwise"], C[C["task"] == "pointwise"], key_names=["judge", "cue"], unit="items",
+                ylabel="net |score shift| (points)", scale=1.0, lo=M.SCORE_NET_RANGE[0], hi=M.SCORE_NET_RANGE[1],
+                title="Judge-bias cues, pointwise 1-10")
     if params.pointwise_cues and not T["pointwise"].empty:
         result.figures["pointwise_shifts"] = P.plot_pointwise(T["pointwise"], gate_max=params.gate_max_score_shift,
                                                               title=f"Score shift, 1-10 scale ({where})")
