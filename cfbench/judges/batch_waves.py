@@ -1,0 +1,149 @@
+"""The study-free half of a sequential audit sent through the Batch API: one job per judge per wave, resumable.
+
+A study's ``run_batch`` walks its waves as its live sequential audit does; before each wave is judged (from the
+cache, in replay mode) it hands this module the wave's requests per judge. :func:`send_wave` puts what the cache
+lacks into the cache through :mod:`cfbench.judges.batch` (plan once, submit once, poll, collect).
+
+The run folder holds :data:`MANIFEST` (JSON, rewritten atomically after every step): the run's parameters, and per
+wave what it asked about (``items``, ``dimensions``: whatever the study names its units and cells), each judge's
+batch folder and batch ids and how far the wave got (:data:`STEPS`: ``planned`` -> ``submitted`` -> ``collected``
+-> ``judged``), and the cells' table after the last judged wave. A resumed run walks the same waves again (the
+walk is seeded): a wave already answered is read back from the cache, the wave in flight continues from its batch
+folder (never planned or uploaded twice), and a wave asking about other units or cells than the manifest says
+(changed parameters or data) stops the run with one line. After each step a ``crash`` callback is called with the
+step's name (a no-op in use; tests make it kill the process there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from cfbench.core.errors import InputError
+
+__all__ = ["MANIFEST", "STEPS", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
+           "mark_judged"]
+
+#: the sequential Batch run's manifest, in the run folder
+MANIFEST = "sequential_batch.json"
+_DONE = ("completed", "failed", "expired", "cancelled")
+#: how far a wave got, in order (a resumed run replaying a wave never moves it back)
+STEPS = ("new", "planned", "submitted", "collected", "judged")
+
+Crash = Callable[[str], None]
+
+
+def _no_crash(step: str) -> None:
+    """After each step of a wave (a no-op)."""
+
+
+def advance(entry: dict[str, Any], status: str) -> None:
+    """Move a wave's entry forward to ``status`` (never back)."""
+    if STEPS.index(status) > STEPS.index(entry["status"]):
+        entry["status"] = status
+
+
+def read_waves(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a sequential Batch run folder (an empty one when the folder has none yet)."""
+    path = Path(folder) / MANIFEST
+    if not path.exists():
+        return {"format": "cfbench-sequential-batch/1", "waves": [], "complete": False}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"not a sequential batch manifest ({exc})", source=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("waves"), list):
+        raise InputError("not a sequential batch manifest (no waves list)", source=str(path), field="waves")
+    return data
+
+
+def save_waves(folder: Path, manifest: dict[str, Any]) -> None:
+    """Write the manifest atomically (a temporary file renamed over it)."""
+    tmp = folder / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST)
+
+
+def open_run(folder: Path, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The folder's manifest, made or resumed for a run of ``params`` (a JSON-able mapping); a folder holding a
+    run of other parameters is refused in one line naming the field."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = read_waves(folder)
+    mine = json.loads(json.dumps(dict(params), default=str))
+    if manifest.get("params") not in (None, mine):
+        raise InputError("this folder holds a sequential batch run of other parameters; use another folder",
+                         source=str(folder / MANIFEST), field="params")
+    manifest.update(params=mine, complete=False)
+    save_waves(folder, manifest)
+    return manifest
+
+
+def wave_entry(folder: Path, manifest: dict[str, Any], k: int, items: Sequence[str], dims: Sequence[str],
+               judges: Sequence[str]) -> dict[str, Any]:
+    """The manifest's entry of wave ``k`` (1-based): made when new; when resumed, checked to ask about the same
+    ``items`` and ``dims`` as before."""
+    from cfbench.judges.batch import judge_slug
+
+    items, dims = [str(i) for i in items], [str(d) for d in dims]
+    if k <= len(manifest["waves"]):
+        entry = manifest["waves"][k - 1]
+        if entry["items"] != items or entry["dimensions"] != dims:
+            raise InputError(f"wave {k} of this run asked about {entry['items']} on {entry['dimensions']}, "
+                             f"now {items} on {dims}: the parameters or data changed; use another folder",
+                             source=str(folder / MANIFEST), record=f"wave {k}", field="items")
+        return entry
+    entry = {"wave": k, "items": items, "dimensions": dims, "status": "new",
+             "dirs": {j: f"batches/wave-{k:04d}/{judge_slug(j)}" for j in judges}}
+    manifest["waves"].append(entry)
+    return entry
+
+
+def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], requests: Mapping[str, list], *,
+              store: Any, client: Any, poll_s: float, sleep: Callable[[float], None], say: Callable[[str], None],
+              crash: Crash = _no_crash) -> None:
+    """One wave's requests (judge -> requests) into the cache ``store`` through the Batch API: per judge, what
+    the cache lacks is planned (once), submitted (once), polled until done and collected."""
+    from cfbench.judges.batch import batch_status, collect_batch, plan_batch, submit_batch
+    from cfbench.judges.batch import read_manifest as read_batch
+
+    for judge, reqs in requests.items():
+        d = folder / entry["dirs"][judge]
+        planned = (d / "manifest.json").exists() and read_batch(d).get("complete")
+        if not planned:
+            if entry["status"] not in ("new", "planned"):
+                raise InputError("the wave's batch plan is missing though the manifest says it was submitted",
+                                 source=str(d), field="status")
+            plan_batch(iter(reqs), judge, d, cache=store, progress=False, force=True,
+                       source={"sequential_wave": entry["wave"], "items": entry["items"]})
+            advance(entry, "planned")
+            save_waves(folder, manifest)
+            crash("planned")
+        submitted = submit_batch(d, client=client)
+        entry.setdefault("batch_ids", {})[judge] = [sh.get("batch_id") for sh in submitted["shards"]]
+        advance(entry, "submitted")
+        save_waves(folder, manifest)
+        crash("submitted")
+        while any(s.get("batch_id") and s.get("status") not in _DONE for s in batch_status(d, client=client)["shards"]):
+            say(f"wave {entry['wave']}: {judge}'s batch in progress; next poll in {poll_s:g} s")
+            sleep(poll_s)
+        collect_batch(d, cache=store, client=client)
+    advance(entry, "collected")
+    save_waves(folder, manifest)
+    crash("collected")
+
+
+def mark_judged(folder: Path, manifest: dict[str, Any], n_waves: int, table: Callable[[], Any], *,
+                crash: Crash = _no_crash) -> None:
+    """The first ``n_waves`` waves are judged (the audit has folded them into its cells): record it, with the
+    cells' table as it stands (``table()``: a DataFrame)."""
+    changed = False
+    for entry in manifest["waves"][:n_waves]:
+        if entry["status"] != "judged":
+            advance(entry, "judged")
+            changed = True
+    if changed:
+        manifest["cells"] = table().to_dict(orient="records")
+        save_waves(folder, manifest)
+        crash("judged")
