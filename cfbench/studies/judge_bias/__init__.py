@@ -27,7 +27,8 @@ On STAR (or the shipped synthetic calls)::
 from . import tasks  # noqa: F401  (registers the scripted test doubles)
 from .items import Item, items_from_pairs, load_items
 
-__all__ = ["Params", "run", "audit", "JudgeBiasResult", "iter_requests", "plan", "Item", "load_items", "items_from_pairs"]
+__all__ = ["Params", "run", "audit", "JudgeBiasResult", "iter_requests", "plan", "Item", "load_items", "items_from_pairs",
+           "run_batch"]
 
 
 def __getattr__(name: str):
@@ -35,6 +36,10 @@ def __getattr__(name: str):
         from . import study
 
         return getattr(study, name)
+    if name == "run_batch":  # the sequential audit through the Batch API (``cfbench batch sequential``)
+        from .batch_waves import run_batch
+
+        return run_batch
     raise AttributeError(name)
 
 

@@ -137,16 +137,17 @@ def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) ->
     return [r for r in plan.requests if r.request_id in keep]
 
 
-def _pricers(params: Any) -> dict:
+def _pricers(params: Any, *, batch: bool = False) -> dict:
     """Per judge a function pricing its requests in USD, when ``max_cost_usd`` is set (else empty). Every judge
     must be priced: ``local:`` and ``scripted:`` cost 0, ``openai:`` models by the price table (at the
-    synchronous price: this walk does not go through the Batch API); any other is refused, naming the field."""
+    Batch-API price when ``batch``: the waves go through :mod:`.batch_waves`; else the synchronous price); any
+    other is refused, naming the field."""
     if not params.max_cost_usd:
         return {}
     from cfbench.core.errors import InputError
     from cfbench.judges.pricing import request_pricers, unpriced_judge
 
-    pricers = request_pricers(params.judges, batch=False)
+    pricers = request_pricers(params.judges, batch=batch)
     missing = unpriced_judge(params.judges, pricers)
     if missing:
         raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every judge "
@@ -159,9 +160,13 @@ def _pointwise_sent(plan: Any) -> bool:
     return any(r["task"] == "pointwise" for r in plan.cued)
 
 
-def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: bool) -> SequentialWalk:
+def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: bool, cache: Any = None,
+                   mode: str | None = None, wave: Any = None) -> SequentialWalk:
     """Judge ``plan``'s items in waves for every judge until each (judge, cue) cell is decided or a budget is
-    spent (see the module note)."""
+    spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None: its defaults). ``wave``
+    (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests, items, cells)`` with each
+    admitted wave's requests per judge, its item ids and the cells as they stand, before the wave is judged;
+    with it a dollar budget is priced at the Batch-API price."""
     from cfbench.judges import run_requests
 
     pointwise = list(params.pointwise_cues) if _pointwise_sent(plan) else []
@@ -171,7 +176,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
                             maximum={k: params.gate_max_net_flip if k[1] == "pairwise" else params.gate_max_score_shift
                                      for k in keys},
                             ranges={k: M.SCORE_NET_RANGE for k in keys if k[1] == "pointwise"})
-    pricers = _pricers(params)
+    pricers = _pricers(params, batch=wave is not None)
     order = [it.item_id for it in plan.items]
     limit = min(params.max_items or len(order), len(order))
     walk = SequentialWalk(pd.DataFrame(), pd.DataFrame(), cells, budget=limit)
@@ -179,8 +184,8 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
     for start in range(0, limit, params.wave_size):
         if cells.done:
             break
-        wave = order[start:min(start + params.wave_size, limit)]
-        reqs = {j: _wave_requests(plan, wave, cells, j) for j in params.judges}
+        these = order[start:min(start + params.wave_size, limit)]
+        reqs = {j: _wave_requests(plan, these, cells, j) for j in params.judges}
         n = sum(len(r) for r in reqs.values())
         usd = sum(pricers[j](reqs[j]) for j in params.judges if reqs[j]) if pricers else 0.0
         over = []
@@ -195,25 +200,28 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
             break
         walk.requests_sent += n
         walk.spent_usd += usd
+        if wave is not None:
+            wave(reqs, these, cells)
         wave_parsed = []
         for judge in params.judges:
             ids = {q.request_id for q in reqs[judge]}
             for r in plan.cued:  # each cell's own requests (the shared references are nobody's)
                 if r["request_id"] in ids and (judge, r["task"], r["condition"]) in cells.cells:
                     cells.count_requests((judge, r["task"], r["condition"]), 1)
-            run_ = run_requests(judge, reqs[judge], desc=f"judge bias {judge} wave {cells.wave + 1}", progress=progress)
+            run_ = run_requests(judge, reqs[judge], cache=cache, mode=mode,
+                                desc=f"judge bias {judge} wave {cells.wave + 1}", progress=progress)
             judgments.append(run_.judgments.assign(judge=judge))
             wave_parsed.append(parse_judgments(run_.judgments).assign(judge=judge))
             add_wave_tallies(walk.stats.setdefault(judge, {}), run_.stats)
         parsed = pd.concat(wave_parsed, ignore_index=True)
         parsed_all.append(parsed)
-        s = M.item_stats(parsed, items[items["item_id"].isin(wave)])
+        s = M.item_stats(parsed, items[items["item_id"].isin(these)])
         acc.merge(s)
         shown = {j: _responsive(acc, j, params) for j in params.judges}
         values = {(j, "pairwise", c): v for (j, c), v in net_items(s.frame("cues")).items()}
         values.update(pointwise_net_items(s.frame("pointwise"), pointwise))
         cells.update(values, {k: shown[k[0]] for k in keys})
-        walk.items += wave
+        walk.items += these
     walk.judgments = pd.concat(judgments, ignore_index=True) if judgments else pd.DataFrame()
     walk.parsed = pd.concat(parsed_all, ignore_index=True) if parsed_all else pd.DataFrame()
     return walk

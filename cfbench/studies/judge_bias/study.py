@@ -267,8 +267,12 @@ class JudgeBiasResult(StudyResult):
 
 @uses_judge_settings
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
-        config_name: str | None = None, progress: bool = True, items: "list[Item] | None" = None) -> JudgeBiasResult:
-    """Build the items, judge every request, compute the tables and figures; write them under ``out``."""
+        config_name: str | None = None, progress: bool = True, items: "list[Item] | None" = None,
+        cache: Any = None, mode: str | None = None, wave: Any = None) -> JudgeBiasResult:
+    """Build the items, judge every request, compute the tables and figures; write them under ``out``.
+
+    ``cache``, ``mode``: the judge runner's response cache and mode (None: its defaults, ``$CFBENCH_MODE``).
+    ``wave`` (a sequential run only): the Batch-API hook of :func:`.sequential.judge_in_waves`."""
     if not isinstance(params, Params):
         raise InputError(f"expected judge_bias Params, got {type(params).__name__}", source="judge_bias.run")
     p = plan(params, items)
@@ -280,10 +284,13 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     items["single_order"] = items["item_id"].map(p.cue_order)
     result.frames.update(items=items, shown=pd.DataFrame(p.cued))
     if params.sequential:  # issue 35: waves; a decided cue is no longer sent to its judge
-        judgments, parsed, stats = _sequential(params, p, items, result, out, progress=progress)
+        judgments, parsed, stats = _sequential(params, p, items, result, out, progress=progress, cache=cache,
+                                               mode=mode, wave=wave)
     else:
+        if wave is not None:
+            raise InputError("a wave hook needs sequential: true", source="parameters", field="sequential")
         result.sent_ids = [r.request_id for r in p.requests]
-        judgments, parsed, stats = _judge_all(params, p, items, out, progress=progress)
+        judgments, parsed, stats = _judge_all(params, p, items, out, progress=progress, cache=cache, mode=mode)
     result.frames.update(judgments=judgments, parsed=parsed)
     # every per-judge table from the item statistics of all judges' answers (metrics.new_state)
     per = M.new_state().update(parsed, items).compute(
@@ -349,16 +356,16 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     return result
 
 
-def _judge_all(params: Params, p: Plan, items: pd.DataFrame, out: Any, *, progress: bool
-               ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def _judge_all(params: Params, p: Plan, items: pd.DataFrame, out: Any, *, progress: bool, cache: Any = None,
+               mode: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Every planned request for every judge (the fixed-n run): judgments and parsed answers with a ``judge``
     column, and each judge's run tallies."""
     from cfbench.judges import run_requests
 
     judgments, parsed_all, stats = [], [], {}
     for judge in params.judges:
-        run_ = run_requests(judge, p.requests, desc=f"judge bias {judge}", progress=progress)
-        if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
+        run_ = run_requests(judge, p.requests, cache=cache, mode=mode, desc=f"judge bias {judge}", progress=progress)
+        if (mode or os.environ.get("CFBENCH_MODE")) == "plan" and not run_.judgments["ok"].astype(bool).any():
             raise InputError(f"plan only: {len(p.requests)} requests recorded for {judge} and none answered; "
                              "send them (`cfbench batch plan --study judge_bias -f CONFIG`), then rerun with --replay",
                              source="judge_bias", field="judges")
@@ -373,11 +380,12 @@ def _judge_all(params: Params, p: Plan, items: pd.DataFrame, out: Any, *, progre
 
 
 def _sequential(params: Params, p: Plan, items: pd.DataFrame, result: "JudgeBiasResult", out: Any, *,
-                progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+                progress: bool, cache: Any = None, mode: str | None = None, wave: Any = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The sequential walk (:mod:`.sequential`): its tables and summary, and what the fixed-n tables read."""
     from .sequential import judge_in_waves
 
-    walk = judge_in_waves(params, p, items, progress=progress)
+    walk = judge_in_waves(params, p, items, progress=progress, cache=cache, mode=mode, wave=wave)
     result.tables["sequential_cells"] = walk.cells.table(stopped_by=walk.stopped_by)
     result.tables["sequential_waves"] = walk.cells.waves_table()
     result.summary["sequential"] = walk.summary()
