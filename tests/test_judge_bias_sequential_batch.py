@@ -241,3 +241,30 @@ def test_a_dollar_budget_prices_a_batch_wave_at_the_batch_price(tmp_path, monkey
     assert seq["spent_usd"] == pytest.approx(at(True), rel=1e-9)
     assert at(True) == pytest.approx(0.5 * at(False), rel=1e-3)  # (each wave's price rounded to cents/1000)
     assert seq["spent_usd"] <= params.max_cost_usd
+
+
+def test_the_command_line_runs_the_judge_bias_batch_audit(reference, tmp_path, capsys):
+    """``cfbench batch sequential --study judge_bias`` finds this study's run_batch: the same requests as the
+    reference run, and rerunning it on the finished folder sends nothing."""
+    import dataclasses
+
+    import yaml
+
+    from cfbench.cli import main
+
+    with FakeOpenAIServer(lifetime_s=300) as srv:
+        params = _params(srv.base_url)
+        judge = _Judge(params)
+        srv.reply = judge
+        config = tmp_path / "seq.yaml"
+        config.write_text(yaml.safe_dump(json.loads(json.dumps(dataclasses.asdict(params)))))
+        argv = ["batch", "sequential", "--study", "judge_bias", "-f", str(config), "--out", str(tmp_path / "run"),
+                "--cache", str(tmp_path / "cache.sqlite"), "--poll", "0", "--quiet"]
+        assert main(argv) == 0
+        sent = _received(srv, judge)
+        assert main(argv) == 0
+        again = _received(srv, judge)
+    assert "authority" in capsys.readouterr().out  # the cells' table is printed
+    assert len(again) == len(sent)
+    count = lambda f: f.groupby(["item", "condition"]).size().to_dict()  # noqa: E731
+    assert count(sent) == count(reference[1])
