@@ -56,3 +56,19 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "local_model" in item.keywords:
                 item.add_marker(skip)
+
+
+def results_with_a_cut_reply(src: Path, dst: Path) -> Path:
+    """A copy of an identity-tone results folder whose first fresh reply is marked cut at the token cap
+    (``finish_reason = length``, ``truncated``), for tests of how the explorer flags cut replies: a live run
+    may cut none (the committed default of 2026-11-27 cut none of its 80)."""
+    import pandas as pd
+
+    shutil.copytree(src, dst)
+    path = dst / "fresh_responses.csv"
+    resp = pd.read_csv(path)
+    resp.loc[0, "finish_reason"] = "length"
+    if "truncated" in resp:
+        resp.loc[0, "truncated"] = True
+    resp.to_csv(path, index=False)
+    return dst

@@ -149,8 +149,12 @@ def test_shopflow_pairs_and_flips_match_its_flip_table():
     assert {p for p, x in zip(pairs.pair_id, pairs.flag("answer_only")) if x} == set(same)
 
 
-def test_identity_pairs_are_every_prompt_under_every_compared_identity_pair():
+def test_identity_pairs_are_every_prompt_under_every_compared_identity_pair(tmp_path):
+    from conftest import results_with_a_cut_reply
+
     d = _committed("identity_tone")
+    if (pd.read_csv(d / "fresh_responses.csv")["finish_reason"] != "length").all():  # no cut reply to flag
+        d = results_with_a_cut_reply(d, tmp_path / "identity_tone" / "default")
     pairs = pairs_of(d)
     resp = pd.read_csv(d / "fresh_responses.csv")
     combos = pd.read_csv(d / "fresh_pairs_described.csv")[["identity_a", "identity_b"]].drop_duplicates()
