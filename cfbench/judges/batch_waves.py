@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cfbench.core.errors import InputError
 
-__all__ = ["MANIFEST", "STEPS", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
+__all__ = ["MANIFEST", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
            "mark_judged"]
 
 #: the sequential Batch run's manifest, in the run folder
@@ -37,6 +37,20 @@ Crash = Callable[[str], None]
 
 def _no_crash(step: str) -> None:
     """After each step of a wave (a no-op)."""
+
+
+def check_params(params: Any) -> None:
+    """A sequential Batch run needs ``params.sequential`` true and every judge in ``params.judges`` an
+    ``openai:`` one (the Batch API is OpenAI's); else one :class:`InputError` naming the field."""
+    from cfbench.judges.registry import parse_spec
+
+    if not params.sequential:
+        raise InputError("the Batch-API sequential audit needs sequential: true", source="parameters",
+                         field="sequential")
+    for judge in params.judges:
+        if parse_spec(judge)[0] != "openai":
+            raise InputError(f"Batch-API jobs are for openai:* judges, got {judge!r}", source="parameters",
+                             field="judges")
 
 
 def advance(entry: dict[str, Any], status: str) -> None:

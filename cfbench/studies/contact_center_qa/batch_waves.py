@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from cfbench.core.errors import InputError
 from cfbench.judges import batch_waves as W
 from cfbench.judges.batch_waves import MANIFEST, read_waves
 from cfbench.studies.contact_center_qa.params import Params
@@ -53,16 +52,9 @@ def run_batch(params: Params, out: Any, *, client: Any = None, cache: Any = None
     response cache the replies go into (a :class:`~cfbench.judges.cache.ResponseCache`; the default cache
     when None: it must outlive a crash); ``poll_s``: seconds between status polls of a wave's jobs."""
     from cfbench.judges.cache import ResponseCache, default_cache_path
-    from cfbench.judges.registry import parse_spec
     from cfbench.studies.contact_center_qa.study import run
 
-    if not params.sequential:
-        raise InputError("the Batch-API sequential audit needs sequential: true", source="parameters",
-                         field="sequential")
-    for judge in params.judges:
-        if parse_spec(judge)[0] != "openai":
-            raise InputError(f"Batch-API jobs are for openai:* judges, got {judge!r}", source="parameters",
-                             field="judges")
+    W.check_params(params)
     folder = Path(getattr(out, "dir", out))
     store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache or default_cache_path())
     manifest = W.open_run(folder, params.to_mapping())

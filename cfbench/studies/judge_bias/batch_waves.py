@@ -44,19 +44,11 @@ def cell_name(key: tuple) -> str:
 
 
 def _check(params: Any) -> None:
-    from cfbench.judges.registry import parse_spec
-
     from .study import Params
 
     if not isinstance(params, Params):
         raise InputError(f"expected judge_bias Params, got {type(params).__name__}", source="judge_bias.run_batch")
-    if not params.sequential:
-        raise InputError("the Batch-API sequential audit needs sequential: true", source="parameters",
-                         field="sequential")
-    for judge in params.judges:
-        if parse_spec(judge)[0] != "openai":
-            raise InputError(f"Batch-API jobs are for openai:* judges, got {judge!r}", source="parameters",
-                             field="judges")
+    W.check_params(params)
 
 
 def run_batch(params: Any, out: Any, *, client: Any = None, cache: Any = None, poll_s: float = 30.0,
