@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from cfbench.core.errors import InputError
 
 __all__ = ["MANIFEST", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
-           "mark_judged"]
+           "mark_judged", "close_run"]
 
 #: the sequential Batch run's manifest, in the run folder
 MANIFEST = "sequential_batch.json"
@@ -161,3 +161,12 @@ def mark_judged(folder: Path, manifest: dict[str, Any], n_waves: int, table: Cal
         manifest["cells"] = table().to_dict(orient="records")
         save_waves(folder, manifest)
         crash("judged")
+
+
+def close_run(folder: Path, manifest: dict[str, Any], n_waves: int, cells: Any, stopped_by: str = "") -> None:
+    """The audit ended after ``n_waves`` waves: mark them judged and the run complete, with the final cells' table
+    (``cells``: a DataFrame) and why it stopped."""
+    for entry in manifest["waves"][:n_waves]:
+        advance(entry, "judged")
+    manifest.update(complete=True, cells=cells.to_dict(orient="records"), stopped_by=stopped_by)
+    save_waves(folder, manifest)

@@ -130,8 +130,10 @@ class SequentialCells:
         unknown = [k for k in ranges if k not in self.keys]
         if unknown:
             raise ValueError(f"a range for {unknown[0]!r}, which is not a cell")
-        self.cells = {k: _Cell(k, BettingCS(alpha=self.cell_alpha, lo=ranges.get(k, (self.lo, self.hi))[0],
-                                            hi=ranges.get(k, (self.lo, self.hi))[1])) for k in self.keys}
+        self.cells = {}
+        for k in self.keys:
+            lo, hi = ranges.get(k, (self.lo, self.hi))
+            self.cells[k] = _Cell(k, BettingCS(alpha=self.cell_alpha, lo=lo, hi=hi))
         if isinstance(self.maximum, Mapping):
             self.maximum = {tuple(k): float(v) for k, v in self.maximum.items()}
             missing = [k for k in self.keys if k not in self.maximum]

@@ -68,11 +68,8 @@ def run_batch(params: Params, out: Any, *, client: Any = None, cache: Any = None
                     crash=_crash)
 
     result = run(params, out, config_name=config_name, progress=progress, cache=store, mode="replay", wave=wave)
-    for entry in manifest["waves"][:result.summary["sequential"]["waves"]]:
-        W.advance(entry, "judged")
-    manifest.update(complete=True, cells=result.tables["sequential_cells"].to_dict(orient="records"),
-                    stopped_by=result.summary["sequential"].get("stopped_by", ""))
-    W.save_waves(folder, manifest)
+    seq = result.summary["sequential"]
+    W.close_run(folder, manifest, seq["waves"], result.tables["sequential_cells"], seq.get("stopped_by", ""))
     return result
 
 

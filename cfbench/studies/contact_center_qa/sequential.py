@@ -46,6 +46,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.judges.pricing import request_pricers
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict
 from cfbench.stats.verdicts import items_to_decide, scaled_bounds
@@ -143,13 +144,14 @@ class SequentialAudit:
             raise ValueError(f"wave_size must be at least 1, got {self.wave_size}")
         self.cell_alpha = alpha_per_cell(self.alpha, len(self.judges) * len(self.dimensions))
         if self.max_cost_usd:
-            unpriced = [j for j in self.judges if self.prices.get(j) is None]
-            if unpriced:
+            from cfbench.judges.pricing import unpriced_judge
+
+            missing = unpriced_judge(self.judges, self.prices)
+            if missing:
                 from cfbench.core.errors import InputError
 
-                why = self.prices.get("_why", {}).get(unpriced[0])
-                raise InputError(f"no price for judge {unpriced[0]!r} ({why}); a dollar budget needs every judge "
-                                 "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
+                raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every "
+                                 "judge priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
                                  field="max_cost_usd")
 
     def admit(self, plans: Sequence[Any]) -> bool:
@@ -314,12 +316,9 @@ def cell_requests(rows: pd.DataFrame) -> dict:
     return {k: int(v) for k, v in r[~shared].groupby(["judge", "dimension"], sort=False).size().items()}
 
 
-def judge_prices(judges: Sequence[str], *, batch: bool) -> dict:
-    """Judge spec -> a function pricing a list of requests in USD, or None when unpriced
-    (:func:`cfbench.judges.pricing.request_pricers`, shared with the other studies' dollar budgets)."""
-    from cfbench.judges.pricing import request_pricers
-
-    return request_pricers(judges, batch=batch)
+#: judge spec -> a function pricing a list of requests in USD, or None when unpriced (shared with the other
+#: studies' dollar budgets)
+judge_prices = request_pricers
 
 
 def wave_cost(plan: Any, prices: Mapping[str, Any]) -> float:

@@ -82,9 +82,5 @@ def run_batch(params: Any, out: Any, *, client: Any = None, cache: Any = None, p
     result = run(params, out, config_name=config_name or None, progress=progress, cache=store, mode="replay",
                  wave=wave)
     seq = result.summary["sequential"]
-    for entry in manifest["waves"][:seq["waves"]]:
-        W.advance(entry, "judged")
-    manifest.update(complete=True, cells=result.tables["sequential_cells"].to_dict(orient="records"),
-                    stopped_by=seq.get("stopped_by", ""))
-    W.save_waves(folder, manifest)
+    W.close_run(folder, manifest, seq["waves"], result.tables["sequential_cells"], seq.get("stopped_by", ""))
     return result
