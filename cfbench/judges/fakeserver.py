@@ -97,6 +97,7 @@ class FakeOpenAIServer:
         self.bodies: deque[dict] = deque(maxlen=history)
         self.headers: deque[dict] = deque(maxlen=history)
         self._actions: deque[str] = deque()
+        self._by_prompt: dict[str, deque[str]] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -127,6 +128,13 @@ class FakeOpenAIServer:
         with self._lock:
             self._actions.extend(actions)
 
+    def script_prompt(self, user: str, actions: Iterable[str]) -> None:
+        """Queue behaviours for the next calls whose last user message is ``user``, one per call,
+        ahead of :meth:`script`'s queue. A retry of that request draws the next one, whatever other
+        requests are in flight: a test can say "this request hangs once" however calls interleave."""
+        with self._lock:
+            self._by_prompt.setdefault(user, deque()).extend(actions)
+
     def script_batch(self, actions: Iterable[str]) -> None:
         """Queue behaviours for the next batch output lines: ``ok``, ``null-content``,
         ``error`` (a per-line error object), ``500`` (a line whose response has status 500),
@@ -146,14 +154,16 @@ class FakeOpenAIServer:
     async def _handle(self, request):
         from aiohttp import web
 
+        body = await request.json()
+        user = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), None)
         with self._lock:
             self.requests += 1
-            action = self._actions.popleft() if self._actions else "ok"
+            mine = self._by_prompt.get(user) if isinstance(user, str) else None
+            action = mine.popleft() if mine else self._actions.popleft() if self._actions else "ok"
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             over = self.max_in_flight is not None and self.in_flight > self.max_in_flight
         try:
-            body = await request.json()
             self.bodies.append(body)
             self.headers.append(dict(request.headers))
             if over:
