@@ -73,3 +73,18 @@ def test_oracle_split_misses_its_level_on_skewed_items(bench):
     assert t_row["miss_high"] > 0.055, t_row
     w = bench.why(cal, np.ones_like(cal), 1.0)
     assert w["corr"] > 0.5 and w["T25"] < -t - 0.3, w   # se grows with the estimate; long lower tail
+
+
+def test_quick_run_prints_every_row(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_width_floor.py"), "--quick", "--only",
+                          "pyes_heavy_tail"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for n in (8, 20, 60):
+        for method in ("cfbench (after)", "plain bootstrap-t", "oracle, equal tails", "oracle, 3.5 / 3.5 %",
+                       "one fixed pair"):
+            assert f"| pyes_heavy_tail | {n} | {method}" in out.stdout, (n, method)
+    assert "| pyes_heavy_tail | 20 | 0.0 |" in out.stdout       # the why table: no audit without spread
+    assert "* pyes_heavy_tail n=20:" in out.stdout and "Run time:" in out.stdout
