@@ -18,9 +18,9 @@ asks whether a *studentized* interval could, if it knew the truth: per family of
    fresh audits (seed 1000 + n, the audits and resamples of ``bench_skew_tails``, so at
    ``--audits 2000`` the cfbench row repeats its table), and beside it, as a diagnostic, the plain
    equal-tailed bootstrap-t (multipliers from the sample's resamples, none of cfbench's widenings).
-   Audits whose items show no spread get the
-   same rule in every row (the worst-case two-point bound over the value range; none for tone), so
-   the oracle's quantiles are those of the pivot over audits with spread;
+   Audits whose items show no spread get the same rule in every row (the worst-case two-point bound
+   over the value range; none for tone), so the oracle's quantiles are those of the pivot over
+   audits with spread;
 4. adds one pair of multipliers for all families run (the farthest 3.5 % and 96.5 % pivot quantiles
    among them, per n): an interval that knows the set of families but not which one it faces;
 5. prints why: ``E[se] / sd(est)`` and the 10 / 90 % quantiles of ``se / sd(est)`` (how much ``se``
@@ -32,7 +32,7 @@ mean width of at least that of the 3.5 / 3.5 % row (up to clipping to the value 
 bound over all intervals: a bootstrap-t chooses its multipliers from the sample, and other shapes of
 interval are not studentized at all.
 
-Usage: ``python benchmarks/bench_width_floor.py [--audits 4000] [--calib 50000] [--n-boot 1000]
+Usage: ``python benchmarks/bench_width_floor.py [--audits 10000] [--calib 50000] [--n-boot 1000]
 [--only FAMILY] [--quick] [--write-docs]`` (``--write-docs`` replaces the block between the
 ``bench_width_floor`` markers of docs/statistics.md).
 """
@@ -248,7 +248,7 @@ def run(audits: int, calib: int, n_boot: int, families: list[str], ns: tuple[int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--audits", type=int, default=4000, help="evaluation audits per family and n")
+    ap.add_argument("--audits", type=int, default=10_000, help="evaluation audits per family and n")
     ap.add_argument("--calib", type=int, default=50_000, help="calibration audits per family and n")
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--only", choices=sorted(FAMILIES), action="append", help="run this family only (repeatable)")
