@@ -58,7 +58,8 @@ def files(tmp_path_factory):
 
 def _params(files, url: str, **kw) -> Params:
     return Params(**(dict(judge=f"openai:fake-judge@{url}", pairs_path=str(files / "pairs.jsonl"),
-                          contract_path=str(files / "contract.yaml"), sequential=True, wave_size=WAVE) | kw))
+                          contract_path=str(files / "contract.yaml"), sequential=True, wave_size=WAVE,
+                          sweep_step=0.3) | kw))  # (a short threshold sweep: half a run's time otherwise)
 
 
 def _config(params: Params) -> dict:
