@@ -155,16 +155,19 @@ def test_the_batch_cells_and_waves_equal_the_live_sequential_run_s(reference):
     assert result.summary["sequential"]["requests_sent"] == live.summary["sequential"]["requests_sent"] == len(sent)
 
 
-def test_kills_after_planning_and_after_collecting_resume_without_sending_anything_twice(files, reference, tmp_path):
-    """Killed after planning wave 2 (nothing of it submitted), resumed and killed again after collecting wave 3
-    (replies fetched, not yet folded into the cells), then resumed to the end."""
+def test_kills_after_planning_submitting_and_collecting_resume_without_sending_anything_twice(files, reference,
+                                                                                              tmp_path):
+    """In one folder: killed after planning wave 2 (nothing of it submitted); resumed and killed after submitting
+    wave 2 (its job at the server, not collected); resumed and killed after collecting wave 3 (replies fetched,
+    not yet folded into the cells); then resumed to the end."""
     with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
         params = _params(files, srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
         counts, statuses = [], []
-        # (the resumed process passes the collected step for waves 1 and 2, replayed from the cache, then wave 3)
-        for step, nth in (("planned", 2), ("collected", 3)):
+        # (a resumed process passes the steps of the waves it replays from the cache again, so the nth pass of a
+        # step is in wave n)
+        for step, nth in (("planned", 2), ("submitted", 2), ("collected", 3)):
             run_killed(B.__name__, "cfbench.studies.shopflow.study", tmp_path, _config(params), step, nth, KEY)
             manifest = B.read_waves(tmp_path / "run")
             assert not manifest["complete"]
@@ -172,8 +175,8 @@ def test_kills_after_planning_and_after_collecting_resume_without_sending_anythi
             counts.append(len(_received(srv, judge)))
         result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
         sent = _received(srv, judge)
-    assert statuses == [["judged", "planned"], ["judged", "judged", "collected"]]  # killed where the test said
-    assert counts[0] < counts[1] < len(sent)  # each run sent something new ...
+    assert statuses == [["judged", "planned"], ["judged", "submitted"], ["judged", "judged", "collected"]]
+    assert counts[0] < counts[1] < counts[2] < len(sent)  # each run sent something new ...
     _check_sent(result, sent)  # ... and nothing twice
     pd.testing.assert_frame_equal(result.tables["judged_sequential_cells"], reference[0].tables["judged_sequential_cells"])
     assert _count(sent) == _count(reference[1])
