@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,6 +18,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("openai")
 
+from batch_waves_util import cli_argv, openai_env, received, run_killed
 from cfbench.core.seeding import unit_interval
 from cfbench.judges.cache import ResponseCache
 from cfbench.judges.fakeserver import FakeOpenAIServer
@@ -32,15 +29,13 @@ from cfbench.studies.contact_center_qa.items import iter_items
 from cfbench.studies.contact_center_qa.params import Params
 from cfbench.studies.contact_center_qa.requests import plan_for
 
-REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-test-" + "Zx81" * 8
 MAX_ITEMS, WAVE = 12, 2
 
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    openai_env(monkeypatch, KEY)
 
 
 def _params(url: str) -> Params:
@@ -74,13 +69,7 @@ class _Judge:
 
 def _received(server: FakeOpenAIServer, judge: _Judge) -> pd.DataFrame:
     """One row per line of every batch input file the server got: custom id, item, dimension."""
-    rows = []
-    for batch in server.batches.values():
-        for line in server.files[batch["input_file_id"]].decode("utf-8").splitlines():
-            cid = json.loads(line)["custom_id"]
-            item, dim, _, _ = judge.by_key[cid]
-            rows.append({"custom_id": cid, "item": item, "dimension": dim, "batch": batch["id"]})
-    return pd.DataFrame(rows, columns=["custom_id", "item", "dimension", "batch"])
+    return received(server, lambda cid: dict(zip(("item", "dimension"), judge.by_key[cid][:2])), ["item", "dimension"])
 
 
 def _check_sent(result, sent: pd.DataFrame) -> None:
@@ -123,23 +112,7 @@ def test_each_wave_is_one_batch_job_and_decided_cells_get_no_request_after_their
     assert dims[:stop] == [["formality", "politeness"]] * stop and dims[stop:] == [["formality"]] * (len(dims) - stop)
 
 
-_CHILD = """
-import json, os, signal, sys
-from cfbench.judges.cache import ResponseCache
-from cfbench.studies.contact_center_qa import batch_waves as B
-from cfbench.studies.contact_center_qa.params import Params
-step, nth = sys.argv[3], int(sys.argv[4])
-seen = []
-def crash(at):
-    if at == step:
-        seen.append(at)
-        if len(seen) == nth:
-            os.kill(os.getpid(), signal.SIGKILL)
-B._crash_point = crash
-params = Params.from_config(json.loads(sys.argv[2]))
-B.run_batch(params, sys.argv[1] + "/run", cache=ResponseCache(sys.argv[1] + "/cache.sqlite"), poll_s=0,
-            progress=False)
-"""
+_PARAMS = "cfbench.studies.contact_center_qa.params"
 
 
 @pytest.mark.parametrize("step,nth", [("submitted", 3), ("judged", 2)])
@@ -148,10 +121,7 @@ def test_a_kill_9_at_a_step_of_a_wave_resumes_without_sending_anything_twice(ref
         params = _params(srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
-        env = dict(os.environ, PYTHONPATH=str(REPO), OPENAI_API_KEY=KEY)
-        child = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path), json.dumps(params.to_mapping()), step,
-                                str(nth)], env=env, capture_output=True, text=True, timeout=300)
-        assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]  # killed there, not finished
+        run_killed(B.__name__, _PARAMS, tmp_path, params.to_mapping(), step, nth, KEY)
         before = _received(srv, judge)
         waves = B.read_waves(tmp_path / "run")["waves"]
         assert not B.read_waves(tmp_path / "run")["complete"] and len(waves) >= 2
@@ -175,13 +145,10 @@ def test_kills_after_planning_and_after_collecting_resume_without_sending_anythi
         params = _params(srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
-        env = dict(os.environ, PYTHONPATH=str(REPO), OPENAI_API_KEY=KEY)
         counts = []
         # (the resumed process passes the collected step once for wave 1, replayed from the cache, then for wave 2)
         for step, nth in (("planned", 2), ("collected", 2)):
-            child = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path), json.dumps(params.to_mapping()),
-                                    step, str(nth)], env=env, capture_output=True, text=True, timeout=300)
-            assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+            run_killed(B.__name__, _PARAMS, tmp_path, params.to_mapping(), step, nth, KEY)
             assert not B.read_waves(tmp_path / "run")["complete"]
             counts.append(len(_received(srv, judge)))
         result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
@@ -197,18 +164,13 @@ def test_kills_after_planning_and_after_collecting_resume_without_sending_anythi
 def test_the_command_line_runs_and_resumes_the_batch_sequential_audit(reference, tmp_path, capsys):
     """``cfbench batch sequential`` is run_batch behind the study-agnostic CLI: the same jobs as the reference
     run, and running it again on a finished folder sends nothing."""
-    import yaml
-
     from cfbench.cli import main
 
     with FakeOpenAIServer(lifetime_s=300) as srv:
         params = _params(srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
-        config = tmp_path / "seq.yaml"
-        config.write_text(yaml.safe_dump(params.to_mapping()))
-        argv = ["batch", "sequential", "--study", "contact_center_qa", "-f", str(config), "--out",
-                str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--poll", "0", "--quiet"]
+        argv = cli_argv("contact_center_qa", params.to_mapping(), tmp_path)
         assert main(argv) == 0
         sent = _received(srv, judge)
         assert main(argv) == 0  # resumed on a finished folder

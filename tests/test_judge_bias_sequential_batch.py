@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -24,6 +20,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("openai")
 
+from batch_waves_util import cli_argv, openai_env, received, run_killed
 from cfbench.core.errors import InputError
 from cfbench.judges.cache import ResponseCache
 from cfbench.judges.fakeserver import FakeOpenAIServer
@@ -31,15 +28,13 @@ from cfbench.judges.registry import canonical_spec
 from cfbench.studies.judge_bias import batch_waves as B
 from cfbench.studies.judge_bias.study import Params, plan, run
 
-REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-test-" + "Qm27" * 8
 N_ITEMS, WAVE = 20, 2
 
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    openai_env(monkeypatch, KEY)
 
 
 def _params(url: str, **kw) -> Params:
@@ -73,13 +68,7 @@ class _Judge:
 
 def _received(server: FakeOpenAIServer, judge: _Judge) -> pd.DataFrame:
     """One row per line of every batch input file the server got: custom id, item, condition, batch."""
-    rows = []
-    for batch in server.batches.values():
-        for line in server.files[batch["input_file_id"]].decode("utf-8").splitlines():
-            cid = json.loads(line)["custom_id"]
-            item, cond, _, _ = judge.by_key[cid]
-            rows.append({"custom_id": cid, "item": item, "condition": cond, "batch": batch["id"]})
-    return pd.DataFrame(rows, columns=["custom_id", "item", "condition", "batch"])
+    return received(server, lambda cid: dict(zip(("item", "condition"), judge.by_key[cid][:2])), ["item", "condition"])
 
 
 def _cells(result) -> pd.DataFrame:
@@ -144,24 +133,6 @@ def test_the_batch_cells_equal_the_live_sequential_run_s(reference):
     assert result.summary["sequential"]["requests_sent"] == live.summary["sequential"]["requests_sent"] == len(sent)
 
 
-_CHILD = """
-import json, os, signal, sys
-from cfbench.judges.cache import ResponseCache
-from cfbench.studies.judge_bias import batch_waves as B
-from cfbench.studies.judge_bias.study import Params
-step, nth = sys.argv[3], int(sys.argv[4])
-seen = []
-def crash(at):
-    if at == step:
-        seen.append(at)
-        if len(seen) == nth:
-            os.kill(os.getpid(), signal.SIGKILL)
-B._crash_point = crash
-params = Params.from_config(json.loads(sys.argv[2]))
-B.run_batch(params, sys.argv[1] + "/run", cache=ResponseCache(sys.argv[1] + "/cache.sqlite"), poll_s=0)
-"""
-
-
 def test_kills_after_planning_and_after_collecting_resume_without_sending_anything_twice(reference, tmp_path):
     """Killed after planning wave 2 (nothing of it submitted), resumed and killed again after collecting wave 2
     (replies fetched, not yet folded into the cells), then resumed to the end."""
@@ -171,14 +142,11 @@ def test_kills_after_planning_and_after_collecting_resume_without_sending_anythi
         params = _params(srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
-        env = dict(os.environ, PYTHONPATH=str(REPO), OPENAI_API_KEY=KEY)
         counts, statuses = [], []
+        config = json.loads(json.dumps(dataclasses.asdict(params)))
         # (the resumed process passes the collected step once for wave 1, replayed from the cache, then for wave 2)
         for step, nth in (("planned", 2), ("collected", 2)):
-            child = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path),
-                                    json.dumps(dataclasses.asdict(params)), step, str(nth)],
-                                   env=env, capture_output=True, text=True, timeout=300)
-            assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]  # killed there, not finished
+            run_killed(B.__name__, "cfbench.studies.judge_bias.study", tmp_path, config, step, nth, KEY)
             manifest = B.read_waves(tmp_path / "run")
             assert not manifest["complete"]
             statuses.append([w["status"] for w in manifest["waves"]])
@@ -248,18 +216,13 @@ def test_the_command_line_runs_the_judge_bias_batch_audit(reference, tmp_path, c
     reference run, and rerunning it on the finished folder sends nothing."""
     import dataclasses
 
-    import yaml
-
     from cfbench.cli import main
 
     with FakeOpenAIServer(lifetime_s=300) as srv:
         params = _params(srv.base_url)
         judge = _Judge(params)
         srv.reply = judge
-        config = tmp_path / "seq.yaml"
-        config.write_text(yaml.safe_dump(json.loads(json.dumps(dataclasses.asdict(params)))))
-        argv = ["batch", "sequential", "--study", "judge_bias", "-f", str(config), "--out", str(tmp_path / "run"),
-                "--cache", str(tmp_path / "cache.sqlite"), "--poll", "0", "--quiet"]
+        argv = cli_argv("judge_bias", json.loads(json.dumps(dataclasses.asdict(params))), tmp_path)
         assert main(argv) == 0
         sent = _received(srv, judge)
         assert main(argv) == 0

@@ -135,14 +135,41 @@ def test_max_items_caps_the_pairs_walked(files):
     assert len({p for p, _ in SENT}) == 10 and r.summary["sequential"]["budget"] == 10
 
 
+def test_a_dollar_budget_prices_each_wave_before_sending_it(files, monkeypatch):
+    import cfbench.judges.pricing as pricing
+
+    # one cent per request (scripted judges cost 0 in the real price table); a wave is 4 pairs x 2 wordings
+    monkeypatch.setattr(pricing, "request_pricers",
+                        lambda judges, batch: {"_why": {}, **{j: (lambda reqs: 0.01 * len(reqs)) for j in judges}})
+    r = _run(files, "scripted:sf-seq-constant", max_cost_usd=0.30)
+    seq = r.summary["sequential"]
+    assert len(SENT) == seq["requests_sent"] == 24 and seq["spent_usd"] == pytest.approx(0.01 * len(SENT))
+    assert "max_cost_usd 0.3" in seq["stopped_by"] and "$0.0800" in seq["stopped_by"]  # the fourth wave refused
+    assert "budget" in r.tables["judged_sequential_cells"]["reason"].iloc[0]
+
+
+def test_a_scripted_judge_costs_nothing_under_a_dollar_budget(files):
+    r = _run(files, "scripted:sf-seq-constant", wave_size=12, max_cost_usd=0.01)
+    seq = r.summary["sequential"]
+    assert seq["spent_usd"] == 0.0 and not seq["stopped_by"] and len(SENT) == 4 * N_PER_STRATUM
+
+
+def test_a_dollar_budget_needs_the_judge_priced(files):
+    with pytest.raises(InputError, match="max_cost_usd") as info:
+        _run(files, "openai:no-such-model-xyz@http://127.0.0.1:9/v1", max_cost_usd=1.0)
+    assert info.value.field == "max_cost_usd" and "no-such-model-xyz" in str(info.value)
+    assert "\n" not in str(info.value) and not SENT
+
+
 @pytest.mark.parametrize("field,value", [("wave_size", 0), ("max_items", -1), ("max_requests", -1),
-                                         ("max_requests", 2.5)])
+                                         ("max_requests", 2.5), ("max_cost_usd", -0.5),
+                                         ("max_cost_usd", float("nan")), ("max_cost_usd", "1")])
 def test_bad_sequential_parameters_name_their_field(field, value):
     with pytest.raises(InputError, match=field):
         Params(**{field: value, "sequential": True})
 
 
-@pytest.mark.parametrize("field,value", [("max_requests", 100), ("max_items", 10)])
+@pytest.mark.parametrize("field,value", [("max_requests", 100), ("max_items", 10), ("max_cost_usd", 1.5)])
 def test_a_budget_without_a_sequential_run_is_refused_not_ignored(field, value):
     with pytest.raises(InputError, match=f"{field}.*sequential"):
         Params(**{field: value})
@@ -187,7 +214,9 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     from cfbench.cli.reproduce import load_config_file, parse_override, project_root
 
     over = dict([parse_override("sequential", "true"), parse_override("wave_size", "2"),
-                 parse_override("max_items", "20"), parse_override("max_requests", "30")])
+                 parse_override("max_items", "20"), parse_override("max_requests", "30"),
+                 parse_override("max_cost_usd", "2.5")])
     cfg = project_root() / "configs" / "shopflow" / "smoke.yaml"
     params = Params.from_config(load_config_file(cfg, "shopflow", overrides=over))
-    assert (params.sequential, params.wave_size, params.max_items, params.max_requests) == (True, 2, 20, 30)
+    assert (params.sequential, params.wave_size, params.max_items, params.max_requests,
+            params.max_cost_usd) == (True, 2, 20, 30, 2.5)

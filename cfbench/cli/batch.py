@@ -247,7 +247,8 @@ def _cmd_sequential(args: argparse.Namespace) -> int:
                                        source=args.config_file)
     result = run_batch(params, args.out, cache=ResponseCache(args.cache) if args.cache else None,
                        poll_s=args.poll, log=print, progress=not args.quiet)
-    table = getattr(result, "tables", {}).get("sequential_cells")
+    tables = getattr(result, "tables", {})  # the study's cells table (ShopFlow prefixes its part: judged_...)
+    table = next((t for name, t in tables.items() if name.endswith("sequential_cells")), None)
     if table is not None and len(table):
         print(table.to_string(index=False))
     return 0

@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cfbench.core.errors import InputError
+from cfbench.core.files import shorten
 
-__all__ = ["MANIFEST", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
+__all__ = ["MANIFEST", "FORMAT", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
            "mark_judged", "close_run"]
 
 #: the sequential Batch run's manifest, in the run folder
 MANIFEST = "sequential_batch.json"
+#: the manifest's ``format`` (a file of that name without it is not ours, and is never written over)
+FORMAT = "cfbench-sequential-batch/1"
 _DONE = ("completed", "failed", "expired", "cancelled")
 #: how far a wave got, in order (a resumed run replaying a wave never moves it back)
 STEPS = ("new", "planned", "submitted", "collected", "judged")
@@ -39,18 +42,20 @@ def _no_crash(step: str) -> None:
     """After each step of a wave (a no-op)."""
 
 
-def check_params(params: Any) -> None:
-    """A sequential Batch run needs ``params.sequential`` true and every judge in ``params.judges`` an
-    ``openai:`` one (the Batch API is OpenAI's); else one :class:`InputError` naming the field."""
+def check_params(params: Any, *, judges_field: str = "judges") -> None:
+    """A sequential Batch run needs ``params.sequential`` true and every judge in ``params.<judges_field>`` (a
+    list of judge specs, or one spec) an ``openai:`` one (the Batch API is OpenAI's); else one
+    :class:`InputError` naming the field."""
     from cfbench.judges.registry import parse_spec
 
     if not params.sequential:
         raise InputError("the Batch-API sequential audit needs sequential: true", source="parameters",
                          field="sequential")
-    for judge in params.judges:
+    judges = getattr(params, judges_field)
+    for judge in [judges] if isinstance(judges, str) else judges:
         if parse_spec(judge)[0] != "openai":
             raise InputError(f"Batch-API jobs are for openai:* judges, got {judge!r}", source="parameters",
-                             field="judges")
+                             field=judges_field)
 
 
 def advance(entry: dict[str, Any], status: str) -> None:
@@ -63,12 +68,16 @@ def read_waves(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest of a sequential Batch run folder (an empty one when the folder has none yet)."""
     path = Path(folder) / MANIFEST
     if not path.exists():
-        return {"format": "cfbench-sequential-batch/1", "waves": [], "complete": False}
+        return {"format": FORMAT, "waves": [], "complete": False}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"not a sequential batch manifest ({exc})", source=str(path)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("waves"), list):
+    except ValueError as exc:  # (UnicodeDecodeError is one)
+        raise InputError(f"not a cfbench sequential batch manifest ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())}); use another folder", source=str(path)) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"not a cfbench sequential batch manifest (no format {FORMAT!r}); use another folder",
+                         source=str(path), field="format")
+    if not isinstance(data.get("waves"), list):
         raise InputError("not a sequential batch manifest (no waves list)", source=str(path), field="waves")
     return data
 
@@ -81,10 +90,16 @@ def save_waves(folder: Path, manifest: dict[str, Any]) -> None:
 
 
 def open_run(folder: Path, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The folder's manifest, made or resumed for a run of ``params`` (a JSON-able mapping); a folder holding a
-    run of other parameters is refused in one line naming the field."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """The folder's manifest, made or resumed for a run of ``params`` (a JSON-able mapping). Refused in one line,
+    before anything in the folder is written: a folder holding a run of other parameters (naming the field), a
+    :data:`MANIFEST` cfbench did not write, or other files but no manifest (a folder that is not a run's)."""
     manifest = read_waves(folder)
+    if not (folder / MANIFEST).exists() and folder.is_dir():
+        others = sorted(p.name for p in folder.iterdir() if p.name != MANIFEST + ".tmp")
+        if others:
+            raise InputError(f"missing, yet the folder holds other files ({shorten(others)}): not a sequential "
+                             "batch run's folder; use a new or empty one", source=str(folder / MANIFEST))
+    folder.mkdir(parents=True, exist_ok=True)
     mine = json.loads(json.dumps(dict(params), default=str))
     if manifest.get("params") not in (None, mine):
         raise InputError("this folder holds a sequential batch run of other parameters; use another folder",

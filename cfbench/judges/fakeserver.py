@@ -14,7 +14,10 @@ first retrieval and ``completed`` on the next; its output lines are made by the 
 chat endpoint, one :meth:`script_batch` action per line; :meth:`script_batches` makes whole
 batches misbehave (refused at creation for a queue limit, rejected whole, expired part way).
 ``reply`` is the text of every answer (default ``echo: <last user message>``), or a function of the
-request body returning it (a test's judge that reads the prompt). It counts every request it receives,
+request body returning it (a test's judge that reads the prompt). A request asking for logprobs gets a first
+token "Yes" (logprob -0.1, "No" at -2.4 among its alternatives); with ``logprobs_follow_reply`` a reply whose
+first word is "No" gets those two swapped (a judge scored by P(Yes) then scores what it says). It counts every
+request it receives,
 keeps the bodies and headers of the last
 ``history`` ones, binds only to the loopback address, and shuts itself down
 after ``lifetime_s`` at the latest.
@@ -78,8 +81,9 @@ class FakeOpenAIServer:
     def __init__(self, *, latency_s: float = 0.0, lifetime_s: float = 600.0,
                  reply: "str | Callable[[dict], str] | None" = None,
                  history: int = 256, max_in_flight: int | None = None, slots: int | None = None,
-                 batch_api: bool = True):
+                 batch_api: bool = True, logprobs_follow_reply: bool = False):
         self.latency_s = latency_s
+        self.logprobs_follow_reply = logprobs_follow_reply
         self.batch_api = batch_api  # False: chat completions only (404 on /v1/files and /v1/batches)
         self.max_in_flight = max_in_flight
         self.slots = slots  # serve at most this many at once, queue the rest (llama.cpp's server)
@@ -201,8 +205,10 @@ class FakeOpenAIServer:
         if kind == "null-content":
             choice = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
         if body.get("logprobs"):
-            choice["logprobs"] = {"content": [{"token": "Yes", "logprob": -0.1, "bytes": None, "top_logprobs": [
-                {"token": "Yes", "logprob": -0.1, "bytes": None}, {"token": "No", "logprob": -2.4, "bytes": None}]}]}
+            said_no = self.logprobs_follow_reply and (text.split() or [""])[0].strip(".,!").lower() == "no"
+            first, other = ("No", "Yes") if said_no else ("Yes", "No")
+            choice["logprobs"] = {"content": [{"token": first, "logprob": -0.1, "bytes": None, "top_logprobs": [
+                {"token": first, "logprob": -0.1, "bytes": None}, {"token": other, "logprob": -2.4, "bytes": None}]}]}
         return 200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "fake"), "choices": [choice],

@@ -38,7 +38,7 @@ __all__ = ["Params", "run", "ShopflowResult", "iter_requests", "shipped", "Fairn
            "interval_checks", "intersection_table", "metric_checks", "paired_mcnemar",
            "gap_gate", "pairs_needed", "stratum_difference", "stratum_tests",
            "release_decision", "support_check", "ROUTES", "check_threshold", "pair_flips", "rates", "route_rows",
-           "stage_attribution", "threshold_sweep"]
+           "stage_attribution", "threshold_sweep", "run_batch"]
 
 
 def shipped(name: str) -> Path:
@@ -51,6 +51,10 @@ def __getattr__(name: str):  # Params/run/ShopflowResult/iter_requests load the 
         from . import study
 
         return getattr(study, name)
+    if name == "run_batch":  # the sequential audit through the Batch API (``cfbench batch sequential``)
+        from .batch_waves import run_batch
+
+        return run_batch
     raise AttributeError(name)
 
 

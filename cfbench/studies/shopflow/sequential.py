@@ -1,7 +1,8 @@
 """A sequential audit of ShopFlow's two gap gates: judge pairs in waves, stop asking about a decided stratum.
 
 With ``Params.sequential`` on, the judged part walks the matched pairs in file order in waves of
-``wave_size`` pairs (at most ``max_items`` pairs, 0: all; at most ``max_requests`` requests, 0: no limit).
+``wave_size`` pairs (at most ``max_items`` pairs, 0: all; at most ``max_requests`` requests, 0: no limit; at
+most ``max_cost_usd`` dollars by the price table, 0: no limit).
 The two cells are the release gate's interval checks: the TPR gap on the ready pairs and the FPR gap on the
 needs-review pairs, each "|gap| at most its contract maximum". A pair's statistic is its **matched-pair
 gap**
@@ -19,8 +20,13 @@ needs-review requests (:func:`.gate.responsiveness_check` on every pair scored s
 clears without it stays ``inconclusive`` and its stratum keeps being asked. Since each pair belongs to one
 stratum, a decided cell's pairs are simply not sent any more: later waves take the next pairs of the
 undecided strata only. The run stops when both cells are decided, the pairs or ``max_items`` run out, or the
-next wave would pass ``max_requests`` (a wave is sent whole or not at all). The candidate prompt, when set,
-is judged on the pairs the walk judged (it is not part of the sequential cells).
+next wave would pass ``max_requests`` or ``max_cost_usd`` (a wave is sent whole or not at all; its price is
+estimated before it is sent from its prompts' characters and each request's ``max_tokens``, an upper bound:
+:func:`cfbench.judges.pricing.request_pricers`; ``local:`` and ``scripted:`` judges cost 0, a judge the price
+table does not know is refused before the first request). The candidate prompt, when set, is judged on the
+pairs the walk judged (it is not part of the sequential cells). Through the Batch API
+(:func:`.batch_waves.run_batch`) each admitted wave goes to a ``wave`` callback before it is judged, and the
+dollar budget is priced at the Batch-API price.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from cfbench.core.errors import InputError
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
 from . import readiness as R
@@ -53,13 +60,14 @@ class SequentialWalk:
     n_walked: int = 0
     budget: int = 0
     requests_sent: int = 0
+    spent_usd: float = 0.0
     stopped_by: str = ""
     stats: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {"n_walked": self.n_walked, "budget": self.budget, "waves": self.cells.wave,
                 "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
-                "requests_sent": self.requests_sent, "stopped_by": self.stopped_by}
+                "requests_sent": self.requests_sent, "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
 
 
 def gap_items(rows: pd.DataFrame, parsed: pd.DataFrame, *, prompt: str, variants: list[str], threshold: float
@@ -95,9 +103,40 @@ def _next_wave(order: list, ready: pd.Series, cells: SequentialCells, start: int
     return wave, k
 
 
-def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress: bool) -> SequentialWalk:
+def _pricer(params: Any, *, batch: bool) -> Any:
+    """A function pricing a list of the judge's requests in USD when ``max_cost_usd`` is set (else None), at
+    the Batch-API price when ``batch``; a judge without a price is refused, naming the field and the judge."""
+    if not params.max_cost_usd:
+        return None
+    from cfbench.judges.pricing import request_pricers, unpriced_judge
+
+    pricers = request_pricers([params.judge], batch=batch)
+    missing = unpriced_judge([params.judge], pricers)
+    if missing:
+        raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs the judge priced "
+                         "(add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters", field="max_cost_usd")
+    return pricers[params.judge]
+
+
+def _over_budget(params: Any, walk: SequentialWalk, n: int, usd: float | None) -> str:
+    """Why the next wave of ``n`` requests costing ``usd`` (None: not priced) may not be sent ("" if it may)."""
+    over = []
+    if params.max_requests and walk.requests_sent + n > params.max_requests:
+        over.append(f"the next wave's {n} requests would pass max_requests {params.max_requests} "
+                    f"({walk.requests_sent} sent)")
+    if usd is not None and walk.spent_usd + usd > params.max_cost_usd:
+        over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {params.max_cost_usd:g} "
+                    f"(${walk.spent_usd:.4f} spent)")
+    return "budget: " + "; ".join(over) if over else ""
+
+
+def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress: bool, cache: Any = None,
+                   mode: str | None = None, wave: Any = None) -> SequentialWalk:
     """Judge ``pairs`` (all variants' rows, file order) in waves under ``params.prompt`` until both gap cells
-    are decided or a budget is spent (see the module note)."""
+    are decided or a budget is spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None:
+    its defaults). ``wave`` (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests,
+    pair_ids, cells)`` with each admitted wave's requests, its pairs and the cells as they stand, before the wave
+    is judged; with it a dollar budget is priced at the Batch-API price."""
     from cfbench.judges import run_requests
 
     vs = list(params.variants)
@@ -106,26 +145,30 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     order = list(dict.fromkeys(pairs["pair_id"]))
     ready = pairs.groupby("pair_id", sort=False)[POSITIVE].first()
     limit = params.max_items or len(order)
+    price = _pricer(params, batch=wave is not None)
     walk = SequentialWalk(pd.DataFrame(), pairs.iloc[0:0], cells, budget=min(limit, len(order)))
     judged, frames, routed_all, pos = [], [], [], 0
     while not cells.done:
-        wave, nxt = _next_wave(order, ready, cells, pos, params.wave_size, limit)
-        if not wave:
+        these, nxt = _next_wave(order, ready, cells, pos, params.wave_size, limit)
+        if not these:
             break
-        rows = pairs[pairs["pair_id"].isin(wave)]
+        rows = pairs[pairs["pair_id"].isin(these)]
         reqs = R.build_requests(rows, prompt=params.prompt)
-        if params.max_requests and walk.requests_sent + len(reqs) > params.max_requests:
-            walk.stopped_by = (f"budget: the next wave's {len(reqs)} requests would pass max_requests "
-                               f"{params.max_requests} ({walk.requests_sent} sent)")
+        usd = price(reqs) if price is not None else None
+        walk.stopped_by = _over_budget(params, walk, len(reqs), usd)
+        if walk.stopped_by:
             break
         pos = nxt
-        run_ = run_requests(params.judge, reqs, desc=f"readiness {params.prompt} wave {cells.wave + 1}",
-                            progress=progress)
         walk.requests_sent += len(reqs)
+        walk.spent_usd += usd or 0.0
+        if wave is not None:
+            wave(reqs, these, cells)
+        run_ = run_requests(params.judge, reqs, cache=cache, mode=mode,
+                            desc=f"readiness {params.prompt} wave {cells.wave + 1}", progress=progress)
         for gap, _, is_ready in GAP_CELLS:
             cells.count_requests((gap,), int(rows[POSITIVE].astype(bool).eq(is_ready).sum()))
         frames.append(run_.judgments)
-        judged += wave
+        judged += these
         values, routed = gap_items(rows, R.parse_readiness(run_.judgments), prompt=params.prompt, variants=vs,
                                    threshold=params.judged_threshold)
         routed_all.append(routed)

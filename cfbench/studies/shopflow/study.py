@@ -77,10 +77,11 @@ class Params:
     max_items: int = 0  # sequential budget: most pairs judged (0: all)
     wave_size: int = 4  # sequential: pairs per wave (the cells are looked at after each)
     max_requests: int = 0  # sequential budget: most requests under the audited prompt (0: no limit)
+    max_cost_usd: float = 0.0  # sequential budget: most US dollars by the price table, audited prompt (0: no limit)
 
     def __post_init__(self) -> None:
         check_judge_settings(self)
-        check_sequential_params(self)
+        check_sequential_params(self, priced=True)
         for name in ("variants", "seed_calibration_edges", "judged_calibration_edges"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if len(self.variants) != 2 or len(set(self.variants)) != 2:
@@ -179,14 +180,14 @@ def _seed_part(params: Params, contract: FairnessContract, result: ShopflowResul
     result.seed_lines = F.seed_lines(base, cand, fixture=not params.seed_observations_path, variants=vs)
 
 
-def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool) -> tuple[Any, pd.DataFrame,
-                                                                                          R.ScoredPairs]:
+def _judge(params: Params, pairs: pd.DataFrame, prompt: str, *, progress: bool, cache: Any = None,
+           mode: str | None = None) -> tuple[Any, pd.DataFrame, R.ScoredPairs]:
     from cfbench.judges import run_requests
 
     requests = R.build_requests(pairs, prompt=prompt)
-    run_ = run_requests(params.judge, requests, desc=f"readiness {prompt}", progress=progress)
-    if os.environ.get("CFBENCH_MODE") == "plan" and not run_.judgments["ok"].astype(bool).any():
-        _stop_plan_only(params, pairs, run_, progress=progress)
+    run_ = run_requests(params.judge, requests, cache=cache, mode=mode, desc=f"readiness {prompt}", progress=progress)
+    if (mode or os.environ.get("CFBENCH_MODE")) == "plan" and not run_.judgments["ok"].astype(bool).any():
+        _stop_plan_only(params, pairs, run_, progress=progress, cache=cache, mode=mode)
     parsed = R.parse_readiness(run_.judgments)
     if not parsed["parse_ok"].any():
         failed = int((~run_.judgments["ok"].astype(bool)).sum()) if "ok" in run_.judgments else 0
@@ -217,15 +218,16 @@ def iter_requests(params: Params) -> Iterator[Any]:
             yield from R.build_requests(pairs.iloc[start:start + 1000], prompt=prompt)
 
 
-def _stop_plan_only(params: Params, pairs: pd.DataFrame, run_: Any, *, progress: bool) -> None:
+def _stop_plan_only(params: Params, pairs: pd.DataFrame, run_: Any, *, progress: bool, cache: Any = None,
+                    mode: str | None = None) -> None:
     """Plan-only mode with no cached reply: record the candidate prompt's requests too, then stop the
     judged part with what to do next (the seed part's files are already written)."""
     from cfbench.judges import run_requests
 
     n = int(run_.stats.get("n_unique", len(run_.judgments)))
     if params.candidate_prompt:
-        cand = run_requests(params.judge, R.build_requests(pairs, prompt=params.candidate_prompt),
-                            desc=f"readiness {params.candidate_prompt}", progress=progress)
+        cand = run_requests(params.judge, R.build_requests(pairs, prompt=params.candidate_prompt), cache=cache,
+                            mode=mode, desc=f"readiness {params.candidate_prompt}", progress=progress)
         n += int(cand.stats.get("n_unique", len(cand.judgments)))
     raise InputError(f"plan only: {n} requests recorded for {params.judge} and none answered, so the judged part "
                      "(rates, gaps, release decision) cannot be computed. Send them with `cfbench cache export` "
@@ -244,13 +246,15 @@ def judged_rows(pairs: pd.DataFrame, scored: R.ScoredPairs) -> tuple[pd.DataFram
                                                                                          how="left")
 
 
-def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool) -> None:
+def _judged_part(params: Params, contract: FairnessContract, result: ShopflowResult, *, progress: bool,
+                 cache: Any = None, mode: str | None = None, wave: Any = None) -> None:
     vs = list(params.variants)
     pairs = _judged_pairs(params)
     if params.sequential:  # issue 35: waves; the tables below read the pairs the walk judged
-        pairs, run_, parsed, scored = _sequential(params, contract, pairs, result, progress=progress)
+        pairs, run_, parsed, scored = _sequential(params, contract, pairs, result, progress=progress, cache=cache,
+                                                  mode=mode, wave=wave)
     else:
-        run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress)
+        run_, parsed, scored = _judge(params, pairs, params.prompt, progress=progress, cache=cache, mode=mode)
     result.frames["pairs"] = pairs
     kw = _audit_kw(params, "judged")
     at = _computed(contract, *judged_rows(pairs, scored), thresholds=params.sweep_thresholds(), **kw)
@@ -276,33 +280,36 @@ def _judged_part(params: Params, contract: FairnessContract, result: ShopflowRes
         "judge_stats": run_.stats,
     })
     if params.candidate_prompt:
-        summary["candidate"] = _candidate(params, contract, pairs, scored, result, kw, progress=progress)
+        summary["candidate"] = _candidate(params, contract, pairs, scored, result, kw, progress=progress,
+                                          cache=cache, mode=mode)
     result.summary["judged"] = summary
 
 
 def _sequential(params: Params, contract: FairnessContract, pairs: pd.DataFrame, result: ShopflowResult, *,
-                progress: bool) -> tuple[pd.DataFrame, Any, pd.DataFrame, R.ScoredPairs]:
+                progress: bool, cache: Any = None, mode: str | None = None, wave: Any = None
+                ) -> tuple[pd.DataFrame, Any, pd.DataFrame, R.ScoredPairs]:
     """The sequential walk (:mod:`.sequential`): its tables and summary, and the judged pairs with their run,
     parsed replies and scores for the fixed-n tables."""
     from types import SimpleNamespace
 
     from .sequential import judge_in_waves
 
-    walk = judge_in_waves(params, pairs, contract, progress=progress)
+    walk = judge_in_waves(params, pairs, contract, progress=progress, cache=cache, mode=mode, wave=wave)
     result.tables["judged_sequential_cells"] = walk.cells.table(stopped_by=walk.stopped_by)
     result.tables["judged_sequential_waves"] = walk.cells.waves_table()
     result.summary["sequential"] = walk.summary()
     if not len(walk.pairs):
         raise InputError(f"the sequential walk judged no pair ({walk.stopped_by or 'no pair to judge'})",
-                         source="shopflow judged audit", field="max_requests")
+                         source="shopflow judged audit",
+                         field="max_cost_usd" if "max_cost_usd" in walk.stopped_by else "max_requests")
     parsed = R.parse_readiness(walk.judgments)
     scored = R.attach_scores(walk.pairs, parsed, prompt=params.prompt, variants=list(params.variants))
     return walk.pairs, SimpleNamespace(judgments=walk.judgments, stats=walk.stats), parsed, scored
 
 
 def _candidate(params: Params, contract: FairnessContract, pairs: pd.DataFrame, scored: R.ScoredPairs,
-               result: ShopflowResult, kw: dict, *, progress: bool) -> dict:
-    _, _, cand_scored = _judge(params, pairs, params.candidate_prompt, progress=progress)
+               result: ShopflowResult, kw: dict, *, progress: bool, cache: Any = None, mode: str | None = None) -> dict:
+    _, _, cand_scored = _judge(params, pairs, params.candidate_prompt, progress=progress, cache=cache, mode=mode)
     common = sorted(set(cand_scored.frame["pair_id"]) & set(scored.frame["pair_id"]))
     base_rows, cand_rows = judged_rows(pairs, scored)[0], judged_rows(pairs, cand_scored)[0]
     base = _computed(contract, base_rows[base_rows["pair_id"].isin(common)], **kw).audit
@@ -341,13 +348,16 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
 
 @uses_judge_settings
 def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None, *,
-        config_name: str | None = None, progress: bool = True) -> ShopflowResult:
+        config_name: str | None = None, progress: bool = True, cache: Any = None, mode: str | None = None,
+        wave: Any = None) -> ShopflowResult:
     """Run both parts of the ShopFlow audit; write tables, figures and summary.json under ``out`` when given.
 
     The seed part is written before the judge is called, so a judge that
     yields nothing usable leaves the seed's files and an error that says so
     (no judged rate or gap is written). ``config_name`` is recorded in the
-    summary as ``config`` (e.g. ``smoke``).
+    summary as ``config`` (e.g. ``smoke``). ``cache``, ``mode``: the judge runner's response cache and mode
+    (None: its defaults, ``$CFBENCH_MODE``). ``wave``: with ``sequential``, called with each admitted wave
+    before it is judged (the Batch-API path, :func:`.batch_waves.run_batch`).
     """
     if not isinstance(params, Params):
         raise InputError(f"expected shopflow Params, got {type(params).__name__}", source="shopflow.run")
@@ -362,7 +372,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if out is not None:
         writer = out if isinstance(out, RunOutput) else RunOutput(out)
         result.save(writer)
-    _judged_part(params, contract, result, progress=progress)
+    _judged_part(params, contract, result, progress=progress, cache=cache, mode=mode, wave=wave)
     _figures(result, params, "judged")
     if writer is not None:
         result.save(writer)

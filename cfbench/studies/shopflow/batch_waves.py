@@ -1,0 +1,90 @@
+"""ShopFlow's sequential audit through the Batch API: each wave of matched pairs is one batch job.
+
+:func:`run_batch` runs the wave loop of ``run(Params(sequential=True, ...))`` (:func:`.sequential.judge_in_waves`):
+the next wave's pairs, taken only from the strata whose gap cell is still undecided -> the budgets (a dollar
+budget at the Batch-API price) -> **what the cache lacks of the wave's requests sent as one Batch-API job**
+(plan, submit, poll, collect into the cache: :mod:`cfbench.judges.batch_waves`) -> the wave judged from the
+cache (replay mode: nothing is sent outside the batch) -> both cells updated and decided. Once a cell is
+decided its stratum's pairs are in no later job. The fixed-n tables are then computed on the pairs the walk
+judged, as in the live sequential run.
+
+Resuming: the run folder holds :data:`~cfbench.judges.batch_waves.MANIFEST` (per wave its pairs, the cells
+still undecided when it was planned, the batch folder and ids, how far it got, and the cells' table after the
+last judged wave). Calling :func:`run_batch` again on the folder after a crash at any step walks the same pairs
+again (the walk is in file order): waves already answered are judged from the cache (nothing sent), the wave in
+flight goes on from its batch folder (never planned, uploaded or sent twice), later waves as before. A folder
+holding another run's parameters or a file of that name cfbench did not write, or a wave asking about other
+pairs or cells than the manifest says, is refused in one line.
+
+The candidate prompt is not part of the sequential cells; this path refuses it (audit the candidate with
+``cfbench batch plan --study shopflow`` and a replay run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from cfbench.core.errors import InputError
+from cfbench.judges import batch_waves as W
+from cfbench.judges.batch_waves import MANIFEST, read_waves
+
+__all__ = ["run_batch", "MANIFEST", "read_waves"]
+
+
+def _crash_point(step: str) -> None:
+    """After each step of a wave (a no-op; tests make it kill the process there)."""
+
+
+def _crash(step: str) -> None:
+    _crash_point(step)  # through the module attribute, so a test replacing ``_crash_point`` is heard
+
+
+def _check(params: Any) -> None:
+    from .study import Params
+
+    if not isinstance(params, Params):
+        raise InputError(f"expected shopflow Params, got {type(params).__name__}", source="shopflow.run_batch")
+    W.check_params(params, judges_field="judge")
+    if params.candidate_prompt:
+        raise InputError("the Batch-API sequential audit judges the audited prompt only; set candidate_prompt to "
+                         "'' (audit the candidate with `cfbench batch plan --study shopflow` and --replay)",
+                         source="parameters", field="candidate_prompt")
+
+
+def run_batch(params: Any, out: Any, *, client: Any = None, cache: Any = None, poll_s: float = 30.0,
+              sleep: Callable[[float], None] = time.sleep, config_name: str = "", progress: bool = False,
+              log: Callable[[str], None] | None = None) -> Any:
+    """Run the sequential audit of ``params`` (a :class:`.study.Params` with ``sequential`` true, an ``openai:``
+    judge and no candidate prompt) with each wave sent as one Batch-API job; resumable in ``out`` (see the module
+    note). Returns the :class:`.study.ShopflowResult`, its files written to ``out`` as :func:`.study.run` writes
+    them.
+
+    ``client``: an OpenAI-compatible client (the SDK's, from the environment, when None); ``cache``: the response
+    cache the replies go into (a :class:`~cfbench.judges.cache.ResponseCache` or a path; the default cache when
+    None: it must outlive a crash); ``poll_s``: seconds between status polls of a wave's job; ``log``: where the
+    polling lines go."""
+    from cfbench.judges.cache import ResponseCache, default_cache_path
+
+    from .study import run
+
+    _check(params)
+    folder = Path(getattr(out, "dir", out))
+    manifest = W.open_run(folder, dataclasses.asdict(params))
+    store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache or default_cache_path())
+    say = log or (lambda msg: None)
+
+    def wave(reqs: list, pair_ids: list, cells: Any) -> None:
+        W.mark_judged(folder, manifest, cells.wave, cells.table, crash=_crash)
+        entry = W.wave_entry(folder, manifest, cells.wave + 1, pair_ids, [k[0] for k in cells.undecided()],
+                             [params.judge])
+        W.send_wave(folder, manifest, entry, {params.judge: reqs}, store=store, client=client, poll_s=poll_s,
+                    sleep=sleep, say=say, crash=_crash)
+
+    result = run(params, out, config_name=config_name or None, progress=progress, cache=store, mode="replay",
+                 wave=wave)
+    seq = result.summary["sequential"]
+    W.close_run(folder, manifest, seq["waves"], result.tables["judged_sequential_cells"], seq.get("stopped_by", ""))
+    return result
