@@ -162,3 +162,16 @@ def test_calibrated_levels_hit_the_aim_of_a_one_sample_reference(calibrated, cas
     # inner_counts: K draws per inner sample, only from the items of its outer sample
     wi = calibrated.inner_counts(w[:5], 50, rng)
     assert np.all(wi.sum(1) == K) and np.all(wi.reshape(5, 50, K)[np.broadcast_to(w[:5, None] == 0, (5, 50, K))] == 0)
+
+
+def test_calibrated_quick_run_prints_every_row(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_calibrated_boot.py"), "--quick", "--only",
+                          "mean_skewed"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for n in (8, 20, 60):
+        row = next(line for line in out.stdout.splitlines() if line.startswith(f"| mean_skewed | {n} | "))
+        assert row.count(" x") == 6, row             # cfbench, plain, oracle and three calibrated cells
+    assert "| mean_skewed | 20 | upper |" in out.stdout and "CPU per interval" in out.stdout
