@@ -72,18 +72,25 @@ def draws(name: str, rng: np.random.Generator, reps: int, K: int):
     return C._family_means(rng, name, reps, K)
 
 
+def resampled(num, den, w):
+    """Resample estimates ``sum(w num) / sum(w den)`` and their linearised SEs before any floor
+    (audits x resamples), each resample's SE computed as the sample's is (``K / (K - 1)`` factor)."""
+    K = num.shape[1]
+    wt = w.T
+    wd = den @ wt
+    rb = (num @ wt) / wd
+    ss = (num * num) @ wt - 2 * rb * ((num * den) @ wt) + rb * rb * ((den * den) @ wt)
+    return rb, np.sqrt(np.maximum(ss, 0) * K / (K - 1)) / wd
+
+
 def _parts(num, den, w):
     """Estimate, standard error, resample estimates and floored resample SEs (as bootstrap_t_rows)."""
     K = num.shape[1]
     D = den.sum(1)
     r = num.sum(1) / D
     se = np.sqrt((((num - r[:, None] * den) * (K / D)[:, None]) ** 2).sum(1) / (K * (K - 1)))
-    wt = w.T
-    wd = den @ wt
-    rb = (num @ wt) / wd
-    ss = (num * num) @ wt - 2 * rb * ((num * den) @ wt) + rb * rb * ((den * den) @ wt)
-    seb = I.floored_se(np.sqrt(np.maximum(ss, 0) * K / (K - 1)) / wd, se, K)
-    return r, se, rb, seb
+    rb, seb = resampled(num, den, w)
+    return r, se, rb, I.floored_se(seb, se, K)
 
 
 def _tq(K: int) -> float:

@@ -167,14 +167,19 @@ def envelope(cal: dict, K: int) -> tuple[float, float]:
     return min(p[0] for p in pairs), max(p[1] for p in pairs)
 
 
-def cell_rows(name: str, K: int, audits: int, n_boot: int, splits: dict, env: tuple[float, float]) -> dict:
-    """method -> summary for one family at K items, on its evaluation audits."""
+def cell_rows(name: str, K: int, audits: int, n_boot: int, splits: dict, env: tuple[float, float],
+              extra=None) -> dict:
+    """method -> summary for one family at K items, on its evaluation audits. ``extra(num, den, vr, w)``,
+    if given, returns more rows ``label -> (lo, hi)`` on the same audits and the plain row's resamples ``w``."""
     rng = np.random.default_rng(EVAL_SEED + K)
     num, den, truth, vr = draws(name, rng, audits, K)
     est = num.sum(1) / den.sum(1)
     with np.errstate(all="ignore"):
         rows = {OURS: C._summary(*ours(num, den, vr, n_boot, rng), truth, est)}
-        rows[PLAIN] = C._summary(*plain_bootstrap_t(num, den, vr, resample_counts(K, n_boot, rng)), truth, est)
+        w = resample_counts(K, n_boot, rng)
+        rows[PLAIN] = C._summary(*plain_bootstrap_t(num, den, vr, w), truth, est)
+        for label, bounds in (extra(num, den, vr, w) if extra else {}).items():
+            rows[label] = C._summary(*bounds, truth, est)
         for label, (q_lo, q_hi) in {**splits, ENVELOPE: env}.items():
             rows[label] = C._summary(*oracle_bounds(num, den, vr, q_lo, q_hi), truth, est)
             rows[label]["q"] = (q_lo, q_hi)
