@@ -232,3 +232,19 @@ def test_sequential_is_a_reproduce_override_the_notebook_and_params_accept():
     params = Params.from_config(load_config_file(cfg, "judge_bias", overrides=over))
     assert (params.sequential, params.wave_size, params.max_items, params.max_requests,
             params.max_cost_usd) == (True, 3, 6, 90, 2.5)
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_a_pointwise_only_audit_states_its_findings_and_passes_its_checks(sequential):
+    # cues: [] with pointwise cues is a valid design (a live pointwise-only run on STAR once crashed in findings
+    # on the empty pairwise table); the pointwise gate gets its own summary line
+    r = _run(_params("scripted:jb-seq-scoring", cues=(), pointwise_cues=("verbosity", "authority"), wave_size=4,
+                     gate_max_score_shift=2.0, sequential=sequential))
+    assert len(r.tables["cues"]) == 0 and len(r.tables["pointwise"]) == 2
+    from cfbench.studies.judge_bias.metrics import CUE_COLUMNS
+
+    assert list(r.tables["cues"].columns) == ["judge", *CUE_COLUMNS]  # an empty table that names its columns
+    text = r.findings()
+    assert "No pairwise cue was asked for" in text and "Gate (net |score shift| at most 2 points)" in text
+    assert "`authority` `fail`" in text
+    r.check()

@@ -176,8 +176,12 @@ def _judge_block(result: Any, judge: str) -> list[str]:
     lines.append(text)
     cues = sel["cues"]
     lines.append("")
-    lines.append(f"**Cues (pairwise; {p.multiplicity} across {len(cues)} cues at {p.alpha:g}; gate: net flip rate "
-                 f"upper bound < {p.gate_max_net_flip:g} against every noise reference).**")
+    if not len(cues):
+        lines.append("No pairwise cue was asked for (`cues: []`): the position, accuracy and noise rows above come "
+                     "from the baseline and reworded requests, which every audit sends.")
+    else:
+        lines.append(f"**Cues (pairwise; {p.multiplicity} across {len(cues)} cues at {p.alpha:g}; gate: net flip rate "
+                     f"upper bound < {p.gate_max_net_flip:g} against every noise reference).**")
     for r in cues.itertuples(index=False):
         way = "toward" if r.shift > 0 else "away from"
         excl = np.isfinite(r.shift_ci_low) and (r.shift_ci_low > 0 or r.shift_ci_high < 0)
@@ -225,15 +229,18 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                             "items' scores one way."))
     if "placebo_contrast" in sel:
         lines += _placebo_lines(sel["placebo_contrast"])
-    moved = cues[cues["significant"] & cues["beyond_noise"]]
     lines.append("")
-    if len(moved):
-        lines.append(f"**In short:** {', '.join(f'`{c}`' for c in moved['cue'])} moved `{judge}` beyond its own "
-                     "noise.")
-    else:
-        lines.append(f"**In short:** no cue moved `{judge}` beyond its own noise at this n; that is not evidence that "
-                     "the cues do not matter - read the detectable shares and the gate rows above.")
-    lines.append(_gate_summary(cues, p.gate_max_net_flip))
+    if len(cues):
+        moved = cues[cues["significant"].astype(bool) & cues["beyond_noise"].astype(bool)]
+        if len(moved):
+            lines.append(f"**In short:** {', '.join(f'`{c}`' for c in moved['cue'])} moved `{judge}` beyond its own "
+                         "noise.")
+        else:
+            lines.append(f"**In short:** no cue moved `{judge}` beyond its own noise at this n; that is not evidence "
+                         "that the cues do not matter - read the detectable shares and the gate rows above.")
+        lines.append(_gate_summary(cues, p.gate_max_net_flip))
+    if "pointwise" in sel and len(sel["pointwise"]):
+        lines.append(_gate_summary(sel["pointwise"], p.gate_max_score_shift, what="net |score shift|", unit=" points"))
     return lines
 
 
@@ -254,19 +261,20 @@ def _placebo_lines(t: pd.DataFrame) -> list[str]:
     return out
 
 
-def _gate_summary(cues: pd.DataFrame, gate_max: float) -> str:
-    """The gate verdicts by kind, each with what it means; an uninformative judge's reason is given."""
+def _gate_summary(cues: pd.DataFrame, gate_max: float, *, what: str = "net flips", unit: str = "") -> str:
+    """The gate verdicts by kind, each with what it means; an uninformative judge's reason is given
+    (``what``/``unit``: the gated quantity, net flips of the pairwise cues or net score shift of the pointwise)."""
     parts = []
     for kind in V.KINDS:
         rows = cues[cues["gate_kind"] == kind]
         if len(rows):
             parts.append(f"{', '.join(f'`{c}`' for c in rows['cue'])} `{kind}` ({V.MEANINGS[kind]})")
-    text = f"Gate (net flips at most {gate_max:g}): " + "; ".join(parts) + "."
+    text = f"Gate ({what} at most {gate_max:g}{unit}): " + "; ".join(parts) + "."
     if (~cues["responsive"].astype(bool)).any():
         text += f" Why uninformative: {cues.loc[~cues['responsive'].astype(bool), 'responsiveness'].iloc[0]}."
     passed = cues[cues["gate_kind"] == V.PASS]["cue"].tolist()
     if not passed:
-        text += f" No cue is shown to keep net flips under {gate_max:g}."
+        text += f" No cue is shown to keep {what} under {gate_max:g}{unit}."
     return text
 
 
@@ -279,7 +287,7 @@ def findings_markdown(result: Any) -> str:
         lines += [sequential_sentence(result.tables.get("sequential_cells"), result.summary["sequential"]), ""]
     for judge in p.judges:
         lines += _judge_block(result, judge) + [""]
-    if len(p.judges) > 1:
+    if len(p.judges) > 1 and p.cues:
         c = result.tables["cues"]
         both = [cue for cue in p.cues if all(((c["judge"] == j) & (c["cue"] == cue) & c["significant"]
                                               & c["beyond_noise"]).any() for j in p.judges)]

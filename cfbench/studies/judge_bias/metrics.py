@@ -366,8 +366,8 @@ def cue_table(cells: pd.DataFrame, cues: Sequence[str], *, has_repeats: bool, ga
                         "net_repeat_ci_high": rnet["ci_high"], "net_repeat_ci_method": rnet["ci_method"]})
         rows.append(row)
     t = pd.DataFrame(rows)
-    if t.empty:
-        return t
+    if t.empty:  # no cue asked for (a pointwise-only audit): no rows, but the columns every reader expects
+        return pd.DataFrame(columns=CUE_COLUMNS)
     refs = [("reworded", "net_ci_low", "net_ci_high")] + ([("repeats", "net_repeat_ci_low", "net_repeat_ci_high")]
                                                           if has_rep else [])
     _adjust(t, multiplicity=multiplicity, alpha=alpha, refs=refs)
@@ -378,6 +378,13 @@ def cue_table(cells: pd.DataFrame, cues: Sequence[str], *, has_repeats: bool, ga
           est_cols={"reworded": "net_flip_rate", "repeats": "net_repeat_flip_rate"}, responsive=responsive)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
+
+
+#: the columns of :func:`cue_table` without repeats, in order (its empty table has them too)
+CUE_COLUMNS = ["cue", "n_items", "chose_cued_with_cue", "chose_cued_without", "shift", "shift_ci_low", "shift_ci_high",
+               "shift_ci_method", "items_toward_cue", "items_away", "p_sign", "flip_rate", "noise_flip_rate",
+               "net_flip_rate", "net_ci_low", "net_ci_high", "net_ci_method", "p_adjusted", "multiplicity",
+               "significant", "beyond_noise", "gate_max_net_flip", *GATE_VERDICT_COLUMNS, "detectable_share"]
 
 
 def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: dict[str, int],
