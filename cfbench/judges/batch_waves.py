@@ -2,7 +2,10 @@
 
 A study's ``run_batch`` walks its waves as its live sequential audit does; before each wave is judged (from the
 cache, in replay mode) it hands this module the wave's requests per judge. :func:`send_wave` puts what the cache
-lacks into the cache through :mod:`cfbench.judges.batch` (plan once, submit once, poll, collect).
+lacks into the cache through :mod:`cfbench.judges.batch` (plan once, submit once, poll, collect), then settles
+the lines that came back failed (:func:`settle_failures`): a transient failure is re-sent in a follow-up job of
+the same wave, a permanent one is named and counted in the wave's entry and judged as a failed row, and one
+that keeps failing stops the run in one line (the same call resumes there).
 
 The run folder holds :data:`MANIFEST` (JSON, rewritten atomically after every step): the run's parameters, and per
 wave what it asked about (``items``, ``dimensions``: whatever the study names its units and cells), each judge's
