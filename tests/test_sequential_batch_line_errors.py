@@ -148,3 +148,25 @@ def test_a_transient_failure_that_persists_stops_the_run_in_one_line_and_the_sam
     others = [cid for _, cid in sent if cid != hit]
     assert len(others) == len(set(others))  # ... and nothing else twice
     assert result.summary["sequential"]["waves"] == len(manifest["waves"])
+
+
+def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_sending_anything_twice(tmp_path):
+    """SIGKILL just after wave 1's follow-up job went out: the resumed run polls and collects that job (it does
+    not re-send the line a third time) and goes on."""
+    from batch_waves_util import run_killed
+
+    import test_shopflow_sequential_batch as T
+
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        run_killed(B.__name__, "cfbench.studies.shopflow.study", tmp_path, T._config(params), "resent", 1, KEY)
+        killed = _lines(srv)
+        hit = killed[1][1]
+        assert [cid for _, cid in killed].count(hit) == 2 and B.read_waves(tmp_path / "run")["waves"][0]["resent"]
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        sent = _lines(srv)
+    cids = [cid for _, cid in sent]
+    assert cids.count(hit) == 2 and len(cids) == len(set(cids)) + 1  # the re-send once, nothing else twice
+    assert B.read_waves(tmp_path / "run")["complete"] and result.summary["sequential"]["waves"] >= 2
