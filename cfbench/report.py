@@ -22,7 +22,8 @@ from .core.secrets import scrub_secrets
 from .core.text import csv_text
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
-           "notebook_output_dir", "interval_caption", "method_names", "plot_sequences"]
+           "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
+           "sequential_paragraph"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -249,6 +250,43 @@ class StudyResult:
             out.figure(name, fig)
         out.summary(self.summary)
         return out
+
+
+def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: int, stopped_by: str = "",
+                         unit: str, cells: str, name: Any, stopped_note: str, all_decided: str = "every cell decided",
+                         left: Any = None, tail: str = "", alpha: float = 0.05) -> str:
+    """One findings paragraph of a sequential audit, from its cells table (a row per cell: ``verdict``,
+    ``stopped_at_item``, ``stopped_at_wave``, ``reason``, and whatever ``name`` reads) and how its walk ended
+    (``n_walked`` of ``budget`` units walked; ``stopped_by``: the budget that stopped it, "" if none). Empty
+    for no table.
+
+    It says the cells' count and error rate (each cell at ``alpha`` / cells, Bonferroni), how the walk ended,
+    which cells were decided early (``name(row)``: the cell's name as Markdown, the caller escaping what it
+    shows; then verdict, the ``unit`` and wave it stopped at, and why) followed by ``stopped_note``, the
+    undecided cells (``left(rows)`` -> a sentence without its full stop; default: how many), and ``tail``.
+    ``cells`` follows the count ("gap cells, each a confidence sequence of the matched-pair gap")."""
+    if table is None or not len(table):
+        return ""
+    n_cells = len(table)
+    is_decided = table["verdict"].isin(["pass", "fail"])
+    said = "; ".join(f"{name(r)} {r.verdict} at {unit} {int(r.stopped_at_item)} (wave {int(r.stopped_at_wave)}: "
+                     f"{r.reason})" for r in table[is_decided].itertuples(index=False))
+    undecided = table[~is_decided]
+    if stopped_by:
+        ended = f"it stopped after {n_walked} of its {budget} {unit}s at its {stopped_by}"
+    elif not len(undecided) and n_walked < budget:
+        ended = f"it stopped after {n_walked} of its {budget} {unit}s, {all_decided}"
+    else:
+        ended = f"it judged {n_walked} of its {budget} {unit}s"
+    if left is None:
+        rest = f"{len(undecided)} cell{'s' if len(undecided) != 1 else ''} inconclusive" if len(undecided) else ""
+    else:
+        rest = left(undecided) if len(undecided) else ""
+    pct = f"{100 * alpha:g} %"
+    return (f"**Sequential audit**: {n_cells} {cells} at {pct} / {n_cells} (Bonferroni: at most {pct} chance of any "
+            f"wrong verdict across the cells, looking after every wave); {ended}. "
+            + (f"Stopped early, {stopped_note}: {said}." if said else "No cell was decided.")
+            + (f" {rest}." if rest else "") + (f" {tail}" if tail else ""))
 
 
 def plot_sequences(waves: pd.DataFrame, cells: pd.DataFrame, *, key_names: Sequence[str], ylabel: str,

@@ -157,3 +157,31 @@ def test_a_cell_may_declare_its_own_range():
     assert t.loc["b", "cs_high"] == pytest.approx(9 * t.loc["a", "cs_high"])  # the same sequence, rescaled
     with pytest.raises(ValueError, match="not a cell"):
         SequentialCells(keys=[("a",)], key_names=["cell"], maximum=0.1, ranges={("z",): (0.0, 1.0)})
+
+
+def test_the_sequential_paragraph_reads_the_cells_table_without_naming_a_study():
+    """cfbench.report.sequential_paragraph (the judge-bias and ShopFlow findings paragraphs call it): the decided
+    cells with where and why they stopped, how the walk ended, the undecided ones, the level split."""
+    import pandas as pd
+
+    from cfbench.report import sequential_paragraph
+
+    table = pd.DataFrame({"cell": ["a", "b", "c"], "verdict": ["fail", "inconclusive", "pass"],
+                          "stopped_at_item": [6, math.nan, 14], "stopped_at_wave": [3, math.nan, 7],
+                          "reason": ["above", "wide", "below"]})
+    kw = dict(unit="pair", cells="test cells", name=lambda r: f"<{r.cell}>", stopped_note="and no more sent")
+    text = sequential_paragraph(table, n_walked=20, budget=40, stopped_by="budget: max_requests 9", **kw)
+    assert text.startswith("**Sequential audit**: 3 test cells at 5 % / 3 (Bonferroni: at most 5 % chance")
+    assert "it stopped after 20 of its 40 pairs at its budget: max_requests 9." in text
+    assert ("Stopped early, and no more sent: <a> fail at pair 6 (wave 3: above); <c> pass at pair 14 (wave 7: "
+            "below). 1 cell inconclusive.") in text
+    done = table.assign(verdict=["fail", "pass", "pass"], stopped_at_item=[6, 8, 14], stopped_at_wave=[3, 4, 7])
+    text = sequential_paragraph(done, n_walked=20, budget=40, all_decided="all three decided", tail="Tail.",
+                                left=lambda rows: "never called", alpha=0.1, **kw)
+    assert "it stopped after 20 of its 40 pairs, all three decided. " in text and "never" not in text
+    assert "at 10 % / 3" in text and text.endswith("<c> pass at pair 14 (wave 7: below). Tail.")
+    none = table.assign(verdict="inconclusive")
+    text = sequential_paragraph(none, n_walked=40, budget=40, left=lambda rows: f"{len(rows)} open", **kw)
+    assert "it judged 40 of its 40 pairs. No cell was decided. 3 open." in text
+    assert sequential_paragraph(None, n_walked=0, budget=0, **kw) == sequential_paragraph(table.iloc[0:0], n_walked=0,
+                                                                                          budget=0, **kw) == ""

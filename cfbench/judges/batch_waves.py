@@ -2,7 +2,10 @@
 
 A study's ``run_batch`` walks its waves as its live sequential audit does; before each wave is judged (from the
 cache, in replay mode) it hands this module the wave's requests per judge. :func:`send_wave` puts what the cache
-lacks into the cache through :mod:`cfbench.judges.batch` (plan once, submit once, poll, collect).
+lacks into the cache through :mod:`cfbench.judges.batch` (plan once, submit once, poll, collect), then settles
+the lines that came back failed (:func:`settle_failures`): a transient failure is re-sent in a follow-up job of
+the same wave, a permanent one is named and counted in the wave's entry and judged as a failed row, and one
+that keeps failing stops the run in one line (the same call resumes there).
 
 The run folder holds :data:`MANIFEST` (JSON, rewritten atomically after every step): the run's parameters, and per
 wave what it asked about (``items``, ``dimensions``: whatever the study names its units and cells), each judge's
@@ -25,7 +28,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 
 __all__ = ["MANIFEST", "FORMAT", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
-           "mark_judged", "close_run"]
+           "settle_failures", "mark_judged", "close_run", "RESENDS"]
 
 #: the sequential Batch run's manifest, in the run folder
 MANIFEST = "sequential_batch.json"
@@ -34,6 +37,8 @@ FORMAT = "cfbench-sequential-batch/1"
 _DONE = ("completed", "failed", "expired", "cancelled")
 #: how far a wave got, in order (a resumed run replaying a wave never moves it back)
 STEPS = ("new", "planned", "submitted", "collected", "judged")
+#: how many times a wave's transiently failed lines are re-sent before the run stops (the runner's retries)
+RESENDS = 2
 
 Crash = Callable[[str], None]
 
@@ -131,10 +136,12 @@ def wave_entry(folder: Path, manifest: dict[str, Any], k: int, items: Sequence[s
 
 def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], requests: Mapping[str, list], *,
               store: Any, client: Any, poll_s: float, sleep: Callable[[float], None], say: Callable[[str], None],
-              crash: Crash = _no_crash) -> None:
+              crash: Crash = _no_crash, resends: int = RESENDS) -> None:
     """One wave's requests (judge -> requests) into the cache ``store`` through the Batch API: per judge, what
-    the cache lacks is planned (once), submitted (once), polled until done and collected."""
-    from cfbench.judges.batch import batch_status, collect_batch, plan_batch, submit_batch
+    the cache lacks is planned (once), submitted (once), polled until done and collected; then its failed lines
+    are settled (:func:`settle_failures`: transient ones re-sent up to ``resends`` times, permanent ones named and
+    counted in the wave's entry)."""
+    from cfbench.judges.batch import collect_batch, plan_batch, submit_batch
     from cfbench.judges.batch import read_manifest as read_batch
 
     for judge, reqs in requests.items():
@@ -154,13 +161,88 @@ def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], req
         advance(entry, "submitted")
         save_waves(folder, manifest)
         crash("submitted")
-        while any(s.get("batch_id") and s.get("status") not in _DONE for s in batch_status(d, client=client)["shards"]):
-            say(f"wave {entry['wave']}: {judge}'s batch in progress; next poll in {poll_s:g} s")
-            sleep(poll_s)
+        _wait(d, entry, judge, client=client, poll_s=poll_s, sleep=sleep, say=say)
         collect_batch(d, cache=store, client=client)
+        if entry["status"] != "judged":  # (a wave the audit already folded in is replayed as it was judged)
+            settle_failures(folder, manifest, entry, judge, reqs, store=store, client=client, poll_s=poll_s,
+                            sleep=sleep, say=say, crash=crash, resends=resends)
     advance(entry, "collected")
     save_waves(folder, manifest)
     crash("collected")
+
+
+def _wait(d: Path, entry: dict[str, Any], judge: str, *, client: Any, poll_s: float,
+          sleep: Callable[[float], None], say: Callable[[str], None]) -> None:
+    """Poll the batch folder ``d``'s submitted jobs until every one has ended."""
+    from cfbench.judges.batch import batch_status
+
+    while any(s.get("batch_id") and s.get("status") not in _DONE for s in batch_status(d, client=client)["shards"]):
+        say(f"wave {entry['wave']}: {judge}'s batch in progress; next poll in {poll_s:g} s")
+        sleep(poll_s)
+
+
+def _failures(d: Path, reqs: Sequence[Any], store: Any) -> list[dict[str, str]]:
+    """The requests of batch folder ``d``'s plan that the cache has no reply for: request id, custom id (the
+    cache key) and the failure the cache recorded, in the plan's order."""
+    from cfbench.judges.batch import _shard_limits, read_manifest as read_batch
+
+    plan = read_batch(d)
+    spec = plan["judge"]
+    keys = [k for s in plan["shards"] if not s.get("writing") for k in _shard_limits(d / s["file"])]
+    keys = list(dict.fromkeys(keys))
+    open_keys = [k for k in keys if k not in store.has_many(keys, spec)]
+    if not open_keys:
+        return []
+    reasons = store.failures_many(open_keys, spec)
+    ids = {r.cache_key(spec): r.request_id for r in reqs}
+    return [{"request_id": ids.get(k, ""), "custom_id": k,
+             "reason": " ".join(reasons.get(k, "no result recorded").split())} for k in open_keys]
+
+
+def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], judge: str, reqs: Sequence[Any],
+                    *, store: Any, client: Any, poll_s: float, sleep: Callable[[float], None],
+                    say: Callable[[str], None], crash: Crash = _no_crash, resends: int = RESENDS) -> None:
+    """After a wave's job for ``judge`` is collected: the lines that failed transiently (a 5xx, a line the job
+    never answered: :func:`~cfbench.judges.batch.is_permanent` false) are re-sent as a follow-up job of the
+    same batch folder (:func:`~cfbench.judges.batch.retry_batch`), up to ``resends`` times; a permanent failure
+    (a refused request, a content filter) is not re-sent. What still fails permanently is recorded in the
+    wave's entry (``failed``: per judge the count and the first few request ids, custom ids and reasons) and
+    said in one line per judge: the wave is judged without it, as the runner's failures are. A transient
+    failure left after the re-sends stops the run with one :class:`InputError` naming the wave, the request
+    and the error (the same call resumes here and re-sends it again)."""
+    from cfbench.judges.batch import collect_batch, is_permanent, retry_batch
+    from cfbench.judges.batch import read_manifest as read_batch
+
+    d = folder / entry["dirs"][judge]
+    failed = _failures(d, reqs, store)
+    for _ in range(resends):
+        transient = [f for f in failed if not is_permanent(f["reason"])]
+        if not transient:
+            break
+        first = transient[0]
+        say(f"wave {entry['wave']}: {judge}: {len(transient)} request(s) failed in a way worth another try "
+            f"(first: {first['request_id']}: {first['reason']}); re-sending them")
+        retry_batch(d, cache=store, client=client)
+        entry.setdefault("resent", {})[judge] = entry.get("resent", {}).get(judge, 0) + len(transient)
+        entry["batch_ids"][judge] = [sh.get("batch_id") for sh in read_batch(d)["shards"]]
+        save_waves(folder, manifest)
+        crash("resent")
+        _wait(d, entry, judge, client=client, poll_s=poll_s, sleep=sleep, say=say)
+        collect_batch(d, cache=store, client=client)
+        failed = _failures(d, reqs, store)
+    transient = [f for f in failed if not is_permanent(f["reason"])]
+    if transient:
+        first = transient[0]
+        raise InputError(f"{len(transient)} request(s) still failed after {resends} re-send(s), first "
+                         f"{first['request_id'] or first['custom_id']}: {first['reason']}; run the "
+                         "same command again to resume here and re-send them", source=str(d),
+                         record=f"wave {entry['wave']}", field="custom_id")
+    if failed:
+        entry.setdefault("failed", {})[judge] = {"n": len(failed), "first": failed[:5]}
+        save_waves(folder, manifest)
+        first = failed[0]
+        say(f"wave {entry['wave']}: {judge}: {len(failed)} request(s) failed for good, judged as failed (first: "
+            f"{first['request_id']}: {first['reason']})")
 
 
 def mark_judged(folder: Path, manifest: dict[str, Any], n_waves: int, table: Callable[[], Any], *,

@@ -229,28 +229,23 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
 
 def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
     """One findings paragraph from the cells table: which (judge, cue) cells stopped early, at which item and
-    why, how the walk ended, and the error rate the audit holds across its cells."""
+    why, how the walk ended, and the error rate the audit holds across its cells
+    (:func:`cfbench.report.sequential_paragraph`)."""
+    from cfbench.core.text import md_code
+    from cfbench.report import sequential_paragraph
+
     if table is None or not len(table):
         return ""
-    n_cells, n_walked, budget = len(table), summary["n_walked"], summary["budget"]
-    decided = table[table["verdict"].isin(["pass", "fail"])]
-    def name(r: Any) -> str:
-        return f"`{r.judge}` x `{r.cue}`" + (" (pointwise)" if getattr(r, "task", "pairwise") == "pointwise" else "")
 
-    said = "; ".join(f"{name(r)} {r.verdict} at item {int(r.stopped_at_item)} (wave "
-                     f"{int(r.stopped_at_wave)}: {r.reason})" for r in decided.itertuples(index=False))
+    def name(r: Any) -> str:
+        pointwise = getattr(r, "task", "pairwise") == "pointwise"
+        return f"{md_code(r.judge)} x {md_code(r.cue)}" + (" (pointwise)" if pointwise else "")
+
     what = ("the net flip share (pairwise cues) or the net absolute 1-10 score shift (pointwise cues)"
             if "task" in table and (table["task"] == "pointwise").any() else "the net flip share")
-    left = len(table) - len(decided)
-    if summary.get("stopped_by"):
-        ended = f"it stopped after {n_walked} of its {budget} items at its {summary['stopped_by']}"
-    elif not left and n_walked < budget:
-        ended = f"it stopped after {n_walked} of its {budget} items, every cell decided"
-    else:
-        ended = f"it judged {n_walked} of its {budget} items"
-    return (f"**Sequential audit**: {n_cells} judge x cue cells, each a confidence sequence of {what} "
-            f"at 5 % / {n_cells} (Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking "
-            f"after every wave); {ended}. "
-            + (f"Stopped early, and the cue no longer sent to that judge: {said}." if said else "No cell was decided.")
-            + (f" {left} cell{'s' if left != 1 else ''} inconclusive (table `sequential_cells`)." if left else "")
-            + " The fixed-n tables are computed on the items the walk judged, each cue on the items it was sent.")
+    return sequential_paragraph(
+        table, n_walked=summary["n_walked"], budget=summary["budget"], stopped_by=summary.get("stopped_by", ""),
+        unit="item", cells=f"judge x cue cells, each a confidence sequence of {what}", name=name,
+        stopped_note="and the cue no longer sent to that judge",
+        left=lambda rows: f"{len(rows)} cell{'s' if len(rows) != 1 else ''} inconclusive (table `sequential_cells`)",
+        tail="The fixed-n tables are computed on the items the walk judged, each cue on the items it was sent.")

@@ -184,25 +184,16 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
 
 def sequential_sentence(table: pd.DataFrame | None, summary: dict) -> str:
     """One findings paragraph from the cells table: which gap cells stopped early, at which pair and why, how
-    the walk ended, and the error rate the audit holds across its cells."""
+    the walk ended, and the error rate the audit holds across its cells
+    (:func:`cfbench.report.sequential_paragraph`)."""
+    from cfbench.report import sequential_paragraph
+
     if table is None or not len(table):
         return ""
-    n_cells, n_walked, budget = len(table), summary["n_walked"], summary["budget"]
-    decided = table[table["verdict"].isin(["pass", "fail"])]
-    said = "; ".join(f"{r.gap} {r.verdict} at pair {int(r.stopped_at_item)} (wave {int(r.stopped_at_wave)}: "
-                     f"{r.reason})" for r in decided.itertuples(index=False))
-    left = table[~table["verdict"].isin(["pass", "fail"])]
-    if summary.get("stopped_by"):
-        ended = f"it stopped after {n_walked} of its {budget} pairs at its {summary['stopped_by']}"
-    elif not len(left) and n_walked < budget:
-        ended = f"it stopped after {n_walked} of its {budget} pairs, both cells decided"
-    else:
-        ended = f"it judged {n_walked} of its {budget} pairs"
-    rest = "; ".join(f"{r.gap} inconclusive after {int(r.items_used)} pairs ({r.reason})"
-                     for r in left.itertuples(index=False))
-    return (f"**Sequential audit**: {n_cells} gap cells, each a confidence sequence of the matched-pair gap at "
-            f"5 % / {n_cells} (Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking after "
-            f"every wave); {ended}. "
-            + (f"Stopped early, and no more of its stratum's pairs sent: {said}." if said else "No cell was decided.")
-            + (f" {rest}." if rest else "")
-            + " The fixed-n tables below are computed on the pairs the walk judged.")
+    return sequential_paragraph(
+        table, n_walked=summary["n_walked"], budget=summary["budget"], stopped_by=summary.get("stopped_by", ""),
+        unit="pair", cells="gap cells, each a confidence sequence of the matched-pair gap", name=lambda r: r.gap,
+        stopped_note="and no more of its stratum's pairs sent", all_decided="both cells decided",
+        left=lambda rows: "; ".join(f"{r.gap} inconclusive after {int(r.items_used)} pairs ({r.reason})"
+                                    for r in rows.itertuples(index=False)),
+        tail="The fixed-n tables below are computed on the pairs the walk judged.")

@@ -1,0 +1,172 @@
+"""A line of a wave's Batch output that comes back as an error, in every study's Batch-API sequential audit
+(issue 35): nothing silently dropped, no crash on a cache miss.
+
+* A transient failure (a line with status 500; a job that expired having answered only some lines) is re-sent
+  in a follow-up job of the same wave before the wave is judged: the request is then judged from its reply, and
+  the wave's entry in the manifest counts the re-sent request.
+* A permanent failure (a line the server refused as an invalid request; a reply with null content, a content
+  filter) is not re-sent: it is a recorded failure in the cache, named (request id, custom id, reason) and
+  counted in the wave's entry and in one log line; the wave is judged without it, as the live walk judges a
+  request that failed.
+* A transient failure still failing after the re-sends stops the run with one line naming the wave, the request
+  and the error; the same call later resumes and goes on, sending nothing twice but the failed request.
+
+The study setups (parameters, the fake server's answer rule) are the three studies' own Batch test modules'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("openai")
+
+from batch_waves_util import openai_env
+from cfbench.core.errors import InputError
+from cfbench.judges.cache import ResponseCache
+from cfbench.judges.fakeserver import FakeOpenAIServer
+from cfbench.judges.registry import canonical_spec
+
+KEY = "sk-test-" + "Le35" * 8
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    openai_env(monkeypatch, KEY)
+
+
+def _cc(tmp_path, url):
+    import test_cc_sequential_batch as T
+
+    params = dataclasses.replace(T._params(url), n_items=4, max_items=4)
+    return T.B, params, T._Judge(params), params.judges[0]
+
+
+def _jb(tmp_path, url):
+    import test_judge_bias_sequential_batch as T
+
+    params = T._params(url, n_control=4)
+    return T.B, params, T._Judge(params), params.judges[0]
+
+
+def _sf(tmp_path, url):
+    import test_shopflow_sequential_batch as T
+
+    rows = [{"pair_id": f"p{i:03d}", "variant": v, "expected_ready": T._ready(f"p{i:03d}"), "channel": "chat",
+             "evidence_passed": True, "request": f"request {i} ({v})", "reply": f"reply {i} ({v})"}
+            for i in range(8) for v in ("formal", "conversational")]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "contract.yaml").write_text("primary_metric: equal_opportunity\nmax_tpr_gap: 0.5\nmax_fpr_gap: "
+                                            "0.5\nmin_positive_per_slice: 1\nmin_negative_per_slice: 1\n",
+                                            encoding="utf-8")
+    params = T._params(tmp_path, url)
+    return T.B, params, T._Judge(params), params.judge
+
+
+STUDIES = {"contact_center_qa": _cc, "judge_bias": _jb, "shopflow": _sf}
+
+
+def _lines(server: FakeOpenAIServer) -> list:
+    """(batch id, custom id) of every line of every batch input file the server got, in order."""
+    return [(b["id"], json.loads(line)["custom_id"]) for b in server.batches.values()
+            for line in server.files[b["input_file_id"]].decode("utf-8").splitlines()]
+
+
+def _start(srv, script):
+    kind, _, what = script.partition(" ")
+    if kind == "line":
+        srv.script_batch(["ok", what])  # the 2nd line of the first job
+    else:
+        srv.script_batches([what])  # the first job answers its first line only
+
+
+@pytest.mark.parametrize("script,transient", [("line 500", True), ("jobs expire:1", True),
+                                              ("line error", False), ("line null-content", False)])
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_a_failed_line_is_re_sent_when_transient_and_named_and_counted_when_not(tmp_path, study, script,
+                                                                                 transient):
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+    logged = []
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = STUDIES[study](tmp_path, srv.base_url)
+        srv.reply = judge
+        _start(srv, script)
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        result = B.run_batch(params, tmp_path / "run", cache=cache, poll_s=0, log=logged.append)
+        sent = _lines(srv)
+    first_job = [cid for b, cid in sent if b == sent[0][0]]
+    hit = first_job[1]  # the failed line (with expire:1, the first of the unanswered ones)
+    manifest = B.read_waves(tmp_path / "run")
+    assert manifest["complete"] and result.summary["sequential"]["waves"] == len(manifest["waves"])
+    wave1 = manifest["waves"][0]
+    spec = canonical_spec(spec)
+    if transient:
+        assert [cid for _, cid in sent].count(hit) == 2  # sent once more, in a follow-up job of wave 1 ...
+        assert cache.get(hit, spec) is not None  # ... and answered
+        assert wave1["resent"][params.judges[0] if study != "shopflow" else params.judge] >= 1
+        assert not wave1.get("failed") and not any(w.get("failed") for w in manifest["waves"])
+        assert len({b for b, _ in sent}) == len(manifest["waves"]) + 1  # one job per wave, one re-send job
+    else:
+        assert [cid for _, cid in sent].count(hit) == 1  # a permanent failure is not re-sent
+        assert cache.get(hit, spec) is None and hit in cache.failures_many([hit], spec)
+        (judge_name, failed), = wave1["failed"].items()
+        assert failed["n"] == 1 and failed["first"][0]["custom_id"] == hit
+        rid, reason = failed["first"][0]["request_id"], failed["first"][0]["reason"]
+        assert rid and ("invalid_request" in reason if "error" in script else "null content" in reason)
+        said = [m for m in logged if rid in m]
+        assert len(said) == 1 and "wave 1" in said[0] and reason in said[0]
+        assert not any(w.get("failed") for w in manifest["waves"][1:])
+        assert len({b for b, _ in sent}) == len(manifest["waves"])  # no re-send job
+
+
+def test_a_transient_failure_that_persists_stops_the_run_in_one_line_and_the_same_call_resumes(tmp_path):
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"] + ["ok"] * 6 + ["500", "500"])  # a line of the 8, and each of its 2 re-sends
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        with pytest.raises(InputError) as err:
+            B.run_batch(params, tmp_path / "run", cache=cache, poll_s=0)
+        stopped = _lines(srv)
+        hit = stopped[1][1]
+        result = B.run_batch(params, tmp_path / "run", cache=cache, poll_s=0)  # the server answers it now
+        sent = _lines(srv)
+    from cfbench.studies.shopflow.readiness import request_id
+
+    msg, info = str(err.value), judge.by_key[hit]
+    assert "\n" not in msg and "wave 1" in msg and "status 500" in msg and err.value.field == "custom_id"
+    assert request_id(info["pair"], info["variant"], params.prompt) in msg
+    assert [cid for _, cid in stopped].count(hit) == 3  # the job and two re-sends
+    manifest = B.read_waves(tmp_path / "run")
+    assert manifest["complete"] and cache.get(hit, canonical_spec(spec)) is not None
+    assert [cid for _, cid in sent].count(hit) == 4  # once more after the resume ...
+    others = [cid for _, cid in sent if cid != hit]
+    assert len(others) == len(set(others))  # ... and nothing else twice
+    assert result.summary["sequential"]["waves"] == len(manifest["waves"])
+
+
+def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_sending_anything_twice(tmp_path):
+    """SIGKILL just after wave 1's follow-up job went out: the resumed run polls and collects that job (it does
+    not re-send the line a third time) and goes on."""
+    from batch_waves_util import run_killed
+
+    import test_shopflow_sequential_batch as T
+
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        run_killed(B.__name__, "cfbench.studies.shopflow.study", tmp_path, T._config(params), "resent", 1, KEY)
+        killed = _lines(srv)
+        hit = killed[1][1]
+        assert [cid for _, cid in killed].count(hit) == 2 and B.read_waves(tmp_path / "run")["waves"][0]["resent"]
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        sent = _lines(srv)
+    cids = [cid for _, cid in sent]
+    assert cids.count(hit) == 2 and len(cids) == len(set(cids)) + 1  # the re-send once, nothing else twice
+    assert B.read_waves(tmp_path / "run")["complete"] and result.summary["sequential"]["waves"] >= 2
