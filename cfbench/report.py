@@ -91,7 +91,7 @@ def interval_caption(frame: pd.DataFrame, *, n: str = "n_items", unit: str = "it
     if methods and all(m.startswith("none") for m in methods):
         text = f"no interval ({over}): {m_txt}"
     else:
-        text = f"{level * 100:g}% intervals over {over}: {m_txt}"
+        text = f"{round(level * 100, 2):g}% intervals over {over}: {m_txt}"  # 98.33%, not 98.3333%
     if width:
         import textwrap
 

@@ -247,3 +247,11 @@ def test_no_figure_module_types_an_interval_method(path):
     typed = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
              and id(n) not in docs and TYPED.search(n.value)]  # docstrings may explain; drawn text may not
     assert not typed, typed
+
+
+def test_a_split_level_is_printed_to_two_decimals():
+    from cfbench.report import interval_caption
+
+    f = pd.DataFrame({"n_items": [36], "ci_method": ["betting confidence sequence"]})
+    assert interval_caption(f, level=1 - 0.05 / 3).startswith("98.33% intervals over 36 items")  # not 98.3333%
+    assert interval_caption(f).startswith("95% intervals")
