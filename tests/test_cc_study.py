@@ -202,3 +202,13 @@ def test_findings_set_each_dimension_against_the_wording_row():
     assert "2 of 3 dimensions move it by more than zero" in line
     assert "1 move it clearly more than rewording does (c) and 2 clearly less" in line
     assert _wording_scale("other judge", masd, rob) == [] and _wording_scale("j", masd, rob.iloc[1:]) == []
+
+
+def test_the_progress_bar_is_one_final_line_not_glued_to_the_loaders_output(capfd):
+    # the bar is not drawn in its first second (an executed notebook kept "0/36" glued to a loader's warning),
+    # and its final count is drawn even when the 10 s interval held every update
+    run(Params(**SMALL), progress=True)
+    err = capfd.readouterr().err
+    bars = [seg for seg in err.replace("\r", "\n").split("\n") if seg.startswith("contact-center:")]
+    assert bars and "2/2" in bars[-1], err[-500:]
+    assert not any(" 0/2 " in b for b in bars), bars

@@ -316,8 +316,10 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
     if progress:
         from tqdm import tqdm  # a text bar: it renders in executed notebooks and terminals alike
 
-        # at most one update per 10 s: an executed notebook keeps every update as an output line
-        bar = tqdm(total=walk.n_items if transcripts is None else None, desc="contact-center", mininterval=10)
+        # at most one update per 10 s: an executed notebook keeps every update as an output line; not drawn in
+        # its first second, so the loaders' warnings and llama.cpp's load line do not land glued to a "0/36"
+        bar = tqdm(total=walk.n_items if transcripts is None else None, desc="contact-center", mininterval=10,
+                   delay=1)
     try:
         for t, variants, plan, judgments, rows, st in iter_judged(
                 walk, transcripts=_budgeted(transcripts, walk), cache=cache, rubric=rubric,
@@ -343,6 +345,7 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
         for wr in (*writers.values(), variants_out):
             wr.close()
         if bar is not None:
+            bar.refresh()  # the final count is drawn even when the delay or the 10 s interval held every update
             bar.close()
         spill.cleanup()
     out = w.finish(params)
