@@ -210,23 +210,7 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                      f"gate: {r.gate}; {det}; with no net flip at all this n could bound net flips at "
                      f"{_pct(r.best_case_upper)}.")
     if "pointwise" in sel and len(sel["pointwise"]):
-        lines.append("")
-        lines.append(f"**Cues (pointwise, 1-10; gate: net |score shift| upper bound < {p.gate_max_score_shift:g} "
-                     "points against every noise reference).**")
-        for r in sel["pointwise"].itertuples(index=False):
-            rep = ""
-            if hasattr(r, "net_repeat_abs_shift") and np.isfinite(getattr(r, "net_repeat_abs_shift")):
-                rep = (f", {r.mean_abs_repeat_shift:.2f} between repeats (net "
-                       f"{_iv(r.net_repeat_ci_low, r.net_repeat_ci_high, False)})")
-            lines.append(f"- `{r.cue}`: score shift {r.score_shift:+.2f} points {_iv(r.ci_low, r.ci_high, False)} "
-                         f"({r.ci_method}; {r.items_up} up, {r.items_down} down, adjusted p = {_p(r.p_adjusted)}); "
-                         f"mean |shift| {r.mean_abs_shift:.2f} vs {r.mean_abs_reworded_shift:.2f} under the reworded "
-                         f"prompt (net {_iv(r.net_ci_low, r.net_ci_high, False)}){rep}; gate: {r.gate}; with no net "
-                         f"shift at all this n could bound it at {r.best_case_upper:.2f} points; "
-                         + ("no share of items is detectable by the sign test at this n." if not
-                            np.isfinite(r.detectable_share) else
-                            f"the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of "
-                            "items' scores one way."))
+        lines += _pointwise_lines(sel["pointwise"], p)
     if "placebo_contrast" in sel:
         lines += _placebo_lines(sel["placebo_contrast"])
     lines.append("")
@@ -241,6 +225,29 @@ def _judge_block(result: Any, judge: str) -> list[str]:
         lines.append(_gate_summary(cues, p.gate_max_net_flip))
     if "pointwise" in sel and len(sel["pointwise"]):
         lines.append(_gate_summary(sel["pointwise"], p.gate_max_score_shift, what="net |score shift|", unit=" points"))
+    return lines
+
+
+def _pointwise_lines(t: pd.DataFrame, p: Any) -> list[str]:
+    """The pointwise cues of one judge (table ``pointwise``), one sentence each, under a heading."""
+    lines: list[str] = []
+    lines.append("")
+    lines.append(f"**Cues (pointwise, 1-10; gate: net |score shift| upper bound < {p.gate_max_score_shift:g} "
+                 "points against every noise reference).**")
+    for r in t.itertuples(index=False):
+        rep = ""
+        if hasattr(r, "net_repeat_abs_shift") and np.isfinite(getattr(r, "net_repeat_abs_shift")):
+            rep = (f", {r.mean_abs_repeat_shift:.2f} between repeats (net "
+                   f"{_iv(r.net_repeat_ci_low, r.net_repeat_ci_high, False)})")
+        lines.append(f"- `{r.cue}`: score shift {r.score_shift:+.2f} points {_iv(r.ci_low, r.ci_high, False)} "
+                     f"({r.ci_method}; {r.items_up} up, {r.items_down} down, adjusted p = {_p(r.p_adjusted)}); "
+                     f"mean |shift| {r.mean_abs_shift:.2f} vs {r.mean_abs_reworded_shift:.2f} under the reworded "
+                     f"prompt (net {_iv(r.net_ci_low, r.net_ci_high, False)}){rep}; gate: {r.gate}; with no net "
+                     f"shift at all this n could bound it at {r.best_case_upper:.2f} points; "
+                     + ("no share of items is detectable by the sign test at this n." if not
+                        np.isfinite(r.detectable_share) else
+                        f"the sign test detects (80%) a cue that moves at least {_pct(r.detectable_share)} of "
+                        "items' scores one way."))
     return lines
 
 
