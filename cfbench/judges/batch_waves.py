@@ -223,7 +223,8 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
         say(f"wave {entry['wave']}: {judge}: {len(transient)} request(s) failed in a way worth another try "
             f"(first: {first['request_id']}: {first['reason']}); re-sending them")
         retry_batch(d, cache=store, client=client)
-        entry.setdefault("resent", {})[judge] = entry.get("resent", {}).get(judge, 0) + len(transient)
+        resent = entry.setdefault("resent", {})
+        resent[judge] = resent.get(judge, 0) + len(transient)
         entry["batch_ids"][judge] = [sh.get("batch_id") for sh in read_batch(d)["shards"]]
         save_waves(folder, manifest)
         crash("resent")

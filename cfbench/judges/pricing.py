@@ -21,7 +21,8 @@ from typing import Any, Mapping, Sequence
 
 from ..core.errors import InputError
 
-__all__ = ["TokenCounter", "load_prices", "price_for", "estimate_cost", "estimate_from_chars", "PRICES_PATH"]
+__all__ = ["TokenCounter", "load_prices", "price_for", "estimate_cost", "estimate_from_chars", "PRICES_PATH",
+           "request_pricers", "unpriced_judge", "refuse_unpriced", "budget_pricers", "over_budget"]
 
 PRICES_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 _PER_MESSAGE = 3  # <|start|>{role}\n … <|end|> framing per message in OpenAI's chat format
@@ -227,3 +228,35 @@ def unpriced_judge(judges: Sequence[str], pricers: Mapping[str, Any]) -> tuple[s
         if pricers.get(j) is None:
             return j, pricers.get("_why", {}).get(j, "no price")
     return None
+
+
+def refuse_unpriced(judges: Sequence[str], pricers: Mapping[str, Any]) -> None:
+    """A dollar budget needs every judge priced: the first of ``judges`` that ``pricers`` cannot price is refused
+    in one :class:`InputError` naming ``max_cost_usd`` and the judge."""
+    missing = unpriced_judge(judges, pricers)
+    if missing:
+        raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every judge "
+                         "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
+                         field="max_cost_usd")
+
+
+def budget_pricers(judges: Sequence[str], *, max_cost_usd: float, batch: bool) -> dict:
+    """:func:`request_pricers` for a sequential audit's dollar budget: empty when ``max_cost_usd`` is 0 (no
+    limit), else every judge priced (:func:`refuse_unpriced`)."""
+    if not max_cost_usd:
+        return {}
+    pricers = request_pricers(judges, batch=batch)
+    refuse_unpriced(judges, pricers)
+    return pricers
+
+
+def over_budget(n: int, usd: float, *, sent: int, spent_usd: float, max_requests: int, max_cost_usd: float) -> str:
+    """Why a sequential audit's next wave of ``n`` requests costing ``usd`` may not be sent, after ``sent``
+    requests and ``spent_usd`` dollars ("" when it fits; a limit of 0 is no limit): a wave is sent whole or not
+    at all."""
+    over = []
+    if max_requests and sent + n > max_requests:
+        over.append(f"the next wave's {n} requests would pass max_requests {max_requests} ({sent} sent)")
+    if max_cost_usd and spent_usd + usd > max_cost_usd:
+        over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {max_cost_usd:g} (${spent_usd:.4f} spent)")
+    return "budget: " + "; ".join(over) if over else ""

@@ -46,7 +46,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.judges.pricing import request_pricers
+from cfbench.judges.pricing import over_budget, refuse_unpriced, request_pricers
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict
 from cfbench.stats.verdicts import items_to_decide, scaled_bounds
@@ -144,15 +144,7 @@ class SequentialAudit:
             raise ValueError(f"wave_size must be at least 1, got {self.wave_size}")
         self.cell_alpha = alpha_per_cell(self.alpha, len(self.judges) * len(self.dimensions))
         if self.max_cost_usd:
-            from cfbench.judges.pricing import unpriced_judge
-
-            missing = unpriced_judge(self.judges, self.prices)
-            if missing:
-                from cfbench.core.errors import InputError
-
-                raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every "
-                                 "judge priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
-                                 field="max_cost_usd")
+            refuse_unpriced(self.judges, self.prices)
 
     def admit(self, plans: Sequence[Any]) -> bool:
         """Whether the wave of ``plans`` (one :class:`.requests.EvaluationPlan` per transcript) fits the budget.
@@ -160,15 +152,9 @@ class SequentialAudit:
         audit records why it stopped and nothing of the wave is counted."""
         n = sum(p.n_requests for p in plans)
         usd = sum(wave_cost(p, self.prices) for p in plans) if self.max_cost_usd else 0.0
-        over = []
-        if self.max_requests and self.spent_requests + n > self.max_requests:
-            over.append(f"the next wave's {n} requests would pass max_requests {self.max_requests} "
-                        f"({self.spent_requests} sent)")
-        if self.max_cost_usd and self.spent_usd + usd > self.max_cost_usd:
-            over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {self.max_cost_usd:g} "
-                        f"(${self.spent_usd:.4f} spent)")
-        if over:
-            self.stopped_by = "budget: " + "; ".join(over)
+        self.stopped_by = over_budget(n, usd, sent=self.spent_requests, spent_usd=self.spent_usd,
+                                      max_requests=self.max_requests, max_cost_usd=self.max_cost_usd)
+        if self.stopped_by:
             return False
         self.spent_requests += n
         self.spent_usd += usd

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from cfbench.judges.pricing import budget_pricers, over_budget
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
@@ -137,25 +138,6 @@ def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) ->
     return [r for r in plan.requests if r.request_id in keep]
 
 
-def _pricers(params: Any, *, batch: bool = False) -> dict:
-    """Per judge a function pricing its requests in USD, when ``max_cost_usd`` is set (else empty). Every judge
-    must be priced: ``local:`` and ``scripted:`` cost 0, ``openai:`` models by the price table (at the
-    Batch-API price when ``batch``: the waves go through :mod:`.batch_waves`; else the synchronous price); any
-    other is refused, naming the field."""
-    if not params.max_cost_usd:
-        return {}
-    from cfbench.core.errors import InputError
-    from cfbench.judges.pricing import request_pricers, unpriced_judge
-
-    pricers = request_pricers(params.judges, batch=batch)
-    missing = unpriced_judge(params.judges, pricers)
-    if missing:
-        raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs every judge "
-                         "priced (add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters",
-                         field="max_cost_usd")
-    return pricers
-
-
 def _pointwise_sent(plan: Any) -> bool:
     return any(r["task"] == "pointwise" for r in plan.cued)
 
@@ -176,7 +158,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
                             maximum={k: params.gate_max_net_flip if k[1] == "pairwise" else params.gate_max_score_shift
                                      for k in keys},
                             ranges={k: M.SCORE_NET_RANGE for k in keys if k[1] == "pointwise"})
-    pricers = _pricers(params, batch=wave is not None)
+    pricers = budget_pricers(params.judges, max_cost_usd=params.max_cost_usd, batch=wave is not None)
     order = [it.item_id for it in plan.items]
     limit = min(params.max_items or len(order), len(order))
     walk = SequentialWalk(pd.DataFrame(), pd.DataFrame(), cells, budget=limit)
@@ -188,15 +170,9 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         reqs = {j: _wave_requests(plan, these, cells, j) for j in params.judges}
         n = sum(len(r) for r in reqs.values())
         usd = sum(pricers[j](reqs[j]) for j in params.judges if reqs[j]) if pricers else 0.0
-        over = []
-        if params.max_requests and walk.requests_sent + n > params.max_requests:
-            over.append(f"the next wave's {n} requests would pass max_requests {params.max_requests} "
-                        f"({walk.requests_sent} sent)")
-        if pricers and walk.spent_usd + usd > params.max_cost_usd:
-            over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {params.max_cost_usd:g} "
-                        f"(${walk.spent_usd:.4f} spent)")
-        if over:
-            walk.stopped_by = "budget: " + "; ".join(over)
+        walk.stopped_by = over_budget(n, usd, sent=walk.requests_sent, spent_usd=walk.spent_usd,
+                                      max_requests=params.max_requests, max_cost_usd=params.max_cost_usd)
+        if walk.stopped_by:
             break
         walk.requests_sent += n
         walk.spent_usd += usd

@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from cfbench.core.errors import InputError
+from cfbench.judges.pricing import budget_pricers, over_budget
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
 from . import readiness as R
@@ -103,33 +103,6 @@ def _next_wave(order: list, ready: pd.Series, cells: SequentialCells, start: int
     return wave, k
 
 
-def _pricer(params: Any, *, batch: bool) -> Any:
-    """A function pricing a list of the judge's requests in USD when ``max_cost_usd`` is set (else None), at
-    the Batch-API price when ``batch``; a judge without a price is refused, naming the field and the judge."""
-    if not params.max_cost_usd:
-        return None
-    from cfbench.judges.pricing import request_pricers, unpriced_judge
-
-    pricers = request_pricers([params.judge], batch=batch)
-    missing = unpriced_judge([params.judge], pricers)
-    if missing:
-        raise InputError(f"no price for judge {missing[0]!r} ({missing[1]}); a dollar budget needs the judge priced "
-                         "(add it with $CFBENCH_PRICES) or max_cost_usd 0", source="parameters", field="max_cost_usd")
-    return pricers[params.judge]
-
-
-def _over_budget(params: Any, walk: SequentialWalk, n: int, usd: float | None) -> str:
-    """Why the next wave of ``n`` requests costing ``usd`` (None: not priced) may not be sent ("" if it may)."""
-    over = []
-    if params.max_requests and walk.requests_sent + n > params.max_requests:
-        over.append(f"the next wave's {n} requests would pass max_requests {params.max_requests} "
-                    f"({walk.requests_sent} sent)")
-    if usd is not None and walk.spent_usd + usd > params.max_cost_usd:
-        over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {params.max_cost_usd:g} "
-                    f"(${walk.spent_usd:.4f} spent)")
-    return "budget: " + "; ".join(over) if over else ""
-
-
 def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress: bool, cache: Any = None,
                    mode: str | None = None, wave: Any = None) -> SequentialWalk:
     """Judge ``pairs`` (all variants' rows, file order) in waves under ``params.prompt`` until both gap cells
@@ -145,7 +118,7 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     order = list(dict.fromkeys(pairs["pair_id"]))
     ready = pairs.groupby("pair_id", sort=False)[POSITIVE].first()
     limit = params.max_items or len(order)
-    price = _pricer(params, batch=wave is not None)
+    price = budget_pricers([params.judge], max_cost_usd=params.max_cost_usd, batch=wave is not None).get(params.judge)
     walk = SequentialWalk(pd.DataFrame(), pairs.iloc[0:0], cells, budget=min(limit, len(order)))
     judged, frames, routed_all, pos = [], [], [], 0
     while not cells.done:
@@ -155,7 +128,8 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
         rows = pairs[pairs["pair_id"].isin(these)]
         reqs = R.build_requests(rows, prompt=params.prompt)
         usd = price(reqs) if price is not None else None
-        walk.stopped_by = _over_budget(params, walk, len(reqs), usd)
+        walk.stopped_by = over_budget(len(reqs), usd or 0.0, sent=walk.requests_sent, spent_usd=walk.spent_usd,
+                                      max_requests=params.max_requests, max_cost_usd=params.max_cost_usd)
         if walk.stopped_by:
             break
         pos = nxt
