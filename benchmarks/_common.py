@@ -98,6 +98,16 @@ def machine() -> str:
             f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
+def write_docs_block(lines: list[str], start: str, end: str, doc: str = "docs/statistics.md") -> Path:
+    """Replace what stands between the markers ``start`` and ``end`` in ``doc`` (from the repository root) with
+    ``lines``, keeping the markers; returns the file's path."""
+    path = REPO / doc
+    text = path.read_text(encoding="utf-8")
+    i, j = text.index(start) + len(start), text.index(end)
+    path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
+    return path
+
+
 def header(title: str) -> None:
     print(f"== {title}")
     print(f"   machine: {machine()}")

@@ -33,7 +33,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import REPO, machine
+from _common import machine, write_docs_block
 from scipy import stats
 
 from cfbench.stats import coverage as C
@@ -302,11 +302,7 @@ def main() -> None:
     lines = run(a.reps, a.n_boot)
     print(lines[-1])
     if a.write_docs:
-        path = REPO / "docs" / "statistics.md"
-        text = path.read_text(encoding="utf-8")
-        i, j = text.index(START) + len(START), text.index(END)
-        path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
-        print(f"wrote {path}")
+        print(f"wrote {write_docs_block(lines, START, END)}")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import REPO, machine
+from _common import machine, write_docs_block
 from bench_skew_tails import FAMILIES, NS, _finish, _parts, draws
 
 from cfbench.stats import coverage as C
@@ -267,11 +267,7 @@ def main() -> None:
     if a.write_docs:
         if a.quick or a.only:
             raise SystemExit("--write-docs needs the full run (no --quick, no --only)")
-        path = REPO / "docs" / "statistics.md"
-        text = path.read_text(encoding="utf-8")
-        i, j = text.index(START) + len(START), text.index(END)
-        path.write_text(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:], encoding="utf-8")
-        print(f"wrote {path}")
+        print(f"wrote {write_docs_block(lines, START, END)}")
 
 
 if __name__ == "__main__":
