@@ -72,7 +72,7 @@ def _assert_same(a: dict, b: dict, what: str) -> None:
 
 def test_one_state_has_every_table_with_rows(case):
     name, params, parsed, items, t = case
-    want = ["parse_failures", "position", "accuracy", "noise", "cues"] + (["pointwise"] if params.pointwise_cues else [])
+    want = ["parse_failures", "position", "accuracy", "noise", "cues"] + (["pointwise_control", "pointwise"] if params.pointwise_cues else [])
     want += ["placebo_contrast"] if params.placebo_cues else []
     assert list(t) == want
     if name == "scripted-repeats-pointwise":  # the smoke design runs the placebo arm: its table merges too

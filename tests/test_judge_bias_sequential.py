@@ -48,17 +48,30 @@ def _slot_a_judge(request) -> Response:
 
 
 def _scoring_judge(request) -> Response:
-    """Pairwise: as :func:`_real_judge` (responsive). Pointwise: 5 for every reply, 10 under ``authority``
-    (a net shift of 5 points on every item) and 5 under ``verbosity`` (net 0)."""
+    """Pairwise: as :func:`_real_judge` (responsive). Pointwise (the order field names the reply scored): 5 for
+    the real reply and 2 for the known-worse one, so it tells them apart; 5 points more under ``authority`` (a
+    net shift of 5 points on every item) and the same under ``verbosity`` (net 0)."""
     item, task, cond, order = request.request_id.split("/")
     if task == "pairwise":
         return _real_judge(request)
     SENT.append(("scoring", item, f"pointwise:{cond}"))
-    return Response(text="10" if cond == "authority" else "5", prompt_tokens=10, completion_tokens=1)
+    score = (5 if order == "real" else 2) + (5 if cond == "authority" else 0)
+    return Response(text=str(score), prompt_tokens=10, completion_tokens=1)
+
+
+def _flat_scoring_judge(request) -> Response:
+    """Pairwise: as :func:`_real_judge` (responsive). Pointwise: 5 for every reply whatever the condition, so
+    every cue's net shift is exactly 0 on every item, and the score says nothing about the reply."""
+    item, task, cond, order = request.request_id.split("/")
+    if task == "pairwise":
+        return _real_judge(request)
+    SENT.append(("flat", item, f"pointwise:{cond}"))
+    return Response(text="5", prompt_tokens=10, completion_tokens=1)
 
 
 register_script("jb-seq-real", _real_judge)
 register_script("jb-seq-scoring", _scoring_judge)
+register_script("jb-seq-flat-scoring", _flat_scoring_judge)
 register_script("jb-seq-slot-a", _slot_a_judge)
 
 
@@ -166,6 +179,27 @@ def test_pointwise_cues_are_cells_that_stop_when_decided():
     assert "sequential_pointwise_sequences" in r.figures
     text = S.sequential_sentence(r.tables["sequential_cells"], r.summary["sequential"])
     assert "(pointwise) fail" in text and "net absolute 1-10 score shift" in text
+
+
+@pytest.mark.parametrize("sequential", [True, False])
+def test_a_judge_giving_every_reply_one_score_never_passes_a_pointwise_gate(sequential):
+    # pairwise it looks at the replies (responsive there), pointwise it scores everything 5: every net shift is 0,
+    # which passed the pointwise gate while the gate read the pairwise checks. 40 items is past the fixed-n floor.
+    r = _run(_params("scripted:jb-seq-flat-scoring", pointwise_cues=("verbosity", "authority"), wave_size=8,
+                     gate_max_score_shift=2.0, sequential=sequential))
+    pw = r.tables["pointwise"]
+    assert len(pw) == 2 and (pw["net_abs_shift"] == 0).all() and (pw["net_ci_high"] < 2.0).all()
+    assert all(str(g).startswith("uninformative (pointwise control discrimination") for g in pw["gate"])
+    assert "same as the real one on all 40 control items" in pw["responsiveness"].iloc[0]
+    control = r.tables["pointwise_control"].iloc[0]
+    assert (control["n_items"], control["tied"], control["real_higher"]) == (40, 40, 0)
+    if sequential:
+        cells = r.tables["sequential_cells"].set_index(["task", "cue"])
+        assert cells.loc[("pointwise", "verbosity"), "verdict"] != "pass"
+        assert cells.loc[("pairwise", "position"), "verdict"] == "pass"  # the pairwise checks are met
+    text = r.findings()
+    assert "`authority` `uninformative`" in text and "the same on 40 (mean 5.00 vs 5.00)" in text
+    r.check()
 
 
 def test_pointwise_net_items_take_the_smaller_noise_and_skip_unread_scores():

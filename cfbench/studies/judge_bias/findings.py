@@ -210,7 +210,7 @@ def _judge_block(result: Any, judge: str) -> list[str]:
                      f"gate: {r.gate}; {det}; with no net flip at all this n could bound net flips at "
                      f"{_pct(r.best_case_upper)}.")
     if "pointwise" in sel and len(sel["pointwise"]):
-        lines += _pointwise_lines(sel["pointwise"], p)
+        lines += _pointwise_lines(sel["pointwise"], p, sel.get("pointwise_control"))
     if "placebo_contrast" in sel:
         lines += _placebo_lines(sel["placebo_contrast"])
     lines.append("")
@@ -228,10 +228,19 @@ def _judge_block(result: Any, judge: str) -> list[str]:
     return lines
 
 
-def _pointwise_lines(t: pd.DataFrame, p: Any) -> list[str]:
-    """The pointwise cues of one judge (table ``pointwise``), one sentence each, under a heading."""
-    lines: list[str] = []
-    lines.append("")
+def _pointwise_lines(t: pd.DataFrame, p: Any, control: "pd.DataFrame | None" = None) -> list[str]:
+    """The pointwise cues of one judge (table ``pointwise``), one sentence each, under a heading, after the
+    pointwise responsiveness check (table ``pointwise_control``)."""
+    lines: list[str] = [""]
+    if control is not None and len(control):
+        c = control.iloc[0]
+        lines.append(
+            f"- **Pointwise scores of the controls.** Both replies of {int(c.n_items)} control items were scored: "
+            f"the real one higher on {int(c.real_higher)}, lower on {int(c.alt_higher)}, the same on {int(c.tied)} "
+            f"(mean {c.mean_real_score:.2f} vs {c.mean_alt_score:.2f}); "
+            + (f"the right way on {_pct(c.estimate)} of the untied items ({_iv(c.ci_low, c.ci_high)}, {c.ci_method})"
+               if int(c.real_higher) + int(c.alt_higher) else "no item told the two apart")
+            + ". A score that ignores the reply sits at 50%; the pointwise gate needs the lower bound above it.")
     lines.append(f"**Cues (pointwise, 1-10; gate: net |score shift| upper bound < {p.gate_max_score_shift:g} "
                  "points against every noise reference).**")
     for r in t.itertuples(index=False):

@@ -30,8 +30,8 @@ from scipy import stats as sps
 from cfbench.judges.failures import FAILURE_KINDS, KIND_COLUMNS
 from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.stats import adjust_pvalues
-from cfbench.stats.intervals import (NO_ITEMS, ONE_ITEM, clustered_rate_intervals, items_needed_zero_events,
-                                     mean_interval_t, paired_difference, worst_case_bound)
+from cfbench.stats.intervals import (NO_ITEMS, ONE_ITEM, clopper_pearson, clustered_rate_intervals,
+                                     items_needed_zero_events, mean_interval_t, paired_difference, worst_case_bound)
 from cfbench.stats.matched import tango_interval
 from cfbench.stats import verdicts as V
 
@@ -39,7 +39,8 @@ __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_ta
            "sign_test", "detectable_share", "gate_status", "rate_row", "repeat_conditions", "items_needed_score_gate",
            "items_needed_matched", "matched_row", "repeat_net_row", "SCORE_NET_RANGE", "MATCHED_METHOD",
            "responsiveness_of", "GATE_VERDICT_COLUMNS", "item_stats", "tables_from_stats", "new_state", "judge_cells",
-           "study_tables", "placebo_condition", "placebo_table", "PLACEBO_PREFIX", "PLACEBO_COLUMNS"]
+           "study_tables", "placebo_condition", "placebo_table", "PLACEBO_PREFIX", "PLACEBO_COLUMNS", "OTHER_REPLY",
+           "pointwise_control_table", "pointwise_responsiveness", "discrimination_lower_bound"]
 
 #: ``ci_method`` of a difference of two binary outcomes with one pair per item.
 MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
@@ -169,6 +170,60 @@ def responsiveness_of(position: pd.DataFrame, accuracy: pd.DataFrame) -> tuple[b
     checks = [("control-pair accuracy", lower(accuracy, "accuracy"), 0.5),
               ("position consistency", lower(position, "position_consistency"), 0.5)]
     return V.responsiveness(checks)
+
+
+#: the pointwise condition of a control item's second baseline score: the reply the item's pointwise requests
+#: do not score (the known-worse one when they score the real reply, and the other way round)
+OTHER_REPLY = "other_reply"
+#: ``ci_method`` of :func:`pointwise_control_table`
+DISCRIMINATION_METHOD = "clopper-pearson over untied control items (a tie says nothing either way)"
+
+
+def discrimination_lower_bound(real_higher, alt_higher, confidence: float = 0.95):
+    """The lower bound of the share of untied control items on which the real reply scored higher than the
+    known-worse one (Clopper-Pearson at ``confidence``, two-sided, so one-sided 97.5 %); NaN with no untied item.
+    Vectorised over arrays of counts (the simulation in ``tests/test_judge_bias_pointwise_responsive.py``)."""
+    up = np.asarray(real_higher, float)
+    n = up + np.asarray(alt_higher, float)
+    lo, _ = clopper_pearson(up, np.where(n > 0, n, 1.0), confidence)
+    return np.where(n > 0, lo, np.nan)
+
+
+def pointwise_control_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Does the judge's 1-10 score tell a reply from a known-worse one? One row from the ``pointwise_control``
+    cells of :func:`item_stats` (per control item both baseline scores, ``real_score`` and ``alt_score``): items
+    scored, items whose real reply scored higher / lower / the same, mean scores, and the share of untied items
+    scored the right way with its Clopper-Pearson interval. A judge whose score ignores the reply (a constant, or
+    a draw independent of it) ties every item or orders each untied one either way with probability 1/2, so it
+    has a lower bound above 0.5 in at most 2.5 % of audits, whatever the shape of its scores."""
+    c = _sorted_items(cells) if len(cells) else cells
+    real = c["real_score"].to_numpy(float) if len(c) else np.array([])
+    alt = c["alt_score"].to_numpy(float) if len(c) else np.array([])
+    up, down = int((real > alt).sum()), int((real < alt).sum())
+    n = up + down
+    lo, hi = clopper_pearson(np.array([float(up)]), np.array([float(max(n, 1))]))
+    return pd.DataFrame([{
+        "n_items": len(real), "real_higher": up, "alt_higher": down, "tied": len(real) - n,
+        "mean_real_score": float(real.mean()) if len(real) else math.nan,
+        "mean_alt_score": float(alt.mean()) if len(alt) else math.nan,
+        "estimate": up / n if n else math.nan, "ci_low": float(lo[0]) if n else math.nan,
+        "ci_high": float(hi[0]) if n else math.nan, "ci_method": DISCRIMINATION_METHOD}])
+
+
+def pointwise_responsiveness(table: pd.DataFrame) -> tuple[bool, str]:
+    """Is the judge's pointwise score shown to respond to the reply? The lower bound of
+    :func:`pointwise_control_table`'s share above 0.5 (chance for a score that ignores the reply).
+    ``(responsive, why)``; the pointwise gate reads this, not the pairwise checks: a judge can compare two
+    replies well and still give every single reply the same score."""
+    what = "pointwise control discrimination (known-worse reply scored lower)"
+    if not len(table) or not int(table["n_items"].iloc[0]):
+        return False, f"{what}: no control item scored both ways"
+    r = table.iloc[0]
+    if int(r["real_higher"]) + int(r["alt_higher"]) == 0:
+        return False, (f"{what}: the known-worse reply scored the same as the real one on all "
+                       f"{int(r['n_items'])} control items")
+    ok, why = V.responsiveness([(what, float(r["ci_low"]), 0.5)])
+    return ok, f"{why} ({int(r['real_higher'])} right, {int(r['alt_higher'])} wrong, {int(r['tied'])} tied)"
 
 
 def items_needed_matched(gate_max: float, *, confidence: float = 0.95, limit: int = 1_000_000) -> int:
@@ -387,17 +442,22 @@ CUE_COLUMNS = ["cue", "n_items", "chose_cued_with_cue", "chose_cued_without", "s
                "significant", "beyond_noise", "gate_max_net_flip", *GATE_VERDICT_COLUMNS, "detectable_share"]
 
 
+#: the bracketed reason of an uninformative pairwise / pointwise gate
+PAIRWISE_UNRESPONSIVE = "not shown to look: control-pair accuracy and position consistency must exceed 0.5"
+POINTWISE_UNRESPONSIVE = "pointwise control discrimination not shown above 0.5: a known-worse reply must score lower"
+
+
 def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: dict[str, int],
           best: dict[str, object], *, n_col: str = "n_items", floor: bool = False, est_cols: dict[str, str],
-          responsive: tuple[bool, str] = (True, "")) -> None:
+          responsive: tuple[bool, str] = (True, ""), short: str = PAIRWISE_UNRESPONSIVE) -> None:
     """The verdict columns (:data:`GATE_VERDICT_COLUMNS`) against every noise reference: ``fail`` when any
     reference's net lower bound lies above ``gate_max``, ``pass`` only when every reference's upper bound lies
     below it (and the judge is responsive), else ``inconclusive`` / ``uninformative (why)``.
     ``gate_reference`` names the reference that decided (the failing one, else the largest upper bound); the
     forecast is that reference's. ``best_case_upper``: the largest over the references of the upper bound when
-    no item shows a net event (``best[ref](n)``: what this n can show at best)."""
+    no item shows a net event (``best[ref](n)``: what this n can show at best). ``short``: the reason an
+    uninformative verdict gives in brackets (the full one goes to ``responsiveness``)."""
     ok, why = responsive
-    short = "not shown to look: control-pair accuracy and position consistency must exceed 0.5"
     out = []
     for k in range(len(t)):
         n = int(t[n_col].iloc[k])
@@ -491,7 +551,8 @@ def pointwise_table(cells: pd.DataFrame, cues: Sequence[str], *, alpha: float, m
     bound = {name: (lambda n: SCORE_NET_RANGE[1] * worst_case_bound(n)) for name, _, _ in refs}
     # floor: no pass below `need` items (the mean interval at 8 items false-passed 4.5 % in one simulated shape)
     _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True,
-          est_cols={"reworded": "net_abs_shift", "repeats": "net_repeat_abs_shift"}, responsive=responsive)
+          est_cols={"reworded": "net_abs_shift", "repeats": "net_repeat_abs_shift"}, responsive=responsive,
+          short=POINTWISE_UNRESPONSIVE)
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
 
@@ -507,6 +568,7 @@ _CELL_COLUMNS = {
     "cues": ["judge", "item_id", "cue", "num1", "num2", "den", "flips", "noise_flips", "noise_den", "rep_flips",
              "rep_den"],
     "pointwise": ["judge", "item_id", "condition", "score"],
+    "pointwise_control": ["judge", "item_id", "real_score", "alt_score"],
     "placebo": ["judge", "item_id", "cue", "id_chose", "pl_chose", "id_flip", "pl_flip"],
 }
 #: the conditions of a pairwise item that are not cues
@@ -650,6 +712,22 @@ def _add_judge(s: ItemStatistics, judge: str, rows: pd.DataFrame, items: "pd.Dat
         wide = p.pivot_table(index="item_id", columns="condition", values="score", aggfunc="first")
         long = wide.reset_index().melt(id_vars="item_id", var_name="condition", value_name="score").dropna()
         s.add("pointwise", long.assign(judge=judge))
+        s.add("pointwise_control", _pointwise_control_cells(wide, items).assign(judge=judge))
+
+
+def _pointwise_control_cells(wide: pd.DataFrame, items: "pd.DataFrame | None") -> pd.DataFrame:
+    """Per control item with both baseline scores read (``baseline`` scores its cued candidate, ``other_reply``
+    the other one): the real reply's score and the known-worse reply's."""
+    if OTHER_REPLY not in wide.columns or "baseline" not in wide.columns or items is None or not len(items):
+        return pd.DataFrame(columns=_CELL_COLUMNS["pointwise_control"][1:])
+    kinds = items.drop_duplicates("item_id").set_index("item_id")["kind"]
+    both = wide[["baseline", OTHER_REPLY]].dropna()
+    both = both[both.index.isin(kinds.index[kinds == "control"])]
+    target = _targets(items, list(both.index))
+    real_first = (target.reindex(both.index) == "real").to_numpy()
+    b, o = both["baseline"].to_numpy(float), both[OTHER_REPLY].to_numpy(float)
+    return pd.DataFrame({"item_id": both.index.to_numpy(), "real_score": np.where(real_first, b, o),
+                         "alt_score": np.where(real_first, o, b)})
 
 
 def item_stats(parsed: "pd.DataFrame | None", items: "pd.DataFrame | None" = None) -> ItemStatistics:
@@ -694,10 +772,12 @@ def _judge_tables(s: ItemStatistics, judge: str, *, cues: Sequence[str], pointwi
          "noise": noise_table(judge_cells(s, "noise", judge), seen, repeats),
          "cues": cue_table(judge_cells(s, "cues", judge), cues, has_repeats=bool(repeats), gate_max=gate_max_net_flip,
                            alpha=alpha, multiplicity=multiplicity, n_boot=n_boot, seed=seed, responsive=responsive)}
-    if pointwise_cues:
+    if pointwise_cues:  # the pointwise gate reads the pointwise task's own responsiveness
+        t["pointwise_control"] = pointwise_control_table(judge_cells(s, "pointwise_control", judge))
         t["pointwise"] = pointwise_table(judge_cells(s, "pointwise", judge), pointwise_cues, alpha=alpha,
                                          multiplicity=multiplicity, n_boot=n_boot, seed=seed,
-                                         gate_max=gate_max_score_shift, responsive=responsive)
+                                         gate_max=gate_max_score_shift,
+                                         responsive=pointwise_responsiveness(t["pointwise_control"]))
     if placebo_cues:
         t["placebo_contrast"] = placebo_table(judge_cells(s, "placebo", judge), placebo_cues, n_boot=n_boot, seed=seed)
     return t

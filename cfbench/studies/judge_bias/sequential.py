@@ -23,9 +23,10 @@ gate's floor of items is not needed: a confidence sequence holds its level at ev
 
 Each cell runs at 5 % / cells (Bonferroni over judges x tasks x cues,
 :class:`cfbench.stats.sequential_cells.SequentialCells`).
-Responsiveness first: a cell passes only once its judge is shown to look at the replies
-(:func:`.metrics.responsiveness_of` on every item judged so far: control-pair accuracy and position consistency
-above 0.5); a sequence that clears without it stays ``inconclusive`` and the cue keeps being asked. A decided
+Responsiveness first: a cell passes only once its judge is shown to look at the replies, on every item judged
+so far: a pairwise cell by :func:`.metrics.responsiveness_of` (control-pair accuracy and position consistency
+above 0.5), a pointwise cell by :func:`.metrics.pointwise_responsiveness` (the known-worse reply of the control
+items scored lower, share of untied items above 0.5); a sequence that clears without it stays ``inconclusive`` and the cue keeps being asked. A decided
 cell's cue requests are no longer sent to that judge (the baseline, reworded, repeat and pointwise requests are
 shared references and are sent for every walked item; the ``position`` cue reads the baseline orders, so deciding
 it saves nothing; likewise a decided pointwise cell's cued score requests). The run stops when every cell is decided, the items or ``max_items`` run out, or the next wave
@@ -123,7 +124,11 @@ def pointwise_net_items(cells: pd.DataFrame, cues: Sequence[str]) -> dict:
     return out
 
 
-def _responsive(acc: ItemStatistics, judge: str, params: Any) -> tuple[bool, str]:
+def _responsive(acc: ItemStatistics, judge: str, task: str, params: Any) -> tuple[bool, str]:
+    """The responsiveness of ``judge`` on ``task`` over the items judged so far: the pairwise checks for the
+    pairwise cells, the pointwise control discrimination for the pointwise ones (as in the fixed-n tables)."""
+    if task == "pointwise":
+        return M.pointwise_responsiveness(M.pointwise_control_table(M.judge_cells(acc, "pointwise_control", judge)))
     position = M.position_table(M.judge_cells(acc, "position", judge), n_boot=params.n_boot, seed=params.seed)
     return M.responsiveness_of(position, M.accuracy_table(M.judge_cells(acc, "accuracy", judge)))
 
@@ -193,10 +198,11 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         parsed_all.append(parsed)
         s = M.item_stats(parsed, items[items["item_id"].isin(these)])
         acc.merge(s)
-        shown = {j: _responsive(acc, j, params) for j in params.judges}
+        shown = {(j, task): _responsive(acc, j, task, params) for j in params.judges
+                 for task in ("pairwise", "pointwise") if any(k[0] == j and k[1] == task for k in keys)}
         values = {(j, "pairwise", c): v for (j, c), v in net_items(s.frame("cues")).items()}
         values.update(pointwise_net_items(s.frame("pointwise"), pointwise))
-        cells.update(values, {k: shown[k[0]] for k in keys})
+        cells.update(values, {k: shown[k[:2]] for k in keys})
         walk.items += these
     walk.judgments = pd.concat(judgments, ignore_index=True) if judgments else pd.DataFrame()
     walk.parsed = pd.concat(parsed_all, ignore_index=True) if parsed_all else pd.DataFrame()

@@ -206,6 +206,9 @@ def plan(params: Params, items: "list[Item] | None" = None) -> Plan:
             for r in range(1, params.n_repeats + 1):
                 add(plain, "pointwise", "base", f"repeat{r}", target, only=target, repeat=r)
             add(plain, "pointwise", "reworded", "reworded", target, only=target)
+            if it.kind == "control":  # the other reply too: does the score tell the known-worse one apart?
+                other = "alt" if target == "real" else "real"
+                add(plain, "pointwise", "base", M.OTHER_REPLY, other, only=other)
             for cue in params.pointwise_cues:
                 pair = get_cue(cue).apply(plain, target, seed=params.seed, item_id=it.item_id)
                 add(pair, "pointwise", "base", cue, target, only=target)
@@ -218,12 +221,12 @@ def iter_requests(params: Params) -> Iterator[Any]:
 
 
 def n_requests(params: Params) -> int:
-    """Requests per judge (``iter_requests`` yields these once; each judge in ``judges`` is sent all of them); with
-    ``placebo`` an upper bound: an item whose identity has no placebo name of the length class sends one fewer."""
+    """Requests per judge (``iter_requests`` yields these once; each judge in ``judges`` is sent all of them; with
+    pointwise cues a control item also has its other reply scored); with ``placebo`` an upper bound: an item whose identity has no placebo name of the length class sends one fewer."""
     k = params.n_repeats
     per_item = 2 * (1 + k) + 1 + sum(c != "position" for c in params.cues) + len(params.placebo_cues) + (
         2 + k + len(params.pointwise_cues) if params.pointwise_cues else 0)
-    return per_item * (params.n_draft + params.n_control)
+    return per_item * (params.n_draft + params.n_control) + (params.n_control if params.pointwise_cues else 0)
 
 
 #: Seconds per one-token pairwise call (~190 prompt tokens, requests of one item sharing their prefix) and
