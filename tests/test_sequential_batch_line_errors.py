@@ -148,6 +148,7 @@ def test_a_transient_failure_that_persists_stops_the_run_in_one_line_and_the_sam
     others = [cid for _, cid in sent if cid != hit]
     assert len(others) == len(set(others))  # ... and nothing else twice
     assert result.summary["sequential"]["waves"] == len(manifest["waves"])
+    assert result.summary["sequential"]["requests_resent"] == 3  # the stopped run's two re-sends are counted too
 
 
 def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_sending_anything_twice(tmp_path):
@@ -170,3 +171,72 @@ def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_send
     cids = [cid for _, cid in sent]
     assert cids.count(hit) == 2 and len(cids) == len(set(cids)) + 1  # the re-send once, nothing else twice
     assert B.read_waves(tmp_path / "run")["complete"] and result.summary["sequential"]["waves"] >= 2
+    assert result.summary["sequential"]["requests_resent"] == 1  # the killed run's re-send, counted once
+
+
+def _jobs_usd(server: FakeOpenAIServer, model: str) -> list:
+    """The Batch price of each job the server received, in order, priced from its input file's lines (their
+    messages and ``max_tokens``) as the walk prices a list of requests."""
+    from cfbench.judges.pricing import estimate_from_chars, load_prices
+
+    out = []
+    for b in server.batches.values():
+        bodies = [json.loads(line)["body"] for line in server.files[b["input_file_id"]].decode("utf-8").splitlines()]
+        chars = sum(len(m["role"]) + len(m["content"]) for body in bodies for m in body["messages"])
+        out.append(estimate_from_chars(model, len(bodies), chars, sum(int(body["max_tokens"]) for body in bodies),
+                                       load_prices(), batch=True)["cost"]["total_usd"])
+    return out
+
+
+TOKEN_USD = 100.0 * 0.5 / 1e6  # a token at the Batch price of :func:`_priced`
+
+
+def _priced(tmp_path, monkeypatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  fake-judge: {input: 100.0, output: 100.0, batch_discount: 0.5}\n")
+    monkeypatch.setenv("CFBENCH_PRICES", str(prices))
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_the_dollars_spent_include_the_re_sent_lines_at_the_batch_price(tmp_path, monkeypatch, study):
+    """A wave whose second line failed with a 500 and was re-sent once: the run's dollars spent are the Batch
+    price of every line sent, the re-sent one included (a budget large enough never to stop the walk)."""
+    _priced(tmp_path, monkeypatch)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = STUDIES[study](tmp_path, srv.base_url)
+        params = dataclasses.replace(params, max_cost_usd=1e6)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        jobs = _jobs_usd(srv, "fake-judge")
+    seq = result.summary["sequential"]
+    spent = seq["cost_usd" if study == "contact_center_qa" else "spent_usd"]
+    resend = jobs[1]  # the first wave's follow-up job (one line)
+    assert len(jobs) == len(B.read_waves(tmp_path / "run")["waves"]) + 1 and resend > 0
+    # the walk prices each wave (the contact center: each transcript's plan) and each re-send as one list, the
+    # prompt tokens of a list rounded up once: at most one token per list apart from the price per job
+    tol = 8 * TOKEN_USD
+    assert spent == pytest.approx(sum(jobs), abs=tol) and resend > 10 * tol  # (not lost in the tolerance)
+    assert seq["requests_resent"] == 1
+
+
+def test_a_re_send_counts_against_the_next_waves_dollar_budget(tmp_path, monkeypatch):
+    """A budget that holds both waves but not both waves and wave 1's re-sent line: the walk sends wave 1 and its
+    re-send, then stops before wave 2, saying why; the dollars spent are those of the two jobs sent."""
+    _priced(tmp_path, monkeypatch)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        B.run_batch(params, tmp_path / "free", cache=ResponseCache(tmp_path / "free.sqlite"), poll_s=0)
+        wave1, resend, wave2 = _jobs_usd(srv, "fake-judge")
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        params = dataclasses.replace(params, judge=f"openai:fake-judge@{srv.base_url}",
+                                     max_cost_usd=round(wave1 + wave2 + resend / 2, 9))
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        jobs = _jobs_usd(srv, "fake-judge")
+    seq = result.summary["sequential"]
+    assert jobs == pytest.approx([wave1, resend]) and seq["waves"] == 1
+    assert "max_cost_usd" in seq["stopped_by"] and seq["spent_usd"] == pytest.approx(wave1 + resend, rel=1e-9)
