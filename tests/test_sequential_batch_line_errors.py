@@ -5,11 +5,14 @@
   in a follow-up job of the same wave before the wave is judged: the request is then judged from its reply, and
   the wave's entry in the manifest counts the re-sent request.
 * A permanent failure (a line the server refused as an invalid request; a reply with null content, a content
-  filter) is not re-sent: it is a recorded failure in the cache, named (request id, custom id, reason) and
+  filter; a reply that echoed the key, which no file of the run then holds; one far past max_tokens) is not
+  re-sent: it is a recorded failure in the cache, named (request id, custom id, reason) and
   counted in the wave's entry and in one log line; the wave is judged without it, as the live walk judges a
   request that failed.
 * A transient failure still failing after the re-sends stops the run with one line naming the wave, the request
   and the error; the same call later resumes and goes on, sending nothing twice but the failed request.
+* Re-sent lines are paid for: the dollars spent are the Batch price of every line sent, re-sends included, and
+  the next wave's budget check sees them.
 
 The study setups (parameters, the fake server's answer rule) are the three studies' own Batch test modules'.
 """
@@ -84,9 +87,15 @@ def _start(srv, script):
         srv.script_batches([what])  # the first job answers its first line only
 
 
-@pytest.mark.parametrize("script,transient", [("line 500", True), ("jobs expire:1", True),
-                                              ("line error", False), ("line null-content", False)])
-@pytest.mark.parametrize("study", list(STUDIES))
+#: what the reason of each permanent failure says
+PERMANENT = {"line error": "invalid_request", "line null-content": "null content",
+             "line echo-key-200": "echoed a credential", "line big:200000": "far beyond max_tokens"}
+
+
+# every study with every script, but a reply far past max_tokens (the study-free collect path alone) in one
+@pytest.mark.parametrize("study,script,transient", [
+    (study, script, transient) for script, transient in [("line 500", True), ("jobs expire:1", True)] +
+    [(s, False) for s in PERMANENT] for study in STUDIES if study == "shopflow" or "big" not in script])
 def test_a_failed_line_is_re_sent_when_transient_and_named_and_counted_when_not(tmp_path, study, script,
                                                                                  transient):
     os.environ.setdefault("OPENAI_API_KEY", KEY)
@@ -116,9 +125,12 @@ def test_a_failed_line_is_re_sent_when_transient_and_named_and_counted_when_not(
         (judge_name, failed), = wave1["failed"].items()
         assert failed["n"] == 1 and failed["first"][0]["custom_id"] == hit
         rid, reason = failed["first"][0]["request_id"], failed["first"][0]["reason"]
-        assert rid and ("invalid_request" in reason if "error" in script else "null content" in reason)
+        assert rid and PERMANENT[script] in reason
         said = [m for m in logged if rid in m]
         assert len(said) == 1 and "wave 1" in said[0] and reason in said[0]
+        if "echo-key" in script:  # the echoed key reached no file of the run, nor the log
+            leaked = [str(f) for f in tmp_path.rglob("*") if f.is_file() and KEY.encode() in f.read_bytes()]
+            assert not leaked and not any(KEY in m for m in logged)
         assert not any(w.get("failed") for w in manifest["waves"][1:])
         assert len({b for b, _ in sent}) == len(manifest["waves"])  # no re-send job
 

@@ -221,7 +221,7 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
     """After a wave's job for ``judge`` is collected: the lines that failed transiently (a 5xx, a line the job
     never answered: :func:`~cfbench.judges.batch.is_permanent` false) are re-sent as a follow-up job of the
     same batch folder (:func:`~cfbench.judges.batch.retry_batch`), up to ``resends`` times; a permanent failure
-    (a refused request, a content filter) is not re-sent. Each re-send is
+    (a refused request, a content filter, a reply that echoed a credential) is not re-sent. Each re-send is
     recorded in the wave's entry (``resent``: per judge the count; ``resent_ids``: the custom ids, once per
     re-send, which :func:`resent_requests` reads back). What still fails permanently is recorded in the
     wave's entry (``failed``: per judge the count and the first few request ids, custom ids and reasons) and
