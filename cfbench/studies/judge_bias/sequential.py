@@ -150,7 +150,8 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
     spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None: its defaults). ``wave``
     (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests, items, cells)`` with each
     admitted wave's requests per judge, its item ids and the cells as they stand, before the wave is judged;
-    with it a dollar budget is priced at the Batch-API price."""
+    with it a dollar budget is priced at the Batch-API price, and the requests ``wave`` returns (judge -> the
+    ones it re-sent) are spent too, before the next wave's budget check."""
     from cfbench.judges import run_requests
 
     pointwise = list(params.pointwise_cues) if _pointwise_sent(plan) else []

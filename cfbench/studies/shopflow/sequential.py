@@ -111,7 +111,8 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     are decided or a budget is spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None:
     its defaults). ``wave`` (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests,
     pair_ids, cells)`` with each admitted wave's requests, its pairs and the cells as they stand, before the wave
-    is judged; with it a dollar budget is priced at the Batch-API price."""
+    is judged; with it a dollar budget is priced at the Batch-API price, and the requests ``wave`` returns (judge
+    -> the ones it re-sent) are spent too, before the next wave's budget check."""
     from cfbench.judges import run_requests
 
     vs = list(params.variants)
