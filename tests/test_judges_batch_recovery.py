@@ -120,6 +120,48 @@ def test_retry_resends_transient_and_missing_lines_and_lists_permanent_ones(serv
     assert run_requests(spec, reqs, cache=cache, mode="replay", progress=False).judgments.ok.all()
 
 
+def test_retry_lists_a_reply_that_echoed_the_key_or_ran_far_past_max_tokens_instead_of_re_sending_it(server,
+                                                                                                   tmp_path):
+    """Such a reply is refused at import (never cached); a deterministic server would send it again, so retry
+    lists it as permanent (no key in the list, nor in any file of the folder) unless include_permanent."""
+    spec, out, cache = f"openai:m@{server.base_url}", tmp_path / "job", ResponseCache(tmp_path / "c.sqlite")
+    reqs = make(4)
+    keys = [r.cache_key(spec) for r in reqs]
+    plan_batch(reqs, spec, out, cache=cache, progress=False)
+    server.script_batch(["ok", "echo-key-200", "big:5000", "500"])
+    submit_batch(out)
+    _finish(out, cache)
+    info = retry_batch(out, cache=cache)
+    assert (info["n_resent"], info["n_permanent"]) == (1, 2)
+    assert _ids(server, read_manifest(out)["shards"][-1]["input_file_id"]) == [keys[3]]  # only the 500
+    listed = dict(x.split("\t", 1) for x in (out / info["permanent_file"]).read_text().splitlines()[1:])
+    assert "echoed a credential" in listed[keys[1]] and "far beyond max_tokens=5" in listed[keys[2]]
+    assert not [f.name for f in tmp_path.rglob("*") if f.is_file() and KEY.encode() in f.read_bytes()]
+    _finish(out, cache)
+    info = retry_batch(out, cache=cache, include_permanent=True)
+    assert info["n_resent"] == 2 and _ids(server, read_manifest(out)["shards"][-1]["input_file_id"]) == keys[1:3]
+
+
+@pytest.mark.parametrize("case", ["echo", "chars", "tokens", "unstorable", "withheld"])
+def test_a_reply_refused_as_untrustworthy_is_a_permanent_failure(case):
+    """What the runner's own reply check says of an echoed key, a reply far past max_tokens (by characters and
+    by the server's token count) and one no file can store, and of a line withheld at download for a key."""
+    from cfbench.judges import Response
+    from cfbench.judges.runner import reply_problem
+
+    creds = {"OPENAI_API_KEY": KEY}
+    if case == "withheld":
+        from cfbench.judges.batch import _withheld
+
+        error = json.loads(_withheld(json.dumps({"custom_id": "k", "response": {"body": KEY}}), creds))["error"]
+        reason = f"batch error: {error['code']} {error['message']}"
+    else:
+        reply = {"echo": Response(text=f"your key is {KEY}"), "chars": Response(text="x" * 5000),
+                 "tokens": Response(text="Yes", completion_tokens=500), "unstorable": Response(text="Yes \ud800")}
+        reason = reply_problem(reply[case], 5, creds=creds)
+    assert reason and KEY not in reason and is_permanent(reason)
+
+
 @pytest.mark.parametrize("reason,permanent", [
     ("batch line status 400: bad request", True), ("batch line status 429: slow down", False),
     ("batch line status 500: boom", False), ("batch error: invalid_request fake line error", True),

@@ -192,14 +192,17 @@ def test_api_key_never_reaches_any_file(server, tmp_path, monkeypatch, caplog):
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     cache_path = tmp_path / "cache.sqlite"
-    server.script(["500"] * 4 + ["echo-key"])  # also exercise the error paths
+    # also exercise the error paths, each request its own (whatever order the calls and retries come in): r0 a
+    # 500 twice (gave up), r1 a 500 then a success, r2 a 500 then a 401 echoing the key
+    for user, actions in (("hello", ["500", "500"]), ("b", ["500", "ok"]), ("c", ["500", "echo-key"])):
+        server.script_prompt(user, actions)
     reqs = one() + [Request("r1", ({"role": "user", "content": "b"},)), Request("r2", ({"role": "user", "content": "c"},))]
     res = run_requests("openai:m@" + server.base_url, reqs, cache=cache_path, progress=False, backoff_s=0.3,
                        max_attempts=2, concurrency=1)
-    # three first attempts, three 500s (a retry gives up its slot while it waits); then the retries:
-    # a 500 again (gave up), the echoed key, a success
-    assert server.headers[-1]["Authorization"] == f"Bearer {SECRET}"  # it was used...
-    assert res.stats["n_failed"] == 2 and "Bearer <OPENAI_API_KEY>" in res.judgments.error[2]
+    assert server.requests == 6 and all(h["Authorization"] == f"Bearer {SECRET}" for h in server.headers)  # used...
+    j = res.judgments.set_index("request_id")
+    assert res.stats["n_failed"] == 2 and [bool(j.ok[r]) for r in ("r0", "r1", "r2")] == [False, True, False]
+    assert "Bearer <OPENAI_API_KEY>" in j.error["r2"] and "gave up after 2 attempt(s)" in j.error["r0"]
     assert "gave up after 2 attempt(s)" in caplog.text and SECRET not in caplog.text
     out = RunOutput(tmp_path / "out")
     out.table("judgments", res.judgments)

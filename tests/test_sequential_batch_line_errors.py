@@ -5,11 +5,14 @@
   in a follow-up job of the same wave before the wave is judged: the request is then judged from its reply, and
   the wave's entry in the manifest counts the re-sent request.
 * A permanent failure (a line the server refused as an invalid request; a reply with null content, a content
-  filter) is not re-sent: it is a recorded failure in the cache, named (request id, custom id, reason) and
+  filter; a reply that echoed the key, which no file of the run then holds; one far past max_tokens) is not
+  re-sent: it is a recorded failure in the cache, named (request id, custom id, reason) and
   counted in the wave's entry and in one log line; the wave is judged without it, as the live walk judges a
   request that failed.
 * A transient failure still failing after the re-sends stops the run with one line naming the wave, the request
   and the error; the same call later resumes and goes on, sending nothing twice but the failed request.
+* Re-sent lines are paid for: the dollars spent are the Batch price of every line sent, re-sends included, and
+  the next wave's budget check sees them.
 
 The study setups (parameters, the fake server's answer rule) are the three studies' own Batch test modules'.
 """
@@ -84,9 +87,15 @@ def _start(srv, script):
         srv.script_batches([what])  # the first job answers its first line only
 
 
-@pytest.mark.parametrize("script,transient", [("line 500", True), ("jobs expire:1", True),
-                                              ("line error", False), ("line null-content", False)])
-@pytest.mark.parametrize("study", list(STUDIES))
+#: what the reason of each permanent failure says
+PERMANENT = {"line error": "invalid_request", "line null-content": "null content",
+             "line echo-key-200": "echoed a credential", "line big:200000": "far beyond max_tokens"}
+
+
+# every study with every script, but a reply far past max_tokens (the study-free collect path alone) in one
+@pytest.mark.parametrize("study,script,transient", [
+    (study, script, transient) for script, transient in [("line 500", True), ("jobs expire:1", True)] +
+    [(s, False) for s in PERMANENT] for study in STUDIES if study == "shopflow" or "big" not in script])
 def test_a_failed_line_is_re_sent_when_transient_and_named_and_counted_when_not(tmp_path, study, script,
                                                                                  transient):
     os.environ.setdefault("OPENAI_API_KEY", KEY)
@@ -116,9 +125,12 @@ def test_a_failed_line_is_re_sent_when_transient_and_named_and_counted_when_not(
         (judge_name, failed), = wave1["failed"].items()
         assert failed["n"] == 1 and failed["first"][0]["custom_id"] == hit
         rid, reason = failed["first"][0]["request_id"], failed["first"][0]["reason"]
-        assert rid and ("invalid_request" in reason if "error" in script else "null content" in reason)
+        assert rid and PERMANENT[script] in reason
         said = [m for m in logged if rid in m]
         assert len(said) == 1 and "wave 1" in said[0] and reason in said[0]
+        if "echo-key" in script:  # the echoed key reached no file of the run, nor the log
+            leaked = [str(f) for f in tmp_path.rglob("*") if f.is_file() and KEY.encode() in f.read_bytes()]
+            assert not leaked and not any(KEY in m for m in logged)
         assert not any(w.get("failed") for w in manifest["waves"][1:])
         assert len({b for b, _ in sent}) == len(manifest["waves"])  # no re-send job
 
@@ -148,6 +160,7 @@ def test_a_transient_failure_that_persists_stops_the_run_in_one_line_and_the_sam
     others = [cid for _, cid in sent if cid != hit]
     assert len(others) == len(set(others))  # ... and nothing else twice
     assert result.summary["sequential"]["waves"] == len(manifest["waves"])
+    assert result.summary["sequential"]["requests_resent"] == 3  # the stopped run's two re-sends are counted too
 
 
 def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_sending_anything_twice(tmp_path):
@@ -170,3 +183,72 @@ def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_send
     cids = [cid for _, cid in sent]
     assert cids.count(hit) == 2 and len(cids) == len(set(cids)) + 1  # the re-send once, nothing else twice
     assert B.read_waves(tmp_path / "run")["complete"] and result.summary["sequential"]["waves"] >= 2
+    assert result.summary["sequential"]["requests_resent"] == 1  # the killed run's re-send, counted once
+
+
+def _jobs_usd(server: FakeOpenAIServer, model: str) -> list:
+    """The Batch price of each job the server received, in order, priced from its input file's lines (their
+    messages and ``max_tokens``) as the walk prices a list of requests."""
+    from cfbench.judges.pricing import estimate_from_chars, load_prices
+
+    out = []
+    for b in server.batches.values():
+        bodies = [json.loads(line)["body"] for line in server.files[b["input_file_id"]].decode("utf-8").splitlines()]
+        chars = sum(len(m["role"]) + len(m["content"]) for body in bodies for m in body["messages"])
+        out.append(estimate_from_chars(model, len(bodies), chars, sum(int(body["max_tokens"]) for body in bodies),
+                                       load_prices(), batch=True)["cost"]["total_usd"])
+    return out
+
+
+TOKEN_USD = 100.0 * 0.5 / 1e6  # a token at the Batch price of :func:`_priced`
+
+
+def _priced(tmp_path, monkeypatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  fake-judge: {input: 100.0, output: 100.0, batch_discount: 0.5}\n")
+    monkeypatch.setenv("CFBENCH_PRICES", str(prices))
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_the_dollars_spent_include_the_re_sent_lines_at_the_batch_price(tmp_path, monkeypatch, study):
+    """A wave whose second line failed with a 500 and was re-sent once: the run's dollars spent are the Batch
+    price of every line sent, the re-sent one included (a budget large enough never to stop the walk)."""
+    _priced(tmp_path, monkeypatch)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = STUDIES[study](tmp_path, srv.base_url)
+        params = dataclasses.replace(params, max_cost_usd=1e6)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        jobs = _jobs_usd(srv, "fake-judge")
+    seq = result.summary["sequential"]
+    spent = seq["cost_usd" if study == "contact_center_qa" else "spent_usd"]
+    resend = jobs[1]  # the first wave's follow-up job (one line)
+    assert len(jobs) == len(B.read_waves(tmp_path / "run")["waves"]) + 1 and resend > 0
+    # the walk prices each wave (the contact center: each transcript's plan) and each re-send as one list, the
+    # prompt tokens of a list rounded up once: at most one token per list apart from the price per job
+    tol = 8 * TOKEN_USD
+    assert spent == pytest.approx(sum(jobs), abs=tol) and resend > 10 * tol  # (not lost in the tolerance)
+    assert seq["requests_resent"] == 1
+
+
+def test_a_re_send_counts_against_the_next_waves_dollar_budget(tmp_path, monkeypatch):
+    """A budget that holds both waves but not both waves and wave 1's re-sent line: the walk sends wave 1 and its
+    re-send, then stops before wave 2, saying why; the dollars spent are those of the two jobs sent."""
+    _priced(tmp_path, monkeypatch)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        B.run_batch(params, tmp_path / "free", cache=ResponseCache(tmp_path / "free.sqlite"), poll_s=0)
+        wave1, resend, wave2 = _jobs_usd(srv, "fake-judge")
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        params = dataclasses.replace(params, judge=f"openai:fake-judge@{srv.base_url}",
+                                     max_cost_usd=round(wave1 + wave2 + resend / 2, 9))
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        jobs = _jobs_usd(srv, "fake-judge")
+    seq = result.summary["sequential"]
+    assert jobs == pytest.approx([wave1, resend]) and seq["waves"] == 1
+    assert "max_cost_usd" in seq["stopped_by"] and seq["spent_usd"] == pytest.approx(wave1 + resend, rel=1e-9)

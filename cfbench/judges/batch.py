@@ -24,7 +24,8 @@ then ``cfbench reproduce … --replay`` computes every table from the cache.
   content filter), a reply echoing a credential or one far beyond
   ``max_tokens`` is recorded as a failure with its reason (replay shows it as a
   failed row); it is never cached as a reply. A request with no result line is
-  a failure too.
+  a failure too. A downloaded line that spells a credential is written to disk
+  as an error line instead (:data:`WITHHELD`): the key never reaches a file.
 
 The ``openai`` SDK is the client (``pip install openai``); it is imported when a
 step that talks to the server runs.
@@ -44,9 +45,9 @@ from typing import Any, Iterable, Iterator
 from ..core.errors import InputError
 from .base import GenerationConfig, Request, Response, _settings_json, encode_messages, key_from_parts
 from .cache import ResponseCache
-from ..core.secrets import credentials, scrub
+from ..core.secrets import credentials, echoed_credential, scrub
 from .registry import canonical_spec, parse_spec
-from .runner import reply_problem
+from .runner import UNTRUSTED_REPLY, reply_problem
 from .server_info import public_url
 
 __all__ = ["plan_batch", "submit_batch", "batch_status", "collect_batch", "cancel_batch", "retry_batch",
@@ -723,11 +724,36 @@ def _total_usage(manifest: dict[str, Any], prices: dict[str, Any], estimate_cost
     manifest["collected_cost"] = estimate_cost(manifest["model"], ptok, ctok, prices, batch=True)
 
 
+#: the error code of an output line cfbench withheld at download because it spelled a credential
+WITHHELD = "credential_echo"
+
+
 def _download(client: Any, file_id: str, dest: Path) -> None:
+    """The Batch output (or error) file ``file_id`` into ``dest``, line by line: a line that spells a credential
+    (a server echoing the key) is written as :func:`_withheld`, so no key reaches the disk, not even for a
+    moment."""
+    creds = credentials()
     tmp = dest.with_suffix(".part")
-    with client.files.with_streaming_response.content(file_id) as resp:
-        resp.stream_to_file(tmp)
+    with client.files.with_streaming_response.content(file_id) as resp, open(tmp, "w", encoding="utf-8") as fh:
+        for line in resp.iter_lines():
+            fh.write(_withheld(line, creds) + "\n")
     os.replace(tmp, dest)
+
+
+def _withheld(line: str, creds: dict[str, str]) -> str:
+    """``line`` as it came, or, when it spells one of ``creds``, an error line for its custom id (code
+    :data:`WITHHELD`) that the import records as a failure (:func:`is_permanent`: never re-sent)."""
+    name = echoed_credential(line, creds=creds)
+    if name is None:
+        return line
+    try:
+        cid = json.loads(line).get("custom_id")
+    except (ValueError, AttributeError):
+        cid = None
+    if not isinstance(cid, str) or echoed_credential(cid, creds=creds) is not None:
+        cid = None  # (the import then refuses the line in one line naming the file)
+    return json.dumps({"custom_id": cid, "response": None, "error": {
+        "code": WITHHELD, "message": f"reply echoed a credential (${name}); withheld at download, not cached"}})
 
 
 def _shard_limits(path: Path) -> dict[str, int]:
@@ -750,11 +776,16 @@ _TRANSIENT_WORDS = ("rate", "server", "timeout", "timed out", "overload", "inter
 
 def is_permanent(reason: str) -> bool:
     """Whether a recorded failure would fail again if re-sent: a 4xx line (not 408, 409, 429), an
-    error line whose code names a bad request, or a content filter. Missing results, 5xx, expired,
-    cancelled and queue-limited batches are transient."""
+    error line whose code names a bad request, a content filter, or a reply refused as untrustworthy
+    (it echoed a credential, ran far beyond ``max_tokens``, or cannot be stored:
+    :func:`~cfbench.judges.runner.reply_problem`; a deterministic model would answer so again, and the live
+    runner does not retry such a reply either). Missing results, 5xx, expired, cancelled and
+    queue-limited batches are transient."""
     text = reason.lower()
     if text.startswith("conflict"):
         return False
+    if text.startswith(("reply ", f"batch error: {WITHHELD} ")) and any(w in text for w in UNTRUSTED_REPLY):
+        return True
     if _PERMANENT_STATUS.search(text) or "content filter" in text:
         return True
     if text.startswith("batch error"):

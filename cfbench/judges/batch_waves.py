@@ -28,7 +28,7 @@ from cfbench.core.errors import InputError
 from cfbench.core.files import shorten
 
 __all__ = ["MANIFEST", "FORMAT", "STEPS", "check_params", "read_waves", "save_waves", "advance", "open_run", "wave_entry", "send_wave",
-           "settle_failures", "mark_judged", "close_run", "RESENDS"]
+           "settle_failures", "resent_requests", "mark_judged", "close_run", "RESENDS"]
 
 #: the sequential Batch run's manifest, in the run folder
 MANIFEST = "sequential_batch.json"
@@ -136,11 +136,12 @@ def wave_entry(folder: Path, manifest: dict[str, Any], k: int, items: Sequence[s
 
 def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], requests: Mapping[str, list], *,
               store: Any, client: Any, poll_s: float, sleep: Callable[[float], None], say: Callable[[str], None],
-              crash: Crash = _no_crash, resends: int = RESENDS) -> None:
+              crash: Crash = _no_crash, resends: int = RESENDS) -> dict[str, list]:
     """One wave's requests (judge -> requests) into the cache ``store`` through the Batch API: per judge, what
     the cache lacks is planned (once), submitted (once), polled until done and collected; then its failed lines
     are settled (:func:`settle_failures`: transient ones re-sent up to ``resends`` times, permanent ones named and
-    counted in the wave's entry)."""
+    counted in the wave's entry). Returns the wave's re-sent requests (:func:`resent_requests`), for the walk to
+    count what they cost."""
     from cfbench.judges.batch import collect_batch, plan_batch, submit_batch
     from cfbench.judges.batch import read_manifest as read_batch
 
@@ -169,6 +170,21 @@ def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], req
     advance(entry, "collected")
     save_waves(folder, manifest)
     crash("collected")
+    return resent_requests(folder, entry, requests)
+
+
+def resent_requests(folder: Path, entry: dict[str, Any], requests: Mapping[str, list]) -> dict[str, list]:
+    """Judge -> the requests of ``requests`` the wave re-sent (:func:`settle_failures`), once per re-send, read
+    from the wave's entry (``resent_ids``): the same list whether the re-sends went out in this call or in an
+    earlier one that crashed or stopped, so a resumed walk counts them as the uninterrupted one does."""
+    from cfbench.judges.batch import read_manifest as read_batch
+
+    out: dict[str, list] = {}
+    for judge, ids in (entry.get("resent_ids") or {}).items():
+        spec = read_batch(folder / entry["dirs"][judge])["judge"]
+        by_key = {r.cache_key(spec): r for r in requests.get(judge, [])}
+        out[judge] = [by_key[k] for k in ids if k in by_key]
+    return out
 
 
 def _wait(d: Path, entry: dict[str, Any], judge: str, *, client: Any, poll_s: float,
@@ -205,7 +221,9 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
     """After a wave's job for ``judge`` is collected: the lines that failed transiently (a 5xx, a line the job
     never answered: :func:`~cfbench.judges.batch.is_permanent` false) are re-sent as a follow-up job of the
     same batch folder (:func:`~cfbench.judges.batch.retry_batch`), up to ``resends`` times; a permanent failure
-    (a refused request, a content filter) is not re-sent. What still fails permanently is recorded in the
+    (a refused request, a content filter, a reply that echoed a credential) is not re-sent. Each re-send is
+    recorded in the wave's entry (``resent``: per judge the count; ``resent_ids``: the custom ids, once per
+    re-send, which :func:`resent_requests` reads back). What still fails permanently is recorded in the
     wave's entry (``failed``: per judge the count and the first few request ids, custom ids and reasons) and
     said in one line per judge: the wave is judged without it, as the runner's failures are. A transient
     failure left after the re-sends stops the run with one :class:`InputError` naming the wave, the request
@@ -225,6 +243,7 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
         retry_batch(d, cache=store, client=client)
         resent = entry.setdefault("resent", {})
         resent[judge] = resent.get(judge, 0) + len(transient)
+        entry.setdefault("resent_ids", {}).setdefault(judge, []).extend(f["custom_id"] for f in transient)
         entry["batch_ids"][judge] = [sh.get("batch_id") for sh in read_batch(d)["shards"]]
         save_waves(folder, manifest)
         crash("resent")

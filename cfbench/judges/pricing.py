@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import InputError
 
 __all__ = ["TokenCounter", "load_prices", "price_for", "estimate_cost", "estimate_from_chars", "PRICES_PATH",
-           "request_pricers", "unpriced_judge", "refuse_unpriced", "budget_pricers", "over_budget"]
+           "request_pricers", "unpriced_judge", "refuse_unpriced", "budget_pricers", "over_budget", "resent_usd"]
 
 PRICES_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.yaml"
 _PER_MESSAGE = 3  # <|start|>{role}\n … <|end|> framing per message in OpenAI's chat format
@@ -260,3 +260,12 @@ def over_budget(n: int, usd: float, *, sent: int, spent_usd: float, max_requests
     if max_cost_usd and spent_usd + usd > max_cost_usd:
         over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {max_cost_usd:g} (${spent_usd:.4f} spent)")
     return "budget: " + "; ".join(over) if over else ""
+
+
+def resent_usd(resent: Mapping[str, Sequence[Any]], pricers: Mapping[str, Any]) -> float:
+    """USD of the requests a Batch wave re-sent (judge -> requests, once per re-send:
+    :func:`cfbench.judges.batch_waves.send_wave`), priced as the wave's own requests were (``pricers``:
+    :func:`budget_pricers`; empty, no dollar budget: 0). Added to the dollars spent after the wave, so the next
+    wave's :func:`over_budget` check sees them; a re-send itself is never refused (the wave it completes was
+    admitted whole)."""
+    return float(sum(pricers[j](reqs) for j, reqs in resent.items() if reqs and pricers.get(j) is not None))

@@ -278,6 +278,9 @@ def run_requests(judge: Judge | str, requests: Iterable[Request], *, cache: Cach
 _CHARS_PER_TOKEN_LIMIT = 32
 _CHARS_SLACK = 1024
 _TOKENS_FACTOR = 2
+#: the words by which :func:`reply_problem`'s reasons say why a reply is not trusted (each reason starts "reply ");
+#: such a reply is never retried here, and a Batch line failing so is not re-sent (``batch.is_permanent``)
+UNTRUSTED_REPLY = ("echoed a credential", "far beyond max_tokens", "cannot be stored")
 
 
 def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str, ...] = (),

@@ -60,12 +60,12 @@ def run_batch(params: Params, out: Any, *, client: Any = None, cache: Any = None
     manifest = W.open_run(folder, params.to_mapping())
     say = log or (lambda msg: None)
 
-    def wave(plans: list, seq: Any) -> None:
+    def wave(plans: list, seq: Any) -> dict:
         W.mark_judged(folder, manifest, seq.wave, seq.table, crash=_crash)
         entry = _wave_entry(folder, manifest, plans, seq)
         reqs = {j: [r for p in plans for r in p.requests.get(j, [])] for j in seq.judges}
-        W.send_wave(folder, manifest, entry, reqs, store=store, client=client, poll_s=poll_s, sleep=sleep, say=say,
-                    crash=_crash)
+        return W.send_wave(folder, manifest, entry, reqs, store=store, client=client, poll_s=poll_s, sleep=sleep,
+                           say=say, crash=_crash)
 
     result = run(params, out, config_name=config_name, progress=progress, cache=store, mode="replay", wave=wave)
     seq = result.summary["sequential"]

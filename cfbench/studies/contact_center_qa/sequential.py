@@ -46,7 +46,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.judges.pricing import over_budget, refuse_unpriced, request_pricers
+from cfbench.judges.pricing import over_budget, refuse_unpriced, request_pricers, resent_usd
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict
 from cfbench.stats.verdicts import items_to_decide, scaled_bounds
@@ -132,6 +132,7 @@ class SequentialAudit:
     wave: int = 0
     n_transcripts: int = 0
     spent_requests: int = 0
+    resent_requests: int = 0
     spent_usd: float = 0.0
     stopped_by: str = ""
     history: list = field(default_factory=list)
@@ -165,6 +166,14 @@ class SequentialAudit:
             for dim in set(p.rows["dimension"]) & set(self.dimensions):
                 self._asked[dim] = self._asked.get(dim, 0) + 1
         return True
+
+    def resent(self, requests: Mapping[str, Sequence[Any]]) -> None:
+        """The admitted wave's requests the Batch path re-sent (judge -> requests, once per re-send): their
+        cost is spent as the wave's was (:func:`cfbench.judges.pricing.resent_usd`), so the next wave's
+        :meth:`admit` sees it; counted apart from the distinct requests of ``max_requests``."""
+        self.resent_requests += sum(len(r) for r in requests.values())
+        if self.max_cost_usd:
+            self.spent_usd += resent_usd(requests, self.prices)
 
     def _cell(self, judge: str, dimension: str) -> _Cell:
         key = (judge, dimension)
@@ -249,7 +258,8 @@ class SequentialAudit:
         return {"n_walked": self.n_transcripts, "budget": int(budget), "waves": self.wave,
                 "n_cells": len(self.judges) * len(self.dimensions), "alpha": self.alpha,
                 "alpha_per_cell": self.cell_alpha, "wave_size": self.wave_size,
-                "requests_sent": self.spent_requests, "max_requests": self.max_requests,
+                "requests_sent": self.spent_requests, "requests_resent": self.resent_requests,
+                "max_requests": self.max_requests,
                 "cost_usd": self.spent_usd if self.max_cost_usd else None, "max_cost_usd": self.max_cost_usd,
                 "stopped_by": self.stopped_by}
 

@@ -368,7 +368,8 @@ def _sequential_audit(params: Params, transcripts: Iterable[Any] | None, *,
 
 def _admit(seq: "SequentialAudit | None", wave: Any = None) -> Any:
     """The walk's budget check before each wave (None without a budget); ``wave``, when given, is called with
-    the admitted wave's plans next (the Batch path sends them there)."""
+    the admitted wave's plans next (the Batch path sends them there, and returns the requests it re-sent: they
+    are counted as spent)."""
     if seq is None:
         return None
 
@@ -376,7 +377,7 @@ def _admit(seq: "SequentialAudit | None", wave: Any = None) -> Any:
         if not seq.admit(plans):
             return False
         if wave is not None:
-            wave(plans, seq)
+            seq.resent(wave(plans, seq) or {})
         return True
     return admit
 

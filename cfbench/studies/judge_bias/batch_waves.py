@@ -72,12 +72,12 @@ def run_batch(params: Any, out: Any, *, client: Any = None, cache: Any = None, p
     manifest = W.open_run(folder, dataclasses.asdict(params))
     say = log or (lambda msg: None)
 
-    def wave(reqs: dict, items: list, cells: Any) -> None:
+    def wave(reqs: dict, items: list, cells: Any) -> dict:
         W.mark_judged(folder, manifest, cells.wave, cells.table, crash=_crash)
         entry = W.wave_entry(folder, manifest, cells.wave + 1, items, [cell_name(k) for k in cells.undecided()],
                              params.judges)
-        W.send_wave(folder, manifest, entry, reqs, store=store, client=client, poll_s=poll_s, sleep=sleep, say=say,
-                    crash=_crash)
+        return W.send_wave(folder, manifest, entry, reqs, store=store, client=client, poll_s=poll_s, sleep=sleep,
+                           say=say, crash=_crash)
 
     result = run(params, out, config_name=config_name or None, progress=progress, cache=store, mode="replay",
                  wave=wave)

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.judges.pricing import budget_pricers, over_budget
+from cfbench.judges.pricing import budget_pricers, over_budget, resent_usd
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
@@ -63,6 +63,7 @@ class SequentialWalk:
     items: list = field(default_factory=list)
     budget: int = 0
     requests_sent: int = 0
+    requests_resent: int = 0
     spent_usd: float = 0.0
     stopped_by: str = ""
     stats: dict = field(default_factory=dict)
@@ -70,7 +71,8 @@ class SequentialWalk:
     def summary(self) -> dict:
         return {"n_walked": len(self.items), "budget": self.budget, "waves": self.cells.wave,
                 "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
-                "requests_sent": self.requests_sent, "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
+                "requests_sent": self.requests_sent, "requests_resent": self.requests_resent,
+                "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
 
 
 def net_items(cues: pd.DataFrame) -> dict:
@@ -153,7 +155,8 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
     spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None: its defaults). ``wave``
     (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests, items, cells)`` with each
     admitted wave's requests per judge, its item ids and the cells as they stand, before the wave is judged;
-    with it a dollar budget is priced at the Batch-API price."""
+    with it a dollar budget is priced at the Batch-API price, and the requests ``wave`` returns (judge -> the
+    ones it re-sent) are spent too, before the next wave's budget check."""
     from cfbench.judges import run_requests
 
     pointwise = list(params.pointwise_cues) if _pointwise_sent(plan) else []
@@ -181,8 +184,10 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
             break
         walk.requests_sent += n
         walk.spent_usd += usd
-        if wave is not None:
-            wave(reqs, these, cells)
+        if wave is not None:  # the Batch path: its re-sent lines are paid for too
+            resent = wave(reqs, these, cells) or {}
+            walk.requests_resent += sum(len(r) for r in resent.values())
+            walk.spent_usd += resent_usd(resent, pricers)
         wave_parsed = []
         for judge in params.judges:
             ids = {q.request_id for q in reqs[judge]}

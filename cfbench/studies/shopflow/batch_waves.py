@@ -76,12 +76,12 @@ def run_batch(params: Any, out: Any, *, client: Any = None, cache: Any = None, p
     store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache or default_cache_path())
     say = log or (lambda msg: None)
 
-    def wave(reqs: list, pair_ids: list, cells: Any) -> None:
+    def wave(reqs: list, pair_ids: list, cells: Any) -> dict:
         W.mark_judged(folder, manifest, cells.wave, cells.table, crash=_crash)
         entry = W.wave_entry(folder, manifest, cells.wave + 1, pair_ids, [k[0] for k in cells.undecided()],
                              [params.judge])
-        W.send_wave(folder, manifest, entry, {params.judge: reqs}, store=store, client=client, poll_s=poll_s,
-                    sleep=sleep, say=say, crash=_crash)
+        return W.send_wave(folder, manifest, entry, {params.judge: reqs}, store=store, client=client, poll_s=poll_s,
+                           sleep=sleep, say=say, crash=_crash)
 
     result = run(params, out, config_name=config_name or None, progress=progress, cache=store, mode="replay",
                  wave=wave)

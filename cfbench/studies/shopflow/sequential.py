@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from cfbench.judges.pricing import budget_pricers, over_budget
+from cfbench.judges.pricing import budget_pricers, over_budget, resent_usd
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
 
 from . import readiness as R
@@ -60,6 +60,7 @@ class SequentialWalk:
     n_walked: int = 0
     budget: int = 0
     requests_sent: int = 0
+    requests_resent: int = 0
     spent_usd: float = 0.0
     stopped_by: str = ""
     stats: dict = field(default_factory=dict)
@@ -67,7 +68,8 @@ class SequentialWalk:
     def summary(self) -> dict:
         return {"n_walked": self.n_walked, "budget": self.budget, "waves": self.cells.wave,
                 "n_cells": len(self.cells.keys), "alpha": self.cells.alpha, "alpha_per_cell": self.cells.cell_alpha,
-                "requests_sent": self.requests_sent, "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
+                "requests_sent": self.requests_sent, "requests_resent": self.requests_resent,
+                "spent_usd": self.spent_usd, "stopped_by": self.stopped_by}
 
 
 def gap_items(rows: pd.DataFrame, parsed: pd.DataFrame, *, prompt: str, variants: list[str], threshold: float
@@ -109,7 +111,8 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     are decided or a budget is spent (see the module note). ``cache`` and ``mode`` go to the judge runner (None:
     its defaults). ``wave`` (the Batch-API path, :func:`.batch_waves.run_batch`): called as ``wave(requests,
     pair_ids, cells)`` with each admitted wave's requests, its pairs and the cells as they stand, before the wave
-    is judged; with it a dollar budget is priced at the Batch-API price."""
+    is judged; with it a dollar budget is priced at the Batch-API price, and the requests ``wave`` returns (judge
+    -> the ones it re-sent) are spent too, before the next wave's budget check."""
     from cfbench.judges import run_requests
 
     vs = list(params.variants)
@@ -118,7 +121,8 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     order = list(dict.fromkeys(pairs["pair_id"]))
     ready = pairs.groupby("pair_id", sort=False)[POSITIVE].first()
     limit = params.max_items or len(order)
-    price = budget_pricers([params.judge], max_cost_usd=params.max_cost_usd, batch=wave is not None).get(params.judge)
+    pricers = budget_pricers([params.judge], max_cost_usd=params.max_cost_usd, batch=wave is not None)
+    price = pricers.get(params.judge)
     walk = SequentialWalk(pd.DataFrame(), pairs.iloc[0:0], cells, budget=min(limit, len(order)))
     judged, frames, routed_all, pos = [], [], [], 0
     while not cells.done:
@@ -135,8 +139,10 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
         pos = nxt
         walk.requests_sent += len(reqs)
         walk.spent_usd += usd or 0.0
-        if wave is not None:
-            wave(reqs, these, cells)
+        if wave is not None:  # the Batch path: its re-sent lines are paid for too
+            resent = wave(reqs, these, cells) or {}
+            walk.requests_resent += sum(len(r) for r in resent.values())
+            walk.spent_usd += resent_usd(resent, pricers)
         run_ = run_requests(params.judge, reqs, cache=cache, mode=mode,
                             desc=f"readiness {params.prompt} wave {cells.wave + 1}", progress=progress)
         for gap, _, is_ready in GAP_CELLS:
