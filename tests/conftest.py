@@ -72,3 +72,15 @@ def results_with_a_cut_reply(src: Path, dst: Path) -> Path:
         resp.loc[0, "truncated"] = True
     resp.to_csv(path, index=False)
     return dst
+
+
+@pytest.fixture(scope="module")
+def import_benchmark():
+    """``benchmarks/`` on ``sys.path`` for one test module, and ``importlib.import_module`` to load a benchmark
+    script whose functions the module's tests check (the scripts import their siblings by plain name)."""
+    import importlib
+
+    mp = pytest.MonkeyPatch()
+    mp.syspath_prepend(str(REPO / "benchmarks"))
+    yield importlib.import_module
+    mp.undo()

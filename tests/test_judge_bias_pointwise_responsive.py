@@ -6,9 +6,7 @@ summing over the binomial counts, independently of the simulation."""
 
 from __future__ import annotations
 
-import importlib
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,16 +15,12 @@ from scipy import stats
 
 from cfbench.studies.judge_bias import metrics as M
 
-REPO = Path(__file__).resolve().parents[1]
 REPS = 20000
 
 
 @pytest.fixture(scope="module")
-def bench():
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(REPO / "benchmarks"))
-    yield importlib.import_module("bench_pointwise_responsive")
-    mp.undo()
+def bench(import_benchmark):
+    return import_benchmark("bench_pointwise_responsive")
 
 
 def _exact_blind_rate(pmf: np.ndarray, n: int) -> float:

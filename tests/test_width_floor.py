@@ -12,7 +12,6 @@ above in about 8 %).
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -25,11 +24,8 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def bench():
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(REPO / "benchmarks"))
-    yield importlib.import_module("bench_width_floor")
-    mp.undo()
+def bench(import_benchmark):
+    return import_benchmark("bench_width_floor")
 
 
 def _c4(K: int) -> float:
@@ -91,11 +87,8 @@ def test_quick_run_prints_every_row(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def calibrated():
-    mp = pytest.MonkeyPatch()
-    mp.syspath_prepend(str(REPO / "benchmarks"))
-    yield importlib.import_module("bench_calibrated_boot")
-    mp.undo()
+def calibrated(import_benchmark):
+    return import_benchmark("bench_calibrated_boot")
 
 
 def _reference_miss(y, idx, jdx, vr, r, level, side):
