@@ -111,7 +111,7 @@ def test_concurrency_recovers_after_a_burst_of_429s(tmp_path):
     with FakeOpenAIServer(latency_s=0.01) as srv:
         # an unknown server starts at 1 call in flight: a healthy start lets the limit grow, then a burst
         srv.script(["ok"] * 120 + ["429:0"] * 40)
-        res = run_requests(f"openai:m@{srv.base_url}", [req(i) for i in range(3000)], cache=False,
+        res = run_requests(f"openai:m@{srv.base_url}", [req(i) for i in range(6000)], cache=False,
                            progress=False, backoff_s=0.01, max_attempts=45)
     assert res.judgments.ok.all()
     hist = res.stats["concurrency_history"]
