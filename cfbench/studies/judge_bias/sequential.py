@@ -203,8 +203,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         parsed_all.append(parsed)
         s = M.item_stats(parsed, items[items["item_id"].isin(these)])
         acc.merge(s)
-        shown = {(j, task): _responsive(acc, j, task, params) for j in params.judges
-                 for task in ("pairwise", "pointwise") if any(k[0] == j and k[1] == task for k in keys)}
+        shown = {jt: _responsive(acc, *jt, params) for jt in {k[:2] for k in keys}}  # (judge, task)
         values = {(j, "pairwise", c): v for (j, c), v in net_items(s.frame("cues")).items()}
         values.update(pointwise_net_items(s.frame("pointwise"), pointwise))
         cells.update(values, {k: shown[k[:2]] for k in keys})
