@@ -186,6 +186,34 @@ def test_killed_right_after_a_re_send_was_submitted_the_run_resumes_without_send
     assert result.summary["sequential"]["requests_resent"] == 1  # the killed run's re-send, counted once
 
 
+def test_killed_between_a_re_send_and_its_record_the_resumed_run_still_counts_and_prices_it(tmp_path, monkeypatch):
+    """SIGKILL after wave 1's follow-up job went out but before the wave's entry recorded it: the resumed run
+    sends nothing twice, and still counts the re-sent line and its dollars (the old walk read them from the
+    entry alone and counted none)."""
+    from batch_waves_util import run_killed
+
+    import test_shopflow_sequential_batch as T
+
+    _priced(tmp_path, monkeypatch)
+    with FakeOpenAIServer(lifetime_s=300, logprobs_follow_reply=True) as srv:
+        B, params, judge, spec = _sf(tmp_path, srv.base_url)
+        params = dataclasses.replace(params, max_cost_usd=1e6)
+        srv.reply = judge
+        srv.script_batch(["ok", "500"])
+        run_killed(B.__name__, "cfbench.studies.shopflow.study", tmp_path, T._config(params), "resubmitted", 1, KEY)
+        killed = _lines(srv)
+        hit = killed[1][1]
+        assert [cid for _, cid in killed].count(hit) == 2 and not B.read_waves(tmp_path / "run")["waves"][0].get("resent")
+        result = B.run_batch(params, tmp_path / "run", cache=ResponseCache(tmp_path / "cache.sqlite"), poll_s=0)
+        sent = _lines(srv)
+        jobs = _jobs_usd(srv, "fake-judge")
+    cids = [cid for _, cid in sent]
+    assert cids.count(hit) == 2 and len(cids) == len(set(cids)) + 1  # the re-send once, nothing else twice
+    seq = result.summary["sequential"]
+    assert seq["requests_resent"] == 1 and B.read_waves(tmp_path / "run")["waves"][0]["resent"] == {params.judge: 1}
+    assert seq["spent_usd"] == pytest.approx(sum(jobs), abs=8 * TOKEN_USD) and jobs[1] > 80 * TOKEN_USD
+
+
 def _jobs_usd(server: FakeOpenAIServer, model: str) -> list:
     """The Batch price of each job the server received, in order, priced from its input file's lines (their
     messages and ``max_tokens``) as the walk prices a list of requests."""

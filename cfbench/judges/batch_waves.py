@@ -167,23 +167,34 @@ def send_wave(folder: Path, manifest: dict[str, Any], entry: dict[str, Any], req
         if entry["status"] != "judged":  # (a wave the audit already folded in is replayed as it was judged)
             settle_failures(folder, manifest, entry, judge, reqs, store=store, client=client, poll_s=poll_s,
                             sleep=sleep, say=say, crash=crash, resends=resends)
+    resent = resent_requests(folder, entry, requests)
+    if resent:  # (the count settle_failures kept, made whole after a crash between a re-send and its record)
+        entry["resent"] = {judge: len(reqs) for judge, reqs in resent.items()}
     advance(entry, "collected")
     save_waves(folder, manifest)
     crash("collected")
-    return resent_requests(folder, entry, requests)
+    return resent
 
 
 def resent_requests(folder: Path, entry: dict[str, Any], requests: Mapping[str, list]) -> dict[str, list]:
     """Judge -> the requests of ``requests`` the wave re-sent (:func:`settle_failures`), once per re-send, read
-    from the wave's entry (``resent_ids``): the same list whether the re-sends went out in this call or in an
-    earlier one that crashed or stopped, so a resumed walk counts them as the uninterrupted one does."""
-    from cfbench.judges.batch import read_manifest as read_batch
+    from the wave's batch folders: the lines of every follow-up job that was submitted (a shard of a retry round
+    with a batch id). The batch folder is written before a job goes out, so the list is the same whether the
+    re-sends went out in this call or in an earlier one that crashed or stopped, even one that crashed before
+    the wave's entry recorded them, or a run made before the entry kept their ids."""
+    from cfbench.judges.batch import _shard_limits, read_manifest as read_batch
 
     out: dict[str, list] = {}
-    for judge, ids in (entry.get("resent_ids") or {}).items():
-        spec = read_batch(folder / entry["dirs"][judge])["judge"]
-        by_key = {r.cache_key(spec): r for r in requests.get(judge, [])}
-        out[judge] = [by_key[k] for k in ids if k in by_key]
+    for judge, rel in entry["dirs"].items():
+        d = folder / rel
+        if judge not in requests or not (d / "manifest.json").exists():
+            continue
+        plan = read_batch(d)
+        by_key = {r.cache_key(plan["judge"]): r for r in requests[judge]}
+        ids = [k for s in plan["shards"] if s.get("retry_round") and s.get("batch_id")
+               for k in _shard_limits(d / s["file"])]
+        if ids:
+            out[judge] = [by_key[k] for k in ids if k in by_key]
     return out
 
 
@@ -222,8 +233,8 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
     never answered: :func:`~cfbench.judges.batch.is_permanent` false) are re-sent as a follow-up job of the
     same batch folder (:func:`~cfbench.judges.batch.retry_batch`), up to ``resends`` times; a permanent failure
     (a refused request, a content filter, a reply that echoed a credential) is not re-sent. Each re-send is
-    recorded in the wave's entry (``resent``: per judge the count; ``resent_ids``: the custom ids, once per
-    re-send, which :func:`resent_requests` reads back). What still fails permanently is recorded in the
+    counted in the wave's entry (``resent``: per judge; :func:`resent_requests` reads the re-sent lines back from
+    the batch folder, which holds them before they are sent). What still fails permanently is recorded in the
     wave's entry (``failed``: per judge the count and the first few request ids, custom ids and reasons) and
     said in one line per judge: the wave is judged without it, as the runner's failures are. A transient
     failure left after the re-sends stops the run with one :class:`InputError` naming the wave, the request
@@ -241,9 +252,9 @@ def settle_failures(folder: Path, manifest: dict[str, Any], entry: dict[str, Any
         say(f"wave {entry['wave']}: {judge}: {len(transient)} request(s) failed in a way worth another try "
             f"(first: {first['request_id']}: {first['reason']}); re-sending them")
         retry_batch(d, cache=store, client=client)
+        crash("resubmitted")
         resent = entry.setdefault("resent", {})
         resent[judge] = resent.get(judge, 0) + len(transient)
-        entry.setdefault("resent_ids", {}).setdefault(judge, []).extend(f["custom_id"] for f in transient)
         entry["batch_ids"][judge] = [sh.get("batch_id") for sh in read_batch(d)["shards"]]
         save_waves(folder, manifest)
         crash("resent")
