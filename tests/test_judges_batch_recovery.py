@@ -162,6 +162,26 @@ def test_a_reply_refused_as_untrustworthy_is_a_permanent_failure(case):
     assert reason and KEY not in reason and is_permanent(reason)
 
 
+def test_a_line_whose_custom_id_spells_the_key_is_withheld_and_refused_and_the_rest_imported(tmp_path):
+    """A server that echoes the key into a line's custom_id: the line is written withheld (no key on disk) under
+    an id no plan holds, so the import refuses and counts it and imports the other lines (it used to stop the
+    whole import on a null custom_id, again at every resume, as the file stays on disk)."""
+    from cfbench.judges.batch import WITHHELD_ID, _import_lines, _withheld
+
+    creds = {"OPENAI_API_KEY": KEY}
+    good = {"custom_id": "k1", "response": {"status_code": 200, "body": {"choices": [
+        {"message": {"content": "Yes"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3,
+                                                                            "completion_tokens": 1}}}}
+    echoed = {"custom_id": f"k2 {KEY}", "response": {"status_code": 200, "body": {}}}
+    out = tmp_path / "shard.output.jsonl"
+    out.write_text("".join(_withheld(json.dumps(x), creds) + "\n" for x in (good, echoed)), encoding="utf-8")
+    assert KEY.encode() not in out.read_bytes()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    counts = _import_lines(cache, "openai:m", [out], allowed={"k1": 10, "k2": 10})
+    assert (counts["ok"], counts["refused"], counts["refused_ids"]) == (1, 1, [WITHHELD_ID])
+    assert counts["answered"] == {"k1"} and cache.get("k1", "openai:m") is not None
+
+
 @pytest.mark.parametrize("reason,permanent", [
     ("batch line status 400: bad request", True), ("batch line status 429: slow down", False),
     ("batch line status 500: boom", False), ("batch error: invalid_request fake line error", True),

@@ -25,7 +25,9 @@ then ``cfbench reproduce … --replay`` computes every table from the cache.
   ``max_tokens`` is recorded as a failure with its reason (replay shows it as a
   failed row); it is never cached as a reply. A request with no result line is
   a failure too. A downloaded line that spells a credential is written to disk
-  as an error line instead (:data:`WITHHELD`): the key never reaches a file.
+  as an error line instead (:data:`WITHHELD`): the key never reaches a file. If
+  the key was in the line's custom id, the line cannot be matched to a request:
+  it is refused and counted (``n_refused``), the request has no result.
 
 The ``openai`` SDK is the client (``pip install openai``); it is imported when a
 step that talks to the server runs.
@@ -726,6 +728,9 @@ def _total_usage(manifest: dict[str, Any], prices: dict[str, Any], estimate_cost
 
 #: the error code of an output line cfbench withheld at download because it spelled a credential
 WITHHELD = "credential_echo"
+#: the custom id a withheld line gets when its own is missing or spells a credential: no plan holds it, so the
+#: import refuses the line and counts it (``n_refused``), as it does a line of another plan
+WITHHELD_ID = "(withheld: custom_id missing or spelled a credential)"
 
 
 def _download(client: Any, file_id: str, dest: Path) -> None:
@@ -751,7 +756,7 @@ def _withheld(line: str, creds: dict[str, str]) -> str:
     except (ValueError, AttributeError):
         cid = None
     if not isinstance(cid, str) or echoed_credential(cid, creds=creds) is not None:
-        cid = None  # (the import then refuses the line in one line naming the file)
+        cid = WITHHELD_ID  # (a line no request can be matched to: refused and counted, the rest imported)
     return json.dumps({"custom_id": cid, "response": None, "error": {
         "code": WITHHELD, "message": f"reply echoed a credential (${name}); withheld at download, not cached"}})
 
