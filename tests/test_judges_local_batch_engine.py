@@ -223,3 +223,59 @@ def test_the_p95_cuts_apply_to_network_backends_only_never_to_local(monkeypatch)
                        backoff_s=0.01)
     j = res.judgments.set_index("request_id")
     assert network_like.calls["long"] == 2 and not j.loc["long", "ok"]
+
+
+class RecordingLlama(FakeLlama):
+    """FakeLlama that keeps, for every decode step, the (slot, position) of each token in the batch."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.steps: list[tuple] = []
+
+    def llama_decode(self, ctx, batch):
+        self.steps.append(tuple((batch.seq_id[i][0], batch.pos[i]) for i in range(batch.n_tokens)))
+        return super().llama_decode(ctx, batch)
+
+
+class JitteryJudge(Judge):
+    """Hands each request to the engine after a random delay of up to ``jitter_s``, seeded per run: the time
+    the local judge spends tokenizing the prompt in the event loop before it submits (so, as there, the
+    requests reach the engine in the runner's order, each a little late)."""
+
+    name = "jittery"
+    max_concurrency = 3
+    adaptive_concurrency = False
+
+    def __init__(self, fake: FakeLlama, seed: int, jitter_s: float):
+        import random
+
+        self.spec = "engine:jittery"
+        self.eng = BatchEngine(fake, object(), slots=3, slot_ctx=512, n_batch=64, n_threads=1,
+                               compute_lock=threading.Lock(), refill_wait_s=0.5)
+        self.rng, self.jitter_s = random.Random(seed), jitter_s
+
+    async def acomplete(self, request: Request) -> Response:
+        time.sleep(self.rng.uniform(0, self.jitter_s))
+        n = int(request.request_id[1:])
+        return await asyncio.wrap_future(self.eng.submit(request, [1] * (3 + n % 5), [], 1))
+
+
+def test_a_runs_batches_do_not_depend_on_when_the_runner_hands_requests_over():
+    """The same 10 requests (replies of 8-35 tokens), run twice on 3 slots with the runner's hand-over delayed
+    at random (up to 40 ms, 8 decode steps) and differently each time: every decode step holds the same
+    slots at the same positions, so a sampled reply, which llama.cpp computes up to float summation order
+    within its batch, comes out the same. Before the engine waited for a freed slot's replacement it
+    started with whatever had arrived and decoded on without the late ones: the steps differed."""
+    runs = []
+    for seed in (1, 2):
+        fake = RecordingLlama(step_s=0.005)
+        judge = JitteryJudge(fake, seed, jitter_s=0.04)
+        try:
+            reqs = [req(f"r{i}", 8 + (7 * i) % 28) for i in range(10)]
+            res = run_requests(judge, reqs, cache=False, progress=False)
+            assert res.judgments.ok.all() and (res.judgments.completion_tokens > 0).all()
+        finally:
+            judge.eng.close()
+        runs.append(fake.steps)
+    assert runs[0] == runs[1]
+    assert max(len({slot for slot, _ in step}) for step in runs[0]) == 3  # (all three slots were used at once)

@@ -19,8 +19,15 @@ log-probabilities (those requests keep the judge's sequential path, whose
 prefix reuse suits the short-answer protocols). Sampling is llama.cpp's own
 chain with the request's settings: repeat penalty, top-p, temperature and a
 per-request seed (``seed + repeat``, as on the sequential path); top-k and
-min-p are off. A reply depends on its request alone, not on which requests
-shared its batches, up to floating-point summation order.
+min-p are off. A reply depends on its request and, through floating-point
+summation order, on which requests shared its batches. So that a run's batches
+do not depend on thread timing, a freed slot is refilled before the next step:
+the engine waits up to ``refill_wait_s`` for the request the runner sends in
+its place (it keeps ``slots`` calls in flight, so one comes within milliseconds
+unless the run has no more), and at the start for a full set of ``slots``. A
+seeded sampled run then gets the same batches, and so the same replies, each
+time it is run on the same CPU module, as long as every replacement arrives in
+time; the wait is paid once per slot left empty at the end of a run.
 """
 
 from __future__ import annotations
@@ -79,11 +86,13 @@ class BatchEngine:
     """
 
     def __init__(self, llama_cpp: Any, model: Any, *, slots: int, slot_ctx: int, n_batch: int,
-                 n_threads: int, compute_lock: threading.Lock) -> None:
+                 n_threads: int, compute_lock: threading.Lock, refill_wait_s: float = 2.0) -> None:
         if slots < 2:
             raise ValueError(f"slots must be >= 2, got {slots}")
         self._L = llama_cpp
         self.slots = slots
+        self.refill_wait_s = float(refill_wait_s)
+        self._owed = 0  # slots freed (or empty at the start) whose replacement request is still awaited
         self.slot_ctx = slot_ctx
         self.n_batch = n_batch
         self._lock = compute_lock
@@ -251,11 +260,20 @@ class BatchEngine:
                 if job.future.done():
                     self._release(slot, job)
                     del active[slot]
-            # fill free slots (block only when nothing is running)
+                    self._owed += 1
+            # fill free slots: block when nothing is running; a slot whose replacement is owed waits for it
             while not closing and len(active) < self.slots:
                 try:
-                    job = self._queue.get(block=not active)
+                    if not active:
+                        job = self._queue.get()
+                        self._owed = self.slots - 1  # the rest of the run's first set is on its way
+                    elif self._owed > 0:
+                        job = self._queue.get(timeout=self.refill_wait_s)
+                        self._owed -= 1
+                    else:
+                        job = self._queue.get_nowait()
                 except queue.Empty:
+                    self._owed = 0  # none came: the run has no more for now
                     break
                 if job is None:
                     closing = True
@@ -267,6 +285,7 @@ class BatchEngine:
                     job.sampler = self._sampler(job)
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
                     self._fail(None, job, exc)
+                    self._owed += 1  # its caller's place goes to another request
                     continue
                 active[slot] = job
             if not active:
@@ -307,3 +326,4 @@ class BatchEngine:
                 token = L.llama_sampler_sample(job.sampler, self._ctx, idx)
                 if self._accept(slot, job, token):
                     del active[slot]
+                    self._owed += 1
