@@ -92,7 +92,6 @@ class BatchEngine:
         self._L = llama_cpp
         self.slots = slots
         self.refill_wait_s = float(refill_wait_s)
-        self._owed = 0  # slots freed (or empty at the start) whose replacement request is still awaited
         self.slot_ctx = slot_ctx
         self.n_batch = n_batch
         self._lock = compute_lock
@@ -254,26 +253,27 @@ class BatchEngine:
         L = self._L
         active = self._active
         closing = False
+        owed = 0  # slots freed (or empty at the start) whose replacement request is still awaited
         while True:
             # a call whose caller gave up (cancelled future) leaves its slot at once
             for slot, job in list(active.items()):
                 if job.future.done():
                     self._release(slot, job)
                     del active[slot]
-                    self._owed += 1
+                    owed += 1
             # fill free slots: block when nothing is running; a slot whose replacement is owed waits for it
             while not closing and len(active) < self.slots:
                 try:
                     if not active:
                         job = self._queue.get()
-                        self._owed = self.slots - 1  # the rest of the run's first set is on its way
-                    elif self._owed > 0:
+                        owed = self.slots - 1  # the rest of the run's first set is on its way
+                    elif owed > 0:
                         job = self._queue.get(timeout=self.refill_wait_s)
-                        self._owed -= 1
+                        owed -= 1
                     else:
                         job = self._queue.get_nowait()
                 except queue.Empty:
-                    self._owed = 0  # none came: the run has no more for now
+                    owed = 0  # none came: the run has no more for now
                     break
                 if job is None:
                     closing = True
@@ -285,7 +285,7 @@ class BatchEngine:
                     job.sampler = self._sampler(job)
                 except BaseException as exc:  # noqa: BLE001 - reported to the caller
                     self._fail(None, job, exc)
-                    self._owed += 1  # its caller's place goes to another request
+                    owed += 1  # its caller's place goes to another request
                     continue
                 active[slot] = job
             if not active:
@@ -326,4 +326,4 @@ class BatchEngine:
                 token = L.llama_sampler_sample(job.sampler, self._ctx, idx)
                 if self._accept(slot, job, token):
                     del active[slot]
-                    self._owed += 1
+                    owed += 1
