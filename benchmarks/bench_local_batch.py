@@ -33,17 +33,21 @@ def advice_requests(n: int, cap: int):
     return P.build_advice_requests(variants, config=P.advice_config(seed=0, max_tokens=cap))
 
 
-def run(parallel: int, reqs) -> tuple[float, int]:
+def run(parallel: int, reqs) -> tuple[float, int, int]:
+    """Wall time, generated tokens, and how many of the engine's waits for a freed slot's replacement ran out
+    (``refill_wait_s`` each; none when the runner announces the run's count, as it does)."""
     judge = get_judge(SPEC, parallel=parallel)
     try:
         t0 = time.perf_counter()
         res = run_requests(judge, reqs, cache=False, progress=False)
         wall = time.perf_counter() - t0
+        engine = judge._batch_engine
+        timeouts = engine.refill_timeouts if engine is not None else 0
     finally:
         judge.close()
     if not res.judgments.ok.all():
         raise SystemExit(f"parallel={parallel}: failed replies: {res.judgments.error.dropna().tolist()[:3]}")
-    return wall, int(res.stats["completion_tokens"])
+    return wall, int(res.stats["completion_tokens"]), timeouts
 
 
 def main() -> None:
@@ -54,13 +58,14 @@ def main() -> None:
     args = ap.parse_args()
     header("local judge: batched generation")
     reqs = advice_requests(args.n, args.cap)
-    base_wall, base_tok = run(1, reqs)
+    base_wall, base_tok, _ = run(1, reqs)
     print(f"parallel=1: {len(reqs)} replies, {base_tok} tokens in {base_wall:.1f} s = {base_tok / base_wall:.1f} tok/s")
     for p in args.parallel:
-        wall, tok = run(p, reqs)
+        wall, tok, timeouts = run(p, reqs)
         speedup = (tok / wall) / (base_tok / base_wall)
         print(f"parallel={p}: {tok} tokens in {wall:.1f} s = {tok / wall:.1f} tok/s; "
-              f"speed-up {speedup:.2f}x (target >= 1.5 at 4: ratio {speedup / 1.5:.2f})")
+              f"speed-up {speedup:.2f}x (target >= 1.5 at 4: ratio {speedup / 1.5:.2f}); "
+              f"{timeouts} wait(s) for a replacement ran out")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,8 @@ def test_batched_replies_match_the_one_at_a_time_path(judge):
         assert j.loc[rid, "prompt_tokens_evaluated"] == j.loc[rid, "prompt_tokens"]
     assert verdict(j.loc["paris", "text"]) == "Yes" and verdict(j.loc["sum", "text"]) == "Yes"
     assert res.stats["n_called"] == 5
+    # the runner told the engine 5 replies were coming: no freed slot waited for a sixth
+    assert judge._batch_engine.refill_timeouts == 0
 
 
 def test_a_reply_does_not_depend_on_what_shared_its_batches(judge):

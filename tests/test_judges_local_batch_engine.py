@@ -246,13 +246,17 @@ class JitteryJudge(Judge):
     max_concurrency = 3
     adaptive_concurrency = False
 
-    def __init__(self, fake: FakeLlama, seed: int, jitter_s: float):
+    def __init__(self, fake: FakeLlama, seed: int, jitter_s: float, announce: bool = False):
         import random
 
         self.spec = "engine:jittery"
         self.eng = BatchEngine(fake, object(), slots=3, slot_ctx=512, n_batch=64, n_threads=1,
                                compute_lock=threading.Lock(), refill_wait_s=0.5)
-        self.rng, self.jitter_s = random.Random(seed), jitter_s
+        self.rng, self.jitter_s, self.announce = random.Random(seed), jitter_s, announce
+
+    def expect_calls(self, requests) -> None:  # what LocalJudge does, when ``announce``
+        if self.announce:
+            self.eng.expect(len(requests))
 
     async def acomplete(self, request: Request) -> Response:
         time.sleep(self.rng.uniform(0, self.jitter_s))
@@ -260,16 +264,19 @@ class JitteryJudge(Judge):
         return await asyncio.wrap_future(self.eng.submit(request, [1] * (3 + n % 5), [], 1))
 
 
-def test_a_runs_batches_do_not_depend_on_when_the_runner_hands_requests_over():
+@pytest.mark.parametrize("announce", [False, True], ids=["no count", "runner announces the count"])
+def test_a_runs_batches_do_not_depend_on_when_the_runner_hands_requests_over(announce):
     """The same 10 requests (replies of 8-35 tokens), run twice on 3 slots with the runner's hand-over delayed
     at random (up to 40 ms, 8 decode steps) and differently each time: every decode step holds the same
     slots at the same positions, so a sampled reply, which llama.cpp computes up to float summation order
     within its batch, comes out the same. Before the engine waited for a freed slot's replacement it
-    started with whatever had arrived and decoded on without the late ones: the steps differed."""
-    runs = []
+    started with whatever had arrived and decoded on without the late ones: the steps differed. With the
+    run's count announced (what the runner does through ``expect_calls``) the steps are the same again, and no
+    freed slot waits out ``refill_wait_s`` at the end of the run."""
+    runs, timeouts = [], []
     for seed in (1, 2):
         fake = RecordingLlama(step_s=0.005)
-        judge = JitteryJudge(fake, seed, jitter_s=0.04)
+        judge = JitteryJudge(fake, seed, jitter_s=0.04, announce=announce)
         try:
             reqs = [req(f"r{i}", 8 + (7 * i) % 28) for i in range(10)]
             res = run_requests(judge, reqs, cache=False, progress=False)
@@ -277,5 +284,35 @@ def test_a_runs_batches_do_not_depend_on_when_the_runner_hands_requests_over():
         finally:
             judge.eng.close()
         runs.append(fake.steps)
+        timeouts.append(judge.eng.refill_timeouts)
     assert runs[0] == runs[1]
     assert max(len({slot for slot, _ in step}) for step in runs[0]) == 3  # (all three slots were used at once)
+    if announce:
+        assert timeouts == [0, 0]
+    else:  # the two slots freed after the last request each waited for a replacement that never came
+        assert timeouts == [2, 2]
+
+
+def test_announced_and_unannounced_runs_decode_the_same_steps_but_only_the_unannounced_waits():
+    """``expect(n)`` changes when the engine stops waiting, never what it decodes: the same jobs, submitted
+    at once, give the same steps with and without the count; without it the two slots freed after the last
+    job, and a lone job's first step, each wait out refill_wait_s."""
+    steps, timeouts = [], []
+    for announce in (False, True):
+        fake = RecordingLlama(step_s=0.001)
+        eng = BatchEngine(fake, object(), slots=3, slot_ctx=512, n_batch=64, n_threads=1,
+                          compute_lock=threading.Lock(), refill_wait_s=0.3)
+        try:
+            if announce:
+                eng.expect(7)
+            futs = [eng.submit(req(f"j{i}", 5 + 3 * i), [1, 2, 3], [], 1) for i in range(7)]
+            assert [f.result(timeout=20).completion_tokens for f in futs] == [5 + 3 * i for i in range(7)]
+            if announce:
+                eng.expect(1)
+            assert eng.submit(req("lone", 4), [1, 2], [], 1).result(timeout=20).completion_tokens == 4
+        finally:
+            eng.close()
+        steps.append(fake.steps)
+        timeouts.append(eng.refill_timeouts)
+    assert steps[0] == steps[1]
+    assert timeouts == [3, 0]  # unannounced: 2 at the end of the 7, 1 for the lone job's missing companions

@@ -417,6 +417,11 @@ class Judge:
         groups requests sharing a prefix (useful for KV-cache reuse)."""
         return tuple(m["content"] for m in request.messages)
 
+    def expect_calls(self, requests: Sequence[Request]) -> None:
+        """The calls a run is about to make, in the order it will make them. The runner calls it once
+        per run, before the first call; the default does nothing (the local judge tells its batch
+        engine how many long replies are coming, so the end of a run waits for none)."""
+
     async def arelease(self) -> None:
         """Release what this judge holds for the running event loop (HTTP sessions).
         The runner calls it when a run ends; the default does nothing."""

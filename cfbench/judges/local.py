@@ -38,15 +38,17 @@ in the runner's order, on the path described above.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import hashlib
 import importlib.util
-import asyncio
 import json
 import math
 import os
 import threading
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -75,6 +77,22 @@ EMBEDDED_MODELS: dict[str, dict[str, Any]] = {
     },
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+
+#: local judges whose model is loaded; closed before the interpreter shuts down (see _close_loaded)
+_LOADED: "weakref.WeakSet[LocalJudge]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_loaded() -> None:
+    """Free every model still loaded while llama_cpp can still free it. Left to the end of shutdown, a
+    model's finaliser runs after llama_cpp's functions are gone and prints "Exception ignored in
+    Llama.__del__ ... 'NoneType' object is not callable" (a judge kept alive to the end: the runner's
+    per-process judges, a notebook's kernel, a test's saved traceback)."""
+    for judge in list(_LOADED):
+        try:
+            judge.close()
+        except Exception:  # noqa: BLE001 - shutting down: one judge that cannot close must not keep the others open
+            pass
 
 
 def _part_files(package: str) -> list[Path]:
@@ -231,6 +249,7 @@ class LocalJudge(Judge):
         self._batch_engine = None
         self._alock: asyncio.Lock | None = None
         self._alock_loop: Any = None
+        _LOADED.add(self)
 
     @property
     def max_concurrency(self) -> int:  # type: ignore[override]
@@ -258,12 +277,30 @@ class LocalJudge(Judge):
                                              n_threads=self._llm.n_threads, compute_lock=self._lock)
         return self._batch_engine
 
-    async def acomplete(self, request: Request) -> Response:
-        """Plain generation goes to the batch engine; the rest runs one at a time, first come first served."""
+    def _engine_prompt(self, request: Request) -> tuple[list[int], list[str]] | None:
+        """The prompt's tokens and stops when ``request`` goes to the batch engine, else None."""
         if self._batchable(request):
             tokens, stops = self._prompt_tokens(request)
             if len(tokens) + request.config.max_tokens <= self.slot_ctx:
-                return await asyncio.wrap_future(self._engine().submit(request, tokens, stops, self._seed(request)))
+                return tokens, stops
+        return None
+
+    def expect_calls(self, requests: Sequence[Request]) -> None:
+        """Tell the batch engine how many of a run's calls it will get (see :meth:`BatchEngine.expect`)."""
+        n = sum(1 for r in requests if self._engine_prompt(r) is not None)
+        if n or self._batch_engine is not None:
+            self._engine().expect(n)
+
+    async def arelease(self) -> None:
+        if self._batch_engine is not None:  # the run is over: a later call outside a run counts on no announcement
+            self._batch_engine.expect(None)
+
+    async def acomplete(self, request: Request) -> Response:
+        """Plain generation goes to the batch engine; the rest runs one at a time, first come first served."""
+        prompt = self._engine_prompt(request)
+        if prompt is not None:
+            tokens, stops = prompt
+            return await asyncio.wrap_future(self._engine().submit(request, tokens, stops, self._seed(request)))
         loop = asyncio.get_running_loop()
         if self._alock is None or self._alock_loop is not loop:
             self._alock, self._alock_loop = asyncio.Lock(), loop
@@ -363,3 +400,4 @@ class LocalJudge(Judge):
             if hasattr(llm, "close"):
                 llm.close()
             self._llm = None
+        _LOADED.discard(self)

@@ -27,7 +27,10 @@ its place (it keeps ``slots`` calls in flight, so one comes within milliseconds
 unless the run has no more), and at the start for a full set of ``slots``. A
 seeded sampled run then gets the same batches, and so the same replies, each
 time it is run on the same CPU module, as long as every replacement arrives in
-time; the wait is paid once per slot left empty at the end of a run.
+time. The runner says how many replies a run will ask for (:meth:`BatchEngine.expect`),
+so a slot freed after the last of them is not held for a replacement that will
+not come; without that count the wait is paid once per slot left empty at the
+end of a run.
 """
 
 from __future__ import annotations
@@ -113,6 +116,11 @@ class BatchEngine:
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._active: dict[int, _Job] = {}
         self._dead: BaseException | None = None  # set when the worker thread died
+        # replies announced by expect() and not yet submitted; None: no count given (wait refill_wait_s)
+        self._coming: int | None = None
+        self._coming_lock = threading.Lock()
+        #: waits for a freed slot's replacement that ran out after refill_wait_s (none came in time)
+        self.refill_timeouts = 0
         self._thread = threading.Thread(target=self._loop, name="cfbench-local-batch", daemon=True)
         self._closed = False
         self._thread.start()
@@ -125,9 +133,22 @@ class BatchEngine:
             raise JudgeError("the local batch engine is closed")
         fut: Future = Future()
         self._queue.put(_Job(request, tokens, [s for s in [*stops, *request.config.stop] if s], seed, fut))
+        with self._coming_lock:  # counted after the put: when the count reads 0, every announced job is queued
+            if self._coming:
+                self._coming -= 1
         if self._dead is not None:  # died between the check and the put: nobody would take the job
             self._drain(self._dead)
         return fut
+
+    def expect(self, n: int | None) -> None:
+        """Announce that ``n`` more requests are coming (the rest of a run), or ``None``: no count.
+
+        With a count, a freed slot waits for its replacement only while one is still to come, so the
+        slots left empty at the end of a run start their last steps at once; the batches are the
+        same as with the timed wait, which ends with no replacement either.
+        """
+        with self._coming_lock:
+            self._coming = None if n is None else max(0, int(n))
 
     def close(self) -> None:
         if self._closed:
@@ -241,6 +262,17 @@ class BatchEngine:
         job.next_token = token
         return False
 
+    def _replacement(self) -> _Job | None:
+        """The request sent in place of a freed slot's: waited for up to ``refill_wait_s``, and not at all
+        once every request announced by :meth:`expect` has been queued. Raises ``queue.Empty``."""
+        if self._coming == 0:
+            return self._queue.get_nowait()
+        try:
+            return self._queue.get(timeout=self.refill_wait_s)
+        except queue.Empty:
+            self.refill_timeouts += 1
+            raise
+
     def _loop(self) -> None:
         try:
             self._run()
@@ -268,7 +300,7 @@ class BatchEngine:
                         job = self._queue.get()
                         owed = self.slots - 1  # the rest of the run's first set is on its way
                     elif owed > 0:
-                        job = self._queue.get(timeout=self.refill_wait_s)
+                        job = self._replacement()
                         owed -= 1
                     else:
                         job = self._queue.get_nowait()

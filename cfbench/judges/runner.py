@@ -642,6 +642,7 @@ class _Dispatch:
         """Call every key of ``todo`` (at most the gate's limit in flight) and record each outcome."""
         unique = self.unique
         todo.sort(key=lambda k: self.judge.order_key(unique[k]))
+        self.judge.expect_calls([unique[k] for k in todo])
         self.bar = tqdm(total=len(todo), desc=for_terminal(desc) if desc else desc, disable=not progress, mininterval=1.0,
                         unit="call", dynamic_ncols=True)
         # More workers than slots: those waiting out a backoff hold no slot while the others keep
