@@ -23,7 +23,7 @@ from .core.text import csv_text
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
-           "sequential_paragraph"]
+           "sequential_paragraph", "released"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -250,6 +250,19 @@ class StudyResult:
             out.figure(name, fig)
         out.summary(self.summary)
         return out
+
+
+def released(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """``figures`` (name -> matplotlib figure), each released from pyplot's registry and kept for saving and
+    display. A study's ``run`` returns its figures so: run again and again in a lab session, it leaves no
+    figure open, so memory does not grow and pyplot never warns of "More than 20 figures"."""
+    figures = dict(figures)
+    if figures:
+        import matplotlib.pyplot as plt
+
+        for fig in figures.values():
+            plt.close(fig)
+    return figures
 
 
 def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: int, stopped_by: str = "",

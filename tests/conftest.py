@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,6 +49,17 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CFBENCH_CACHE_DIR", str(cache))
     monkeypatch.delenv("CFBENCH_MODE", raising=False)
     yield cache
+
+
+@pytest.fixture(autouse=True)
+def _figures_closed_after_each_test():
+    """Close what a test left in pyplot's registry (a plotting function returns its figure to the caller), so
+    later tests do not warn of "More than 20 figures". Whether a study run leaves figures open is tested on its
+    own (``test_a_run_leaves_no_figure_open_in_pyplot`` in each study's test file)."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
 
 
 def pytest_collection_modifyitems(config, items):

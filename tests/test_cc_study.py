@@ -18,8 +18,23 @@ SMALL = dict(n_items=2, dimensions=("gender", "priming", "directness"), n_boot=5
 
 
 @pytest.fixture(scope="module")
-def small_result():
-    return run(Params(**SMALL), progress=False)
+def small_and_left_open():
+    """A small run, and the pyplot figures it left open."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
+    result = run(Params(**SMALL), progress=False)
+    return result, set(plt.get_fignums()) - before
+
+
+@pytest.fixture(scope="module")
+def small_result(small_and_left_open):
+    return small_and_left_open[0]
+
+
+def test_a_run_leaves_no_figure_open_in_pyplot(small_and_left_open):
+    result, left_open = small_and_left_open
+    assert len(result.figures) >= 2 and not left_open
 
 
 def test_params_mirror_the_notebook_parameters():

@@ -23,8 +23,25 @@ register_script("test-identity-half-refuser", _half_refuser)
 
 
 @pytest.fixture(scope="module")
-def smoke():
-    return run(Params(reproduce_released=False, n_prompts=6, n_resamples=300))
+def smoke_and_left_open():
+    """The smoke run, and the pyplot figures it left open."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
+    result = run(Params(reproduce_released=False, n_prompts=6, n_resamples=300))
+    return result, set(plt.get_fignums()) - before
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_and_left_open):
+    return smoke_and_left_open[0]
+
+
+def test_a_run_leaves_no_figure_open_in_pyplot(smoke_and_left_open):
+    """Its figures are kept for saving and display, not in pyplot's registry: a lab session that runs the study
+    again and again neither grows nor reaches pyplot's "More than 20 figures" warning."""
+    result, left_open = smoke_and_left_open
+    assert len(result.figures) >= 2 and not left_open
 
 
 def test_result_shape_and_check(smoke):

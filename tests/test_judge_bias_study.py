@@ -25,10 +25,27 @@ def _config(name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke_and_left_open(tmp_path_factory):
+    """The smoke run, its folder, and the pyplot figures it left open."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
     out = tmp_path_factory.mktemp("judge_bias_smoke")
     params = Params.from_config(_config("smoke"), star_path=str(star_dir()))
-    return run(params, out=out, progress=False), out
+    result = run(params, out=out, progress=False)
+    return result, out, set(plt.get_fignums()) - before
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_and_left_open):
+    return smoke_and_left_open[:2]
+
+
+def test_a_run_leaves_no_figure_open_in_pyplot(smoke_and_left_open):
+    """Its figures are kept for saving and display, not in pyplot's registry (before, a lab session reached pyplot's
+    "More than 20 figures" warning on the fourth run, as this test file's longer runs did)."""
+    result, _, left_open = smoke_and_left_open
+    assert len(result.figures) >= 2 and not left_open
 
 
 def test_every_config_is_valid_and_unknown_names_are_rejected():

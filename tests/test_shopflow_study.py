@@ -19,11 +19,26 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke_and_left_open(tmp_path_factory):
+    """The smoke run, its folder, and the pyplot figures it left open."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
     out = tmp_path_factory.mktemp("sf")
     cfg = yaml.safe_load((REPO / "configs/shopflow/smoke.yaml").read_text())
     params = Params.from_config(cfg, n_boot=200, max_pairs=20, candidate_prompt="")
-    return run(params, out=out, config_name="smoke", progress=False), out
+    result = run(params, out=out, config_name="smoke", progress=False)
+    return result, out, set(plt.get_fignums()) - before
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_and_left_open):
+    return smoke_and_left_open[:2]
+
+
+def test_a_run_leaves_no_figure_open_in_pyplot(smoke_and_left_open):
+    result, _, left_open = smoke_and_left_open
+    assert len(result.figures) >= 2 and not left_open
 
 
 def test_params_mirror_every_config_and_reject_unknown_names():

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.report import interval_caption
+from cfbench.report import interval_caption, released
 from cfbench.stats import verdicts as V
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
@@ -594,7 +594,4 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
     if seq_waves is not None and len(seq_waves):
         figs["sequential_sequences"] = sequence_plot(seq_waves, tables.get("sequential_cells", pd.DataFrame()),
                                                      dimensions=dimensions, labels=labels)
-    plt = _plt()
-    for fig in figs.values():  # kept for saving and display, released from pyplot's registry
-        plt.close(fig)
-    return figs
+    return released(figs)

@@ -14,7 +14,7 @@ from cfbench.core.params import check_judge_settings, params_from_mapping, param
 from cfbench.judges.runner import uses_judge_settings
 from cfbench.metrics.lexicon import TONE_METRICS
 from cfbench.perturb.stimuli import identity_ids, identity_label
-from cfbench.report import RunOutput, StudyResult
+from cfbench.report import RunOutput, StudyResult, released
 
 from . import figures as F
 from . import prompts as P
@@ -463,7 +463,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None)
               **({"fresh_placebo_responses": audit.frames["placebo_responses"]} if params.placebo else {})}
     result = IdentityToneResult(params=params, frames=frames, tables=tables, summary=summary,
                                 reproduced=rep is not None)
-    result.figures = _figures(result)
+    result.figures = released(_figures(result))
     if out is not None:
         result.save(out)
     return result

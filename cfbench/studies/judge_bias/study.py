@@ -30,7 +30,7 @@ from cfbench.judges.runner import uses_judge_settings
 from cfbench.perturb.judge_cue_review import cue_variants
 from cfbench.perturb.judge_cues import BATTERY, CandidatePair, get_cue
 from cfbench.perturb.validate import rejection_table
-from cfbench.report import RunOutput, StudyResult
+from cfbench.report import RunOutput, StudyResult, released
 from cfbench.stats.sequential_cells import check_sequential_params
 
 from . import findings as F
@@ -354,6 +354,7 @@ def run(params: Params, out: "RunOutput | str | os.PathLike[str] | None" = None,
     if params.pointwise_cues and not T["pointwise"].empty:
         result.figures["pointwise_shifts"] = P.plot_pointwise(T["pointwise"], gate_max=params.gate_max_score_shift,
                                                               title=f"Score shift, 1-10 scale ({where})")
+    result.figures = released(result.figures)
     if out is not None:
         result.save(out if isinstance(out, RunOutput) else RunOutput(out))
     return result
