@@ -59,6 +59,28 @@ def test_figures_build():
         assert f.axes and f.axes[0].has_data()
 
 
+@pytest.mark.parametrize("judges", [["local:qwen2.5-coder-1.5b", "openai:Qwen2.5-Coder-1.5B-Instruct@http://127.0.0.1:40123/v1"],
+                                    ["openai:" + "m" * 50 + "@http://127.0.0.1:40123/v1"],
+                                    ["openai:" + "W" * 90 + "@http://127.0.0.1:40123/v1"]],
+                         ids=["a server spec beside the local judge", "one long server spec alone", "a very wide one"])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_a_heatmap_makes_room_for_long_judge_specs(judges, rows):
+    """A judge named by a server spec (model and URL, 60-123 characters) written at 30 degrees under a few rows: the
+    figure grows when it must, so tight_layout applies instead of warning "Tight layout not applied" (the real-server
+    test's audit warned so; the PNG is saved with a tight bounding box, which takes in the whole name); the local
+    judge's short spec alone keeps the size it had."""
+    import warnings
+
+    frame = pd.DataFrame([{"dimension": f"d{i}", "judge": j, "cfr": 0.1 * i, "n_items": 36, "n_pairs": 36}
+                          for i in range(rows) for j in judges])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = CC.heatmap(frame, value="cfr", n="n_items", pairs="n_pairs", title="CFR (pp)")
+    short = CC.heatmap(frame.assign(judge="local:qwen2.5-coder-1.5b"), value="cfr", n="n_items", title="CFR (pp)")
+    assert tuple(short.get_size_inches()) == pytest.approx((2.4 + 1.7, 1.8 + 0.48 * rows))
+    assert fig.get_size_inches()[1] >= short.get_size_inches()[1]
+
+
 def test_figures_6_to_11_from_a_scripted_run():
     """Seed 000 Figures 6 (repeat kappa), 7 (flip distribution), 8 (mean confidence), 9 (improvement),
     10 (customer behaviour) and 11 (positives): the tables behind them and one panel per score."""

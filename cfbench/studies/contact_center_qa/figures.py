@@ -194,8 +194,27 @@ def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str
     elif counts is not None:
         title = f"{title}\ngrey: fewer than {min_n} items, not coloured"
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
+    _tight_with_room_for_labels(fig, ax)
     return fig
+
+
+def _tight_with_room_for_labels(fig, ax) -> None:
+    """``fig.tight_layout()``; when the column labels do not fit (a judge named by a server spec, model and URL,
+    written at 30 degrees under a few rows), the figure first grows by the labels' own extent, instead of
+    matplotlib warning "Tight layout not applied". A figure that fits keeps its size."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.tight_layout()
+    if not any("Tight layout not applied" in str(w.message) for w in caught):
+        return
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width + max((b.width for b in boxes), default=0.0) / fig.dpi,
+                        height + max((b.height for b in boxes), default=0.0) / fig.dpi)
+    fig.tight_layout()
 
 
 def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "baseline"):
