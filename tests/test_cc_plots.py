@@ -66,9 +66,9 @@ def test_figures_build():
 @pytest.mark.parametrize("rows", [1, 3])
 def test_a_heatmap_makes_room_for_long_judge_specs(judges, rows):
     """A judge named by a server spec (model and URL, 60-123 characters) written at 30 degrees under a few rows: the
-    figure grows when it must, so tight_layout applies instead of warning "Tight layout not applied" (the real-server
-    test's audit warned so; the PNG is saved with a tight bounding box, which takes in the whole name); the local
-    judge's short spec alone keeps the size it had."""
+    figure grows by what the names need, so the heatmap keeps about half an inch per row and tight_layout applies
+    (before, such a name squeezed the heatmap of 3 rows to 0.08 inches, or matplotlib warned "Tight layout not
+    applied", as the real-server test's audit did); the local judge's short spec alone keeps the size it had."""
     import warnings
 
     frame = pd.DataFrame([{"dimension": f"d{i}", "judge": j, "cfr": 0.1 * i, "n_items": 36, "n_pairs": 36}
@@ -79,6 +79,8 @@ def test_a_heatmap_makes_room_for_long_judge_specs(judges, rows):
     short = CC.heatmap(frame.assign(judge="local:qwen2.5-coder-1.5b"), value="cfr", n="n_items", title="CFR (pp)")
     assert tuple(short.get_size_inches()) == pytest.approx((2.4 + 1.7, 1.8 + 0.48 * rows))
     assert fig.get_size_inches()[1] >= short.get_size_inches()[1]
+    for f in (fig, short):
+        assert f.axes[0].get_position().height * f.get_size_inches()[1] >= 0.4 * rows  # inches of heatmap
 
 
 def test_figures_6_to_11_from_a_scripted_run():
