@@ -7,12 +7,13 @@ summary to :class:`RunOutput`, which writes them under the run's directory
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from .core.text import csv_text
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
-           "sequential_paragraph", "released"]
+           "sequential_paragraph", "released", "literal_text", "draws_text_as_written"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -265,6 +266,42 @@ def released(figures: Mapping[str, Any]) -> dict[str, Any]:
     return figures
 
 
+def literal_text(fig: Any) -> Any:
+    """``fig`` with every text in it shown as written: no ``$`` starts matplotlib's mathtext (see
+    :func:`draws_text_as_written`, which builds every cfbench figure so)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    return fig
+
+
+def draws_text_as_written(build: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for a function that builds figures: its text is drawn as written, never as mathtext.
+
+    Figure text carries names from the user's data and configs (judge specs, model paths, dimension labels,
+    wordings). Two ``$`` in one of them made matplotlib set the span between as a formula (``a$b$c``: "a", an
+    italic "b", "c"), and a span that is no valid formula (``$\\frac$``) raised while the figure was being
+    laid out, which ended the run. No cfbench figure uses mathtext. So the figure is built with
+    ``text.parse_math`` off (every text made during the build keeps that, tick labels included, and the
+    layout's measuring reads plain text), and what it returns (a figure, or a mapping of them) gets
+    :func:`literal_text` for any text made some other way. The caller's matplotlib settings are untouched."""
+
+    @functools.wraps(build)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            out = build(*args, **kwargs)
+            for fig in (out.values() if isinstance(out, Mapping) else [out]):
+                if hasattr(fig, "findobj"):
+                    literal_text(fig)
+        return out
+
+    wrapper.draws_text_as_written = True
+    return wrapper
+
+
 def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: int, stopped_by: str = "",
                          unit: str, cells: str, name: Any, stopped_note: str, all_decided: str = "every cell decided",
                          left: Any = None, tail: str = "", alpha: float = 0.05) -> str:
@@ -302,6 +339,7 @@ def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: i
             + (f" {rest}." if rest else "") + (f" {tail}" if tail else ""))
 
 
+@draws_text_as_written
 def plot_sequences(waves: pd.DataFrame, cells: pd.DataFrame, *, key_names: Sequence[str], ylabel: str,
                    unit: str = "items", scale: float = 100.0, lo: float = -1.0, hi: float = 1.0,
                    labels: Mapping[tuple, str] | None = None, title: str = "Sequential audit"):

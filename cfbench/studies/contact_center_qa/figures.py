@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cfbench.report import interval_caption, released
+from cfbench.report import draws_text_as_written, interval_caption, released
 from cfbench.stats import verdicts as V
 
 __all__ = ["table2", "heatmap", "accuracy_vs_cfr", "category_profiles", "fairness_vs_robustness",
@@ -122,6 +122,7 @@ def _pick_baseline(robustness: pd.DataFrame, name: str) -> pd.DataFrame:
     return robustness
 
 
+@draws_text_as_written
 def heatmap(frame: pd.DataFrame, *, value: str, row: str = "dimension", col: str = "judge",
             row_order: Sequence[str] | None = None, labels: Mapping[str, str] | None = None,
             title: str = "", scale: float = 1.0, fmt: str = "{:.1f}", cmap: str = "Reds",
@@ -217,6 +218,7 @@ def _tight_with_room_for_labels(fig, ax) -> None:
     fig.tight_layout()
 
 
+@draws_text_as_written
 def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "baseline"):
     """Figure-3 style: answer accuracy vs mean CFR over dimensions, one point per judge.
 
@@ -254,6 +256,7 @@ def accuracy_vs_cfr(cfr: pd.DataFrame, accuracy: pd.DataFrame, *, arm: str = "ba
     return fig
 
 
+@draws_text_as_written
 def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str = "baseline",
                       labels: Mapping[str, str] | None = None,
                       groups: Mapping[str, str] = DIMENSION_GROUPS):
@@ -298,6 +301,7 @@ def category_profiles(cfr: pd.DataFrame, *, dimensions: Sequence[str], arm: str 
     return fig
 
 
+@draws_text_as_written
 def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: str = "baseline"):
     """Figure-5 style: mean CFR over dimensions next to each repeat-noise CFR, per judge."""
     plt = _plt()
@@ -342,6 +346,7 @@ def fairness_vs_robustness(cfr: pd.DataFrame, robustness: pd.DataFrame, *, arm: 
     return fig
 
 
+@draws_text_as_written
 def kappa_bars(kappa: pd.DataFrame):
     """Figure-6 style: Cohen's kappa between repeat runs per judge, one bar per repeat setting."""
     plt = _plt()
@@ -374,6 +379,7 @@ def kappa_bars(kappa: pd.DataFrame):
     return fig
 
 
+@draws_text_as_written
 def flip_distribution_bars(flips: pd.DataFrame, *, arm: str = "baseline"):
     """Figure-7 style: share of units by how many conditions leave the majority answer, per judge."""
     plt = _plt()
@@ -406,6 +412,7 @@ def _table_interval_bars(ax, x, y, low, high) -> None:
         ax.annotate("no CI", (xi, 0 if np.isnan(yi) else yi), ha="center", va="bottom", fontsize=6)
 
 
+@draws_text_as_written
 def judge_means_bars(means: pd.DataFrame, *, arm: str = "baseline"):
     """Figures 8-11 style: mean confidence / P(Yes) / coaching scores (improvement 9, customer behaviour 10,
     positives 11) per judge, one panel per score."""
@@ -437,6 +444,7 @@ GATE_KINDS = V.KINDS
 GATE_COLOURS = tuple(V.KIND_COLOURS[k] for k in V.KINDS)
 
 
+@draws_text_as_written
 def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
                       labels: Mapping[str, str] | None = None):
     """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its interval over
@@ -494,6 +502,7 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
     return fig
 
 
+@draws_text_as_written
 def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions: Sequence[str],
                     score: str = "p_yes", labels: Mapping[str, str] | None = None):
     """MASD of one score per dimension with its interval (seaborn points), against the same score's
@@ -542,6 +551,7 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
     return fig
 
 
+@draws_text_as_written
 def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None):
     """The sequential audit (``sequential_waves``, ``sequential_cells``): per judge x dimension, the confidence
@@ -566,6 +576,7 @@ def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Seque
                           unit="items", labels={(j, d): f"{j} x {labels.get(d, d)}" for j, d in keys})
 
 
+@draws_text_as_written
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
     """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.

@@ -1,7 +1,8 @@
 """Figures of the identity-tone study (seed 002): distributions and effect sizes.
 
 Each function takes tidy frames and returns a matplotlib ``Figure``; writing
-it is :class:`cfbench.report.RunOutput`'s job.
+it is :class:`cfbench.report.RunOutput`'s job. They are drawn on whatever backend is active (Agg in
+scripts, inline in a kernel); importing this module leaves the backend alone.
 """
 
 from __future__ import annotations
@@ -9,20 +10,20 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from cfbench.core.seeding import derive_seed  # noqa: E402
-from cfbench.perturb.stimuli import identity_label  # noqa: E402
+from cfbench.core.seeding import derive_seed
+from cfbench.perturb.stimuli import identity_label
+from cfbench.report import draws_text_as_written
 
 __all__ = ["sentiment_boxplot", "metric_strips", "effect_heatmap", "supported", "UNITS_DESCRIBED"]
 
 _LINESTYLES = ["-", "--", ":", "-."]
 
 
+@draws_text_as_written
 def sentiment_boxplot(scores: pd.DataFrame, *, identities: Sequence[str], metric: str = "sentiment",
                       model: str = "model", title: str | None = None) -> plt.Figure:
     """Box plots of ``metric`` per identity, one box style per model (Figure 2 layout:
@@ -67,6 +68,7 @@ def _strip_caption(seed: int) -> str:
     return f"bar: {level:g}% {what} over replies, seaborn, seed {seed}"
 
 
+@draws_text_as_written
 def metric_strips(scores: pd.DataFrame, *, identities: Sequence[str], metrics: Sequence[str],
                   model: str = "model", seed: int = 0, title: str | None = None,
                   units: dict[str, str] | None = None, n_excluded: int | None = None) -> plt.Figure:
@@ -131,6 +133,7 @@ def supported(pairs: pd.DataFrame, *, min_n: int = 5, min_nonzero: int = 3) -> p
     return (pairs["n"] >= min_n) & (nonzero >= min_nonzero)
 
 
+@draws_text_as_written
 def effect_heatmap(pairs: pd.DataFrame, *, model: str, metrics: Sequence[str],
                    value: str = "cohens_d", mark: str = "p_holm", alpha: float = 0.05,
                    min_n: int = 5, min_nonzero: int = 3, limit: float = 1.5) -> plt.Figure:

@@ -1,16 +1,17 @@
-"""Figures of the judge-bias study (matplotlib, Agg): interval plots per cue."""
+"""Figures of the judge-bias study (matplotlib): interval plots per cue.
+
+They are drawn on whatever backend is active (Agg in scripts, inline in a kernel); importing this module
+leaves the backend alone, so a researcher's own figures in the same kernel still show.
+"""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from cfbench.report import interval_caption  # noqa: E402
-from cfbench.stats import verdicts as V  # noqa: E402
+from cfbench.report import draws_text_as_written, interval_caption
+from cfbench.stats import verdicts as V
 
 __all__ = ["plot_cue_shifts", "plot_net_flips", "plot_pointwise"]
 
@@ -67,6 +68,7 @@ def _size(t: pd.DataFrame) -> tuple[float, float]:
     return 10.0, 0.45 * max(len(t), 2) + 1.4
 
 
+@draws_text_as_written
 def plot_cue_shifts(t: pd.DataFrame, *, title: str):
     """P(choose the cued reply | cue) - P(choose it | no cue) with the table's intervals over items (method and n
     in the title, from ``shift_ci_method`` / ``n_items``); one colour per judge; * marks adjusted p < alpha."""
@@ -81,6 +83,7 @@ def plot_cue_shifts(t: pd.DataFrame, *, title: str):
     return fig
 
 
+@draws_text_as_written
 def plot_net_flips(t: pd.DataFrame, *, gate_max: float, title: str):
     """Cue flip rate minus the noise reference that decides the gate, with the gate maximum; colour = verdict."""
     fig, ax = plt.subplots(figsize=_size(t))
@@ -104,6 +107,7 @@ def plot_net_flips(t: pd.DataFrame, *, gate_max: float, title: str):
     return fig
 
 
+@draws_text_as_written
 def plot_pointwise(t: pd.DataFrame, *, title: str, gate_max: float | None = None):
     """Left: mean score shift of the cued reply (1-10 scale); right: net |shift| beyond the noise reference with
     the gate maximum; each panel's title names the interval method and n of items its table states."""

@@ -3,26 +3,24 @@
 Each function takes tables of a :class:`~cfbench.studies.shopflow.gate.PairAudit`
 and returns a matplotlib ``Figure``; nothing here computes a metric. Every
 figure has a title, axis units, the n behind each bar or line, and its legend
-outside the plotting area so it never covers data.
+outside the plotting area so it never covers data. They are drawn on whatever backend is active (Agg in
+scripts, inline in a kernel); importing this module leaves the backend alone.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # figures are written to files, never shown
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from cfbench.report import interval_caption  # noqa: E402
+from cfbench.report import draws_text_as_written, interval_caption
 
 __all__ = ["plot_slice_rates", "plot_threshold_sweep", "plot_calibration"]
 
 
+@draws_text_as_written
 def plot_slice_rates(wilson: pd.DataFrame, *, title: str = "") -> plt.Figure:
     """Bars of each rate per slice with the interval of each row (:meth:`PairAudit.rate_intervals`) as error
     bars; the title's last line names the table's ``ci_method`` and the n of rows behind the bars.
@@ -82,6 +80,7 @@ def _sweep_intervals(ax, intervals: pd.DataFrame | None, threshold: float | None
     return bounds
 
 
+@draws_text_as_written
 def plot_threshold_sweep(sweep: pd.DataFrame, *, threshold: float | None = None, variants=None,
                          tpr_limit: float | None = None, fpr_limit: float | None = None, n_pairs: int | None = None,
                          title: str = "", intervals: pd.DataFrame | None = None) -> plt.Figure:
@@ -173,6 +172,7 @@ def _gap_span(gaps: pd.DataFrame, limits: dict, bounds: list[float]) -> float:
     return float(min(1.05, max(0.05, 1.15 * vals.max()) if len(vals) else 1.05))
 
 
+@draws_text_as_written
 def plot_calibration(calibration: pd.DataFrame, *, by: str = "variant", title: str = "") -> plt.Figure:
     """Observed ready share per score band and slice, each bar labelled with its n.
 

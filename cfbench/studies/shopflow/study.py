@@ -25,7 +25,7 @@ from cfbench.core.params import check_judge_settings, params_from_mapping
 from cfbench.io.pairs import load_pairs
 from cfbench.judges.failures import describe_kinds
 from cfbench.judges.runner import uses_judge_settings
-from cfbench.report import RunOutput, StudyResult
+from cfbench.report import RunOutput, StudyResult, released
 from cfbench.stats.sequential_cells import check_sequential_params
 
 from . import findings as F
@@ -344,6 +344,7 @@ def _figures(result: ShopflowResult, params: Params, part: str) -> None:
         result.figures[f"{part}_sequential_sequences"] = plot_sequences(
             waves, result.tables[f"{part}_sequential_cells"], key_names=["gap"], unit="pairs",
             ylabel="matched-pair gap (pp)", title=f"{who}: sequential audit of the gap gates")
+    result.figures.update(released({k: v for k, v in result.figures.items() if k.startswith(f"{part}_")}))
 
 
 @uses_judge_settings
