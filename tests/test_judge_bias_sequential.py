@@ -220,7 +220,9 @@ def test_a_dollar_budget_prices_each_wave_before_sending_it(monkeypatch):
     seq = r.summary["sequential"]
     assert seq["spent_usd"] == pytest.approx(0.01 * len(SENT)) and len(SENT) == seq["requests_sent"]
     assert 0.35 - 0.10 < seq["spent_usd"] <= 0.35  # a wave costs 10 cents: three sent, the fourth refused
-    assert "max_cost_usd" in seq["stopped_by"] and "$0.1000" in seq["stopped_by"]
+    assert "max_cost_usd" in seq["stopped_by"] and "USD 0.1000" in seq["stopped_by"]
+    findings = r.findings()  # Markdown: two "$" in a paragraph would be set as a formula
+    assert "would pass max_cost_usd 0.35" in findings and "$" not in findings
 
 
 def test_a_dollar_budget_needs_every_judge_priced():

@@ -98,3 +98,21 @@ def test_contact_center_header_and_findings_with_a_hostile_judge_name(tmp_path):
     header, findings = r.header(), r.findings()
     assert "onerror" in header  # the name is shown, as text
     assert live_markup(header, findings) == []
+
+
+def _live_dollars(markdown: str) -> list[int]:
+    """Offsets of the ``$`` outside code spans that no backslash escapes (JupyterLab and GitHub read two of them
+    in one paragraph as a formula and set the text between as math)."""
+    import re
+
+    plain = re.sub(r"(`+).*?\1", lambda m: " " * len(m.group(0)), markdown, flags=re.S)
+    return [m.start() for m in re.finditer(r"\$", plain)
+            if (len(plain[:m.start()]) - len(plain[:m.start()].rstrip("\\"))) % 2 == 0]
+
+
+def test_the_boundary_escapes_every_dollar_outside_code_spans():
+    assert _live_dollars("cost $1 and $2") == [5, 12]  # the checker sees them
+    text = md_safe("cost $1 and $2; cache `$CFBENCH_CACHE_DIR/x`; kept \\$3; name a$b$c")
+    assert _live_dollars(text) == []
+    assert "`$CFBENCH_CACHE_DIR/x`" in text and "\\$1" in text and "kept \\$3" in text and "a\\$b\\$c" in text
+    assert md_safe(text) == text  # escaping twice changes nothing

@@ -144,7 +144,7 @@ def test_a_dollar_budget_prices_each_wave_before_sending_it(files, monkeypatch):
     r = _run(files, "scripted:sf-seq-constant", max_cost_usd=0.30)
     seq = r.summary["sequential"]
     assert len(SENT) == seq["requests_sent"] == 24 and seq["spent_usd"] == pytest.approx(0.01 * len(SENT))
-    assert "max_cost_usd 0.3" in seq["stopped_by"] and "$0.0800" in seq["stopped_by"]  # the fourth wave refused
+    assert "max_cost_usd 0.3" in seq["stopped_by"] and "USD 0.0800" in seq["stopped_by"]  # the fourth wave refused
     assert "budget" in r.tables["judged_sequential_cells"]["reason"].iloc[0]
 
 

@@ -119,7 +119,7 @@ def csv_text(frame: "object") -> str:
 # -- Markdown and HTML ---------------------------------------------------------------------------------
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~$])")  # what can open markup inside a line
 _TICKS = re.compile(r"`+")
-_UNSAFE = re.compile(r"\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])", re.S)
+_UNSAFE = re.compile(r"\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|\$", re.S)
 
 
 def html_text(text: object) -> str:
@@ -152,15 +152,17 @@ def md_code(text: object) -> str:
 def _outside_code(text: str) -> str:
     """Text outside code spans: no tag (``<`` before a letter, ``/``, ``!`` or ``?`` written ``&lt;``), no
     link, image or link definition (``]`` before ``(``, ``[`` or ``:`` backslash-escaped; cfbench's own
-    Markdown uses none). ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; an escape pair is kept."""
+    Markdown uses none), no formula (``$`` backslash-escaped, as :func:`md_text` writes it: JupyterLab and
+    GitHub set the text between two ``$`` as math; cfbench's own Markdown writes amounts as "USD 1.23").
+    ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; an escape pair is kept."""
     return _UNSAFE.sub(lambda m: m.group(0) if m.group(0)[0] == "\\" else
-                       "&lt;" if m.group(0) == "<" else "\\]", text)
+                       "&lt;" if m.group(0) == "<" else "\\" + m.group(0), text)
 
 
 def md_safe(markdown: str) -> str:
     """Markdown cfbench built (its own emphasis, headings, lists and code spans kept) with, outside code
-    spans, every ``<`` that could open a tag written ``&lt;`` and every ``]`` that could close a link
-    escaped: whatever an interpolated name held,
+    spans, every ``<`` that could open a tag written ``&lt;`` and every ``]`` that could close a link or
+    ``$`` that could open a formula escaped: whatever an interpolated name held,
     no raw HTML tag, link or remote image reaches the page. Code spans are found as CommonMark finds
     them (a run of n backticks closed by the next run of exactly n), so a backtick inside a name that
     breaks a span still leaves whatever follows it escaped."""

@@ -253,12 +253,13 @@ def budget_pricers(judges: Sequence[str], *, max_cost_usd: float, batch: bool) -
 def over_budget(n: int, usd: float, *, sent: int, spent_usd: float, max_requests: int, max_cost_usd: float) -> str:
     """Why a sequential audit's next wave of ``n`` requests costing ``usd`` may not be sent, after ``sent``
     requests and ``spent_usd`` dollars ("" when it fits; a limit of 0 is no limit): a wave is sent whole or not
-    at all."""
+    at all. Amounts read "USD 0.1234", never with "$": the reason reaches the findings' Markdown, where two "$"
+    in one paragraph are set as a formula in JupyterLab and on GitHub."""
     over = []
     if max_requests and sent + n > max_requests:
         over.append(f"the next wave's {n} requests would pass max_requests {max_requests} ({sent} sent)")
     if max_cost_usd and spent_usd + usd > max_cost_usd:
-        over.append(f"the next wave's ${usd:.4f} would pass max_cost_usd {max_cost_usd:g} (${spent_usd:.4f} spent)")
+        over.append(f"the next wave's USD {usd:.4f} would pass max_cost_usd {max_cost_usd:g} (USD {spent_usd:.4f} spent)")
     return "budget: " + "; ".join(over) if over else ""
 
 

@@ -622,11 +622,12 @@ def _plan_only_preview(params: Params, out: "RunOutput | str | Path | None", *, 
 
 
 def _plan_cost_line(rows: Sequence[dict[str, Any]]) -> str:
-    """The plan-only header's cost sentence: per judge, requests, estimated tokens, estimated USD."""
+    """The plan-only header's cost sentence: per judge, requests, estimated tokens, estimated USD (written
+    "USD 1.23", never with "$": in the header's Markdown, two "$" are set as a formula in JupyterLab)."""
     parts = []
     for r in rows:
         usd = r["cost_usd_est"]
-        cost = "not priced" if usd is None else ("$0 (no API)" if usd == 0 else f"≈ ${usd:,.2f}")
+        cost = "not priced" if usd is None else ("USD 0 (no API)" if usd == 0 else f"≈ USD {usd:,.2f}")
         parts.append(f"{r['judge']}: {r['n_requests']:,} requests, ≈ {r['prompt_tokens_est']:,} prompt tokens "
                      f"(estimated from characters) + at most {r['max_output_tokens']:,} output tokens, {cost}")
     return (" Estimated per judge: " + "; ".join(parts) + ".") if parts else ""
