@@ -4,7 +4,9 @@ Judge specs, model paths, dimension labels and wordings reach figure text. Befor
 were set as a formula, and a span that is no valid formula (``$\\frac$``) raised while the contact-center
 heatmap was laid out, ending the run. And three study figure modules called ``matplotlib.use("Agg")`` on
 import, which in a Jupyter kernel switched the inline backend off: a researcher's own figures, made after
-running a study notebook in the same kernel, were no longer shown."""
+running a study notebook in the same kernel, were no longer shown. And the contact-center heatmap measured its
+labels with ``fig.canvas.get_renderer()``, which only Agg canvases have: on the svg, pdf or cairo backends
+the run ended with an AttributeError."""
 
 from __future__ import annotations
 
@@ -132,3 +134,31 @@ print(len(names), matplotlib.get_backend())
     assert out.returncode == 0, out.stderr[-2000:]
     n, backend = out.stdout.split()
     assert int(n) > 100 and backend == "svg", out.stdout
+
+
+def test_every_study_draws_its_figures_on_a_backend_that_is_not_agg():
+    """The svg backend's canvas has no ``get_renderer``; a run must not depend on the user's backend."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import yaml
+
+    from cfbench.studies import contact_center_qa as CC, identity_tone as IT, judge_bias as JB, shopflow as SF
+
+    from judge_bias_util import star_dir
+
+    was = matplotlib.get_backend()
+    plt.switch_backend("svg")
+    try:
+        runs = [CC.run(CC.Params(n_items=2, dimensions=("gender", "priming"), n_boot=50, coaching_items=0),
+                       progress=False),
+                JB.run(JB.Params.from_config(yaml.safe_load((REPO / "configs/judge_bias/smoke.yaml").read_text()),
+                                             star_path=str(star_dir())), progress=False),
+                SF.run(SF.Params.from_config(yaml.safe_load((REPO / "configs/shopflow/smoke.yaml").read_text()),
+                                             n_boot=200, max_pairs=20, candidate_prompt=""), progress=False),
+                IT.run(IT.Params(reproduce_released=False, n_prompts=6, n_resamples=300))]
+        for result in runs:
+            assert len(result.figures) >= 2
+            for fig in result.figures.values():
+                fig.savefig(io.BytesIO(), format="svg")
+    finally:
+        plt.switch_backend(was)

@@ -208,9 +208,10 @@ def _tight_with_room_for_labels(fig, ax) -> None:
     """``fig.tight_layout()`` after growing the figure by what its column labels need beyond the base size's room.
     A judge named by a server spec (model and URL, 60 characters or more, 4 x 2.4 inches at 30 degrees) under a
     few rows otherwise left the heatmap squeezed to a sliver, or matplotlib warned "Tight layout not applied".
-    Labels as short as the local judge's spec keep the base size."""
-    renderer = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    Labels as short as the local judge's spec keep the base size. The extents are measured with the figure's
+    own renderer (not ``fig.canvas.get_renderer()``, which only Agg canvases have: on the svg, pdf or cairo
+    backends that call raised and ended the run)."""
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels()]
     if boxes:
         width, height = fig.get_size_inches()
         fig.set_size_inches(width + max(0.0, max(b.width for b in boxes) / fig.dpi - _LABEL_ROOM_IN[0]),
