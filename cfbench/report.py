@@ -24,7 +24,7 @@ from .core.text import csv_text
 
 __all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
-           "sequential_paragraph", "released", "literal_text", "draws_text_as_written"]
+           "sequential_paragraph", "released", "draws_text_as_written"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -266,16 +266,6 @@ def released(figures: Mapping[str, Any]) -> dict[str, Any]:
     return figures
 
 
-def literal_text(fig: Any) -> Any:
-    """``fig`` with every text in it shown as written: no ``$`` starts matplotlib's mathtext (see
-    :func:`draws_text_as_written`, which builds every cfbench figure so)."""
-    from matplotlib.text import Text
-
-    for text in fig.findobj(Text):
-        text.set_parse_math(False)
-    return fig
-
-
 def draws_text_as_written(build: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator for a function that builds figures: its text is drawn as written, never as mathtext.
 
@@ -283,22 +273,16 @@ def draws_text_as_written(build: Callable[..., Any]) -> Callable[..., Any]:
     wordings). Two ``$`` in one of them made matplotlib set the span between as a formula (``a$b$c``: "a", an
     italic "b", "c"), and a span that is no valid formula (``$\\frac$``) raised while the figure was being
     laid out, which ended the run. No cfbench figure uses mathtext. So the figure is built with
-    ``text.parse_math`` off (every text made during the build keeps that, tick labels included, and the
-    layout's measuring reads plain text), and what it returns (a figure, or a mapping of them) gets
-    :func:`literal_text` for any text made some other way. The caller's matplotlib settings are untouched."""
+    ``text.parse_math`` off: every text made during the build keeps that setting, tick labels included, and the
+    layout's measuring reads plain text. The caller's matplotlib settings are untouched."""
 
     @functools.wraps(build)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import matplotlib
 
         with matplotlib.rc_context({"text.parse_math": False}):
-            out = build(*args, **kwargs)
-            for fig in (out.values() if isinstance(out, Mapping) else [out]):
-                if hasattr(fig, "findobj"):
-                    literal_text(fig)
-        return out
+            return build(*args, **kwargs)
 
-    wrapper.draws_text_as_written = True
     return wrapper
 
 

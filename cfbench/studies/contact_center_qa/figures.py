@@ -552,7 +552,6 @@ def masd_vs_wording(masd: pd.DataFrame, robustness: pd.DataFrame, *, dimensions:
     return fig
 
 
-@draws_text_as_written
 def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None):
     """The sequential audit (``sequential_waves``, ``sequential_cells``): per judge x dimension, the confidence
@@ -577,7 +576,6 @@ def sequence_plot(waves: pd.DataFrame, cells: pd.DataFrame, *, dimensions: Seque
                           unit="items", labels={(j, d): f"{j} x {labels.get(d, d)}" for j, d in keys})
 
 
-@draws_text_as_written
 def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[str],
                   labels: Mapping[str, str] | None = None, n_items: int | None = None) -> dict:
     """The study's figures by file name (heatmaps, Figures 3-5) from :func:`study_tables` output.
