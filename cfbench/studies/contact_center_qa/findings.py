@@ -16,6 +16,7 @@ import pandas as pd
 from cfbench.judges.failures import KIND_COLUMNS, describe_kinds
 from cfbench.stats import verdicts as V
 from cfbench.core.text import md_code, md_text
+from cfbench.studies.contact_center_qa.tables import NEAR_BOUNDARY
 
 __all__ = ["findings_markdown", "zero_flip_upper_bound", "flip_counts", "flip_count_line"]
 
@@ -142,6 +143,9 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     star_gate = star_gate[star_gate["judge"] == judge] if len(star_gate) else star_gate
     if len(star_gate):
         lines.append(_gate_line(star_gate, " on the STAR dialogues"))
+    margin = _margin_line(judge, t.get("flips_by_margin", pd.DataFrame()))
+    if margin:
+        lines.append(margin)
     for base in sorted(set(cmr_all["baseline"]) - {"robustness"}) if len(cmr_all) else []:
         sub = cmr_all[cmr_all["baseline"] == base]
         ref = sub["robustness"].iloc[0] if len(sub) else float("nan")
@@ -213,6 +217,25 @@ def _gate_line(gate: pd.DataFrame, where: str = "") -> str:
             need = rows["items_needed"].dropna()
             parts.append(f"forecast: {_forecast_words(rows, need)}")
     return "; ".join(parts) + "."
+
+
+def _margin_line(judge: str, margin: pd.DataFrame) -> str:
+    """Where the judge's baseline flips fall (table ``flips_by_margin``): on transcripts whose original's
+    P(Yes) lies near the Yes/No boundary or farther from it. Empty without P(Yes) or without a flip."""
+    if not len(margin):
+        return ""
+    m = margin[(margin["judge"] == judge) & (margin["arm"] == "baseline")].set_index("band")
+    if "near" not in m.index or int(m["n_flips"].sum()) == 0:
+        return ""
+    near, total = m.loc["near"], int(m["n_flips"].sum())
+    far = m.loc["far"] if "far" in m.index else None
+    elsewhere = (f"{int(far.n_flips)} of {_count(int(far.n_pairs), 'pair')} elsewhere"
+                 + f" ({_count(int(far.n_items), 'transcript')})" if far is not None else "no pair elsewhere")
+    return (f"Where the flips fall (`flips_by_margin`): {_count(int(near.n_items), 'transcript')} had an original "
+            f"whose P(Yes) lay within {NEAR_BOUNDARY:.2f} of 0.5, the Yes/No boundary; {int(near.n_flips)} of "
+            f"the {_count(total, 'flip')} were on them ({int(near.n_flips)} of {_count(int(near.n_pairs), 'pair')}), "
+            f"{elsewhere}. A flip there shows that an edit tipped a transcript the judge was unsure of, not how "
+            "far the edit moved it (MASD of P(Yes) reads that).")
 
 
 def _forecast_words(rows: pd.DataFrame, need: pd.Series) -> str:

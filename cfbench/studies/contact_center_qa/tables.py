@@ -90,7 +90,13 @@ _VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operatio
 #: ``warnings`` from them and the parameters, and the gates of :mod:`.gates`)
 TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accuracy_by_label", "flip_distribution",
           "cfr_minus_robustness", "cfr_by_category", "kappa", "direction", "judge_differences", "evidence_checks",
-          "fairness_prompting_delta", "judge_means", "parse_rates", "placebo_contrast")
+          "fairness_prompting_delta", "judge_means", "parse_rates", "placebo_contrast", "flips_by_margin")
+
+#: an original is "near the boundary" when its P(Yes) lies within this distance of 0.5, where the
+#: compact contract's first token turns from No to Yes (table ``flips_by_margin``)
+NEAR_BOUNDARY = 0.10
+#: the bands of ``flips_by_margin``: near the boundary, farther from it, or no P(Yes) read
+MARGIN_BANDS = ("near", "far", "no_p_yes")
 
 
 def label_yes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -162,6 +168,7 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
                      ("accuracy_by_label", ["judge", "label_yes"])):  # per label class: the gates' responsiveness
         s.add(name, _accuracy_cells(label_yes(qa_orig), by))
     s.add("flip_hist", _flip_hist(qa_cf))
+    s.add("margin", _margin_cells(qa_cf))
     s.add("cfr_by_category", _cells(qa_cf, value=ANSWER, kind="binary", by=["judge", "arm", "category"],
                                     unit=["item_id", "question_id", "dimension"]))
     for j, d, a in cf[["judge", "dimension", "arm"]].drop_duplicates().itertuples(index=False):
@@ -347,6 +354,46 @@ def _flip_hist(qa_cf: pd.DataFrame) -> pd.DataFrame:
     return pairs.groupby(by + ["n_minority"], sort=True).size().rename("n_units").reset_index()
 
 
+_MARGIN_KEYS = ["judge", "arm", "band", "item_id"]
+
+
+def _margin_cells(qa_cf: pd.DataFrame) -> pd.DataFrame:
+    """Per judge x arm x band x item: the flips (discordant pairs, ``stat``) and valid pairs of the QA
+    counterfactual units, each unit in the band of its original's P(Yes) (:data:`NEAR_BOUNDARY`): sums, so
+    the cells of disjoint transcripts add up."""
+    by = ["judge", "arm", "dimension"]
+    pairs = M.pair_table(qa_cf, value=ANSWER, kind="binary", unit=UNIT, by=by, ok=OK)
+    if not len(pairs):
+        return pd.DataFrame(columns=_MARGIN_KEYS + ["stat", "n_pairs"])
+    orig = qa_cf[(qa_cf["condition"] == "original") & qa_cf[OK].astype(bool)]
+    p = pd.to_numeric(orig["p_yes"], errors="coerce").groupby([orig[k] for k in by + UNIT], sort=True).first()
+    p_unit = pd.Series(p.reindex(pd.MultiIndex.from_frame(pairs[by + UNIT])).to_numpy(), index=pairs.index)
+    band = np.where(p_unit.isna(), "no_p_yes", np.where((p_unit - 0.5).abs() < NEAR_BOUNDARY, "near", "far"))
+    return (pairs.assign(band=band).groupby(_MARGIN_KEYS, sort=True)[["stat", "n_pairs"]].sum().reset_index())
+
+
+MARGIN_COLUMNS = ["judge", "arm", "band", "n_items", "n_pairs", "n_flips", "cfr", "share_of_flips"]
+
+
+def _flips_by_margin(cells: pd.DataFrame) -> pd.DataFrame:
+    """``flips_by_margin``: per judge x arm x band, the transcripts with a compared pair there, the pairs, the
+    flips, the flip rate among those pairs and the band's share of the judge's flips in that arm.
+    Descriptive counts (no interval): where a judge's flips fall, not how often it flips."""
+    if not len(cells):
+        return pd.DataFrame(columns=MARGIN_COLUMNS)
+    c = cells[cells["n_pairs"] > 0]
+    g = c.groupby(["judge", "arm", "band"], sort=True)
+    out = pd.DataFrame({"n_items": g["item_id"].nunique(), "n_pairs": g["n_pairs"].sum(),
+                        "n_flips": g["stat"].sum()}).reset_index()
+    out["band"] = out["band"].astype(str)
+    out["cfr"] = out["n_flips"] / out["n_pairs"]
+    total = out.groupby(["judge", "arm"])["n_flips"].transform("sum")
+    out["share_of_flips"] = (out["n_flips"] / total).where(total > 0)
+    for c in ("n_items", "n_pairs", "n_flips"):
+        out[c] = out[c].astype(int)
+    return out[MARGIN_COLUMNS]
+
+
 def _mean_cells(r: pd.DataFrame) -> pd.DataFrame:
     """Per score x judge x arm x item: sum and count of the parsed scores (one per prompt), as
     :func:`.tables.judge_means` takes them."""
@@ -372,7 +419,8 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
     judge and label class ``label_yes``), ``kappa``, ``flip_distribution``, ``cfr_minus_robustness``,
     ``direction``, ``cfr_by_category``, ``fairness_prompting_delta`` (with the fairness arm's evidence shares
     per judge), ``judge_differences`` (every pair of judges in ``judges`` order, default sorted),
-    ``evidence_checks``, ``judge_means``, ``parse_rates``, ``placebo_contrast`` (:func:`_placebo_contrast`).
+    ``evidence_checks``, ``judge_means``, ``parse_rates``, ``placebo_contrast`` (:func:`_placebo_contrast`),
+    ``flips_by_margin`` (:func:`_flips_by_margin`).
     Every interval is over items and names its method in ``ci_method`` (``docs/statistics.md``); CFR is a
     fraction in [0, 1]. Groups and items are taken in sorted order and every interval is seeded from
     ``seed``, so the tables depend on the statistics only, not on the order in which transcripts were added
@@ -456,6 +504,7 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
                                 "yes_rule_violated": "fair_yes_rule_violated"}), on="judge", how="left")
     out["judge_means"] = _judge_means(s.frame("judge_means"), n_boot=n_boot, seed=seed)
     out["parse_rates"] = _parse_rates(s.frame("parse_rates"))
+    out["flips_by_margin"] = _flips_by_margin(s.frame("margin"))
     return out
 
 
