@@ -25,6 +25,14 @@ def _frame(*units: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([r for u in units for r in u])
 
 
+def _cells(qa_cf: pd.DataFrame) -> pd.DataFrame:
+    return TB._margin_cells(qa_cf, TB._qa_unit_pairs(qa_cf))
+
+
+def _table(qa_cf: pd.DataFrame) -> pd.DataFrame:
+    return TB._flips_by_margin(_cells(qa_cf))
+
+
 def test_pairs_are_counted_in_the_band_of_their_original():
     qa_cf = _frame(
         _unit("a", "d1", 0.45, [1]),       # near, flips
@@ -35,7 +43,7 @@ def test_pairs_are_counted_in_the_band_of_their_original():
         _unit("e", "d1", 0.62, [0]),       # far, flips
         _unit("f", "d1", float("nan"), [0]),  # no P(Yes) read: its own band, flips
     )
-    t = TB._flips_by_margin(TB._margin_cells(qa_cf)).set_index("band")
+    t = _table(qa_cf).set_index("band")
     assert list(t.columns) == [c for c in TB.MARGIN_COLUMNS if c != "band"]
     assert t.loc["near", ["n_items", "n_pairs", "n_flips"]].tolist() == [2, 5, 3]
     assert t.loc["far", ["n_items", "n_pairs", "n_flips"]].tolist() == [3, 3, 2]
@@ -47,23 +55,23 @@ def test_pairs_are_counted_in_the_band_of_their_original():
 def test_an_unread_original_leaves_its_pair_out():
     """A unit whose original was not read has no valid pair, so it adds to no band."""
     qa_cf = _frame(_unit("a", "d1", 0.45, [1], ok=False), _unit("b", "d1", 0.9, [1]))
-    t = TB._flips_by_margin(TB._margin_cells(qa_cf))
+    t = _table(qa_cf)
     assert t[["band", "n_items", "n_pairs", "n_flips"]].values.tolist() == [["far", 1, 1, 0]]
 
 
 def test_cells_of_disjoint_items_add_up_to_the_cells_of_all():
     units = [_unit(f"i{k}", "d1", p, [a]) for k, (p, a) in enumerate([(0.45, 1), (0.9, 1), (0.55, 1), (0.2, 0)])]
-    whole = TB._flips_by_margin(TB._margin_cells(_frame(*units)))
-    parts = pd.concat([TB._margin_cells(_frame(*units[:2])), TB._margin_cells(_frame(*units[2:]))])
+    whole = _table(_frame(*units))
+    parts = pd.concat([_cells(_frame(*units[:2])), _cells(_frame(*units[2:]))])
     pd.testing.assert_frame_equal(TB._flips_by_margin(parts), whole)
 
 
 def test_the_findings_say_where_the_flips_fall_and_only_when_there_are_some():
     qa_cf = _frame(_unit("a", "d1", 0.45, [1]), _unit("b", "d1", 0.52, [0]), _unit("c", "d1", 0.9, [1]),
                    _unit("d", "d1", 0.1, [0]), _unit("e", "d1", 0.2, [0]))
-    line = _margin_line("j", TB._flips_by_margin(TB._margin_cells(qa_cf)))
+    line = _margin_line("j", _table(qa_cf))
     assert "2 transcripts had an original whose P(Yes) lay within 0.10 of 0.5" in line
     assert "2 of the 2 flips were on them (2 of 2 pairs), 0 of 3 pairs elsewhere (3 transcripts)" in line
     calm = _frame(_unit("a", "d1", 0.45, [0]), _unit("c", "d1", 0.9, [1]))
-    assert _margin_line("j", TB._flips_by_margin(TB._margin_cells(calm))) == ""
-    assert _margin_line("other judge", TB._flips_by_margin(TB._margin_cells(qa_cf))) == ""
+    assert _margin_line("j", _table(calm)) == ""
+    assert _margin_line("other judge", _table(qa_cf)) == ""

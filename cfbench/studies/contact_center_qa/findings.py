@@ -228,9 +228,11 @@ def _margin_line(judge: str, margin: pd.DataFrame) -> str:
     if "near" not in m.index or int(m["n_flips"].sum()) == 0:
         return ""
     near, total = m.loc["near"], int(m["n_flips"].sum())
-    far = m.loc["far"] if "far" in m.index else None
-    elsewhere = (f"{int(far.n_flips)} of {_count(int(far.n_pairs), 'pair')} elsewhere"
-                 + f" ({_count(int(far.n_items), 'transcript')})" if far is not None else "no pair elsewhere")
+    elsewhere = "no pair elsewhere"
+    if "far" in m.index:
+        far = m.loc["far"]
+        elsewhere = (f"{int(far.n_flips)} of {_count(int(far.n_pairs), 'pair')} elsewhere "
+                     f"({_count(int(far.n_items), 'transcript')})")
     return (f"Where the flips fall (`flips_by_margin`): {_count(int(near.n_items), 'transcript')} had an original "
             f"whose P(Yes) lay within {NEAR_BOUNDARY:.2f} of 0.5, the Yes/No boundary; {int(near.n_flips)} of "
             f"the {_count(total, 'flip')} were on them ({int(near.n_flips)} of {_count(int(near.n_pairs), 'pair')}), "

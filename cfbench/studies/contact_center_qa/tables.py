@@ -95,8 +95,6 @@ TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accu
 #: an original is "near the boundary" when its P(Yes) lies within this distance of 0.5, where the
 #: compact contract's first token turns from No to Yes (table ``flips_by_margin``)
 NEAR_BOUNDARY = 0.10
-#: the bands of ``flips_by_margin``: near the boundary, farther from it, or no P(Yes) read
-MARGIN_BANDS = ("near", "far", "no_p_yes")
 
 
 def label_yes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +165,9 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
     for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"]),
                      ("accuracy_by_label", ["judge", "label_yes"])):  # per label class: the gates' responsiveness
         s.add(name, _accuracy_cells(label_yes(qa_orig), by))
-    s.add("flip_hist", _flip_hist(qa_cf))
-    s.add("margin", _margin_cells(qa_cf))
+    qa_pairs = _qa_unit_pairs(qa_cf)
+    s.add("flip_hist", _flip_hist(qa_pairs))
+    s.add("margin", _margin_cells(qa_cf, qa_pairs))
     s.add("cfr_by_category", _cells(qa_cf, value=ANSWER, kind="binary", by=["judge", "arm", "category"],
                                     unit=["item_id", "question_id", "dimension"]))
     for j, d, a in cf[["judge", "dimension", "arm"]].drop_duplicates().itertuples(index=False):
@@ -344,30 +343,33 @@ def _accuracy_cells(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return f.groupby(by + [_ITEM], sort=True, dropna=False)[["n_valid", "n_correct", "n_unparsed"]].sum().reset_index()
 
 
-def _flip_hist(qa_cf: pd.DataFrame) -> pd.DataFrame:
-    by = ["judge", "arm", "dimension"]
-    pairs = M.pair_table(qa_cf, value=ANSWER, kind="binary", unit=UNIT, by=by, ok=OK)
+def _qa_unit_pairs(qa_cf: pd.DataFrame) -> pd.DataFrame:
+    """The pair statistics of the QA counterfactual units (:data:`BY` x :data:`UNIT`), which the flip
+    distribution and ``flips_by_margin`` both read."""
+    return M.pair_table(qa_cf, value=ANSWER, kind="binary", unit=UNIT, by=BY, ok=OK)
+
+
+def _flip_hist(pairs: pd.DataFrame) -> pd.DataFrame:
     pairs = pairs[pairs["n_valid"] >= 2]
     if not len(pairs):
-        return pd.DataFrame(columns=by + ["n_minority", "n_units"])
+        return pd.DataFrame(columns=BY + ["n_minority", "n_units"])
     pairs = pairs.assign(n_minority=np.minimum(pairs["n_yes"], pairs["n_valid"] - pairs["n_yes"]).astype(int))
-    return pairs.groupby(by + ["n_minority"], sort=True).size().rename("n_units").reset_index()
+    return pairs.groupby(BY + ["n_minority"], sort=True).size().rename("n_units").reset_index()
 
 
 _MARGIN_KEYS = ["judge", "arm", "band", "item_id"]
 
 
-def _margin_cells(qa_cf: pd.DataFrame) -> pd.DataFrame:
+def _margin_cells(qa_cf: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """Per judge x arm x band x item: the flips (discordant pairs, ``stat``) and valid pairs of the QA
-    counterfactual units, each unit in the band of its original's P(Yes) (:data:`NEAR_BOUNDARY`): sums, so
-    the cells of disjoint transcripts add up."""
-    by = ["judge", "arm", "dimension"]
-    pairs = M.pair_table(qa_cf, value=ANSWER, kind="binary", unit=UNIT, by=by, ok=OK)
+    counterfactual units (``pairs``, from :func:`_qa_unit_pairs`), each unit in the band of its original's
+    P(Yes) (:data:`NEAR_BOUNDARY`): sums, so the cells of disjoint transcripts add up."""
     if not len(pairs):
         return pd.DataFrame(columns=_MARGIN_KEYS + ["stat", "n_pairs"])
+    keys = BY + UNIT
     orig = qa_cf[(qa_cf["condition"] == "original") & qa_cf[OK].astype(bool)]
-    p = pd.to_numeric(orig["p_yes"], errors="coerce").groupby([orig[k] for k in by + UNIT], sort=True).first()
-    p_unit = pd.Series(p.reindex(pd.MultiIndex.from_frame(pairs[by + UNIT])).to_numpy(), index=pairs.index)
+    p = pd.to_numeric(orig["p_yes"], errors="coerce").groupby([orig[k] for k in keys], sort=True).first()
+    p_unit = pd.Series(p.reindex(pd.MultiIndex.from_frame(pairs[keys])).to_numpy(), index=pairs.index)
     band = np.where(p_unit.isna(), "no_p_yes", np.where((p_unit - 0.5).abs() < NEAR_BOUNDARY, "near", "far"))
     return (pairs.assign(band=band).groupby(_MARGIN_KEYS, sort=True)[["stat", "n_pairs"]].sum().reset_index())
 
@@ -381,8 +383,7 @@ def _flips_by_margin(cells: pd.DataFrame) -> pd.DataFrame:
     Descriptive counts (no interval): where a judge's flips fall, not how often it flips."""
     if not len(cells):
         return pd.DataFrame(columns=MARGIN_COLUMNS)
-    c = cells[cells["n_pairs"] > 0]
-    g = c.groupby(["judge", "arm", "band"], sort=True)
+    g = cells[cells["n_pairs"] > 0].groupby(["judge", "arm", "band"], sort=True)
     out = pd.DataFrame({"n_items": g["item_id"].nunique(), "n_pairs": g["n_pairs"].sum(),
                         "n_flips": g["stat"].sum()}).reset_index()
     out["band"] = out["band"].astype(str)
