@@ -288,7 +288,7 @@ def draws_text_as_written(build: Callable[..., Any]) -> Callable[..., Any]:
 
 def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: int, stopped_by: str = "",
                          unit: str, cells: str, name: Any, stopped_note: str, all_decided: str = "every cell decided",
-                         left: Any = None, tail: str = "", alpha: float = 0.05) -> str:
+                         left: Any = None, tail: str = "", alpha: float = 0.05, n_cells: int | None = None) -> str:
     """One findings paragraph of a sequential audit, from its cells table (a row per cell: ``verdict``,
     ``stopped_at_item``, ``stopped_at_wave``, ``reason``, and whatever ``name`` reads) and how its walk ended
     (``n_walked`` of ``budget`` units walked; ``stopped_by``: the budget that stopped it, "" if none). Empty
@@ -298,10 +298,12 @@ def sequential_paragraph(table: pd.DataFrame | None, *, n_walked: int, budget: i
     which cells were decided early (``name(row)``: the cell's name as Markdown, the caller escaping what it
     shows; then verdict, the ``unit`` and wave it stopped at, and why) followed by ``stopped_note``, the
     undecided cells (``left(rows)`` -> a sentence without its full stop; default: how many), and ``tail``.
-    ``cells`` follows the count ("gap cells, each a confidence sequence of the matched-pair gap")."""
+    ``cells`` follows the count ("gap cells, each a confidence sequence of the matched-pair gap"); ``n_cells``
+    is the walk's Bonferroni divisor when it split its level over more cells than the table has rows (default:
+    the rows)."""
     if table is None or not len(table):
         return ""
-    n_cells = len(table)
+    n_cells = len(table) if n_cells is None else int(n_cells)
     is_decided = table["verdict"].isin(["pass", "fail"])
     said = "; ".join(f"{name(r)} {r.verdict} at {unit} {int(r.stopped_at_item)} (wave {int(r.stopped_at_wave)}: "
                      f"{r.reason})" for r in table[is_decided].itertuples(index=False))

@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(config, items):
 def results_with_a_cut_reply(src: Path, dst: Path) -> Path:
     """A copy of an identity-tone results folder whose first fresh reply is marked cut at the token cap
     (``finish_reason = length``, ``truncated``), for tests of how the explorer flags cut replies: a live run
-    may cut none (the live default of 2026-11-27 at 73930ce cut none of its 80; those at c158b8a and ad2b62a cut 1)."""
+    may cut none, so the committed results cannot be relied on to hold one)."""
     import pandas as pd
 
     shutil.copytree(src, dst)

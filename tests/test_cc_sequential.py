@@ -110,7 +110,7 @@ def test_a_decided_dimension_gets_no_request_after_its_stopping_wave():
     assert cells.loc["politeness", "requests_used"] == 2 * len(before)  # its own variants' requests, as counted
     assert cells.loc["politeness", "stopped_at_item"] == len(before)
     text = r.findings()  # the sentence says where the cell stopped, read from the table
-    assert "Sequential audit" in text and (f"`politeness` pass at item {len(before)} (wave {wave}:" in text)
+    assert "Sequential audit" in text and (f"`politeness` pass at transcript {len(before)} (wave {wave}:" in text)
     bad = [k for k, ok in r.invariants().items() if not ok]
     assert not bad  # the run's row and table checks hold on a run whose dimensions stopped at different items
 

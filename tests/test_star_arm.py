@@ -70,6 +70,12 @@ def test_the_arm_runs_on_star_with_its_own_labelled_tables():
     assert list(star_w["dimension"]) == ["gender"] and star_w["message"].iloc[0].startswith("STAR arm: dimension gender")
     assert {"priming", "politeness"} <= set(t["star_cfr"]["dimension"])
     assert (t["star_cfr"]["n_pairs"] > 0).all()
+    # where the arm's flips fall: every compared pair of the arm's judge is in one band, every flip too
+    margin, cfr = t["star_flips_by_margin"], t["star_cfr"]
+    for arm, rows in cfr.groupby("arm"):
+        m = margin[margin["arm"] == arm]
+        assert m["n_pairs"].sum() == rows["n_pairs"].sum(), arm
+        assert m["n_flips"].sum() == round((rows["cfr"] * rows["n_pairs"]).sum()), arm
     assert "STAR dialogues" in r.header() and "synthetic" in r.header()
     r.check()
 

@@ -393,5 +393,6 @@ def _sequential_lines(t: Any, s: Any) -> list[str]:
     if not seq:
         return []
     line = sequential_sentence(t.get("sequential_cells"), n_walked=seq["n_walked"], budget=seq["budget"],
-                               n_cells=seq["n_cells"], stopped_by=seq.get("stopped_by", ""))
+                               n_cells=seq["n_cells"], stopped_by=seq.get("stopped_by", ""),
+                               alpha=seq.get("alpha", 0.05))
     return [line] if line else []

@@ -323,26 +323,15 @@ def wave_cost(plan: Any, prices: Mapping[str, Any]) -> float:
 
 
 def sequential_sentence(table: pd.DataFrame | None, *, n_walked: int, budget: int, n_cells: int,
-                        stopped_by: str = "") -> str:
+                        stopped_by: str = "", alpha: float = 0.05) -> str:
     """One findings paragraph read from ``sequential_cells``: which cells stopped early, at which item and
     why (decided pass / fail), whether the walk ran out of transcripts or stopped at a request / dollar budget
-    (``stopped_by``), and the error rate the audit holds across its cells."""
-    if table is None or not len(table):
-        return ""
-    decided = table[table["verdict"].isin(["pass", "fail"])]
+    (``stopped_by``), and the error rate the audit holds across its ``n_cells`` cells
+    (:func:`cfbench.report.sequential_paragraph`)."""
     from cfbench.core.text import md_code
+    from cfbench.report import sequential_paragraph
 
-    said = "; ".join(f"{md_code(r.judge)} x {md_code(r.dimension)} {r.verdict} at item {int(r.stopped_at_item)} "
-                     f"(wave {int(r.stopped_at_wave)}: {r.reason})" for r in decided.itertuples(index=False))
-    left = len(table) - len(decided)
-    if not left and n_walked < budget:
-        ended = f"it stopped after {n_walked} of its {budget} transcripts, every cell decided"
-    elif stopped_by:
-        ended = f"it stopped after {n_walked} of its {budget} transcripts at its {stopped_by}"
-    else:
-        ended = f"it judged {n_walked} of its {budget} transcripts"
-    return (f"**Sequential audit**: {n_cells} cells, each a confidence sequence at 5 % / {n_cells} "
-            f"(Bonferroni: at most 5 % chance of any wrong verdict across the cells, looking after every wave); "
-            f"{ended}. " + (f"Stopped early, decided, and no longer asked about once all its judges were: {said}."
-                            if said else "No cell was decided.")
-            + (f" {left} cell{'s' if left != 1 else ''} inconclusive." if left else ""))
+    return sequential_paragraph(
+        table, n_walked=n_walked, budget=budget, stopped_by=stopped_by, unit="transcript",
+        cells="cells, each a confidence sequence", name=lambda r: f"{md_code(r.judge)} x {md_code(r.dimension)}",
+        stopped_note="decided, and no longer asked about once all its judges were", alpha=alpha, n_cells=n_cells)

@@ -670,7 +670,8 @@ def plan_cost_by_judge(judges: Sequence[str], counts: dict[str, Any]) -> list[di
 
 
 #: Tables of the real-dialogue arm, kept as ``star_<name>`` beside the main run's.
-REAL_TABLES = ("accuracy", "accuracy_by_label", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2", "variant_rejections")
+REAL_TABLES = ("accuracy", "accuracy_by_label", "cfr", "masd", "robustness", "cfr_minus_robustness", "table2",
+               "variant_rejections", "flips_by_margin")
 
 
 def source_of(params: Params, chosen: Sequence[Any], *, given: bool = False) -> str:
