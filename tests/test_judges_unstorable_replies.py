@@ -54,3 +54,18 @@ def test_a_request_with_a_lone_surrogate_is_one_line_naming_the_request(tmp_path
         run_requests("scripted:yes", [good, bad], cache=tmp_path / "c.sqlite", progress=False)
     msg = str(info.value)
     assert "'dialogue-7'" in msg and "messages[1].content" in msg and "U+D800 at character 3" in msg
+
+
+def test_a_key_echoed_in_any_text_field_of_a_reply_is_refused():
+    """The credential check reads every text field: the text, the first-token alternatives and the finish
+    reason (a server echoing the key into ``finish_reason`` once had it cached and written to the judgments)."""
+    from cfbench.judges import Response
+    from cfbench.judges.runner import reply_problem
+
+    key = "sk-proj-Xq7Lm2PzR9tKw4VbN8cJhY3dGf6SaE1uTo5iWnQ"
+    creds = {"OPENAI_API_KEY": key}
+    for reply in (Response(text=f"key {key}"), Response(text="Yes", top_logprobs={key: -0.1}),
+                  Response(text="Yes", finish_reason=f"stop; auth={key}")):
+        reason = reply_problem(reply, 16, creds=creds)
+        assert reason and "echoed a credential" in reason and key not in reason
+    assert reply_problem(Response(text="Yes", finish_reason="stop"), 16, creds=creds) is None

@@ -75,6 +75,15 @@ def test_a_code_span_holds_whatever_its_name_holds(name):
     assert f"<code>{name.replace('<', '&lt;')}</code>" in html
 
 
+@pytest.mark.parametrize("text", ["x\\`<img src=x onerror=alert(1)>\\` y",  # escaped backticks open no span
+                                  "a`b, <img src=x onerror=alert(3)>\n\n**c`d**",  # nor a span across paragraphs
+                                  "x `a\n\n[c](javascript:alert(4))\n\nb` y",
+                                  "judges: x\\`y, <img src=x onerror=alert(5)>; z\\`"])
+def test_the_boundary_sees_no_span_where_the_renderer_sees_none(text):
+    assert live_markup(text)  # raw, the renderer makes it live
+    assert live_markup(md_safe(text)) == [], md_safe(text)
+
+
 def test_the_provenance_cell_escapes_config_names_overrides_and_command():
     from cfbench.cli.reproduce import provenance_markdown
 

@@ -149,6 +149,14 @@ def md_code(text: object) -> str:
     return f"{fence}{pad}{one_line}{pad}{fence}"
 
 
+def _escaped(text: str, i: int) -> bool:
+    """Whether the character at ``i`` follows an odd run of backslashes (a Markdown escape)."""
+    k = i
+    while k > 0 and text[k - 1] == "\\":
+        k -= 1
+    return (i - k) % 2 == 1
+
+
 def _outside_code(text: str) -> str:
     """Text outside code spans: no tag (``<`` before a letter, ``/``, ``!`` or ``?`` written ``&lt;``), no
     link, image or link definition (``]`` before ``(``, ``[`` or ``:`` backslash-escaped; cfbench's own
@@ -165,7 +173,10 @@ def md_safe(markdown: str) -> str:
     ``$`` that could open a formula escaped: whatever an interpolated name held,
     no raw HTML tag, link or remote image reaches the page. Code spans are found as CommonMark finds
     them (a run of n backticks closed by the next run of exactly n), so a backtick inside a name that
-    breaks a span still leaves whatever follows it escaped."""
+    breaks a span still leaves whatever follows it escaped; and where a renderer might not see a span, none is
+    assumed (an escaped backtick, ``\\```, opens none; a span must close on its own line, as every span
+    :func:`md_code` writes does, so no blank line or block that ends a paragraph can lie inside one). Erring
+    that way only shows an escape inside what renders as code; the other way would leave markup live."""
     out: list[str] = []
     pos = 0
     n = len(markdown)
@@ -174,11 +185,17 @@ def md_safe(markdown: str) -> str:
         if m is None:
             out.append(_outside_code(markdown[pos:]))
             break
+        if _escaped(markdown, m.start()):  # a literal backtick; the rest of its run may still open a span
+            out.append(_outside_code(markdown[pos:m.start() + 1]))
+            pos = m.start() + 1
+            continue
         out.append(_outside_code(markdown[pos:m.start()]))
         fence = m.group(0)
+        line_end = markdown.find("\n", m.end())
+        line_end = n if line_end < 0 else line_end
         close = m.end()
         while True:
-            c = _TICKS.search(markdown, close)
+            c = _TICKS.search(markdown, close, line_end)
             if c is None or len(c.group(0)) == len(fence):
                 break
             close = c.end()

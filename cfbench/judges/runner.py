@@ -295,9 +295,10 @@ def reply_problem(response: Response, max_tokens: int, *, secret_env: tuple[str,
         if bad := unstorable(value):  # valid JSON (``"\ud800"``) that no file can hold: data, not a crash
             return f"reply {part} {bad}, which cannot be stored; not cached"
     creds = credentials(secret_env) if creds is None else creds
-    name = echoed_credential(text, creds=creds)
-    if name is None and response.top_logprobs:
-        name = echoed_credential("".join(response.top_logprobs), creds=creds)
+    name = None
+    for value in (text, "".join(response.top_logprobs or ()), response.finish_reason):  # every text field
+        if name is None and isinstance(value, str) and value:
+            name = echoed_credential(value, creds=creds)
     if name is not None:
         return f"reply echoed a credential (${name}); not cached, text withheld"
     char_limit = _CHARS_PER_TOKEN_LIMIT * max_tokens + _CHARS_SLACK

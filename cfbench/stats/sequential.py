@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["BettingCS", "confidence_sequence", "gate_verdict", "alpha_per_cell", "DEFAULT_GRID"]
+__all__ = ["BettingCS", "confidence_sequence", "gate_verdict", "alpha_per_cell", "looks_level", "DEFAULT_GRID"]
 
 #: Candidate means on the grid (per unit range). The reported bounds are widened by one grid step so that
 #: a grid never makes the sequence shorter than the exact set.
@@ -178,6 +178,16 @@ def gate_verdict(lower: float, upper: float, maximum: float) -> str:
     if lower > maximum:
         return "fail"
     return "inconclusive"
+
+
+def looks_level(max_looks: int, level: float = 0.95) -> float:
+    """The two-sided level of a fixed-n interval that a walk looks at after each of at most ``max_looks`` waves
+    (a responsiveness check): ``1 - (1 - level) / max_looks`` (Bonferroni over the looks), so a judge that
+    reads nothing clears its lower bound at *any* look with a chance of at most (1 - ``level``) / 2, as one
+    look at ``level`` would. A sequential gate's pass needs it (the sequences themselves are anytime-valid)."""
+    if max_looks < 1:
+        raise ValueError(f"max_looks must be at least 1, got {max_looks}")
+    return 1.0 - (1.0 - level) / int(max_looks)
 
 
 def alpha_per_cell(alpha: float, n_cells: int) -> float:

@@ -37,34 +37,68 @@ RESPONSIVENESS_COLUMNS = ["judge", "accuracy_yes", "n_yes_items", "accuracy_no",
                           "balanced_accuracy", "ci_low", "ci_high", "chance", "responsive", "why"]
 
 
-def _class_row(acc: pd.DataFrame, judge: Any, yes: bool) -> pd.Series | None:
-    sub = acc[(acc["judge"] == judge) & (acc["label_yes"].astype(float) == float(yes))]
+def _class_row(acc: pd.DataFrame, yes: bool) -> pd.Series | None:
+    sub = acc[acc["label_yes"].astype(float) == float(yes)]
     return sub.iloc[0] if len(sub) else None
 
 
-def responsiveness_table(accuracy_by_label: pd.DataFrame | None) -> pd.DataFrame:
-    """Per judge: accuracy on Yes- and on No-labelled originals, the balanced accuracy with its MOVER interval,
-    and whether its lower bound lies above :data:`CHANCE` (``responsive``; ``why`` says which bound).
-    Columns: :data:`RESPONSIVENESS_COLUMNS`."""
+def _question_check(acc: pd.DataFrame, question: Any, name: str) -> dict:
+    """One question's balanced accuracy (rows of ``acc`` for one judge and question) and whether its lower
+    bound lies above chance."""
+    y, n = _class_row(acc, True), _class_row(acc, False)
+    if y is None or n is None:
+        ba = (math.nan, math.nan, math.nan)
+        ok, why = False, ("no labelled item of class " + ("Yes" if y is None else "No") + name
+                          + ": balanced accuracy needs both")
+    else:
+        ba = balanced_accuracy(float(y["accuracy"]), float(y["ci_low"]), float(y["ci_high"]),
+                               float(n["accuracy"]), float(n["ci_low"]), float(n["ci_high"]))
+        ok, why = responsiveness([("balanced accuracy on the labelled originals" + name, ba[1], CHANCE)])
+    return {"accuracy_yes": float(y["accuracy"]) if y is not None else math.nan,
+            "n_yes_items": int(y["n_items"]) if y is not None else 0,
+            "accuracy_no": float(n["accuracy"]) if n is not None else math.nan,
+            "n_no_items": int(n["n_items"]) if n is not None else 0,
+            "balanced_accuracy": ba[0], "ci_low": ba[1], "ci_high": ba[2], "responsive": ok, "why": why}
+
+
+def responsiveness_table(accuracy_by_label: pd.DataFrame | None, questions: Any = ()) -> pd.DataFrame:
+    """Per judge: whether it is shown to read the transcripts, **within every question** it was asked.
+
+    For each question (``accuracy_by_label`` is per judge x question x label class) the balanced accuracy -
+    the mean of the accuracy on Yes- and on No-labelled originals - with its MOVER interval; the judge is
+    ``responsive`` only when every question's lower bound lies above :data:`CHANCE`. Within one question a
+    judge giving one fixed answer scores exactly 0.5, so reading the question alone earns nothing; pooling
+    the questions would credit it with the difference between their label mixes, and a gate pooled over the
+    questions counts the flips of each (a judge blind on one of them dilutes the CFR with its zero flips), so
+    each must be shown. A question in ``questions`` (the run's) with no labelled original is not shown either.
+    The row's numbers are the weakest question's (lowest lower bound); ``why`` names every question's check
+    when there are several. Columns: :data:`RESPONSIVENESS_COLUMNS`."""
     if accuracy_by_label is None or not len(accuracy_by_label):
         return pd.DataFrame(columns=RESPONSIVENESS_COLUMNS)
+    acc = accuracy_by_label
+    if "question_id" not in acc.columns:  # one pooled set of labels (an older table): one check
+        acc = acc.assign(question_id="")
     rows = []
-    for judge in dict.fromkeys(accuracy_by_label["judge"]):
-        y, n = _class_row(accuracy_by_label, judge, True), _class_row(accuracy_by_label, judge, False)
-        if y is None or n is None:
-            ba = (math.nan, math.nan, math.nan)
-            ok, why = False, ("no labelled item of class " + ("Yes" if y is None else "No")
-                              + ": balanced accuracy needs both")
-        else:
-            ba = balanced_accuracy(float(y["accuracy"]), float(y["ci_low"]), float(y["ci_high"]),
-                                   float(n["accuracy"]), float(n["ci_low"]), float(n["ci_high"]))
-            ok, why = responsiveness([("balanced accuracy on the labelled originals", ba[1], CHANCE)])
-        rows.append({"judge": judge, "accuracy_yes": float(y["accuracy"]) if y is not None else math.nan,
-                     "n_yes_items": int(y["n_items"]) if y is not None else 0,
-                     "accuracy_no": float(n["accuracy"]) if n is not None else math.nan,
-                     "n_no_items": int(n["n_items"]) if n is not None else 0,
-                     "balanced_accuracy": ba[0], "ci_low": ba[1], "ci_high": ba[2], "chance": CHANCE,
-                     "responsive": ok, "why": why})
+    for judge in dict.fromkeys(acc["judge"]):
+        mine = acc[acc["judge"] == judge]
+        asked = list(dict.fromkeys([*mine["question_id"], *questions]))
+        several = len(asked) > 1
+        checks = []
+        for q in asked:
+            name = f" of {q}" if several else ""
+            sub = mine[mine["question_id"] == q]
+            if not len(sub):
+                checks.append({"accuracy_yes": math.nan, "n_yes_items": 0, "accuracy_no": math.nan, "n_no_items": 0,
+                               "balanced_accuracy": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                               "responsive": False, "why": f"no labelled original{name}: its answers cannot be "
+                                                           "checked against labels"})
+            else:
+                checks.append(_question_check(sub, q, name))
+        weakest = min(checks, key=lambda c: (c["responsive"], c["ci_low"] if math.isfinite(c["ci_low"]) else -1.0))
+        ok = all(c["responsive"] for c in checks)
+        why = "; ".join(c["why"] for c in checks if c["responsive"] == ok)
+        rows.append({"judge": judge, **{k: weakest[k] for k in RESPONSIVENESS_COLUMNS if k in weakest},
+                     "chance": CHANCE, "responsive": ok, "why": why})
     return pd.DataFrame(rows, columns=RESPONSIVENESS_COLUMNS)
 
 
@@ -115,7 +149,8 @@ def gate_tables(tables: Mapping[str, pd.DataFrame], params: Any) -> dict[str, pd
         cmr = tables.get(f"{prefix}cfr_minus_robustness")
         if prefix and cmr is None:
             continue
-        resp = responsiveness_table(tables.get(f"{prefix}accuracy_by_label"))
+        resp = responsiveness_table(tables.get(f"{prefix}accuracy_by_label"),
+                                    questions=tuple(getattr(params, "questions", ()) or ()))
         gate = net_cfr_gate(cmr if cmr is not None else pd.DataFrame(), max_net=params.gate_max_net_cfr,
                             responsive=resp)
         if cmr is not None and "source" in cmr.columns and len(cmr):  # the source the rows rest on

@@ -21,7 +21,8 @@ stays <= 5 % whatever the dependence between cells, with a look after every wave
 every n at once). A cell reads:
 
 ``pass``          the sequence's upper bound lies below ``gate_max_net_cfr`` **and** the judge's
-                  responsiveness (:func:`.gates.responsiveness_table` on the accuracy by label so far) is
+                  responsiveness (:func:`.gates.responsiveness_table` on the accuracy by question and
+                  label so far, each look at 5 % / the walk's most waves, Bonferroni over the looks) is
                   shown; a bound below the maximum without it stays ``inconclusive`` and keeps going;
 ``fail``          the lower bound lies above the maximum (kept for any judge);
 ``inconclusive``  neither, when the budget ran out or the run stopped.
@@ -48,7 +49,7 @@ import pandas as pd
 
 from cfbench.judges.pricing import over_budget, refuse_unpriced, request_pricers, resent_usd
 from cfbench.metrics.state import ItemStatistics
-from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict
+from cfbench.stats.sequential import BettingCS, alpha_per_cell, gate_verdict, looks_level
 from cfbench.stats.verdicts import items_to_decide, scaled_bounds
 from cfbench.studies.contact_center_qa.gates import responsiveness_table
 from cfbench.studies.contact_center_qa.tables import accuracy_table, gate_item_stats
@@ -118,7 +119,12 @@ class SequentialAudit:
 
     Budgets (0: none): :meth:`admit` is shown each wave's plans before anything of it is sent and refuses
     the wave that would take the requests past ``max_requests`` or the cost past ``max_cost_usd``
-    (``prices``: judge spec -> USD per request's tokens, :func:`judge_prices`)."""
+    (``prices``: judge spec -> USD per request's tokens, :func:`judge_prices`).
+
+    Responsiveness is re-checked after every wave, a fixed-n interval looked at again and again: with
+    ``max_looks`` (the most waves the walk can have) each look is at ``5 % / max_looks``, so a judge that reads
+    nothing is called responsive at any wave with a chance of at most 2.5 %. ``questions``: the run's, each
+    checked (:func:`.gates.responsiveness_table`)."""
 
     judges: Sequence[str]
     dimensions: Sequence[str]
@@ -128,6 +134,8 @@ class SequentialAudit:
     max_requests: int = 0
     max_cost_usd: float = 0.0
     prices: Mapping[str, Any] = field(default_factory=dict)
+    max_looks: int = 1
+    questions: Sequence[str] = ()
     cells: dict = field(default_factory=dict)
     wave: int = 0
     n_transcripts: int = 0
@@ -144,6 +152,7 @@ class SequentialAudit:
         if self.wave_size < 1:
             raise ValueError(f"wave_size must be at least 1, got {self.wave_size}")
         self.cell_alpha = alpha_per_cell(self.alpha, len(self.judges) * len(self.dimensions))
+        self.responsive_level = looks_level(self.max_looks)  # a fixed-n check, looked at after every wave
         if self.max_cost_usd:
             refuse_unpriced(self.judges, self.prices)
 
@@ -212,7 +221,8 @@ class SequentialAudit:
         self._pending = []
         nets = net_flip_items(wave)
         values = {key: g["d"].tolist() for key, g in nets.groupby(["judge", "dimension"], sort=False)}
-        resp = responsiveness_table(accuracy_table(self._acc.frame("accuracy_by_label"), ["judge", "label_yes"]))
+        resp = responsiveness_table(accuracy_table(self._acc.frame("accuracy_by_label"), level=self.responsive_level),
+                                    questions=self.questions)
         responsive = {r.judge: (bool(r.responsive), str(r.why)) for r in resp.itertuples(index=False)}
         self.decide(values, responsive)
 

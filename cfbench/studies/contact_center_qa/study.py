@@ -363,7 +363,9 @@ def _sequential_audit(params: Params, transcripts: Iterable[Any] | None, *,
     prices = judge_prices(params.judges, batch=batch) if params.max_cost_usd else {}
     return SequentialAudit(judges=list(params.judges), dimensions=dims_of(params), max_net=params.gate_max_net_cfr,
                            wave_size=params.wave_size, max_requests=params.max_requests,
-                           max_cost_usd=float(params.max_cost_usd), prices=prices)
+                           max_cost_usd=float(params.max_cost_usd), prices=prices,
+                           max_looks=max(1, -(-walk_params(params).n_items // params.wave_size)),
+                           questions=tuple(params.questions))
 
 
 def _admit(seq: "SequentialAudit | None", wave: Any = None) -> Any:

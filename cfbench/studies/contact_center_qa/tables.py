@@ -88,6 +88,11 @@ _VARIANT_COLUMNS = ["item_id", "dimension", "condition", "applicable", "operatio
                     "rejection_reason", "reason"]
 #: the tables :func:`tables_from_stats` returns (the run adds ``variant_rejections``, ``table2`` and
 #: ``warnings`` from them and the parameters, and the gates of :mod:`.gates`)
+#: ``accuracy_by_label`` is per judge, question and label class: the gates' responsiveness is judged within
+#: each question, so a judge that reads only the question (a fixed answer per question) is not credited with
+#: the difference between the questions' label mixes
+LABEL_BY = ["judge", "question_id", "label_yes"]
+
 TABLES = ("cfr", "masd", "robustness", "accuracy", "accuracy_by_question", "accuracy_by_label", "flip_distribution",
           "cfr_minus_robustness", "cfr_by_category", "kappa", "direction", "judge_differences", "evidence_checks",
           "fairness_prompting_delta", "judge_means", "parse_rates", "placebo_contrast", "flips_by_margin")
@@ -163,7 +168,7 @@ def item_stats(rows: pd.DataFrame, judgments: pd.DataFrame | None = None,
                                                          condition="repeat"))
     qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
     for name, by in (("accuracy", ["judge"]), ("accuracy_by_question", ["judge", "question_id"]),
-                     ("accuracy_by_label", ["judge", "label_yes"])):  # per label class: the gates' responsiveness
+                     ("accuracy_by_label", LABEL_BY)):  # per question and label class: the gates' responsiveness
         s.add(name, _accuracy_cells(label_yes(qa_orig), by))
     qa_pairs = _qa_unit_pairs(qa_cf)
     s.add("flip_hist", _flip_hist(qa_pairs))
@@ -239,13 +244,14 @@ def gate_item_stats(rows: pd.DataFrame) -> ItemStatistics:
             s.add(f"rob/{rdim}/qa/cfr", _cells(sub, value=ANSWER, kind="binary", by=["judge"], unit=UNIT,
                                                condition="repeat"))
     qa_orig = orig[(orig["task"] == "qa") & (orig["arm"] == "baseline")]
-    s.add("accuracy_by_label", _accuracy_cells(label_yes(qa_orig), ["judge", "label_yes"]))
+    s.add("accuracy_by_label", _accuracy_cells(label_yes(qa_orig), LABEL_BY))
     return s
 
 
-def accuracy_table(cells: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """An accuracy table (as ``accuracy_by_label``) from accumulated accuracy cells of :func:`gate_item_stats`."""
-    return _accuracy(cells, list(by))
+def accuracy_table(cells: pd.DataFrame, by: Sequence[str] = LABEL_BY, *, level: float = 0.95) -> pd.DataFrame:
+    """An accuracy table (as ``accuracy_by_label``) from accumulated accuracy cells of :func:`gate_item_stats`,
+    its intervals at ``level`` (a sequential audit looking after every wave asks for more)."""
+    return _accuracy(cells, list(by), level=level)
 
 
 def _split_placebo(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -466,7 +472,7 @@ def tables_from_stats(s: ItemStatistics, *, n_boot: int = 1000, seed: int = 0,
 
     out["accuracy"] = _accuracy(s.frame("accuracy"), ["judge"])
     out["accuracy_by_question"] = _accuracy(s.frame("accuracy_by_question"), ["judge", "question_id"])
-    out["accuracy_by_label"] = _accuracy(s.frame("accuracy_by_label"), ["judge", "label_yes"])
+    out["accuracy_by_label"] = _accuracy(s.frame("accuracy_by_label"), LABEL_BY)
     hist = s.frame("flip_hist")
     if len(hist):
         hist = hist.groupby(["judge", "arm", "dimension", "n_minority"], sort=True)["n_units"].sum().reset_index()

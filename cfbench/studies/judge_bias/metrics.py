@@ -58,10 +58,11 @@ def choices(parsed: pd.DataFrame) -> pd.DataFrame:
     return p
 
 
-def rate_row(events: np.ndarray, pairs: np.ndarray, **extra) -> dict:
-    """A rate over items with its cluster-adjusted Clopper-Pearson interval."""
+def rate_row(events: np.ndarray, pairs: np.ndarray, *, level: float = 0.95, **extra) -> dict:
+    """A rate over items with its cluster-adjusted Clopper-Pearson interval (two-sided ``level``)."""
     events, pairs = np.asarray(events, float), np.asarray(pairs, float)
-    est, lo, hi, how = clustered_rate_intervals(events, pairs, np.zeros(len(events), np.int64), n_groups=1)
+    est, lo, hi, how = clustered_rate_intervals(events, pairs, np.zeros(len(events), np.int64), n_groups=1,
+                                                confidence=level)
     return {**extra, "estimate": float(est[0]) if pairs.sum() else math.nan, "ci_low": float(lo[0]),
             "ci_high": float(hi[0]), "n_items": int((pairs > 0).sum()), "n_pairs": int(pairs.sum()),
             "ci_method": how[0]}
@@ -82,20 +83,21 @@ def _sorted_items(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.sort_values("item_id", kind="stable").reset_index(drop=True) if len(cells) else cells
 
 
-def position_table(cells: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+def position_table(cells: pd.DataFrame, *, n_boot: int, seed: int, level: float = 0.95) -> pd.DataFrame:
     """Position consistency (same candidate chosen in both orders, baseline prompt) and position bias
     (share of slot-A picks over both orders minus 0.5: content cancels because each candidate sits in A once),
-    from the per-item ``position`` cells of :func:`item_stats` (``consistent``, ``slot_a``)."""
+    from the per-item ``position`` cells of :func:`item_stats` (``consistent``, ``slot_a``); ``level``: the
+    consistency interval's (a sequential walk's repeated looks ask for more)."""
     c = _sorted_items(cells)
     consistent = c["consistent"].to_numpy(float) if len(c) else np.array([])
     slot_a = c["slot_a"].to_numpy(float) if len(c) else np.array([])
-    rows = [rate_row(consistent, np.ones(len(consistent)), metric="position_consistency"),
+    rows = [rate_row(consistent, np.ones(len(consistent)), metric="position_consistency", level=level),
             _mean_row(slot_a, (-0.5, 0.5), n_boot=n_boot, seed=seed, metric="position_bias_slot_a")]
     rows[1]["n_pairs"] = 2 * len(slot_a)
     return pd.DataFrame(rows)
 
 
-def accuracy_table(cells: pd.DataFrame) -> pd.DataFrame:
+def accuracy_table(cells: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """Share of baseline answers preferring the reply actually sent: on controls that is accuracy (the
     other reply is known worse); on drafts it is a description (no truth), per kind. From the per-item
     ``accuracy`` cells of :func:`item_stats` (``kind``, ``events``: answers for the sent reply, ``n``: parsed
@@ -104,7 +106,7 @@ def accuracy_table(cells: pd.DataFrame) -> pd.DataFrame:
     for kind in ("control", "draft"):
         c = _sorted_items(cells[cells["kind"] == kind]) if len(cells) else cells
         if len(c):
-            rows.append(rate_row(c["events"].to_numpy(float), c["n"].to_numpy(float), kind=kind,
+            rows.append(rate_row(c["events"].to_numpy(float), c["n"].to_numpy(float), kind=kind, level=level,
                                  metric="accuracy" if kind == "control" else "prefers_sent_reply"))
     return pd.DataFrame(rows)
 
@@ -189,7 +191,7 @@ def discrimination_lower_bound(real_higher, alt_higher, confidence: float = 0.95
     return np.where(n > 0, lo, np.nan)
 
 
-def pointwise_control_table(cells: pd.DataFrame) -> pd.DataFrame:
+def pointwise_control_table(cells: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """Does the judge's 1-10 score tell a reply from a known-worse one? One row from the ``pointwise_control``
     cells of :func:`item_stats` (per control item both baseline scores, ``real_score`` and ``alt_score``): items
     scored, items whose real reply scored higher / lower / the same, mean scores, and the share of untied items
@@ -201,7 +203,7 @@ def pointwise_control_table(cells: pd.DataFrame) -> pd.DataFrame:
     alt = c["alt_score"].to_numpy(float) if len(c) else np.array([])
     up, down = int((real > alt).sum()), int((real < alt).sum())
     n = up + down
-    lo, hi = clopper_pearson(np.array([float(up)]), np.array([float(max(n, 1))]))
+    lo, hi = clopper_pearson(np.array([float(up)]), np.array([float(max(n, 1))]), level)
     return pd.DataFrame([{
         "n_items": len(real), "real_higher": up, "alt_higher": down, "tied": len(real) - n,
         "mean_real_score": float(real.mean()) if len(real) else math.nan,

@@ -45,6 +45,7 @@ import pandas as pd
 from cfbench.judges.pricing import budget_pricers, over_budget, resent_usd
 from cfbench.metrics.state import ItemStatistics
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
+from cfbench.stats.sequential import looks_level
 
 from . import metrics as M
 from .tasks import parse_judgments
@@ -126,13 +127,17 @@ def pointwise_net_items(cells: pd.DataFrame, cues: Sequence[str]) -> dict:
     return out
 
 
-def _responsive(acc: ItemStatistics, judge: str, task: str, params: Any) -> tuple[bool, str]:
+def _responsive(acc: ItemStatistics, judge: str, task: str, params: Any, *, level: float = 0.95
+                ) -> tuple[bool, str]:
     """The responsiveness of ``judge`` on ``task`` over the items judged so far: the pairwise checks for the
-    pairwise cells, the pointwise control discrimination for the pointwise ones (as in the fixed-n tables)."""
+    pairwise cells, the pointwise control discrimination for the pointwise ones (as in the fixed-n tables),
+    their intervals at ``level`` (:func:`cfbench.stats.sequential.looks_level`: the walk looks after every wave)."""
     if task == "pointwise":
-        return M.pointwise_responsiveness(M.pointwise_control_table(M.judge_cells(acc, "pointwise_control", judge)))
-    position = M.position_table(M.judge_cells(acc, "position", judge), n_boot=params.n_boot, seed=params.seed)
-    return M.responsiveness_of(position, M.accuracy_table(M.judge_cells(acc, "accuracy", judge)))
+        return M.pointwise_responsiveness(M.pointwise_control_table(M.judge_cells(acc, "pointwise_control", judge),
+                                                                    level=level))
+    position = M.position_table(M.judge_cells(acc, "position", judge), n_boot=params.n_boot, seed=params.seed,
+                                level=level)
+    return M.responsiveness_of(position, M.accuracy_table(M.judge_cells(acc, "accuracy", judge), level=level))
 
 
 def _wave_requests(plan: Any, wave: list, cells: SequentialCells, judge: str) -> list:
@@ -170,6 +175,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
     order = [it.item_id for it in plan.items]
     limit = min(params.max_items or len(order), len(order))
     walk = SequentialWalk(pd.DataFrame(), pd.DataFrame(), cells, budget=limit)
+    level = looks_level(max(1, -(-limit // params.wave_size)))  # responsiveness is looked at after every wave
     acc, judgments, parsed_all = ItemStatistics(), [], []
     for start in range(0, limit, params.wave_size):
         if cells.done:
@@ -203,7 +209,7 @@ def judge_in_waves(params: Any, plan: Any, items: pd.DataFrame, *, progress: boo
         parsed_all.append(parsed)
         s = M.item_stats(parsed, items[items["item_id"].isin(these)])
         acc.merge(s)
-        shown = {jt: _responsive(acc, *jt, params) for jt in {k[:2] for k in keys}}  # (judge, task)
+        shown = {jt: _responsive(acc, *jt, params, level=level) for jt in {k[:2] for k in keys}}  # (judge, task)
         values = {(j, "pairwise", c): v for (j, c), v in net_items(s.frame("cues")).items()}
         values.update(pointwise_net_items(s.frame("pointwise"), pointwise))
         cells.update(values, {k: shown[k[:2]] for k in keys})

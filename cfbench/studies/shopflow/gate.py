@@ -131,13 +131,14 @@ INTERVAL_VERDICT_COLUMNS = ["verdict", "verdict_kind", "point_rule", "responsive
                             "forecast", "forecast_assumes"]
 
 
-def responsiveness_check(routed: pd.DataFrame, threshold: float) -> dict[str, Any]:
+def responsiveness_check(routed: pd.DataFrame, threshold: float, *, level: float = 0.95) -> dict[str, Any]:
     """Do the judge's scores separate ready from needs-review requests? The balanced accuracy of
     ``score >= threshold`` against ``expected_ready`` (the mean of the share of ready rows scored at or above the
     threshold and of needs-review rows below it, each with its Clopper-Pearson interval clustered by pair,
     combined by MOVER), shown when its lower bound lies above 0.5 - a judge giving every request the same
     score, or scores unrelated to readiness, scores 0.5 in truth. Keys: ``responsive``, ``why``,
-    ``balanced_accuracy``, ``ci_low``, ``ci_high``."""
+    ``balanced_accuracy``, ``ci_low``, ``ci_high``. ``level``: the two class intervals' (a sequential walk looks
+    after every wave, :func:`cfbench.stats.sequential.looks_level`)."""
     r = routed.assign(_hit=(routed["score"].to_numpy(float) >= threshold) == routed[POSITIVE].astype(bool).to_numpy())
     parts = []
     for ready in (True, False):
@@ -146,7 +147,7 @@ def responsiveness_check(routed: pd.DataFrame, threshold: float) -> dict[str, An
             parts.append((math.nan, math.nan, math.nan))
             continue
         est, lo, hi, _ = clustered_rate_intervals(per["sum"].to_numpy(float), per["count"].to_numpy(float),
-                                                  np.zeros(len(per), np.int64), n_groups=1)
+                                                  np.zeros(len(per), np.int64), n_groups=1, confidence=level)
         parts.append((float(est[0]), float(lo[0]), float(hi[0])))
     ba = VD.balanced_accuracy(*parts[0], *parts[1])
     ok, why = VD.responsiveness([("balanced accuracy of score >= threshold vs expected_ready", ba[1], 0.5)])

@@ -38,6 +38,7 @@ import pandas as pd
 
 from cfbench.judges.pricing import budget_pricers, over_budget, resent_usd
 from cfbench.stats.sequential_cells import SequentialCells, add_wave_tallies
+from cfbench.stats.sequential import looks_level
 
 from . import readiness as R
 from .gate import responsiveness_check
@@ -124,6 +125,7 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
     pricers = budget_pricers([params.judge], max_cost_usd=params.max_cost_usd, batch=wave is not None)
     price = pricers.get(params.judge)
     walk = SequentialWalk(pd.DataFrame(), pairs.iloc[0:0], cells, budget=min(limit, len(order)))
+    level = looks_level(max(1, -(-walk.budget // params.wave_size)))  # responsiveness is looked at after every wave
     judged, frames, routed_all, pos = [], [], [], 0
     while not cells.done:
         these, nxt = _next_wave(order, ready, cells, pos, params.wave_size, limit)
@@ -152,7 +154,8 @@ def judge_in_waves(params: Any, pairs: pd.DataFrame, contract: Any, *, progress:
         values, routed = gap_items(rows, R.parse_readiness(run_.judgments), prompt=params.prompt, variants=vs,
                                    threshold=params.judged_threshold)
         routed_all.append(routed)
-        resp = responsiveness_check(pd.concat(routed_all, ignore_index=True), params.judged_threshold)
+        resp = responsiveness_check(pd.concat(routed_all, ignore_index=True), params.judged_threshold,
+                                    level=level)
         shown = (bool(resp["responsive"]), str(resp["why"]))
         cells.update(values, {k: shown for k in cells.keys})
         add_wave_tallies(walk.stats, run_.stats)
