@@ -356,7 +356,8 @@ def findings_markdown(result: Any) -> str:
     n_items = len(s.get("items", []))
     head = (f"### What this run shows\n\n{n_items} transcript{'s' if n_items != 1 else ''}, "
             f"{len(s.get('questions', []))} question{'s' if len(s.get('questions', [])) != 1 else ''}, "
-            f"{_count(len(s.get('dimensions', [])), 'dimension')} requested, judges: {', '.join(md_code(j) for j in s.get('judges', []))}; "
+            f"{_count(len(s.get('dimensions', [])), 'dimension')} requested, "
+            f"judges: {', '.join(md_code(j) for j in s.get('judges', []))}; "
             f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% intervals over transcripts: "
             "Clopper-Pearson with a cluster adjustment for rates, bootstrap-t "
             f"({p.n_boot} resamples) for mean score differences, MOVER for differences on the same transcripts; "

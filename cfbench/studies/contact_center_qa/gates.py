@@ -4,10 +4,10 @@
 real-dialogue arm, ``star_net_cfr_gate`` (STAR dialogues, labels from the customers' own
 questionnaire answers) plus ``responsiveness`` (one row per judge and source) to a run's tables.
 
-Responsiveness: a judge may pass a gate only when it was shown to read the transcripts - its
-*balanced accuracy* on the labelled originals (the mean of its accuracy on Yes-labelled and on
-No-labelled items, each with its cluster-adjusted Clopper-Pearson interval, combined by MOVER) has a
-lower bound above 0.5. A judge answering the same way on every item has a balanced accuracy of
+Responsiveness: a judge may pass a gate only when it was shown to read the transcripts - within every
+question the run asks, its *balanced accuracy* on the labelled originals (the mean of its accuracy on
+Yes-labelled and on No-labelled items, each with its cluster-adjusted Clopper-Pearson interval, combined by
+MOVER) has a lower bound above 0.5. A judge answering the same way on every item has a balanced accuracy of
 exactly 0.5 whatever the label mix (plain accuracy would reward "always Yes" on Yes-heavy labels), and
 so does one answering at random; simulated, such judges were called responsive in at most 2.0 % of
 audits at 10-60 items (``docs/statistics.md``, Verdicts).
