@@ -1,6 +1,7 @@
 """ShopFlow's gap gate in the one vocabulary, on seeded score frames of judges with known behaviour.
 
-* a judge scoring every request the same is never ``pass``, even on 1,000 pairs per stratum;
+* a judge scoring every request the same is never ``pass``, even on 1,000 pairs per stratum, and never
+  approved for release, whatever sign-offs its contract records;
 * a judge whose scores separate ready from needs-review requests, the same for both wordings up to 5 %
   per-row noise (true gaps 0), is not ``fail`` in any of 25 seeded audits;
 * the same judge withholding auto-serve from 30 % of ready requests in one wording ``fail``s the TPR gap.
@@ -46,7 +47,18 @@ def test_a_judge_scoring_every_request_the_same_is_never_pass(contract):
     iv = a.interval_checks
     assert (iv["value"] == 0).all() and (iv["ci_high"] < iv["limit"]).all()  # the interval alone would pass
     assert iv["verdict"].str.startswith("uninformative (").all() and not iv["responsive"].any()
-    assert a.release.decision == "BLOCKED" or "interval_checks" not in a.release.requirements
+    assert a.release.decision == "BLOCKED" and "judge_shown_responsive" in a.release.missing
+    # every sign-off recorded, or no requirement at all: the point rule's checks pass (gaps of 0) and the
+    # support minimums too, and the release is still blocked (both were APPROVED before the audit of verdicts)
+    import dataclasses
+
+    signed = dataclasses.replace(contract, release_requirements=tuple(
+        dataclasses.replace(r, attested=True) if r.source == "attested" else r
+        for r in contract.release_requirements if r.source != "interval_checks"))
+    for c in (signed, dataclasses.replace(contract, release_requirements=())):
+        a = audit_pairs(_frame(np.random.default_rng(0), 60, constant=True), c, threshold=0.5, variants=V)
+        assert a.checks_ok and a.support_ok
+        assert a.release.decision == "BLOCKED" and a.release.missing == ("judge_shown_responsive",)
 
 
 def test_a_fair_responsive_judge_is_not_fail(contract):

@@ -78,3 +78,27 @@ def test_gate_false_fail_and_power_by_seeded_simulation():
 
     assert rate(36, 0.0, 0.05, "fail") <= 0.01  # the old rule failed 76 % of these (issue 33)
     assert rate(60, 0.3, 0.05, "fail") >= 0.75  # simulated 89 %
+
+
+def test_half_an_interval_is_no_interval_and_no_items_no_forecast():
+    """A NaN bound on either side: no interval, so neither pass nor fail (it once passed on the other bound);
+    a forecast needs items to scale from (n = 0 or negative once gave "about 2 items" or a math error)."""
+    import math
+
+    from cfbench.stats.verdicts import forecast_row, two_sided_verdict, verdict
+
+    assert verdict(math.nan, 0.05, 0.1) == "inconclusive" and verdict(0.2, math.nan, 0.1) == "inconclusive"
+    assert verdict(math.nan, 0.05, 0.1, responsive=False).startswith("uninformative")
+    assert two_sided_verdict(math.nan, 0.05, 0.1) == "inconclusive"
+    assert verdict(-math.inf, 0.05, 0.1) == "pass"  # an infinite bound is still a bound
+    assert forecast_row(math.nan, math.nan, 0.05, 20, 0.1)["verdict"] == "inconclusive"
+    for n in (0, -5):
+        row = forecast_row(0.05, 0.0, 0.2, n, 0.1)
+        assert row["verdict"] == "inconclusive" and row["forecast"].startswith("no forecast")
+
+
+def test_no_item_count_shows_a_judge_at_or_below_chance_responsive():
+    from cfbench.studies.contact_center_qa.calculator import responsive_items
+
+    assert responsive_items(0.0) is None and responsive_items(0.3) is None and responsive_items(0.5) is None
+    assert responsive_items(0.8) is not None and responsive_items(0.8) < responsive_items(0.7)

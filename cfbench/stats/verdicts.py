@@ -35,7 +35,7 @@ it rules nothing out.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -71,13 +71,23 @@ def _finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x)) and np.isfinite(float(x))
 
 
+def _bounds(ci_low: Any, ci_high: Any) -> tuple[float, float]:
+    """``(low, high)`` as floats; ``(-inf, inf)`` - no interval - when either is missing or NaN."""
+    try:
+        lo, hi = float(ci_low), float(ci_high)
+    except (TypeError, ValueError):
+        return -math.inf, math.inf
+    if math.isnan(lo) or math.isnan(hi):
+        return -math.inf, math.inf
+    return lo, hi
+
+
 def verdict(ci_low: float, ci_high: float, maximum: float, *, responsive: bool = True, why: str = "") -> str:
     """The verdict of a one-sided gate "at most ``maximum``" from its interval (see the module note).
 
-    A row without an interval (NaN bounds) is ``inconclusive`` (or ``uninformative`` for an
-    unresponsive judge)."""
-    lo = float(ci_low) if _finite(ci_low) else -math.inf
-    hi = float(ci_high) if _finite(ci_high) else math.inf
+    A row without an interval - either bound NaN: half an interval is a broken one - is ``inconclusive`` (or
+    ``uninformative`` for an unresponsive judge); an infinite bound is a bound."""
+    lo, hi = _bounds(ci_low, ci_high)
     if lo > maximum:
         return FAIL
     base = PASS if hi < maximum else INCONCLUSIVE
@@ -89,9 +99,9 @@ def verdict(ci_low: float, ci_high: float, maximum: float, *, responsive: bool =
 def two_sided_verdict(ci_low: float, ci_high: float, limit: float, *, responsive: bool = True,
                       why: str = "") -> str:
     """The verdict of an equivalence gate ``|gap| <= limit``: pass inside ``(-limit, limit)``, fail wholly
-    beyond one side, inconclusive otherwise (unresponsive: never pass, see the module note)."""
-    lo = float(ci_low) if _finite(ci_low) else -math.inf
-    hi = float(ci_high) if _finite(ci_high) else math.inf
+    beyond one side, inconclusive otherwise (unresponsive: never pass, see the module note). Either bound NaN:
+    no interval."""
+    lo, hi = _bounds(ci_low, ci_high)
     if lo > limit or hi < -limit:
         return FAIL
     if not responsive:
@@ -183,7 +193,7 @@ def forecast_row(estimate: float, ci_low: float, ci_high: float, n_items: int, m
            "items_needed": math.nan, "forecast": "decided", "forecast_assumes": ""}
     if kind in (PASS, FAIL):
         return out
-    if not (_finite(ci_low) and _finite(ci_high) and _finite(estimate)):
+    if not (_finite(ci_low) and _finite(ci_high) and _finite(estimate)) or not int(n_items) >= 1:
         return out | {"forecast": "no forecast: no interval at this n", "forecast_assumes": ""}
     e = float(estimate)
     leans_over = (abs(e) > maximum) if two_sided else (e > maximum)

@@ -332,8 +332,12 @@ def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: int = 3, ga
 def responsive_items(accuracy: float = 0.8, *, confidence: float = 0.95) -> int | None:
     """Labelled items (half Yes, half No) at which a judge right on ``accuracy`` of each class is expected to be
     shown responsive: the balanced accuracy's MOVER lower bound above 0.5 (as the gates' check), via
-    :func:`cfbench.stats.verdicts.items_to_decide` on 1 - balanced accuracy against 0.5."""
+    :func:`cfbench.stats.verdicts.items_to_decide` on 1 - balanced accuracy against 0.5. None for a judge at
+    or below chance (``accuracy <= 0.5``): no number of items shows it responsive."""
     from cfbench.stats.verdicts import balanced_accuracy, items_to_decide
+
+    if not accuracy > 0.5:
+        return None
 
     def bound_at(n: int) -> tuple[float, float]:
         half = n / 2

@@ -251,13 +251,21 @@ class ReleaseDecision:
     requirements: dict[str, bool]
 
 
+#: the requirement every release carries beside the contract's when the audit checked the judge
+RESPONSIVE_REQUIREMENT = "judge_shown_responsive"
+
+
 def release_decision(contract: FairnessContract, *, metric_checks_pass: bool, support_pass: bool,
-                     interval_checks_pass: bool = False) -> ReleaseDecision:
+                     interval_checks_pass: bool = False, responsive: bool | None = None) -> ReleaseDecision:
     """APPROVED only if every requirement of the contract is met.
 
     Computed requirements take the audit's outcomes, attested ones their
     recorded sign-off. A contract without requirements gates on the point
-    rule and the support minimums.
+    rule and the support minimums. With ``responsive`` given (the audit's
+    :func:`responsiveness_check`), :data:`RESPONSIVE_REQUIREMENT` is added
+    whatever the contract says: the point-rule checks alone approved a judge
+    giving every request the same score (its gaps are 0), so a judge not shown
+    to separate ready from needs-review requests is never approved.
     """
     reqs = contract.release_requirements or (
         ReleaseRequirement("metric_checks_pass", "metric_checks"),
@@ -266,6 +274,8 @@ def release_decision(contract: FairnessContract, *, metric_checks_pass: bool, su
     outcome = {"metric_checks": bool(metric_checks_pass), "minimum_support": bool(support_pass),
                "interval_checks": bool(interval_checks_pass)}
     met = {r.name: (bool(r.attested) if r.source == "attested" else outcome[r.source]) for r in reqs}
+    if responsive is not None:
+        met[RESPONSIVE_REQUIREMENT] = bool(responsive)
     missing = tuple(n for n, ok in met.items() if not ok)
     return ReleaseDecision("APPROVED" if not missing else "BLOCKED", missing, met)
 
@@ -399,7 +409,8 @@ def _audit(frame: pd.DataFrame, contract: FairnessContract, *, threshold: float,
         attribution=stage_attribution(routed),
         release=release_decision(contract, metric_checks_pass=bool((checks["status"] == "PASS").all()),
                                  support_pass=bool((support["status"] == "PASS").all()),
-                                 interval_checks_pass=bool((intervals["status"] == "PASS").all())),
+                                 interval_checks_pass=bool((intervals["status"] == "PASS").all()),
+                                 responsive=bool(responsiveness_check(routed, threshold)["responsive"])),
     )
 
 
