@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["read_text", "read_yaml", "load_yaml_text", "shorten"]
+__all__ = ["read_text", "read_yaml", "load_yaml_text", "shorten", "jsonl_lines"]
 
 
 def read_text(path: str | Path) -> str:
@@ -22,6 +22,16 @@ def read_text(path: str | Path) -> str:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(f"is not valid UTF-8 (byte {exc.start}, line {line})", source=str(path),
                          record=f"line {line}", field="<encoding>") from None
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split at ``\\n`` only (a CR before it dropped), so a record holding
+    U+2028, U+0085 or another character :meth:`str.splitlines` breaks at - JSON allows them unescaped, and
+    cfbench writes them so - stays one record. No final empty line after a closing newline."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _unique_key_loader():

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.core.errors import InputError
-from cfbench.core.files import read_text
+from cfbench.core.files import jsonl_lines, read_text
 
 from .headers import loads_strict
 
@@ -335,15 +335,10 @@ def _read_csv(text: str, source: str) -> pd.DataFrame:
 
 
 def _read_jsonl(text: str, source: str) -> list[Any]:
-    """One JSON value per line; blank lines and invalid JSON are errors naming the line."""
-    lines = text.splitlines()
-    if all(line.strip() for line in lines):
-        try:  # one C-level parse of the whole file; a bad line falls through to the line-by-line pass
-            values = loads_strict("[" + ",".join(lines) + "]", source=source, record="<file>")
-            if len(values) == len(lines):
-                return values
-        except (json.JSONDecodeError, InputError):
-            pass  # the line-by-line pass names the line
+    """One JSON value per line; blank lines and invalid JSON are errors naming the line. Each line is parsed
+    on its own (the whole file joined into one array once let a record split over two lines and two records
+    on one line pass as valid)."""
+    lines = jsonl_lines(text)
     records = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():

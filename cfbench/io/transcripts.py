@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from cfbench.core.errors import InputError
-from cfbench.core.files import read_text
+from cfbench.core.files import jsonl_lines, read_text
 from cfbench.core.render import approx_tokens
 from cfbench.core.text import find_unstorable
 
@@ -238,7 +238,7 @@ def transcripts_from_records(records: Iterable[Any], *, source: str = "<records>
 
 def _jsonl_records(path: Path) -> Iterable[tuple[str, Any]]:
     text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -370,7 +370,7 @@ def validate_transcripts(path: str | os.PathLike[str]) -> list[InputError]:
         except InputError as exc:
             return [exc]
         items = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(jsonl_lines(text), start=1):
             if not line.strip():
                 continue
             try:
