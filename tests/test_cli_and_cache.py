@@ -130,6 +130,12 @@ def test_plan_mode_calls_nothing_and_records_for_export(tmp_path):
     assert res.judgments.error.str.startswith("not sent (plan only)").all()
     assert len(list(cache.pending(spec))) == 2  # distinct requests only
     assert export_batch(cache, spec, tmp_path / "b.jsonl") == 2
+    mine = tmp_path / "notes.jsonl"
+    mine.write_text("the researcher's own file\n")
+    with pytest.raises(InputError, match="exists; not overwritten"):
+        export_batch(cache, spec, mine)
+    assert mine.read_text() == "the researcher's own file\n"  # untouched
+    assert export_batch(cache, spec, mine, force=True) == 2 and len(mine.read_text().splitlines()) == 2
 
 
 def test_live_run_remembers_failed_requests_for_export(tmp_path):

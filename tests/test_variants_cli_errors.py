@@ -57,7 +57,8 @@ def test_a_file_name_that_is_not_utf8_gives_a_page_titled_with_escapes(tmp_path,
 
 
 def test_out_never_writes_through_a_linked_file(tmp_path, capsys):
-    """A review.html (and the other outputs) that is a symbolic link is replaced, its target untouched."""
+    """A review.html (and the other outputs) that is a symbolic link is refused unless cfbench made that name
+    there; when it did, the link is replaced and its target untouched."""
     import json
 
     src = tmp_path / "t.jsonl"
@@ -72,10 +73,38 @@ def test_out_never_writes_through_a_linked_file(tmp_path, capsys):
     for name in ("review.html", "variants.parquet", "rejections.csv"):
         (victim / name).write_text("precious")
         os.symlink(victim / name, out / name)
+    # links cfbench did not make there: refused, nothing written anywhere
+    assert main(["variants", str(src), "--out", str(out), "--quiet", "--dimensions", "gender"]) == 2
+    assert "which cfbench did not make there" in capsys.readouterr().err
+    assert all((victim / n).read_text() == "precious" and (out / n).is_symlink()
+               for n in ("review.html", "variants.parquet", "rejections.csv"))
+    # names an earlier run made there (its note lists them), since swapped for links: replaced, never written through
+    (out / ".cfbench-variants").write_text("rejections.csv\nreview.html\nvariants.parquet\n")
     assert main(["variants", str(src), "--out", str(out), "--quiet", "--dimensions", "gender"]) == 0, \
         capsys.readouterr().err
     for name in ("review.html", "variants.parquet", "rejections.csv"):
         assert (victim / name).read_text() == "precious"
         assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
     assert "<html" in (out / "review.html").read_text(encoding="utf-8").lower()
-    assert sorted(p.name for p in out.iterdir()) == ["rejections.csv", "review.html", "variants.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".cfbench-variants", "rejections.csv", "review.html",
+                                                     "variants.parquet"]
+
+
+def test_a_review_page_cfbench_did_not_make_is_never_replaced(tmp_path):
+    """cfbench replaces only what it made: a researcher's own review.html in --out stops the run before any
+    work; files an earlier run made there (listed in .cfbench-variants) are replaced as before."""
+    from cfbench.cli.variants import run_variants
+    from cfbench.core.errors import InputError
+    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
+
+    out = tmp_path / "review"
+    out.mkdir()
+    mine = out / "review.html"
+    mine.write_text("<p>my notes</p>")
+    with pytest.raises(InputError, match="review.html, which cfbench did not make there"):
+        run_variants(shipped_transcripts_path(), out, limit=1, progress=False)
+    assert mine.read_text() == "<p>my notes</p>" and not (out / "variants.parquet").exists()
+    mine.unlink()
+    first = run_variants(shipped_transcripts_path(), out, limit=1, progress=False)
+    again = run_variants(shipped_transcripts_path(), out, limit=1, progress=False)  # its own files: replaced
+    assert first == again and all(p.exists() for p in again.values())

@@ -48,7 +48,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ..judges.batch import export_batch
 
     cache = open_cache(args.path)
-    n = export_batch(cache, args.judge, Path(args.out))
+    n = export_batch(cache, args.judge, Path(args.out), force=args.force)
     print(f"wrote {n} pending requests to {args.out}")
     return 0
 
@@ -86,7 +86,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
     p = actions.add_parser("export", help="write pending requests as one Batch input file")
     p.add_argument("--judge", required=True, help="openai:<model>[@base_url]")
-    p.add_argument("--out", required=True, help="the Batch input JSONL to write")
+    p.add_argument("--out", required=True, help="the Batch input JSONL to write (refused if it exists)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
     p.add_argument("--path", default=None, help=path_help)
     p.set_defaults(func=_cmd_export)
 

@@ -103,6 +103,7 @@ def _write_review(out: Path, v: Any, transcripts: Any, *, title: str) -> dict[st
                          source=str(out), field="--out") from None
     paths = {"variants": out / "variants.parquet", "rejections": out / "rejections.csv",
              "review": out / "review.html"}
+    _note_made(out, [p.name for p in paths.values()])  # before writing: a crash leaves files it can replace
     _replace_file(paths["variants"], lambda tmp: v.to_parquet(tmp, index=False))
     rejections = csv_text(rejection_table(v))
     _replace_file(paths["rejections"], lambda tmp: tmp.write_text(rejections, encoding="utf-8"))
@@ -179,13 +180,21 @@ def run_cue_variants(file: str | Path, out: str | Path, *, cues: list[str], seed
     v = cue_variants(items, names, seed=seed, decisions=decisions)
     paths = _write_review(out, v, [], title="cues: " + _file_title(file))
     paths["guard_catch"] = out / "guard_catch.csv"
+    _note_made(out, ["guard_catch.csv"])
     table = csv_text(cue_guard_catch_table(items, names, seed=seed))
     _replace_file(paths["guard_catch"], lambda tmp: tmp.write_text(table, encoding="utf-8"))
     return paths
 
 
+#: the files a variants run writes into ``--out``, and the note saying cfbench made them there
+MADE_FILES = ("variants.parquet", "rejections.csv", "review.html", "guard_catch.csv")
+MADE_NOTE = ".cfbench-variants"
+
+
 def _check_out_folder(out: Path) -> None:
-    """``--out`` must be a folder, or a path whose nearest existing parent is a folder."""
+    """``--out`` must be a folder, or a path whose nearest existing parent is a folder; and a file there of a
+    name cfbench writes must be one it made (:data:`MADE_NOTE` lists them): cfbench replaces only what it
+    made, never a researcher's own ``review.html``."""
     from cfbench.core.errors import InputError
 
     for p in (out, *out.parents):
@@ -193,7 +202,20 @@ def _check_out_folder(out: Path) -> None:
             if not p.is_dir():
                 what = "is a file" if p == out else f"has a file in its path ({p})"
                 raise InputError(f"--out must be a folder; this path {what}", source=str(out), field="--out")
-            return
+            break
+    note = out / MADE_NOTE
+    made = set(note.read_text(encoding="utf-8").split()) if note.is_file() else set()
+    theirs = [n for n in MADE_FILES if (out / n).exists() and n not in made]
+    if theirs:
+        raise InputError(f"holds {', '.join(theirs)}, which cfbench did not make there (no {MADE_NOTE} lists "
+                         "them); not overwritten: choose another --out", source=str(out), field="--out")
+
+
+def _note_made(out: Path, names: Any) -> None:
+    """Add ``names`` to the folder's :data:`MADE_NOTE`."""
+    note = out / MADE_NOTE
+    made = set(note.read_text(encoding="utf-8").split()) if note.is_file() else set()
+    note.write_text("\n".join(sorted(made | set(names))) + "\n", encoding="utf-8")
 
 
 def _cmd(args: argparse.Namespace) -> int:

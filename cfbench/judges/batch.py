@@ -1112,13 +1112,19 @@ def import_outputs(out_dir: str | os.PathLike[str], paths: Iterable[str | os.Pat
     return manifest
 
 
-def export_batch(cache: ResponseCache, judge: str, out: str | os.PathLike[str]) -> int:
+def export_batch(cache: ResponseCache, judge: str, out: str | os.PathLike[str], *, force: bool = False) -> int:
     """Write the cache's pending requests for ``judge`` as one Batch input file (custom_id = key).
 
+    An existing ``out`` is refused (cfbench overwrites no file it did not make) unless ``force``.
     For more than 50,000 requests use :func:`plan_batch`, which shards.
     """
+    from cfbench.core.errors import InputError
+
     spec, model, _ = _openai_spec(judge)
     n = 0
+    if os.path.lexists(out) and not force:
+        raise InputError("exists; not overwritten (cfbench replaces only what it made: pass --force to replace it, "
+                         "or choose another --out)", source=str(out))
     with open(out, "w", encoding="utf-8") as fh:
         for key, _, payload in cache.pending(spec):
             cfg = GenerationConfig(**{**payload["config"], "stop": tuple(payload["config"]["stop"])})
