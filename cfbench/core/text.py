@@ -18,9 +18,12 @@ No imports from the rest of the package.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-__all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "md_safe", "html_text", "csv_text"]
+__all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "md_safe",
+           "html_text", "csv_text", "contradicting_verdict", "json_values"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -114,6 +117,44 @@ def csv_text(frame: "object") -> str:
     # Python 3.11's csv leaves a field holding a lone CR unquoted (a reader then splits the row there):
     # such a table is written with every text cell quoted; any other keeps the minimal quoting
     return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL)
+
+
+# -- replies ----------------------------------------------------------------------------------------------
+#: a Yes or No standing alone after a sentence break, a line break or a turn ("but", "actually", "wait"),
+#: optionally labelled ("Final answer: No"): a second verdict, not a word inside reasoning ("the agent said no")
+_OTHER_VERDICT = re.compile(
+    r"(?:^|[.!?;:\n]|\bbut\b|\bactually\b|\bwait\b)[\s,*_\"'`(\[]*"
+    r"(?:(?:final\s+)?(?:answer|verdict|decision)\s*(?:is\s*)?[:=\-]?\s*[*_\"'`]*)?"
+    r"(yes|no)\b(?![-'’]\w)[\s*_\"'`)\]]*(?=$|[.!?;\n,])", re.I)
+
+
+def contradicting_verdict(rest: str, answer: str) -> str | None:
+    """In ``rest`` (a reply after its verdict ``answer``, "Yes" or "No"), the first Yes / No that stands on
+    its own and says the opposite ("Yes. No.", "Yes, but actually no.", "Yes\\nFinal answer: No"), else
+    None. A reply stating both is ambiguous: a parse failure, never a verdict."""
+    for m in _OTHER_VERDICT.finditer(rest):
+        if m.group(1).lower() != answer.lower():
+            return m.group(0).strip()
+    return None
+
+
+def json_values(text: str) -> list[list[tuple[str, Any]]]:
+    """Every JSON object in ``text`` (scanned from each ``{`` not inside an object already read), each as
+    its list of (key, value) pairs in order - duplicate keys kept, as a parser that keeps the last would hide
+    them. Nested objects are read as values."""
+    out: list[list[tuple[str, Any]]] = []
+    dec = json.JSONDecoder(object_pairs_hook=lambda pairs: pairs, strict=False)
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            obj, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            pos = text.find("{", pos + 1)
+            continue
+        if isinstance(obj, list):
+            out.append([(str(k), v) for k, v in obj])
+        pos = text.find("{", end)
+    return out
 
 
 # -- Markdown and HTML ---------------------------------------------------------------------------------

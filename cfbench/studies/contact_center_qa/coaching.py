@@ -15,12 +15,14 @@ readable 0-100 score is a parse failure with the raw text kept.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
 import pandas as pd
 
+from cfbench.core.text import json_values
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, opens_with_non_answer, strip_fences
 
@@ -31,7 +33,10 @@ COACHING_KINDS = ("positives", "improvement", "customer")
 _PROMPT = {"positives": "coach_positives", "improvement": "coach_improvement", "customer": "coach_customer"}
 # "Score: 72", "The score is 67", "score 50/100"; never a scale such as "Score (0-100)" or "0 to 100"
 _SCORE_TEXT = re.compile(r"\bscore\b(?:\s+(?:is|of))?\W{0,4}(\d{1,3}(?:\.\d+)?)\b(?!\.\d)"
-                         r"(?!\s*(?:-|–|to)\s*\d)\s*(%|/\s*100)?", re.I)
+                         r"(?!\s*(?:-|–|to)\s*\d)\s*(%|/\s*100(?!\d))?", re.I)
+#: a number written on another scale right after it: "7/10", "7 out of 10", "5 stars", "50/1000"
+_OTHER_SCALE = re.compile(r"\s*(?:/\s*(?!100\b)\d+|out\s+of\s+(?!100\b)\d+|stars?\b|points?\s+out\s+of\s+(?!100\b)\d+)",
+                          re.I)
 
 
 def coaching_json_schema(analysis_chars: int = 200) -> dict:
@@ -92,6 +97,10 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
         out["parse_error"] = "empty reply"
         return out
     raw = strip_fences(str(text))
+    scores = {json.dumps(v) for pairs in json_values(raw) for k, v in pairs if k.strip().lower() == "score"}
+    if len(scores) > 1:  # a key given twice, or two objects: which score is meant cannot be told
+        out["parse_error"] = f"conflicting scores: {', '.join(sorted(scores))}"
+        return out
     obj = json_object(raw)
     value: Any = None
     if obj is not None:
@@ -108,6 +117,12 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
         m = list(_SCORE_TEXT.finditer(raw))
         if not m:
             out["parse_error"] = "no JSON object and no score"
+            return out
+        if len({x.group(1) for x in m}) > 1:
+            out["parse_error"] = f"conflicting scores: {', '.join(dict.fromkeys(x.group(1) for x in m))}"
+            return out
+        if not m[-1].group(2) and (other := _OTHER_SCALE.match(raw, m[-1].end())):
+            out["parse_error"] = f"score {m[-1].group(1)} {other.group(0).strip()} is on another scale than 0-100"
             return out
         value = m[-1].group(1) + (m[-1].group(2) or "")
         out["parse_note"] = "score read from free text, not JSON"

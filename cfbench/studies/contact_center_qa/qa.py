@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.core.text import contradicting_verdict, json_values
 from cfbench.judges.base import GenerationConfig, Request, yes_probability
 from cfbench.studies.contact_center_qa.prompts import (RUBRIC_COLUMNS, format_transcript, json_object,
                                                        load_prompt, load_rubric, non_answer_phrase, strip_fences)
@@ -227,6 +228,26 @@ def parse_qa(text: str | None, top_logprobs: Mapping[str, float] | None = None) 
     return out
 
 
+#: the keys a JSON reply may give its answer under
+_ANSWER_KEYS = ("answer", "final_answer", "final answer", "verdict")
+
+
+def _json_answer_clash(raw: str) -> str | None:
+    """Two different Yes / No answers among the reply's JSON objects (a key repeated, two answer keys, two
+    objects), or a key given twice with different values: what clashes, else None."""
+    seen: dict[str, Any] = {}
+    for pairs in json_values(raw):
+        keys: dict[str, Any] = {}
+        for k, v in pairs:
+            key = k.strip().lower()
+            if key in keys and keys[key] != v:
+                return f"key {k!r} given twice ({keys[key]!r}, {v!r})"
+            keys[key] = v
+            if key in _ANSWER_KEYS and isinstance(v, str) and v.strip().lower().strip(".!") in ("yes", "no"):
+                seen.setdefault(v.strip().lower().strip(".!"), f"{k}: {v}")
+    return " and ".join(seen.values()) if len(seen) > 1 else None
+
+
 def _parse_qa(text: str | None) -> dict[str, Any]:
     out = _empty_result()
     if text is None or not str(text).strip():
@@ -235,6 +256,9 @@ def _parse_qa(text: str | None) -> dict[str, Any]:
     raw = str(text)
     notes: list[str] = []
 
+    if "{" in raw and (clash := _json_answer_clash(raw)):
+        out["parse_error"] = f"conflicting answers: {clash}"
+        return out
     obj = json_object(strip_fences(raw)) if "{" in raw else None
     if obj is not None:
         lowered = {str(k).strip().lower(): v for k, v in obj.items()}
@@ -245,6 +269,11 @@ def _parse_qa(text: str | None) -> dict[str, Any]:
                 out["parse_error"] = f"JSON answer {lowered[ans_key]!r} is not Yes/No"
                 return out
             out["answer"] = answer
+            for m in list(_FINAL.finditer(raw)) + list(_ANSWER_LINE.finditer(raw)):  # a stated answer beside it
+                if m.group(1).capitalize() != answer:
+                    out["answer"] = None
+                    out["parse_error"] = f"conflicting answers: JSON {answer}, text {m.group(0).strip()!r}"
+                    return out
             conf = lowered.get("confidence")
             if isinstance(conf, bool):
                 conf = None
@@ -277,6 +306,14 @@ def _parse_qa(text: str | None) -> dict[str, Any]:
         out["parse_error"] = "no final Yes/No answer found"
         return out
     out["answer"] = verdict.group(1).capitalize()
+    other = contradicting_verdict(clean[verdict.end():], out["answer"])
+    if other is None and found and (lead := _LEADING.match(clean)) and lead.end() <= found[0].start() \
+            and lead.group(1).capitalize() != out["answer"] and len(found) == 1:
+        other = lead.group(0).strip()  # "Yes ... Answer: No" (one stated answer against the opening word)
+    if other is not None:
+        out["answer"] = None
+        out["parse_error"] = f"conflicting answers: {verdict.group(0).strip()!r} and {other!r}"
+        return out
     number = _NUMBER_AFTER_ANSWER.match(clean) if not found else None
     withdrawn = _withdrawn(clean, verdict, out["answer"], stated_confidence=number is not None)
     if withdrawn:
@@ -438,6 +475,10 @@ def _parse_qa_evidence(text: str | None, transcript: str | None) -> dict[str, An
         return out
     if len({a for _, a in answers}) > 1:
         out["parse_error"] = "conflicting answers: " + ", ".join(a for _, a in answers)
+        return out
+    stated = [m for m in _FINAL.finditer("\n".join(lines)) if m.group(1).capitalize() != answers[0][1]]
+    if stated:  # a "Final answer: No" elsewhere (in a section) against the bare line
+        out["parse_error"] = f"conflicting answers: {answers[0][1]}, {stated[0].group(0).strip()!r}"
         return out
     out["answer"] = answers[0][1]
     notes: list[str] = []

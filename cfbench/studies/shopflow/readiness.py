@@ -29,6 +29,7 @@ from typing import Sequence
 import pandas as pd
 
 from cfbench.core.errors import InputError
+from cfbench.core.text import contradicting_verdict, json_values
 from cfbench.judges.base import GenerationConfig, Request, Response, yes_probability
 from cfbench.judges.failures import failure_kind
 from cfbench.judges.scripted import register_script
@@ -147,6 +148,9 @@ def _parse_json(text: str) -> float | None:
         return None
     if not isinstance(data, dict):
         return None
+    pairs = json_values(body)
+    if pairs and len({k for k, _ in pairs[0]}) < len(pairs[0]):  # a key given twice: which one is meant?
+        return None
     values = [data[k] for k in _JSON_KEYS if k in data]
     if len(values) != 1:
         return None
@@ -167,7 +171,9 @@ def parse_answer(text: object) -> float | None:
     date."), or a JSON object with one ``answer``/``ready``/``verdict``/
     ``decision`` field. Everything else is not an answer: "No idea",
     "No way to tell", "Yes and no", "Yes?", "Not sure", an empty reply, a
-    refusal, or a Yes/No whose reasoning says it cannot tell.
+    refusal, a Yes/No whose reasoning says it cannot tell, a reply that also
+    states the other answer ("Yes. No.", "Yes - wait, no."), or a JSON object
+    with a key given twice.
 
     >>> parse_answer("**No.** The reply never says when."), parse_answer("No idea."), parse_answer("Yes/No")
     (0.0, None, None)
@@ -183,6 +189,8 @@ def parse_answer(text: object) -> float | None:
     rest = m.group(2) or ""
     if _HEDGE.search(rest[:200]):
         return None
+    if contradicting_verdict(stripped[m.start(2):] if m.group(2) is not None else "", m.group(1)):
+        return None  # "Yes. No.", "Yes - wait, no.", "Yes. Final answer: No": both said, neither taken
     return 1.0 if m.group(1).lower() == "yes" else 0.0
 
 
