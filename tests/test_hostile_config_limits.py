@@ -136,3 +136,14 @@ def test_cc_too_many_items_blames_n_items():
     with pytest.raises(InputError) as info:
         list(iter_items(Params(n_items=1_000_000_000), ts))
     assert info.value.field == "n_items" and "1000000000 requested" in str(info.value)
+
+
+def test_a_parameter_given_twice_on_the_command_line_is_refused(tmp_path, capsys):
+    """``-p seed 1 -p seed 2`` once ran with 2, silently; a key repeated in a config file is refused, so is this."""
+    from cfbench.cli import main
+
+    rc = main(["reproduce", "--study", "contact_center_qa", "--config", "smoke", "--results", str(tmp_path),
+               "--plan-only", "-p", "seed", "1", "-p", "n_boot", "50", "-p", "seed", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1 and "given more than once: seed" in err[0], err
+    assert not any(tmp_path.rglob("*.ipynb"))

@@ -54,7 +54,11 @@ def _cmd(args: argparse.Namespace) -> int:
                 raise InputError(f"must be > 0, got {value:g}", source="command line",
                                  field=name.removeprefix("CFBENCH_").lower())
             os.environ[name] = f"{value:g}"
-    overrides = dict(parse_override(n, v) for n, v in (args.param or []))
+    pairs = [parse_override(n, v) for n, v in (args.param or [])]
+    twice = sorted({n for n, _ in pairs if sum(1 for m, _ in pairs if m == n) > 1})
+    if twice:  # as a key repeated in a config file: which one was meant cannot be told
+        raise InputError(f"given more than once: {', '.join(twice)}", source="command line", field="-p")
+    overrides = dict(pairs)
     command = "cfbench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if args.argv is None else args.argv))
     info = reproduce(args.config, args.study or None, config_file=args.file, overrides=overrides or None,
                      results_dir=args.results, replay=args.replay, plan_only=args.plan_only, force=args.force,
