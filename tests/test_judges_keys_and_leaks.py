@@ -266,3 +266,22 @@ def test_a_fixed_concurrency_is_respected(server):
     reqs = [req(f"q{i}", rid=f"r{i}") for i in range(40)]
     run_requests(f"openai:m@{server.base_url}", reqs, cache=False, progress=False, concurrency=3)
     assert server.peak_in_flight <= 3
+
+
+def test_a_batch_status_that_echoes_the_key_reaches_the_manifest_scrubbed(tmp_path, monkeypatch):
+    """Every string the Batch server sends is scrubbed before the manifest keeps it: the error code, the
+    status and the result file ids, not only the error message."""
+    from types import SimpleNamespace as NS
+
+    from cfbench.core.secrets import find_secret_leaks
+    from cfbench.judges import batch as B
+
+    key = "sk-proj-Xq7Lm2PzR9tKw4VbN8cJhY3dGf6SaE1uTo5iWnQ"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    (tmp_path / B.MANIFEST).write_text(json.dumps({"judge": "openai:m", "shards": [
+        {"file": "shard-00001.jsonl", "batch_id": "b1", "status": "in_progress"}]}))
+    batch = NS(status=f"failed {key}", output_file_id=f"file-{key}", error_file_id=f"file-{key}", request_counts=None,
+               errors=NS(data=[{"code": f"invalid_api_key {key}", "message": f"bad key {key}", "line": 1}]))
+    B.batch_status(tmp_path, client=NS(batches=NS(retrieve=lambda bid: batch)))
+    text = (tmp_path / B.MANIFEST).read_text()
+    assert key not in text and "invalid_api_key" in text and find_secret_leaks(tmp_path) == []

@@ -621,6 +621,12 @@ def _verify_shard(path: Path, shard: dict[str, Any]) -> None:
         raise InputError("shard changed since it was planned (sha256 differs); plan again", source=str(path))
 
 
+def _server_text(value: Any) -> Any:
+    """A string the server sent (a status, a file id, an error code) as the manifest keeps it: scrubbed of
+    credentials like every other text cfbench stores (None stays None)."""
+    return None if value is None else scrub(str(value))[:300]
+
+
 def _batch_errors(batch: Any) -> list[dict[str, Any]]:
     """A batch's own errors (a batch rejected whole: validation, a queue or token limit)."""
     errors = getattr(batch, "errors", None)
@@ -630,7 +636,8 @@ def _batch_errors(batch: Any) -> list[dict[str, Any]]:
     out = []
     for e in data or ():
         get = e.get if isinstance(e, dict) else (lambda k, _e=e: getattr(_e, k, None))
-        out.append({"code": get("code"), "message": scrub(str(get("message") or ""))[:300], "line": get("line")})
+        out.append({"code": _server_text(get("code")), "message": scrub(str(get("message") or ""))[:300],
+                    "line": get("line") if isinstance(get("line"), int) else _server_text(get("line"))})
     return out
 
 
@@ -644,9 +651,9 @@ def batch_status(out_dir: str | os.PathLike[str], *, client: Any = None) -> dict
             continue
         client = client or _client(manifest)  # a plan with nothing in flight needs no client (nor key)
         batch = _endpoint("/v1/batches", manifest, lambda: client.batches.retrieve(shard["batch_id"]))
-        shard["status"] = batch.status
-        shard["output_file_id"] = getattr(batch, "output_file_id", None)
-        shard["error_file_id"] = getattr(batch, "error_file_id", None)
+        shard["status"] = _server_text(batch.status)
+        shard["output_file_id"] = _server_text(getattr(batch, "output_file_id", None))
+        shard["error_file_id"] = _server_text(getattr(batch, "error_file_id", None))
         errors = _batch_errors(batch)
         if errors:
             shard["errors"] = errors
@@ -665,7 +672,7 @@ def cancel_batch(out_dir: str | os.PathLike[str], *, client: Any = None) -> dict
     for shard in manifest["shards"]:
         if shard.get("batch_id") and shard.get("status") not in _DONE + ("cancelling",):
             client = client or _client(manifest)
-            shard["status"] = client.batches.cancel(shard["batch_id"]).status
+            shard["status"] = _server_text(client.batches.cancel(shard["batch_id"]).status)
             _save_manifest(out, manifest)
     return manifest
 
