@@ -76,6 +76,45 @@ def task_success(obj: dict, *, source: str, record: str) -> tuple[list[dict], di
     return answers, task
 
 
+def _checked_frame(obj: dict, source: str) -> tuple[Any, str, list, list[str]]:
+    """What every STAR dialogue must have, turns or not: a DialogueID (a whole number or a non-empty string),
+    a list of event objects each with string ``Agent`` and ``Action``, and a ``Scenario`` object (when given)
+    whose ``Domains`` (when given) is a list of strings (a null entry, as in 12 STAR dialogues, names no domain:
+    their ``domain`` is "", once the string "None"). Returns ``(DialogueID, record id, events, domains)``;
+    anything else raises one line naming the field (nothing coerced: a string of domains once became its
+    letters, a DialogueID of ``true`` the id ``star-True``)."""
+    if "DialogueID" not in obj:
+        raise InputError("is missing (not a STAR dialogue)", source=source, record="<file>", field="DialogueID")
+    did = obj["DialogueID"]
+    if isinstance(did, bool) or not (isinstance(did, int) or (isinstance(did, str) and did.strip())):
+        raise InputError(f"must be a whole number or a non-empty string, got {did!r}", source=source,
+                         record="<file>", field="DialogueID")
+    rid = f"star-{did}"
+    if bad := find_unstorable(obj):  # a lone surrogate (JSON "\ud800") would fail far later, unnamed
+        raise InputError(f"{bad[1]}, which cannot be stored", source=source, record=rid, field=bad[0])
+    events = obj.get("Events")
+    if not isinstance(events, list):
+        raise InputError("must be a list of events", source=source, record=rid, field="Events")
+    for k, ev in enumerate(events):
+        where = f"Events[{k}]"
+        if not isinstance(ev, dict):
+            raise InputError("must be an object", source=source, record=rid, field=where)
+        for key in ("Agent", "Action"):
+            if not isinstance(ev.get(key), str):
+                raise InputError("is missing or not a string", source=source, record=rid, field=f"{where}.{key}")
+    scenario = obj.get("Scenario")
+    if scenario is not None and not isinstance(scenario, dict):
+        raise InputError(f"must be an object, got {type(scenario).__name__}", source=source, record=rid,
+                         field="Scenario")
+    domains = (scenario or {}).get("Domains")
+    if domains is None:
+        domains = []
+    if not isinstance(domains, list) or not all(d is None or (isinstance(d, str) and d.strip()) for d in domains):
+        raise InputError(f"must be a list of domain names, got {domains!r}"[:200], source=source, record=rid,
+                         field="Scenario.Domains")
+    return did, rid, events, [d for d in domains if d is not None]  # a null entry names no domain
+
+
 def star_dialogue(obj: Any, *, source: str) -> Transcript:
     """One parsed STAR JSON object as a :class:`Transcript` (id ``star-<DialogueID>``).
 
@@ -85,24 +124,11 @@ def star_dialogue(obj: Any, *, source: str) -> Transcript:
     if not isinstance(obj, dict):
         raise InputError(f"must be a JSON object, got {type(obj).__name__}", source=source, record="<file>",
                          field=None)
-    if "DialogueID" not in obj:
-        raise InputError("is missing (not a STAR dialogue)", source=source, record="<file>", field="DialogueID")
-    did = obj["DialogueID"]
-    rid = f"star-{did}"
-    if bad := find_unstorable(obj):  # a lone surrogate (JSON "\ud800") would fail far later, unnamed
-        raise InputError(f"{bad[1]}, which cannot be stored", source=source, record=rid, field=bad[0])
-    events = obj.get("Events")
-    if not isinstance(events, list):
-        raise InputError("must be a list of events", source=source, record=rid, field="Events")
+    did, rid, events, domains = _checked_frame(obj, source)
     turns: list[Turn] = []
     skipped: Counter[str] = Counter()
     for k, ev in enumerate(events):
         where = f"Events[{k}]"
-        if not isinstance(ev, dict):
-            raise InputError("must be an object", source=source, record=rid, field=where)
-        for key in ("Agent", "Action"):
-            if not isinstance(ev.get(key), str):
-                raise InputError("is missing or not a string", source=source, record=rid, field=f"{where}.{key}")
         agent, action = ev["Agent"], ev["Action"]
         if action not in TURN_ACTIONS or agent not in SPEAKER_OF:
             skipped[f"{agent}:{action}"] += 1
@@ -114,8 +140,7 @@ def star_dialogue(obj: Any, *, source: str) -> Transcript:
     if not turns:
         raise InputError("has no utter/pick_suggestion event (load_star(..., skip_empty=True) leaves such "
                          "dialogues out)", source=source, record=rid, field="Events")
-    scenario = obj.get("Scenario") if isinstance(obj.get("Scenario"), dict) else {}
-    domains = scenario.get("Domains") or []
+    scenario = obj.get("Scenario") or {}
     answers, task = task_success(obj, source=source, record=rid)
     meta = {"source": "star", "dialogue_id": did, "completion": obj.get("CompletionLevel"),
             "domains": list(domains), "wizard_task": scenario.get("WizardTask"),
@@ -175,11 +200,11 @@ def load_star(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON ({exc.msg}, line {exc.lineno})", source=str(f), record="<file>",
                              field=None) from None
-        if skip_empty and isinstance(obj, dict) and isinstance(obj.get("Events"), list) and not any(
-                isinstance(e, dict) and e.get("Action") in TURN_ACTIONS and e.get("Agent") in SPEAKER_OF
-                for e in obj["Events"]):
-            empty.append(f.name)
-            continue
+        if skip_empty and isinstance(obj, dict):
+            _, _, events, _ = _checked_frame(obj, str(f))  # only a sound dialogue is left out for having no turn
+            if not any(e["Action"] in TURN_ACTIONS and e["Agent"] in SPEAKER_OF for e in events):
+                empty.append(f.name)
+                continue
         t = star_dialogue(obj, source=str(f))
         if t.id in seen:
             raise InputError(f"duplicate DialogueID (also in {seen[t.id]})", source=str(f), record=t.id,
