@@ -111,3 +111,26 @@ def test_a_server_echoing_the_key_in_a_form_leaves_it_in_no_row_cache_or_table(t
     for text in (dump, (tmp_path / "judged_rows.csv").read_text(encoding="utf-8"), cap.out + cap.err):
         assert not readable_trace(text) and echoed_credential(text) is None
     assert find_secret_leaks(tmp_path) == []
+
+
+LOOSE_FORMS = {"upper": lambda k: k.upper(), "spaced": lambda k: " ".join(k),
+               "groups": lambda k: " ".join(k[i:i + 7] for i in range(0, len(k), 7)),
+               "hyphen groups": lambda k: "-".join(k[i:i + 5] for i in range(0, len(k), 5)),
+               "bidi reversed": lambda k: "\u202e" + k[::-1] + "\u202c", "upper spaced": lambda k: " ".join(k.upper())}
+
+
+@pytest.mark.parametrize("form", LOOSE_FORMS)
+@pytest.mark.parametrize("offset", (0, 64))
+def test_a_key_read_loosely_is_found_and_scrubbed(form, offset):
+    """Forms a person reads as the key: another case, spaced out or grouped, reversed behind a bidi override
+    (shown the right way round). Once they passed both the echo check and the scrubber."""
+    text = FILLER[:offset] + LOOSE_FORMS[form](KEY) + " " + FILLER[offset:]
+    assert echoed_credential(text) == "OPENAI_API_KEY"
+    out = scrub(text)
+    assert echoed_credential(out) is None and "<OPENAI_API_KEY>" in out
+    assert FILLER[:offset] in out and FILLER[offset:].strip()[-30:] in out  # the text around it stays
+
+
+def test_loose_readings_leave_ordinary_text_alone():
+    for text in (FILLER, FILLER.upper(), " ".join(FILLER), "sk-proj- is the prefix of a project key", "HQ 4 LZ"):
+        assert echoed_credential(text) is None and scrub(text) == text

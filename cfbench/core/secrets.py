@@ -323,13 +323,49 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
     return spans
 
 
+#: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4"): the loose readings
+#: drop them from the text and from the key alike
+_LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\")
+
+
+_DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
+
+
+def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, str, list[int] | None]]:
+    """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
+    would appear there and, where characters were dropped, the index in ``view`` of each one kept: upper-
+    or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), spaced out or
+    grouped with separators (the separators dropped from both), and those spaced out in another case. Without
+    ``positions`` (detection) no index list is built."""
+    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None)]
+    low = view.lower()
+    if len(low) == len(view):
+        out.append((low, value.lower(), None))
+    squeezed = view.translate(_DROP_SEP)
+    if len(squeezed) < len(view):
+        keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP] if positions else None
+        bare = value.translate(_DROP_SEP)
+        out.append((squeezed, bare, keep))
+        if len(squeezed.lower()) == len(squeezed):
+            out.append((squeezed.lower(), bare.lower(), keep))
+    return out
+
+
+def _loose_hit(view: str, value: str) -> bool:
+    """Whether any loose reading of ``view`` holds a piece of ``value`` (:func:`_loose`)."""
+    return any(any(w in v for w in _windows(val)) for v, val, _ in _loose(view, value, positions=False))
+
+
 def _spans(text: str, value: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` spelling a piece of ``value`` in any canonical reading; a base64 run that
-    holds one goes whole."""
+    """Spans of ``text`` spelling a piece of ``value`` in any canonical or loose reading; a base64 run
+    that holds one goes whole."""
     spans: list[tuple[int, int]] = []
     b64 = _b64_windows(value)
     for view, to_text in _decoded_chain(text):
         spans.extend(to_text(a, b) for a, b in _fragment_spans(view, value))
+        for v, val, keep in _loose(view, value):
+            for a, b in _fragment_spans(v, val):
+                spans.append(to_text(a, b) if keep is None else to_text(keep[a], keep[b - 1] + 1))
         for m in _B64_RUN.finditer(view):
             run = m.group(0)
             if any(w in run for w in b64):
@@ -394,6 +430,8 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
             if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
                 return name
             if _hex_runs(view, value):
+                return name
+            if _loose_hit(view, value):
                 return name
     return None
 
