@@ -326,8 +326,6 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
 #: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4"): the loose readings
 #: drop them from the text and from the key alike
 _LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\")
-
-
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
 
 

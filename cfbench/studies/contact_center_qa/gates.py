@@ -42,7 +42,7 @@ def _class_row(acc: pd.DataFrame, yes: bool) -> pd.Series | None:
     return sub.iloc[0] if len(sub) else None
 
 
-def _question_check(acc: pd.DataFrame, question: Any, name: str) -> dict:
+def _question_check(acc: pd.DataFrame, name: str) -> dict:
     """One question's balanced accuracy (rows of ``acc`` for one judge and question) and whether its lower
     bound lies above chance."""
     y, n = _class_row(acc, True), _class_row(acc, False)
@@ -93,7 +93,7 @@ def responsiveness_table(accuracy_by_label: pd.DataFrame | None, questions: Any 
                                "responsive": False, "why": f"no labelled original{name}: its answers cannot be "
                                                            "checked against labels"})
             else:
-                checks.append(_question_check(sub, q, name))
+                checks.append(_question_check(sub, name))
         weakest = min(checks, key=lambda c: (c["responsive"], c["ci_low"] if math.isfinite(c["ci_low"]) else -1.0))
         ok = all(c["responsive"] for c in checks)
         why = "; ".join(c["why"] for c in checks if c["responsive"] == ok)
