@@ -40,14 +40,16 @@ def test_evidence_contract_with_a_final_answer_against_its_bare_line():
 
 @pytest.mark.parametrize("reply", ["Score: 7/10", "I would give a score of 7 out of 10.", "score 50/1000",
                                    "My score: 5 stars", '{"score": 10} {"score": 90}', "Score: 20. Score: 80",
-                                   '{"score": 10, "score": 90}'])
+                                   '{"score": 10, "score": 90}', '{"score": 72, "analysis": "ok"} Score: 40',
+                                   'Score: 40\n{"score": 72}'])
 def test_coaching_reply_on_another_scale_or_with_two_scores_is_a_parse_failure(reply):
     r = parse_coaching(reply)
     assert not r["parse_ok"] and r["score"] != r["score"], r  # NaN
 
 
 @pytest.mark.parametrize("reply,score", [('{"score": 72, "analysis": "ok"}', 72.0), ("Score: 72/100", 72.0),
-                                         ("score: 72%", 72.0), ('{"score": "72/100"}', 72.0), ("Score: 72", 72.0)])
+                                         ("score: 72%", 72.0), ('{"score": "72/100"}', 72.0), ("Score: 72", 72.0),
+                                         ('{"score": 72, "analysis": "score 40 last time"} Score: 72/100', 72.0)])
 def test_coaching_reply_with_one_score_on_the_scale_reads(reply, score):
     assert parse_coaching(reply)["score"] == score
 

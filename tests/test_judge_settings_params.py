@@ -45,6 +45,15 @@ def test_a_bad_setting_is_an_input_error_naming_the_field(study, field, value):
     assert e.value.field == field
 
 
+@pytest.mark.parametrize("study", ["contact_center_qa", "judge_bias"])
+@pytest.mark.parametrize("value", [-1.0, math.nan, math.inf, 2.5, True, "0.2"])
+def test_a_temperature_outside_0_to_2_is_an_input_error(study, value):
+    with pytest.raises(InputError) as e:
+        _params(study)(temperature=value)
+    assert e.value.field == "temperature"
+    assert _params(study)(temperature=0.7).temperature == 0.7
+
+
 def test_judge_bias_run_hands_its_settings_to_the_runner():
     """The settings a judge call sees inside ``run`` are the Params' (read from the runner's context by the
     scripted judge itself)."""

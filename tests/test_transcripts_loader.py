@@ -127,6 +127,17 @@ def test_validate_lists_one_error_per_bad_record(tmp_path):
     assert [(e.record, e.field) for e in errs] == [(b[1], b[2]) for b in BAD[:4]]
 
 
+@pytest.mark.parametrize("name,text", [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"),
+                                       ("header.csv", "id,turn,speaker,text\n")])
+def test_validate_reports_a_file_with_no_records_as_load_does(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_transcripts(p)
+    errs = validate_transcripts(p)
+    assert [(e.problem, e.field) for e in errs] == [(ei.value.problem, ei.value.field)]
+
+
 def test_missing_file_and_unknown_suffix(tmp_path):
     with pytest.raises(InputError):
         load_transcripts(tmp_path / "nope.jsonl")

@@ -86,7 +86,8 @@ def check_floors(cls: type, values: Mapping[str, Any], *, source: Any = "paramet
 
 def check_judge_settings(params: Any) -> None:
     """A study's operational judge settings, where it has them: ``concurrency`` a whole number >= 0 (0:
-    adapt to the server) and ``timeout_s`` a finite number >= 0 (0: the default). Raises
+    adapt to the server), ``timeout_s`` a finite number >= 0 (0: the default) and ``temperature`` a number
+    from 0 to 2 (NaN and negatives refused: a sampler would read them as greedy or fail later). Raises
     :class:`InputError` naming the field."""
     import math
 
@@ -98,6 +99,11 @@ def check_judge_settings(params: Any) -> None:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
         raise InputError(f"must be a number of seconds >= 0 (0: 600), got {shorten(t)}", source="parameters",
                          field="timeout_s")
+    if hasattr(params, "temperature"):
+        v = params.temperature
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0.0 <= v <= 2.0:
+            raise InputError(f"must be a number from 0 to 2, got {shorten(v)}", source="parameters",
+                             field="temperature")
 
 
 def _floor(f: dataclasses.Field, ok_types: tuple[type, ...]) -> int | float | None:

@@ -355,7 +355,8 @@ def validate_transcripts(path: str | os.PathLike[str]) -> list[InputError]:
     """Every problem in a transcript file, one :class:`InputError` per bad record.
 
     File-level problems (unreadable, not UTF-8, bad CSV header) are returned as
-    a single error, since no record can be read past them.
+    a single error, since no record can be read past them; so is a file with no
+    record at all (empty, or blank lines only), which :func:`load_transcripts` refuses.
     """
     p = Path(path)
     errors: list[InputError] = []
@@ -390,6 +391,8 @@ def validate_transcripts(path: str | os.PathLike[str]) -> list[InputError]:
         if t.id in seen:
             errors.append(_err("duplicate id", str(p), t.id, "id"))
         seen.add(t.id)
+    if not items and not errors:  # as load_transcripts says: an empty file holds nothing to judge
+        errors.append(InputError("contains no transcripts", source=str(p), record=None, field="<file>"))
     return errors
 
 

@@ -78,6 +78,23 @@ def coaching_request(request_id: str, transcript: str, kind: str, *, fairness: b
     return Request(request_id, messages=msgs, config=config or coaching_config(), repeat=repeat)
 
 
+def _outside_json(text: str) -> str:
+    """``text`` with every JSON object in it cut out (what a reply says around its JSON)."""
+    dec = json.JSONDecoder(strict=False)
+    kept, last, pos = [], 0, text.find("{")
+    while pos != -1:
+        try:
+            _, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            pos = text.find("{", pos + 1)
+            continue
+        kept.append(text[last:pos])
+        last = end
+        pos = text.find("{", end)
+    kept.append(text[last:])
+    return " ".join(kept)
+
+
 def parse_coaching(text: str | None) -> dict[str, Any]:
     """Read ``{"score": N, "analysis": "..."}`` from a reply.
 
@@ -86,7 +103,8 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     JSON object is present. A missing, non-numeric or out-of-range score gives
     ``parse_ok=False``; nothing is clipped into range. A note that opens by
     declining to assess ("I cannot assess this call", "Not enough information
-    ...", "No idea") is a parse failure whatever score it carries.
+    ...", "No idea") is a parse failure whatever score it carries, and so is a
+    ``Score: N`` in the text around the JSON that differs from the JSON's score.
 
     >>> parse_coaching('{"score": 72, "analysis": "- clearer next steps"}')["score"]
     72.0
@@ -140,6 +158,11 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
     if not (0.0 <= value <= 100.0):
         out["parse_error"] = f"score {value:g} is outside 0-100"
         return out
+    if obj is not None:  # a score stated in the text around the JSON must be the JSON's own
+        other = sorted({x.group(1) for x in _SCORE_TEXT.finditer(_outside_json(raw)) if float(x.group(1)) != value})
+        if other:
+            out["parse_error"] = f"conflicting scores: {value:g} in the JSON, {', '.join(other)} in the text"
+            return out
     if opens_with_non_answer(out["analysis"] or ""):
         out["parse_error"] = f"non-answer: the note declines to assess ({str(out['analysis'])[:60]!r})"
         return out
