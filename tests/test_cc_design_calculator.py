@@ -112,9 +112,9 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     p = Params.from_config(default)
     row = design_table({"default": p}).iloc[0]
     # the gate's items_needed rule: a 10 pp gate needs 36 transcripts with no flip; the default's main arm
-    # (STAR dialogues, tests/test_star_arm.py) is sized to that, within the 25-minute budget
-    assert row["est_minutes"] <= 25, row["est_minutes"]
-    assert row["gate_items_needed"] == 36 and row["gate_decidable"] and p.n_items >= row["gate_items_needed"]
+    # (synthetic calls) is exactly that size, the smallest at which a flip-free gate passes; both arms
+    # together stay within the reproduce budget (tests/test_star_arm.py)
+    assert row["gate_items_needed"] == 36 and row["gate_decidable"] and p.n_items == row["gate_items_needed"]
 
 
 def _cfr_power_one_array(p, n_items, pairs, *, alpha=0.05, reps=4000, seed=0):

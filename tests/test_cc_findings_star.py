@@ -45,7 +45,8 @@ def test_a_scripted_run_with_the_arm_states_the_star_rows_with_their_intervals(t
             f"[{100 * a.ci_low:.1f}, {100 * a.ci_high:.1f}] % on 4 dialogues.")
     assert want in text
     cfr = t["star_cfr"][(t["star_cfr"]["arm"] == "baseline") & (t["star_cfr"]["n_pairs"] > 0)]
-    assert f"of {len(cfr)} dimension" in text and "upper bounds lie between" in text
+    assert f"of {len(cfr)} dimension" in text
+    assert ("upper bounds lie between" in text) == (len(cfr) > 1)  # one row has nothing to rank
     assert f"{100 * cfr['ci_high'].max():.1f}%" in text  # the widest interval is named, not hidden
     # the synthetic judge block comes first and is not mistaken for the STAR one
     assert text.index("real dialogues (STAR arm)") > text.index(f"**{judge}** -")
@@ -99,3 +100,21 @@ def test_star_sentences_follow_the_rows():
 
 def test_no_star_arm_no_star_sentence():
     assert "STAR" not in findings_markdown(_result(star=False))
+
+
+def test_one_star_row_is_not_ranked_and_its_flips_are_placed_by_margin():
+    """One STAR dimension (the committed default): no 'every interval overlaps every other', and the
+    line on where the flips fall reads the STAR arm's own `star_flips_by_margin`."""
+    r = _result(star=True)
+    t = r.tables
+    t["star_cfr"] = t["star_cfr"].iloc[[0]]
+    t["star_flips_by_margin"] = pd.DataFrame([
+        {"judge": "j", "arm": "baseline", "band": "far", "n_items": 4, "n_pairs": 4, "n_flips": 0},
+        {"judge": "j", "arm": "baseline", "band": "near", "n_items": 2, "n_pairs": 2, "n_flips": 2}])
+    block = findings_markdown(r)
+    block = block[block.index("**j, real dialogues (STAR arm)**"):]
+    assert "flips seen in 1 of 1 dimension (priming 2/6 [4.3, 77.7] %)." in block
+    assert "upper bounds lie between" not in block and "rank" not in block
+    assert ("Where the flips fall (`flips_by_margin`): 2 dialogues had an original whose P(Yes) lay within "
+            "0.10 of 0.5") in block
+    assert "2 of the 2 flips were on them (2 of 2 pairs), 0 of 4 pairs elsewhere (4 dialogues)" in block

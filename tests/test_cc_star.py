@@ -47,7 +47,9 @@ def test_a_sampled_condition_is_never_the_original_itself():
 
     need_star()
     params = Params.from_config(yaml.safe_load((REPO / "configs" / "contact_center_qa" / "default.yaml").read_text()),
-                                transcripts_path=str(need_star()), n_items=12, judges=("scripted:cc-qa",))
+                                transcripts_path=str(need_star()), n_items=12, judges=("scripted:cc-qa",),
+                                require_agent_name=False, balance_label="issue_resolution",
+                                dimensions=("priming", "disability"))  # the previous default, on STAR
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         items = load_items(params)

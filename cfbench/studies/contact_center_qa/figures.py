@@ -447,7 +447,7 @@ GATE_COLOURS = tuple(V.KIND_COLOURS[k] for k in V.KINDS)
 
 @draws_text_as_written
 def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
-                      labels: Mapping[str, str] | None = None):
+                      labels: Mapping[str, str] | None = None, units: str = "transcripts"):
     """The net-CFR gate: per dimension, CFR minus the repeat-noise flip rate with its interval over
     transcripts (seaborn points, coloured by verdict: pass green, fail red, inconclusive neutral, uninformative
     grey), a line at 0 and a line at the gate's maximum; the title counts the verdicts and the point rule."""
@@ -488,8 +488,8 @@ def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
         counts = V.kind_counts(sub["verdict"].dropna())
         tally = ", ".join(f"{c} {k}" for k, c in counts.items() if c)
         ax.set_title(f"{judge}: {tally}; {int((sub['point_rule'] == V.PASS).sum())} of {len(sub)} under it on the "
-                     f"point ({n_items} transcripts)\n"
-                     f"{interval_caption(sub.dropna(subset=['estimate']), unit='transcripts', width=80)}"
+                     f"point ({n_items} {units})\n"
+                     f"{interval_caption(sub.dropna(subset=['estimate']), unit=units, width=80)}"
                      + ("\nestimate 0 in every dimension" if all_zero else ""), fontsize=8)
     fig.tight_layout()
     if shown:  # right of the panels (saved with a tight box): it never covers an axis label
@@ -605,10 +605,14 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
         figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
     gate = tables.get("net_cfr_gate")
     if gate is not None and len(gate) and gate["estimate"].notna().any():
-        figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels)
+        src = set(gate["source"].astype(str)) if "source" in gate.columns else set()
+        units = {"synthetic": "synthetic calls", "star": "STAR dialogues"}.get(src.pop(), "transcripts") \
+            if len(src) == 1 else "transcripts"
+        figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels, units=units)
     star_gate = tables.get("star_net_cfr_gate")
     if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
-        figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels)
+        figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels,
+                                                      units="STAR dialogues")
     base_pyes = masd[(masd["score"] == "p_yes") & (masd["arm"] == "baseline")] if len(masd) else masd
     if len(base_pyes) and base_pyes["masd"].notna().any():  # the figure draws the baseline arm only
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,

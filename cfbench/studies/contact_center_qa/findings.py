@@ -320,7 +320,7 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
             line += (f" {_count(len(zero), 'dimension')} {'shows' if len(zero) == 1 else 'show'} none, in "
                      f"{_range(int(zero['n_pairs'].min()), int(zero['n_pairs'].max()), 'pair')}: a CFR up to "
                      f"{_pct(w.ci_high)} cannot be ruled out for the least covered ({w.dimension}).")
-        if has.any():
+        if int(has.sum()) > 1:  # one row: its interval is in the parenthesis above; nothing to rank
             lows, highs = cfr.loc[has, "ci_low"], cfr.loc[has, "ci_high"]
             line += (f" The lower bounds reach at most {_pct(lows.max())} and the upper bounds lie between "
                      f"{_pct(highs.min())} and {_pct(highs.max())}"
@@ -342,6 +342,9 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
                                                    f"{_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                                    for r in above.itertuples())
                                          if len(above) else f"none of {_count(len(cmr), 'dimension')}") + ".")
+        margin = _margin_line(judge, t.get("star_flips_by_margin", pd.DataFrame()))
+        if margin:
+            lines.append(margin.replace("transcript", "dialogue"))
     if len(acc):
         a = acc.iloc[0]
         n_correct = int(a.n_correct) if "n_correct" in acc.columns else int(round(a.accuracy * a.n))
