@@ -147,3 +147,22 @@ def test_a_parameter_given_twice_on_the_command_line_is_refused(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "given more than once: seed" in err[0], err
     assert not any(tmp_path.rglob("*.ipynb"))
+
+
+@pytest.mark.parametrize("text,octal", [("seed: 012\n", "10"), ("n_items: -07\n", "-7"), ("n_boot: 00\n", "0")])
+def test_a_leading_zero_number_is_refused_not_read_as_octal(tmp_path, text, octal):
+    """YAML 1.1 (PyYAML) reads 012 as 10; YAML 1.2 and a reader of the file see 12. One line, no guess."""
+    path = tmp_path / "c.yaml"
+    path.write_text("judges: [a]\n" + text)
+    err = expect_input_error(lambda: read_yaml(path), field="<yaml>", record="line 2")
+    assert f"octal number {octal}" in str(err) and str(path) in str(err)
+    with pytest.raises(InputError, match="octal"):
+        parse_override("seed", "012")
+
+
+def test_base_60_numbers_stay_text_and_plain_numbers_read_as_before(tmp_path):
+    """YAML 1.1 reads 1:30 as 90 and 1:30.0 as 90.0; here they stay text, which a number field refuses."""
+    path = tmp_path / "c.yaml"
+    path.write_text("a: 1:30\nb: 1:30.0\nc: 12\nd: 0\ne: 0.25\nf: 1_000\ng: 0x10\nh: -3\ni: .inf\nj: '012'\n")
+    assert read_yaml(path) == {"a": "1:30", "b": "1:30.0", "c": 12, "d": 0, "e": 0.25, "f": 1000, "g": 16,
+                               "h": -3, "i": float("inf"), "j": "012"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,17 @@ def jsonl_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+#: PyYAML's YAML 1.1 int and float patterns without their base-60 forms
+_YAML_INT = re.compile(r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+)$""", re.X)
+_YAML_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X)
+
+
 def _unique_key_loader():
     import yaml
 
@@ -61,6 +73,25 @@ def _unique_key_loader():
                              "(write the value out)", record=f"line {line}", field="<yaml>")
         return yaml.SafeLoader.compose_node(loader, parent, index)
 
+    def construct_int(loader, node):
+        # YAML 1.1 reads 012 as octal 10 (YAML 1.2 and every reader of the file: 12); say so, do not guess
+        text = str(loader.construct_scalar(node))
+        body = text.replace("_", "").lstrip("+-")
+        if len(body) > 1 and body[0] == "0" and body[1] not in "xXbBoO":
+            line = node.start_mark.line + 1
+            raise InputError(f"{shorten(text)} would be read as the octal number {yaml.SafeLoader.construct_yaml_int(loader, node)} "
+                             "(YAML 1.1); write it without the leading 0, or quote it for text",
+                             record=f"line {line}", field="<yaml>")
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+    # YAML 1.1's base-60 numbers (1:30 is 90, 1:30.0 is 90.0) are not resolved: such a value stays text
+    # and the parameter's type check names it, instead of a time read as a count
+    int_tag, float_tag = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+    own = {int_tag: _YAML_INT, float_tag: _YAML_FLOAT}
+    resolvers = {first: [(tag, own.get(tag, regexp)) for tag, regexp in pairs]
+                 for first, pairs in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    UniqueKeyLoader.yaml_implicit_resolvers = resolvers
+    UniqueKeyLoader.add_constructor(int_tag, construct_int)
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     UniqueKeyLoader.compose_node = compose_node
     return UniqueKeyLoader
