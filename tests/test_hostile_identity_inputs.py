@@ -103,3 +103,17 @@ def test_too_many_cfbench_prompts_names_the_field():
     from cfbench.studies.identity_tone import Params, run
 
     expect_input_error(lambda: run(Params(n_prompts=999, reproduce_released=False, n_resamples=10)), field="n_prompts")
+
+
+@pytest.mark.parametrize("value", ["False", "no", 0, None])
+def test_amiri_is_error_must_be_a_checkbox_value(value):
+    """`astype(bool)` read the text "False" as True; a value that is not true/false is named instead."""
+    import pandas as pd
+
+    from cfbench.io.amiri import _NUMERIC, _validate_career
+
+    row = {"model": "m", "prompt_id": "p1", "identity": "i", "output": "text", "is_error": False,
+           **{c: 1.0 for c in _NUMERIC}}
+    assert not _validate_career(pd.DataFrame([row]), "wb.numbers")["is_error"].iloc[0]
+    expect_input_error(lambda: _validate_career(pd.DataFrame([{**row, "is_error": value}]), "wb.numbers"),
+                       field="is_error", record="m/p1/i")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import InputError
+from ..core.files import shorten
 from ..core.paths import cache_dir as _user_cache_dir
 from .headers import check_header
 
@@ -149,6 +150,9 @@ def _validate_career(career: pd.DataFrame, source: str) -> pd.DataFrame:
             v = row[col]
             if not isinstance(v, (int, float)) or pd.isna(v):
                 raise InputError(f"not a number: {v!r}", source=source, record=rec, field=col)
+        if not isinstance(row["is_error"], (bool, np.bool_)):  # the text "False" would read as True
+            raise InputError(f"not a checkbox value (true or false): {shorten(row['is_error'])}", source=source,
+                             record=rec, field="is_error")
     career = career.copy()
     career[_NUMERIC] = career[_NUMERIC].astype(float)
     career["is_error"] = career["is_error"].astype(bool)
