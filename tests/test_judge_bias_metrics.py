@@ -209,6 +209,24 @@ def test_pointwise_net_shift_and_gate_by_hand():
                              gate_max=1.0).iloc[0].gate == "fail"
 
 
+def test_pointwise_floor_reads_each_references_own_items():
+    """40 items against the reworded prompt but repeats on only 20: the repeats reference rests on 20 items,
+    under the 32-item floor, so no pass (the floor used to read the reworded reference's 40)."""
+    rows = []
+    for k in range(40):  # the cue moves every 4th item by 1; a repeat moves items 2, 6, ... of the first 20 by 1
+        i = f"i{k:02d}"
+        rows += [(i, "baseline", 5), (i, "authority", 6 if k % 4 == 0 else 5), (i, "reworded", 5)]
+        rows += [(i, "repeat1", 6 if k % 4 == 2 else 5)] if k < 20 else []
+    t = M.pointwise_table(_cells(_pointwise(rows), "pointwise"), ["authority"], alpha=0.05, multiplicity="holm",
+                          n_boot=300, seed=0, gate_max=1.0, responsive=(True, "checked")).iloc[0]
+    assert (t.n_items_net, t.n_items_net_repeat) == (40, 20)
+    assert t.net_ci_high < 1.0 and t.net_repeat_ci_high < 1.0  # both intervals alone would pass
+    assert t.gate == "inconclusive" and t.gate_reference == "repeats" and t.items_needed == 32
+    full = rows + [(f"i{k:02d}", "repeat1", 6 if k % 4 == 2 else 5) for k in range(20, 40)]
+    assert M.pointwise_table(_cells(_pointwise(full), "pointwise"), ["authority"], alpha=0.05, multiplicity="holm",
+                             n_boot=300, seed=0, gate_max=1.0, responsive=(True, "checked")).iloc[0].gate == "pass"
+
+
 def test_matched_row_with_several_pairs_per_item_uses_the_capped_mover_and_never_a_point():
     # 4 items with 2 pairs a side (a user's own design): not Tango, the MOVER of the two clustered rates
     num1, num2, den = np.array([2, 1, 0, 0.]), np.array([0, 1, 0, 0.]), np.full(4, 2.0)

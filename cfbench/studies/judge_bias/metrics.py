@@ -451,24 +451,31 @@ POINTWISE_UNRESPONSIVE = "pointwise control discrimination not shown above 0.5: 
 
 def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, need: dict[str, int],
           best: dict[str, object], *, n_col: str = "n_items", floor: bool = False, est_cols: dict[str, str],
-          responsive: tuple[bool, str] = (True, ""), short: str = PAIRWISE_UNRESPONSIVE) -> None:
+          responsive: tuple[bool, str] = (True, ""), short: str = PAIRWISE_UNRESPONSIVE,
+          n_cols: dict[str, str] | None = None) -> None:
     """The verdict columns (:data:`GATE_VERDICT_COLUMNS`) against every noise reference: ``fail`` when any
     reference's net lower bound lies above ``gate_max``, ``pass`` only when every reference's upper bound lies
     below it (and the judge is responsive), else ``inconclusive`` / ``uninformative (why)``.
     ``gate_reference`` names the reference that decided (the failing one, else the largest upper bound); the
     forecast is that reference's. ``best_case_upper``: the largest over the references of the upper bound when
     no item shows a net event (``best[ref](n)``: what this n can show at best). ``short``: the reason an
-    uninformative verdict gives in brackets (the full one goes to ``responsiveness``)."""
+    uninformative verdict gives in brackets (the full one goes to ``responsiveness``). ``n_cols``: a
+    reference's own item-count column where it can rest on fewer items than ``n_col`` says (the floor and
+    the forecast then read that count)."""
     ok, why = responsive
     out = []
     for k in range(len(t)):
-        n = int(t[n_col].iloc[k])
-        per = [(name, gate_status(t[hi].iloc[k], n, gate_max, t[lo].iloc[k], need=need[name], floor=floor,
+        ns = {name: int(t[(n_cols or {}).get(name, n_col)].iloc[k]) for name, _, _ in refs}
+        per = [(name, gate_status(t[hi].iloc[k], ns[name], gate_max, t[lo].iloc[k], need=need[name], floor=floor,
                                   responsive=ok, why=short)) for name, lo, hi in refs]
         fails = [j for j, (_, v) in enumerate(per) if v == V.FAIL]
         his = [t[h].iloc[k] for _, _, h in refs]
-        j = fails[0] if fails else int(np.argmax([h if np.isfinite(h) else np.inf for h in his]))
+        # the failing reference decides; else one that does not pass (the floor can hold back a reference
+        # whose upper bound is not the largest), the largest upper bound among them
+        cand = fails[:1] or [i for i, (_, v) in enumerate(per) if v != V.PASS] or list(range(len(refs)))
+        j = max(cand, key=lambda i: his[i] if np.isfinite(his[i]) else np.inf)
         name, lo, hi = refs[j]
+        n = ns[name]
         row = V.forecast_row(t[est_cols[name]].iloc[k], t[lo].iloc[k], t[hi].iloc[k], n, gate_max,
                              responsive=ok, why=short, detail=why)
         v = per[j][1]
@@ -482,7 +489,8 @@ def _gate(t: pd.DataFrame, refs: list[tuple[str, str, str]], gate_max: float, ne
         out.append({"gate": v, "gate_kind": row["verdict_kind"], "gate_reference": name,
                     **{c: row[c] for c in ("point_rule", "responsive", "responsiveness", "items_needed", "forecast",
                                            "forecast_assumes")},
-                    "best_case_upper": max(best[r](n) for r, _, _ in refs) if n >= 2 else math.nan})
+                    "best_case_upper": max(best[r](ns[r]) for r, _, _ in refs) if min(ns.values()) >= 2
+                    else math.nan})
     for c in GATE_VERDICT_COLUMNS:
         t[c] = [o[c] for o in out]
 
@@ -539,6 +547,7 @@ def pointwise_table(cells: pd.DataFrame, cues: Sequence[str], *, alpha: float, m
             okr = ~np.isnan(d) & ~np.isnan(rep)
             rnet = _mean_row(np.abs(d[okr]) - rep[okr], SCORE_NET_RANGE, n_boot=n_boot, seed=seed)
             row.update({"mean_abs_repeat_shift": float(rep[okr].mean()) if okr.any() else math.nan,
+                        "n_items_net_repeat": rnet["n_items"],
                         "net_repeat_abs_shift": rnet["estimate"], "net_repeat_ci_low": rnet["ci_low"],
                         "net_repeat_ci_high": rnet["ci_high"]})
         rows.append(row)
@@ -554,7 +563,7 @@ def pointwise_table(cells: pd.DataFrame, cues: Sequence[str], *, alpha: float, m
     # floor: no pass below `need` items (the mean interval at 8 items false-passed 4.5 % in one simulated shape)
     _gate(t, refs, gate_max, {name: need for name, _, _ in refs}, bound, n_col="n_items_net", floor=True,
           est_cols={"reworded": "net_abs_shift", "repeats": "net_repeat_abs_shift"}, responsive=responsive,
-          short=POINTWISE_UNRESPONSIVE)
+          short=POINTWISE_UNRESPONSIVE, n_cols={"repeats": "n_items_net_repeat"})
     t["detectable_share"] = [detectable_share(int(n), alpha / len(t)) for n in t["n_items"]]
     return t
 
