@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 __all__ = ["unstorable", "find_unstorable", "for_terminal", "neutralise_cell", "md_text", "md_code", "md_safe",
-           "html_text", "csv_text", "contradicting_verdict", "json_values"]
+           "html_text", "csv_text", "contradicting_verdict", "json_spans", "json_values"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -138,11 +138,11 @@ def contradicting_verdict(rest: str, answer: str) -> str | None:
     return None
 
 
-def json_values(text: str) -> list[list[tuple[str, Any]]]:
-    """Every JSON object in ``text`` (scanned from each ``{`` not inside an object already read), each as
-    its list of (key, value) pairs in order - duplicate keys kept, as a parser that keeps the last would hide
-    them. Nested objects are read as values."""
-    out: list[list[tuple[str, Any]]] = []
+def json_spans(text: str) -> list[tuple[int, int, list[tuple[str, Any]]]]:
+    """Every JSON object in ``text`` (scanned from each ``{`` not inside an object already read) as
+    ``(start, end, pairs)``: where it lies and its (key, value) pairs in order - duplicate keys kept, as a
+    parser that keeps the last would hide them. Nested objects are read as values."""
+    out: list[tuple[int, int, list[tuple[str, Any]]]] = []
     dec = json.JSONDecoder(object_pairs_hook=lambda pairs: pairs, strict=False)
     pos = text.find("{")
     while pos != -1:
@@ -152,9 +152,14 @@ def json_values(text: str) -> list[list[tuple[str, Any]]]:
             pos = text.find("{", pos + 1)
             continue
         if isinstance(obj, list):
-            out.append([(str(k), v) for k, v in obj])
+            out.append((pos, end, [(str(k), v) for k, v in obj]))
         pos = text.find("{", end)
     return out
+
+
+def json_values(text: str) -> list[list[tuple[str, Any]]]:
+    """The (key, value) pairs of every JSON object in ``text``, as :func:`json_spans` reads them."""
+    return [pairs for _, _, pairs in json_spans(text)]
 
 
 # -- Markdown and HTML ---------------------------------------------------------------------------------

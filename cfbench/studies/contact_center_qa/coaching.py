@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from cfbench.core.text import json_values
+from cfbench.core.text import json_spans, json_values
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, opens_with_non_answer, strip_fences
 
@@ -80,19 +80,11 @@ def coaching_request(request_id: str, transcript: str, kind: str, *, fairness: b
 
 def _outside_json(text: str) -> str:
     """``text`` with every JSON object in it cut out (what a reply says around its JSON)."""
-    dec = json.JSONDecoder(strict=False)
-    kept, last, pos = [], 0, text.find("{")
-    while pos != -1:
-        try:
-            _, end = dec.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            pos = text.find("{", pos + 1)
-            continue
-        kept.append(text[last:pos])
+    kept, last = [], 0
+    for start, end, _ in json_spans(text):
+        kept.append(text[last:start])
         last = end
-        pos = text.find("{", end)
-    kept.append(text[last:])
-    return " ".join(kept)
+    return " ".join(kept + [text[last:]])
 
 
 def parse_coaching(text: str | None) -> dict[str, Any]:
