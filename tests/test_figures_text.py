@@ -85,7 +85,8 @@ def test_cc_figures_name_the_method_and_n_of_the_table_they_draw(cc):
     _names_table(f["fig3_accuracy_vs_cfr"], t["accuracy"])
     _names_table(f["fig4_category_profiles"], base)
     gate = t["net_cfr_gate"]
-    _names_table(f["net_cfr_gate"], gate[gate["baseline"] == "robustness"])
+    assert set(gate["source"]) == {"synthetic"}  # the gate figure names its units by the rows' source
+    _names_table(f["net_cfr_gate"], gate[gate["baseline"] == "robustness"], unit="synthetic calls")
     m = t["masd"]
     pyes = m[(m["score"] == "p_yes") & (m["arm"] == "baseline")]
     assert ("masd_p_yes_vs_wording" in f) == bool(pyes["masd"].notna().any())  # never an empty figure

@@ -542,8 +542,9 @@ def pointwise_table(cells: pd.DataFrame, cues: Sequence[str], *, alpha: float, m
                "n_items_net": net["n_items"], "net_abs_shift": net["estimate"],
                "net_ci_low": net["ci_low"], "net_ci_high": net["ci_high"], "net_ci_method": net["ci_method"]}
         if reps:
-            rep = np.nanmean(np.abs(s[reps].to_numpy(float) - s[["baseline"]].to_numpy(float)), axis=1) \
-                if len(s) else np.array([])
+            shifts = np.abs(s[reps].to_numpy(float) - s[["baseline"]].to_numpy(float))
+            seen = (~np.isnan(shifts)).sum(axis=1)  # an item without a parsed repeat: NaN, left out below
+            rep = np.divide(np.nansum(shifts, axis=1), seen, out=np.full(len(s), np.nan), where=seen > 0)
             okr = ~np.isnan(d) & ~np.isnan(rep)
             rnet = _mean_row(np.abs(d[okr]) - rep[okr], SCORE_NET_RANGE, n_boot=n_boot, seed=seed)
             row.update({"mean_abs_repeat_shift": float(rep[okr].mean()) if okr.any() else math.nan,
