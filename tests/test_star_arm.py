@@ -109,7 +109,8 @@ def test_the_default_config_runs_synthetic_calls_beside_the_star_dialogues_withi
     items = load_items(p)
     assert len(items) == p.n_items and {t.meta.get("source", "synthetic") for t in items} == {"synthetic"}
     labels = [t.labels.get(p.questions[0]) for t in items]
-    assert (labels.count("Yes"), labels.count("No")) == (14, 22)  # the seeded set: both classes, as responsiveness needs
+    # the seeded set: both classes, as responsiveness needs
+    assert (labels.count("Yes"), labels.count("No")) == (14, 22)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # STAR files without a turn are named and left out
         star = real_dialogues(star_dir, p.real_items)
@@ -118,7 +119,7 @@ def test_the_default_config_runs_synthetic_calls_beside_the_star_dialogues_withi
     _, plan = plan_for(p, items)
     sub = dataclasses.replace(p, real_items=0, transcripts_path=str(star_dir), n_items=len(star),
                               require_agent_name=False)
-    variants, star_plan = plan_for(sub, star)
+    _, star_plan = plan_for(sub, star)
     dims = set(star_plan.rows["dimension"]) - {"original", "robustness"}
     assert dims == {"disability"}  # STAR agents give no name: the name swaps apply to no dialogue
     minutes = sum(float(estimate_cost(x)["est_seconds"].sum()) for x in (plan, star_plan)) / 60

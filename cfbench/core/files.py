@@ -79,8 +79,9 @@ def _unique_key_loader():
         body = text.replace("_", "").lstrip("+-")
         if len(body) > 1 and body[0] == "0" and body[1] not in "xXbBoO":
             line = node.start_mark.line + 1
-            raise InputError(f"{shorten(text)} would be read as the octal number {yaml.SafeLoader.construct_yaml_int(loader, node)} "
-                             "(YAML 1.1); write it without the leading 0, or quote it for text",
+            octal = yaml.SafeLoader.construct_yaml_int(loader, node)
+            raise InputError(f"{shorten(text)} would be read as the octal number {octal} (YAML 1.1); write it "
+                             "without the leading 0, or quote it for text",
                              record=f"line {line}", field="<yaml>")
         return yaml.SafeLoader.construct_yaml_int(loader, node)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from cfbench.core.text import json_spans, json_values
+from cfbench.core.text import json_spans
 from cfbench.judges.base import GenerationConfig, Request
 from cfbench.studies.contact_center_qa.prompts import json_object, load_prompt, opens_with_non_answer, strip_fences
 
@@ -78,10 +78,11 @@ def coaching_request(request_id: str, transcript: str, kind: str, *, fairness: b
     return Request(request_id, messages=msgs, config=config or coaching_config(), repeat=repeat)
 
 
-def _outside_json(text: str) -> str:
-    """``text`` with every JSON object in it cut out (what a reply says around its JSON)."""
+def _outside_json(text: str, spans: list) -> str:
+    """``text`` with its JSON objects (``spans``, from :func:`json_spans`) cut out: what a reply says around
+    its JSON."""
     kept, last = [], 0
-    for start, end, _ in json_spans(text):
+    for start, end, _ in spans:
         kept.append(text[last:start])
         last = end
     return " ".join(kept + [text[last:]])
@@ -107,7 +108,8 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
         out["parse_error"] = "empty reply"
         return out
     raw = strip_fences(str(text))
-    scores = {json.dumps(v) for pairs in json_values(raw) for k, v in pairs if k.strip().lower() == "score"}
+    spans = json_spans(raw)
+    scores = {json.dumps(v) for _, _, pairs in spans for k, v in pairs if k.strip().lower() == "score"}
     if len(scores) > 1:  # a key given twice, or two objects: which score is meant cannot be told
         out["parse_error"] = f"conflicting scores: {', '.join(sorted(scores))}"
         return out
@@ -151,7 +153,7 @@ def parse_coaching(text: str | None) -> dict[str, Any]:
         out["parse_error"] = f"score {value:g} is outside 0-100"
         return out
     if obj is not None:  # a score stated in the text around the JSON must be the JSON's own
-        other = sorted({x.group(1) for x in _SCORE_TEXT.finditer(_outside_json(raw)) if float(x.group(1)) != value})
+        other = sorted({x.group(1) for x in _SCORE_TEXT.finditer(_outside_json(raw, spans)) if float(x.group(1)) != value})
         if other:
             out["parse_error"] = f"conflicting scores: {value:g} in the JSON, {', '.join(other)} in the text"
             return out

@@ -445,6 +445,16 @@ GATE_KINDS = V.KINDS
 GATE_COLOURS = tuple(V.KIND_COLOURS[k] for k in V.KINDS)
 
 
+#: what a gate figure calls its items, by the rows' ``source``
+_SOURCE_UNITS = {"synthetic": "synthetic calls", "star": "STAR dialogues"}
+
+
+def _units(gate: pd.DataFrame) -> str:
+    """The gate rows' items in words: their one source's name for them, else "transcripts"."""
+    src = set(gate["source"].astype(str)) if "source" in gate.columns else set()
+    return _SOURCE_UNITS.get(next(iter(src)), "transcripts") if len(src) == 1 else "transcripts"
+
+
 @draws_text_as_written
 def net_cfr_gate_plot(gate: pd.DataFrame, *, dimensions: Sequence[str],
                       labels: Mapping[str, str] | None = None, units: str = "transcripts"):
@@ -605,14 +615,11 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
         figs["fig5_fairness_vs_robustness"] = fairness_vs_robustness(cfr, tables["robustness"])
     gate = tables.get("net_cfr_gate")
     if gate is not None and len(gate) and gate["estimate"].notna().any():
-        src = set(gate["source"].astype(str)) if "source" in gate.columns else set()
-        units = {"synthetic": "synthetic calls", "star": "STAR dialogues"}.get(src.pop(), "transcripts") \
-            if len(src) == 1 else "transcripts"
-        figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels, units=units)
+        figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels, units=_units(gate))
     star_gate = tables.get("star_net_cfr_gate")
     if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
         figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels,
-                                                      units="STAR dialogues")
+                                                      units=_units(star_gate))
     base_pyes = masd[(masd["score"] == "p_yes") & (masd["arm"] == "baseline")] if len(masd) else masd
     if len(base_pyes) and base_pyes["masd"].notna().any():  # the figure draws the baseline arm only
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,

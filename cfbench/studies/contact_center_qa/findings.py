@@ -219,9 +219,10 @@ def _gate_line(gate: pd.DataFrame, where: str = "") -> str:
     return "; ".join(parts) + "."
 
 
-def _margin_line(judge: str, margin: pd.DataFrame) -> str:
+def _margin_line(judge: str, margin: pd.DataFrame, unit: str = "transcript") -> str:
     """Where the judge's baseline flips fall (table ``flips_by_margin``): on transcripts whose original's
-    P(Yes) lies near the Yes/No boundary or farther from it. Empty without P(Yes) or without a flip."""
+    P(Yes) lies near the Yes/No boundary or farther from it, ``unit`` naming the items. Empty without P(Yes)
+    or without a flip."""
     if not len(margin):
         return ""
     m = margin[(margin["judge"] == judge) & (margin["arm"] == "baseline")].set_index("band")
@@ -232,11 +233,11 @@ def _margin_line(judge: str, margin: pd.DataFrame) -> str:
     if "far" in m.index:
         far = m.loc["far"]
         elsewhere = (f"{int(far.n_flips)} of {_count(int(far.n_pairs), 'pair')} elsewhere "
-                     f"({_count(int(far.n_items), 'transcript')})")
-    return (f"Where the flips fall (`flips_by_margin`): {_count(int(near.n_items), 'transcript')} had an original "
+                     f"({_count(int(far.n_items), unit)})")
+    return (f"Where the flips fall (`flips_by_margin`): {_count(int(near.n_items), unit)} had an original "
             f"whose P(Yes) lay within {NEAR_BOUNDARY:.2f} of 0.5, the Yes/No boundary; {int(near.n_flips)} of "
             f"the {_count(total, 'flip')} were on them ({int(near.n_flips)} of {_count(int(near.n_pairs), 'pair')}), "
-            f"{elsewhere}. A flip there shows that an edit tipped a transcript the judge was unsure of, not how "
+            f"{elsewhere}. A flip there shows that an edit tipped a {unit} the judge was unsure of, not how "
             "far the edit moved it (MASD of P(Yes) reads that).")
 
 
@@ -342,9 +343,9 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
                                                    f"{_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                                    for r in above.itertuples())
                                          if len(above) else f"none of {_count(len(cmr), 'dimension')}") + ".")
-        margin = _margin_line(judge, t.get("star_flips_by_margin", pd.DataFrame()))
+        margin = _margin_line(judge, t.get("star_flips_by_margin", pd.DataFrame()), unit="dialogue")
         if margin:
-            lines.append(margin.replace("transcript", "dialogue"))
+            lines.append(margin)
     if len(acc):
         a = acc.iloc[0]
         n_correct = int(a.n_correct) if "n_correct" in acc.columns else int(round(a.accuracy * a.n))

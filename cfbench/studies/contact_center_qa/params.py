@@ -115,9 +115,9 @@ def _check(p: "Params") -> None:
     temps = p.robustness_temperatures
     if isinstance(temps, str) or not isinstance(temps, (list, tuple)) or not temps:
         _fail("robustness_temperatures", "must list at least one temperature")
-    for name, value in [("temperature", p.temperature)] + [("robustness_temperatures", t) for t in temps]:
+    for value in temps:  # the evaluation temperature is checked with the other judge settings above
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 2.0:
-            _fail(name, f"must be a number from 0 to 2, got {shorten(value)}")
+            _fail("robustness_temperatures", f"must be a number from 0 to 2, got {shorten(value)}")
     if p.max_items < 0:
         _fail("max_items", f"must be 0 (n_items) or more, got {p.max_items}")
     if p.wave_size < 1:
