@@ -18,7 +18,7 @@ PKG_NAME = "cfbench.studies.contact_center_qa"
 PKG = Path(__file__).resolve().parents[1] / "cfbench" / "studies" / "contact_center_qa"
 
 #: the steps, in order; a step may import only the ones before it (and the leaves)
-STEPS = ["items", "variants", "requests", "calculator", "judging", "tables", "gates", "sequential", "streamed", "figures", "findings",
+STEPS = ["items", "variants", "requests", "calculator", "judging", "screen", "tables", "gates", "sequential", "streamed", "figures", "findings",
          "explorer", "study", "batch_waves", "__init__"]
 #: helpers every step may use; they import only each other
 LEAVES = {"params", "prompts", "qa", "coaching", "scripted", "synth"}

@@ -618,8 +618,10 @@ def study_figures(tables: Mapping[str, pd.DataFrame], *, dimensions: Sequence[st
         figs["net_cfr_gate"] = net_cfr_gate_plot(gate, dimensions=dimensions, labels=labels, units=_units(gate))
     star_gate = tables.get("star_net_cfr_gate")
     if star_gate is not None and len(star_gate) and star_gate["estimate"].notna().any():
+        screen = tables.get("star_screen")
+        sure = " the judge is sure of" if screen is not None and len(screen) else ""  # a margin-screened arm
         figs["star_net_cfr_gate"] = net_cfr_gate_plot(star_gate, dimensions=dimensions, labels=labels,
-                                                      units=_units(star_gate))
+                                                      units=_units(star_gate) + sure)
     base_pyes = masd[(masd["score"] == "p_yes") & (masd["arm"] == "baseline")] if len(masd) else masd
     if len(base_pyes) and base_pyes["masd"].notna().any():  # the figure draws the baseline arm only
         figs["masd_p_yes_vs_wording"] = masd_vs_wording(masd, tables["robustness"], dimensions=dimensions,

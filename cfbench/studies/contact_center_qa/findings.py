@@ -142,7 +142,7 @@ def _judge_block(judge: str, t: dict[str, pd.DataFrame], n_parsed: int, n_failed
     star_gate = t.get("star_net_cfr_gate", pd.DataFrame())
     star_gate = star_gate[star_gate["judge"] == judge] if len(star_gate) else star_gate
     if len(star_gate):
-        lines.append(_gate_line(star_gate, " on the STAR dialogues"))
+        lines.append(_gate_line(star_gate, " on the STAR dialogues" + _screened_words(t, threshold=False)))
     margin = _margin_line(judge, t.get("flips_by_margin", pd.DataFrame()))
     if margin:
         lines.append(margin)
@@ -217,6 +217,44 @@ def _gate_line(gate: pd.DataFrame, where: str = "") -> str:
             need = rows["items_needed"].dropna()
             parts.append(f"forecast: {_forecast_words(rows, need)}")
     return "; ".join(parts) + "."
+
+
+def _screen(t: Any) -> pd.DataFrame:
+    """The margin screen's rows (``star_screen``), empty when the STAR arm was not screened."""
+    sc = t.get("star_screen", pd.DataFrame())
+    return sc if sc is not None and len(sc) else pd.DataFrame()
+
+
+def _screened_words(t: Any, *, threshold: bool = True) -> str:
+    """" the judge was sure of (...)" after "the STAR dialogues" when the arm was screened, else ""."""
+    sc = _screen(t)
+    if not len(sc):
+        return ""
+    return " the judge was sure of" + (f" (original P(Yes) at least {float(sc['threshold'].iloc[0]):g} from 0.5)"
+                                       if threshold else "")
+
+
+def _screen_line(t: Any, n_kept: int) -> str:
+    """What the margin screen did (table ``star_screen``): how many dialogues were judged once, how many went on
+    to the variants, and what rests on which."""
+    sc = _screen(t)
+    if not len(sc):
+        return ""
+    per = sc.groupby("item_id", sort=False)
+    n = per.ngroups
+    why = sc.loc[~sc["kept"].astype(bool), "why"].astype(str)
+    reasons = "; ".join(f"{k}: {v}" for k, v in why.groupby(sc.loc[why.index, "item_id"]).first()
+                        .value_counts().items())
+    kept = sc[sc["kept"].astype(bool)].drop_duplicates("item_id")
+    mix = ", ".join(f"{v} {k}" for k, v in kept["answer"].astype(str).value_counts().items())
+    said = ", ".join(f"{v} {k}" for k, v in kept["label"].astype(str).value_counts().items())
+    return (f"Screen (`star_screen`): the originals of {_count(n, 'dialogue')} were judged once, and the "
+            f"{_count(n_kept, 'dialogue')}{_screened_words(t)} went on to the variants and the repeat"
+            + (f" (left out - {reasons})" if reasons else "")
+            + (f"; the judge's answers on those: {mix}; the customers': {said}" if len(kept) else "")
+            + ". The CFR rows and the gate rest on those "
+            f"{n_kept}; the accuracy below, and the responsiveness the gate reads, on all {n}, so the screen "
+            "does not choose the dialogues the judge gets right.")
 
 
 def _margin_line(judge: str, margin: pd.DataFrame, unit: str = "transcript") -> str:
@@ -306,6 +344,9 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
                                                 acc["n_items"].max() if len(acc) else 0))
     lines = [f"**{md_text(judge)}, real dialogues (STAR arm)** - {_count(k, 'dialogue')} from the STAR corpus, judged "
              "against the customers' own answers; the main arm's numbers above do not rest on them."]
+    screened = _screen_line(t, k)
+    if screened:
+        lines.append(screened)
     if len(cfr):
         flips = (cfr["cfr"] * cfr["n_pairs"]).round().astype(int)
         has = cfr["ci_low"].notna() & cfr["ci_high"].notna()

@@ -51,6 +51,8 @@ class Params:
     seed: int = 0  # seed of variants, condition sampling, generation and bootstrap
     real_items: int = 0  # real-dialogue arm: this many STAR dialogues, half resolved / half not by the customer's own answer (0: none)
     real_path: str = "../shared/data/star/dialogues"  # STAR dialogues for the real arm; skipped with a warning line when absent
+    real_margin: float = 0.0  # real arm: variants only for dialogues with |P(Yes) - 0.5| >= this (0: all; .screen)
+    real_skip: int = 0  # real arm: leave out the first this many dialogues of its balanced order (a pilot's)
     concurrency: int = 0  # judge calls in flight (0: adapt to the server's latency); not part of any cache key
     timeout_s: float = 0.0  # seconds a judge call may take from the moment it is sent (0: 600)
     # -- sequential audit (issue 35; .sequential) --
@@ -109,7 +111,7 @@ def _check(p: "Params") -> None:
         if getattr(p, name) < 1:
             _fail(name, f"must be at least 1, got {getattr(p, name)}")
     for name in ("n_items", "n_boot", "conditions_per_dimension", "evidence_chars", "repeats", "paraphrases", "coaching_items",
-                 "real_items", "seed"):
+                 "real_items", "real_skip", "seed"):
         if getattr(p, name) < 0:
             _fail(name, f"must be 0 or more, got {getattr(p, name)}")
     temps = p.robustness_temperatures
@@ -132,6 +134,12 @@ def _check(p: "Params") -> None:
             _fail(name, "is a budget of the sequential audit: set sequential: true, or leave it 0")
     if not isinstance(p.placebo, bool):  # placebo arm (issue 33)
         _fail("placebo", f"must be true or false, got {shorten(p.placebo)}")
+    m = p.real_margin
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0.0 <= m < 0.5:  # nan fails too
+        _fail("real_margin", f"must be a number from 0 (no screen) up to, not including, 0.5, got {shorten(m)}")
+    if m and p.qa_mode != "compact":
+        _fail("real_margin", "screens on the first token's P(Yes), which only the compact contract gives: set "
+                             "qa_mode: compact, or real_margin: 0")
     if not 0.0 <= p.gate_max_net_cfr <= 1.0:
         _fail("gate_max_net_cfr", f"must be from 0 to 1, got {p.gate_max_net_cfr}")
 

@@ -28,25 +28,39 @@ from cfbench.judges.runner import uses_judge_settings
 from cfbench.report import RunOutput, StudyResult
 from cfbench.studies.contact_center_qa import explorer as _explorer
 from cfbench.studies.contact_center_qa import figures as _figures
-from cfbench.studies.contact_center_qa.items import iter_items, select_items, synthetic_settings
+from cfbench.studies.contact_center_qa.items import iter_items, iter_selected, select_items, synthetic_settings
 from cfbench.studies.contact_center_qa.judging import iter_judged
 from cfbench.studies.contact_center_qa.params import Params, dims_of
 from cfbench.studies.contact_center_qa.prompts import load_rubric
 from cfbench.studies.contact_center_qa.requests import (PREVIEW_ITEMS, count_requests, estimate_cost, iter_requests)
 from cfbench.studies.contact_center_qa.gates import gate_tables
 from cfbench.studies.contact_center_qa.sequential import SequentialAudit, judge_prices, walk_params
-from cfbench.studies.contact_center_qa.tables import new_state
+from cfbench.studies.contact_center_qa.screen import SCREEN_FACTOR, screen_dialogues
+from cfbench.studies.contact_center_qa.tables import new_state, study_tables
 
 __all__ = ["Params", "ContactCenterResult", "run", "finish_tables", "audit", "drop_warnings", "WARNING_COLUMNS",
            "source_of", "real_dialogues", "REAL_TABLES", "VIEW_ITEMS"]
 
 #: the explorer page of a run shows the pairs of its first this many transcripts (all of a smaller run, such as
-#: the committed default's 36 STAR dialogues)
+#: each arm of the committed default, 36 synthetic calls and 36 STAR dialogues)
 VIEW_ITEMS = 48
 
 #: tables written first in this column order (the results contract)
 _CFR_FIRST = ["judge", "dimension", "cfr", "n_items", "n_pairs", "ci_low", "ci_high"]
 _MASD_FIRST = ["judge", "dimension", "score", "masd", "n_pairs"]
+
+
+def _star_words(star: Mapping[str, Any]) -> str:
+    """The header's clause on the real-dialogue arm (its margin screen, when there was one)."""
+    sc = star.get("screen")
+    if not sc:
+        return (f"; the real-dialogue arm (`star_*` tables) on {len(star['items'])} STAR dialogues, half resolved "
+                f"and half not by the customers' own answers, {star['n_requests']} more requests.")
+    skipped = f" after the first {sc['skipped']} of the balanced order" if sc["skipped"] else ""
+    return (f"; the real-dialogue arm (`star_*` tables) screened {sc['screened']} STAR dialogues{skipped} "
+            f"(alternately resolved and not by the customers' own answers) and put to the variants the "
+            f"{sc['kept']} whose original P(Yes) lay at least {sc['margin']:g} from 0.5, {star['n_requests']} "
+            "more requests.")
 
 
 @dataclass
@@ -127,9 +141,7 @@ class ContactCenterResult(StudyResult):
                 f"{p.repeats} repeats per original; {s['n_requests']} distinct requests "
                 f"(estimated {est:.1f} min on the embedded local judge with a cold cache; took {s['wall_s']:.0f} s)."
                 + (f" Tables rest on **{s['source']}** transcripts" if s.get("source") else "")
-                + (f"; the real-dialogue arm (`star_*` tables) on {len(s['star']['items'])} STAR dialogues, "
-                   f"half resolved and half not by the customers' own answers, {s['star']['n_requests']} more "
-                   f"requests." if s.get("star") else "."))
+                + (_star_words(s["star"]) if s.get("star") else "."))
 
     def flipped_examples(self, k: int = 3) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
         """Up to ``k`` units whose Auto-QA answer differs between conditions: (answers, edits side by side).
@@ -240,7 +252,8 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     tables = finish_tables(walked.pop("tables"), params, walked["flags"], walked.pop("variants_compact"))
     source = ("star" if walked["items"] and walked["all_star"] else
               source_of(params, walked["first"][:1], given=transcripts is not None))
-    real = _real_arm(params, progress=progress) if params.real_items and transcripts is None else None
+    real = (_real_arm(params, progress=progress, cache=cache, mode=mode) if params.real_items and transcripts is None
+            else None)
     tables = _with_real_arm(tables, real, source)
     tables.update(gate_tables(tables, params))  # verdicts (gates.py): responsiveness before invariance
     if walked.get("sequential") is not None:  # sequential audit (issue 35)
@@ -260,6 +273,8 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
         frames.update(_explorer.star_frames(real.frames))  # the arm's judged rows, for the run explorer
         summary["star"] = {k: real.summary[k] for k in ("items", "dimensions", "n_requests", "wall_s",
                                                         "accuracy_pct", "mean_cfr_pct", "label_source")}
+        if "screen" in real.summary:  # a margin-screened arm (.screen)
+            summary["star"]["screen"] = real.summary["screen"]
     result = ContactCenterResult(params=params, frames=frames, tables=tables, summary=summary, plan=walked["plan"])
     result.run_dir, result._keep = folder, keep
     labels = {d: DIMENSIONS[d].label for d in dims}
@@ -573,6 +588,8 @@ def _with_real_arm(tables: dict[str, pd.DataFrame], real: Any, source: str) -> d
     if real is not None and not isinstance(real, str):
         for name in REAL_TABLES:
             tables[f"star_{name}"] = real.tables[name]
+        if "screen" in real.tables:  # the margin screen's record (.screen): one row per screened dialogue
+            tables["star_screen"] = real.tables["screen"].assign(source="star")
         tables["warnings"] = pd.concat([tables["warnings"], real.tables["warnings"].assign(
             message=lambda w: "STAR arm: " + w["message"])], ignore_index=True)
     return tables
@@ -701,9 +718,11 @@ def _with_source(tables: dict[str, Any], source: str) -> dict[str, Any]:
     return tables
 
 
-def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution") -> list[Any]:
+def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution", at_least: int | None = None
+                   ) -> list[Any]:
     """The first ``n`` STAR dialogues with the customer's task-success answer, alternating resolved and
-    not resolved (by that answer) as far as the corpus allows; raises InputError when fewer qualify."""
+    not resolved (by that answer) as far as the corpus allows; raises InputError when fewer qualify
+    (``at_least``: when fewer than that many qualify; the ones there are otherwise)."""
     import warnings as _warnings
 
     from cfbench.io.dialogues import load_dialogues
@@ -711,6 +730,14 @@ def real_dialogues(path: str | Path, n: int, *, label: str = "issue_resolution")
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", UserWarning)  # dialogues without a turn are left out
         ts = [t for t in load_dialogues(path) if dict(t.labels).get(label) in ("Yes", "No")]
+    if at_least is not None and at_least < n:
+        got: list[Any] = []
+        try:
+            got.extend(iter_selected(ts, n, require_agent_name=False, balance_label=label))
+        except InputError:
+            if len(got) < at_least:
+                select_items(ts, at_least, require_agent_name=False, balance_label=label)  # raises: the shortfall
+        return got
     return select_items(ts, n, require_agent_name=False, balance_label=label)
 
 
@@ -725,7 +752,8 @@ def _resolve_real_path(path: str) -> Path | None:
     return None
 
 
-def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
+def _real_arm(params: Params, *, progress: bool, cache: Any = None,
+              mode: str | None = None) -> "ContactCenterResult | str":
     """The real-dialogue arm: the same judges and design on ``real_items`` balanced STAR dialogues, on the
     dimensions that apply to them (the others are warning rows), accuracy against the customers' labels.
     Returns a one-line reason instead when the dialogues are absent."""
@@ -735,15 +763,56 @@ def _real_arm(params: Params, *, progress: bool) -> "ContactCenterResult | str":
     if path is None:
         return (f"real-dialogue arm skipped: no STAR dialogues at {params.real_path} (the project does not ship "
                 "them); the tables rest on synthetic calls only")
-    chosen = real_dialogues(path, params.real_items)
-    sub = dataclasses.replace(params, real_items=0, transcripts_path=str(path), n_items=len(chosen),
-                              require_agent_name=False, fairness=False, coaching=False, paraphrases=0,
-                              sequential=False, max_requests=0,
+    t0 = time.time()
+    margin, skip = float(params.real_margin), int(params.real_skip)
+    n_candidates = params.real_items * (SCREEN_FACTOR if margin > 0 else 1)
+    chosen = real_dialogues(path, skip + n_candidates, at_least=skip + params.real_items)[skip:]
+    sub = dataclasses.replace(params, real_items=0, real_margin=0.0, real_skip=0, transcripts_path=str(path),
+                              n_items=len(chosen), require_agent_name=False, fairness=False, coaching=False,
+                              paraphrases=0, sequential=False, max_requests=0,
                               max_cost_usd=0.0)  # the STAR arm is judged fixed-n (docs/sequential.md)
-    result = run(sub, transcripts=chosen, progress=progress, say_warnings=False)
+    screen = None
+    if margin > 0:  # only the dialogues the judge is sure of go on to the variants (.screen)
+        chosen, table, rows, judgments = screen_dialogues(sub, chosen, margin=margin, want=params.real_items,
+                                                          cache=cache, mode=mode, progress=progress)
+        screen = {"table": table, "tables": study_tables(rows, judgments, n_boot=params.n_boot, seed=params.seed,
+                                                         judges=list(params.judges)),
+                  "n_requests": len(judgments), "screened": int(table["item_id"].nunique())}
+        if not chosen and (mode or os.environ.get("CFBENCH_MODE")) == "plan":
+            return (f"real-dialogue arm: plan only, so the margin screen planned the originals of "
+                    f"{screen['screened']} STAR dialogues ({screen['n_requests']} requests) and no variant: which "
+                    "dialogues go on to the variants depends on those replies (real_margin)")
+        if not chosen:
+            return (f"real-dialogue arm: none of the {screen['screened']} STAR dialogues screened has every "
+                    f"judge's P(Yes) at least {margin:g} from 0.5 (real_margin); no STAR gate")
+        sub = dataclasses.replace(sub, n_items=len(chosen))
+    result = run(sub, transcripts=chosen, progress=progress, say_warnings=False, cache=cache, mode=mode)
     result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
                                       "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")
+    if screen is not None:
+        _screened_accuracy(result, screen, params)
+        result.summary["wall_s"] = round(time.time() - t0, 1)  # the screen's time included
     return result
+
+
+def _screened_accuracy(result: "ContactCenterResult", screen: dict, params: Params) -> None:
+    """The arm after a margin screen: its accuracy tables (and so the responsiveness its gate reads) over
+    every screened dialogue's original, ``star_screen`` and the screen's counts in the summary."""
+    dims = dims_of(result.params)
+    t = result.tables
+    for name in ("accuracy", "accuracy_by_question", "accuracy_by_label"):
+        t[name] = screen["tables"][name]
+    t["table2"] = _figures.table2(t["cfr"], t["masd"], t["robustness"], t["accuracy"], dimensions=dims,
+                                  labels={d: DIMENSIONS[d].label for d in dims}).reset_index()
+    t["screen"] = screen["table"]
+    result.summary["screen"] = {"margin": float(params.real_margin), "skipped": int(params.real_skip),
+                                "screened": screen["screened"], "kept": len(result.summary["items"]),
+                                "n_requests": screen["n_requests"]}
+    acc = t["accuracy"]
+    result.summary["accuracy_pct"] = (acc.set_index("judge")["accuracy"] * 100).round(2).to_dict() if len(acc) else {}
+    # the kept dialogues' originals were sent by the screen and read back from the cache by the arm: once
+    read_twice = len(result.summary["items"]) * len(params.judges) * len(params.questions)
+    result.summary["n_requests"] += screen["n_requests"] - read_twice
 
 
 #: Columns of the ``warnings`` table: what was asked for and yields nothing, and why.
