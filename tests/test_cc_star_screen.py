@@ -153,3 +153,13 @@ def test_plan_only_plans_the_screen_and_says_why_no_variant(monkeypatch):
     w = r.tables["warnings"]
     (msg,) = w.loc[w["kind"] == "real_arm", "message"]
     assert msg.startswith("real-dialogue arm: plan only") and f"originals of {2 * SCREEN_FACTOR} STAR" in msg
+
+
+def test_the_screened_tables_read_like_the_arms_other_tables():
+    """The accuracy tables and Table 2 the screen rebuilds carry the arm's source and the columns they have
+    without a screen."""
+    plain = _run(real_items=2)
+    screened = _run(real_items=2, real_margin=0.01)
+    for name in ("star_accuracy", "star_accuracy_by_label", "star_table2"):
+        assert list(screened.tables[name].columns) == list(plain.tables[name].columns), name
+        assert (screened.tables[name]["source"] == "star").all(), name

@@ -800,10 +800,11 @@ def _screened_accuracy(result: "ContactCenterResult", screen: dict, params: Para
     every screened dialogue's original, ``star_screen`` and the screen's counts in the summary."""
     dims = dims_of(result.params)
     t = result.tables
-    for name in ("accuracy", "accuracy_by_question", "accuracy_by_label"):
-        t[name] = screen["tables"][name]
-    t["table2"] = _figures.table2(t["cfr"], t["masd"], t["robustness"], t["accuracy"], dimensions=dims,
-                                  labels={d: DIMENSIONS[d].label for d in dims}).reset_index()
+    new = {name: screen["tables"][name] for name in ("accuracy", "accuracy_by_question", "accuracy_by_label")}
+    new["table2"] = _figures.table2(t["cfr"], t["masd"], t["robustness"], new["accuracy"], dimensions=dims,
+                                    labels={d: DIMENSIONS[d].label for d in dims}).reset_index()
+    new = _in_judge_order(new, list(params.judges))  # as the arm's other tables
+    t.update(_with_source(new, str(result.summary.get("source") or "star")))
     t["screen"] = screen["table"]
     result.summary["screen"] = {"margin": float(params.real_margin), "skipped": int(params.real_skip),
                                 "screened": screen["screened"], "kept": len(result.summary["items"]),
