@@ -114,7 +114,7 @@ def test_the_default_config_runs_synthetic_calls_beside_the_star_dialogues_withi
     # the seeded set: both classes, as responsiveness needs
     assert (labels.count("Yes"), labels.count("No")) == (14, 22)
     # the STAR arm: a margin screen on the balanced order after the pilot's dialogues (.screen)
-    assert p.real_margin == 0.15 and p.real_skip == 36
+    assert p.real_margin == 0.15 and p.real_skip == 52
     n_screen = p.real_items * SCREEN_FACTOR
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # STAR files without a turn are named and left out
@@ -122,9 +122,9 @@ def test_the_default_config_runs_synthetic_calls_beside_the_star_dialogues_withi
         candidates = real_dialogues(star_dir, p.real_skip + n_screen)[p.real_skip:]
     assert not {t.id for t in pilot} & {t.id for t in candidates}  # the gate's dialogues are not the pilot's
     # alternately resolved and not by the customers' own answers, as far as the corpus allows (it holds 63
-    # dialogues whose customer said No; 18 are the pilot's)
+    # dialogues whose customer said No; 26 are the pilots')
     labels = [t.labels.get("issue_resolution") for t in candidates]
-    assert labels[:90] == ["Yes", "No"] * 45 and set(labels[90:]) == {"Yes"}
+    assert labels[:74] == ["Yes", "No"] * 37 and set(labels[74:]) == {"Yes"}
     _, plan = plan_for(p, items)
     sub = dataclasses.replace(p, real_items=0, real_margin=0.0, real_skip=0, transcripts_path=str(star_dir),
                               n_items=n_screen, require_agent_name=False)
