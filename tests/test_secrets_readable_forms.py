@@ -26,11 +26,33 @@ def _env(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
+def _unpacked(text: str, depth: int = 2) -> list[str]:
+    """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
+    base32 word decoded whole (and once more, for base64 of base64), decimal byte lists, octal escapes."""
+    import base64
+    import re
+
+    out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text)]
+    nums = re.findall(r"\b[0-9]{1,3}\b", text)
+    if len(nums) >= 8 and all(int(n) < 256 for n in nums):
+        out.append(bytes(int(n) for n in nums).decode("utf-8", "ignore"))
+    for word in re.findall(r"[A-Za-z0-9+/=]{16,}", text):
+        for decode in (base64.b64decode, base64.b32decode):
+            for k in range(8):  # a letter of the text around it may be glued on in front
+                try:
+                    got = decode(word[k:]).decode("utf-8")
+                except ValueError:
+                    continue
+                out += _unpacked(got, depth - 1) if depth > 1 else [got]
+    return out
+
+
 def readable_trace(text: str) -> bool:
     """Whether a piece of 8+ characters of the key's secret part shows in some reading of ``text``
-    (decoded, invisible characters dropped, NFKC), or the hex spelling of one does."""
+    (decoded, invisible characters dropped, NFKC; base64, base32, decimal or octal bytes read), or the hex
+    spelling of one does."""
     pieces = [BODY[i:i + 8] for i in range(len(BODY) - 7)]
-    views = _quick_decodings(text)
+    views = [v for u in _unpacked(text) for v in _quick_decodings(u)]
     hexed = "".join(c for c in text.lower().replace("0x", "") if c in "0123456789abcdef")
     return any(p in v for p in pieces for v in views) or any(p.encode().hex() in hexed for p in pieces)
 
@@ -60,6 +82,8 @@ def test_a_piece_of_the_key_in_a_form_is_found(form):
     "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 of the transcript",
     "Fish &amp; chips &lt;3 &#8212; caf&eacute; &#x263A; 0x1f 0x2e", "ｆｕｌｌ－ｗｉｄｔｈ ｔｅｘｔ 123",
     "co\u00adoper\u00adation and zero\u200bwidth", "tab\there\r\nnew line \x00 nul",
+    "scores 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 100 200 255 0 17 42 99 12", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 QRZ",
+    "aGVsbG8gd29ybGQsIHRoaXMgaXMgb3JkaW5hcnkgdGV4dA== (base64 of ordinary text)", "path C:\\100\\files \\163\\153",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

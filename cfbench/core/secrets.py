@@ -4,11 +4,13 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
 ``\u``-escaped JSON string, a URL-encoded query, or the reply itself. The rules:
 
 * :func:`scrub` reads a text as a human or a program could read it back before matching: every
-  percent-escape (any case, ``%73%6b%2D``), ``\u``/``\x`` and JSON escape and HTML character
-  reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
+  percent-escape (any case, ``%73%6b%2D``), ``\u``/``\x``, octal (``\163``) and JSON escape and HTML
+  character reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
-  every hex run (``736b2d…``, ``0x73 0x6b``, ``73:6b``) decoded; then any run of 8 or more consecutive
+  every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``) decoded, and every base64 run,
+  base32 run and list of decimal byte values (``115, 107, 45``) decoded whole and read again as a text
+  (so base64 of base64 is read too); then any run of 8 or more consecutive
   characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
@@ -148,14 +150,15 @@ def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
 
 
 # -- canonical form: what a human or a program reads back, with each character's span in the original --
-#: percent, ``\u``/``\x`` and JSON escapes, and HTML character references (named, decimal, hex)
-_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[\\/\"'bfnrt]"
+#: percent, ``\u``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
+_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}|\\[\\/\"'bfnrt]"
                      r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
-#: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by one separator
-_HEX_RUN = re.compile(r"(?:(?:0[xX])?[0-9a-fA-F]{2}[\s:,;.\-]?){8,}")
+#: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by up to three separator
+#: characters (``0x73, 0x6b``; ``73  6b``)
+_HEX_RUN = re.compile(r"(?:(?:0[xX])?[0-9a-fA-F]{2}[\s:,;.\-]{0,3}){8,}")
 _NOT_HEX = re.compile(r"0[xX]|[^0-9a-fA-F]")
 #: code points outside the control/format categories that still show nothing
 _BLANK = "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0" + "".join(
@@ -190,6 +193,8 @@ def _decode_one(m: re.Match) -> str:
         return chr(int(esc[-2:], 16))
     if esc[1] == "u":
         return chr(int(esc[2:], 16))
+    if esc[1] in "0123":  # a C / shell octal escape, \163
+        return chr(int(esc[1:], 8))
     return _SIMPLE[esc]
 
 
@@ -292,7 +297,7 @@ def _quick_decodings(text: str) -> list[str]:
 def _hex_blocks(value: str) -> "re.Pattern[str]":
     """The hex spelling of the credential's blocks (:func:`_blocks`), separators allowed: every hex
     spelling of a window holds one, so a text without a match holds none (a fast first test)."""
-    sep = r"[\s:,;.\-]?(?:0[xX])?"
+    sep = r"[\s:,;.\-]{0,3}(?:0[xX])?"
     return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode("utf-8")) for blk in _blocks(value)),
                       re.IGNORECASE)
 
@@ -321,6 +326,75 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
                 spans.append((m.start() + digits[at], m.start() + digits[at + len(w) - 1] + 1))
                 at = hexed.find(w, at + 1)
     return spans
+
+
+# -- runs that decode to bytes: a base64 run (read whole, so base64 of base64 is read too), a base32 run, a
+# list of decimal byte values; each decoded text is read again, as any text (at most _MAX_DEPTH levels) --
+_B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
+_BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
+#: longest run decoded (a key's base64 of base64 is under 200 characters; a notebook's images are far longer)
+_MAX_RUN = 4096
+_MAX_DEPTH = 2
+
+
+def _printable(raw: bytes) -> str | None:
+    """``raw`` as text when it reads as text (UTF-8, at least 8 characters, 90 % of them printable), else None."""
+    text = raw.decode("utf-8", "ignore")
+    if len(text) < FRAGMENT:
+        return None
+    shown = sum(1 for c in text if c.isprintable() or c in "\t\r\n")
+    return text if shown >= 0.9 * len(text) else None
+
+
+def _b64_text(run: str) -> str | None:
+    body = run.rstrip("=")
+    alt = b"-_" if ("-" in body or "_" in body) else None
+    body = body[:len(body) - len(body) % 4]
+    try:
+        raw = base64.b64decode(body, altchars=alt, validate=True) if alt else base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _printable(raw)
+
+
+def _b32_text(run: str) -> str | None:
+    body = run.rstrip("=").upper()
+    body = body[:len(body) - len(body) % 8]
+    try:
+        return _printable(base64.b32decode(body))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _byte_runs(view: str) -> list[tuple[int, int, str]]:
+    """``(start, end, text)`` for every run of ``view`` that decodes to text: base64 and base32 runs (tried
+    from each of their first characters up to one block in, since a letter before one joins its run) and
+    decimal byte lists. The span starts where the decoding that gave the text starts."""
+    out: list[tuple[int, int, str]] = []
+    for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8)):
+        for m in pattern.finditer(view):
+            run = m.group(0)
+            if len(run) < 16 or len(run) > _MAX_RUN:
+                continue
+            for k in range(min(block, len(run) - 15)):
+                text = decode(run[k:])
+                if text is not None:
+                    out.append((m.start() + k, m.end(), text))
+    for m in _DEC_RUN.finditer(view):
+        if len(m.group(0)) <= _MAX_RUN:
+            text = _printable(bytes(int(x) for x in re.findall(r"[0-9]+", m.group(0))))
+            if text is not None:
+                out.append((m.start(), m.end(), text))
+    return out
+
+
+def _in_byte_runs(view: str, name: str, value: str, depth: int) -> list[tuple[int, int]]:
+    """Spans of ``view``'s decodable runs (:func:`_byte_runs`) whose text holds a piece of ``value``."""
+    if depth >= _MAX_DEPTH:
+        return []
+    return [(a, b) for a, b, text in _byte_runs(view)
+            if echoed_credential(text, creds={name: value}, _depth=depth + 1) is not None]
 
 
 #: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4"): the loose readings
@@ -369,6 +443,7 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
             if any(w in run for w in b64):
                 spans.append(to_text(*m.span()))
         spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
+        spans.extend(to_text(a, b) for a, b in _in_byte_runs(view, "", value, 0))
     return spans
 
 
@@ -410,9 +485,10 @@ def credentials(extra_env: Iterable[str] = ()) -> dict[str, str]:
 
 
 def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
-                      creds: dict[str, str] | None = None) -> str | None:
+                      creds: dict[str, str] | None = None, _depth: int = 0) -> str | None:
     """The name of the credential ``text`` holds (a piece of 8+ characters in any of the canonical
-    readings :func:`scrub` uses), else None."""
+    readings :func:`scrub` uses, or in the text a base64, base32 or decimal-byte run of it decodes to),
+    else None."""
     if not text:
         return None
     creds = credentials(extra_env) if creds is None else creds
@@ -430,6 +506,8 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
             if _hex_runs(view, value):
                 return name
             if _loose_hit(view, value):
+                return name
+            if _in_byte_runs(view, name, value, _depth):
                 return name
     return None
 

@@ -30,6 +30,7 @@ after ``lifetime_s`` at the latest.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -74,6 +75,12 @@ KEY_FORMS = {
     "html-named": _named_entities,
     "html-shy": lambda key: "&shy;".join(key),
     "full-width-zero-width": lambda key: "\u200c".join(chr(ord(c) + 0xFEE0) for c in key),
+    "hex-two-spaces": lambda key: "  ".join(f"{b:02x}" for b in key.encode()),
+    "c-array": lambda key: "{" + ", ".join(f"0x{b:02x}" for b in key.encode()) + "}",
+    "octal-escapes": lambda key: "".join(f"\\{b:03o}" for b in key.encode()),
+    "decimal-list": lambda key: "[" + ", ".join(str(b) for b in key.encode()) + "]",
+    "base32": lambda key: base64.b32encode(key.encode()).decode(),
+    "base64-of-base64": lambda key: base64.b64encode(base64.b64encode(key.encode())).decode(),
 }
 
 
