@@ -240,11 +240,9 @@ def _screen_line(t: Any, n_kept: int) -> str:
     sc = _screen(t)
     if not len(sc):
         return ""
-    per = sc.groupby("item_id", sort=False)
-    n = per.ngroups
-    why = sc.loc[~sc["kept"].astype(bool), "why"].astype(str)
-    reasons = "; ".join(f"{k}: {v}" for k, v in why.groupby(sc.loc[why.index, "item_id"]).first()
-                        .value_counts().items())
+    n = sc["item_id"].nunique()
+    left = sc[sc["why"].astype(str) != ""].drop_duplicates("item_id")  # a dialogue's first reason to leave it out
+    reasons = "; ".join(f"{k}: {v}" for k, v in left["why"].value_counts().items())
     kept = sc[sc["kept"].astype(bool)].drop_duplicates("item_id")
     mix = ", ".join(f"{v} {k}" for k, v in kept["answer"].astype(str).value_counts().items())
     said = ", ".join(f"{v} {k}" for k, v in kept["label"].astype(str).value_counts().items())

@@ -17,6 +17,7 @@ kept ones, so a judge that is sure of everything and right about nothing is not 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Sequence
 
@@ -35,8 +36,6 @@ SCREEN_COLUMNS = ["item_id", "label", "judge", "question_id", "answer", "p_yes",
 
 def _originals_only(plan: Any) -> Any:
     """``plan`` cut to each question's original, asked once (repeat 0 of the baseline arm's QA task)."""
-    import dataclasses
-
     r = plan.rows
     keep = r[(r["task"] == "qa") & (r["arm"] == "baseline") & (r["dimension"] == "original")
              & (r["repeat"] == 0)]
@@ -88,6 +87,10 @@ def screen_dialogues(params: Any, candidates: Sequence[Any], *, margin: float, w
     from cfbench.studies.contact_center_qa.requests import plan_for
 
     rubric = rubric if rubric is not None else load_rubric()
+    # an original's request does not depend on how its variants are made: plan with the rule perturbers only,
+    # so no LLM rewrite, check or review runs for a dialogue the screen may leave out (the arm makes them later)
+    rules = dataclasses.replace(params, identify_judge="", rewrite_judge="", validate_judge="", decisions_path="",
+                                placebo=False)
     kept: list[Any] = []
     table: list[dict] = []
     rows_all, judgments_all = [], []
@@ -100,7 +103,7 @@ def screen_dialogues(params: Any, candidates: Sequence[Any], *, margin: float, w
         for t in candidates:
             if len(kept) >= want:
                 break
-            _, plan = plan_for(params, [t], rubric=rubric, progress=False)
+            _, plan = plan_for(rules, [t], rubric=rubric, progress=False)
             judgments, rows, _ = run_plan(_originals_only(plan), rubric=rubric, labels=labels_frame([t]),
                                           cache=cache, progress=False, mode=mode)
             lines, ok = _verdict(rows, list(params.judges), list(params.questions), margin, t.id)
