@@ -109,19 +109,80 @@ def test_contact_center_header_and_findings_with_a_hostile_judge_name(tmp_path):
     assert live_markup(header, findings) == []
 
 
-def _live_dollars(markdown: str) -> list[int]:
-    """Offsets of the ``$`` outside code spans that no backslash escapes (JupyterLab and GitHub read two of them
-    in one paragraph as a formula and set the text between as math)."""
+class _Text(HTMLParser):
+    """The text of the rendered Markdown cells outside code, where a page's MathJax looks for formulas."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0
+        self.code = 0
+        self.parts: list[str] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += 1
+            self.code += tag in ("code", "pre")
+            if tag == "a" and "anchor-link" not in (dict(attrs).get("class") or ""):
+                self.links.append(dict(attrs).get("href") or "")
+        elif tag == "div" and "jp-RenderedMarkdown" in (dict(attrs).get("class") or ""):
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+            self.code -= tag in ("code", "pre")
+
+    def handle_data(self, data):
+        if self.depth and not self.code:
+            self.parts.append(data)
+
+
+def math_and_links(*markdown: str) -> tuple[list[str], list[str]]:
+    """What nbconvert's page would set as math (``$``, ``\\(``, ``\\[``, ``\\begin`` in text outside code, as
+    its MathJax reads them) and the links it made, for the Markdown cells ``markdown``."""
     import re
 
-    plain = re.sub(r"(`+).*?\1", lambda m: " " * len(m.group(0)), markdown, flags=re.S)
-    return [m.start() for m in re.finditer(r"\$", plain)
-            if (len(plain[:m.start()]) - len(plain[:m.start()].rstrip("\\"))) % 2 == 0]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(m) for m in markdown])
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    parser = _Text()
+    parser.feed(html)
+    text = "".join(parser.parts)
+    return re.findall(r"\$|\\[(\[]|\\begin", text), parser.links
 
 
-def test_the_boundary_escapes_every_dollar_outside_code_spans():
-    assert _live_dollars("cost $1 and $2") == [5, 12]  # the checker sees them
-    text = md_safe("cost $1 and $2; cache `$CFBENCH_CACHE_DIR/x`; kept \\$3; name a$b$c")
-    assert _live_dollars(text) == []
-    assert "`$CFBENCH_CACHE_DIR/x`" in text and "\\$1" in text and "kept \\$3" in text and "a\\$b\\$c" in text
-    assert md_safe(text) == text  # escaping twice changes nothing
+MATHS = [r"\(x+y\)", r"\[x\]", "$x$ and $y$", r"\\(x\\)", "$$x$$", r"\begin{equation}x\end{equation}",
+         r"\\begin{x}", "a`$ b $c", "cost \\$1 and \\$2"]
+LINKS = ["https://evil.test/a", "http://x.test/?q=1"]  # nbconvert links bare URLs with a scheme
+GFM_LINKS = ["see www.evil.test now", "mail a@b.com", "ftp://x.test"]  # JupyterLab's renderer (GFM) links these too
+
+
+def test_the_checkers_see_math_and_links():  # else the tests below would pass vacuously
+    for name in MATHS[2:]:  # raw, \( and \[ are Markdown escapes of ( and [
+        assert math_and_links(name)[0], name
+    for name in LINKS:
+        assert math_and_links(name)[1], name
+
+
+@pytest.mark.parametrize("name", MATHS + LINKS + GFM_LINKS)
+def test_no_name_becomes_math_or_a_link(name):
+    # A backslash escape is not enough: nbconvert renders \$x\$ and \\(x\\) as $x$ and \(x\), which the page's
+    # MathJax sets as formulas; words that could be math or links are shown in code spans.
+    cells = [f"judge **{md_text(name)}** end", md_safe(f"dim {name} end"), md_safe(f"- cue {md_text(name)}; `{name}`")]
+    assert math_and_links(*cells) == ([], []), cells
+    assert [md_safe(c) for c in cells] == cells  # escaping twice changes nothing
+
+
+@pytest.mark.parametrize("name", GFM_LINKS)
+def test_what_gfm_would_link_is_in_a_code_span_or_escaped(name):
+    import re
+
+    word = next(w for w in name.split() if re.search(r"://|www\.|@", w))
+    assert md_code(word) in md_text(name)
+    assert not re.search(r"(?<!\\)(?:://|www\.|\w@\w)", md_safe(f"dim {name} end"))
+
+
+def test_md_text_shows_such_a_name_whole_and_leaves_others_as_they_were():
+    assert md_text("a $b c") == "a `$b` c"
+    assert md_text("p < 0.05 [0.1, 0.2]") == "p &lt; 0.05 \\[0.1, 0.2\\]"
+    assert md_safe("p < 0.05 [0.1, 0.2] **b** @ `x`") == "p < 0.05 [0.1, 0.2] **b** @ `x`"

@@ -165,7 +165,13 @@ def json_values(text: str) -> list[list[tuple[str, Any]]]:
 # -- Markdown and HTML ---------------------------------------------------------------------------------
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~$])")  # what can open markup inside a line
 _TICKS = re.compile(r"`+")
-_UNSAFE = re.compile(r"\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|\$", re.S)
+#: a word a renderer may turn into math or a link: a backslash (``\\(`` opens math), a dollar, a URL scheme,
+#: ``www.`` or an e-mail address. :func:`md_text` shows such a word in a code span, where no renderer sets math
+#: (MathJax skips code) or links; a backslash escape is not enough: ``\\$x\\$`` renders as ``$x$``, which
+#: the page's MathJax then sets as a formula.
+_LITERAL_WORD = re.compile(r"\S*(?:[\\$]|://|www\.|[A-Za-z0-9._%+-]@[A-Za-z0-9])\S*", re.I)
+_UNSAFE = re.compile(r"(?:\\?\$)+|\\\\(?=[()\[\]A-Za-z])|\\(?=[A-Za-z])|\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|\$|:(?=//)|(?<=www)\.|"
+                     r"(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9])", re.S | re.I)
 
 
 def html_text(text: object) -> str:
@@ -175,14 +181,26 @@ def html_text(text: object) -> str:
     return html.escape(text if isinstance(text, str) else str(text), quote=True)
 
 
+def _md_inline(text: str) -> str:
+    """``text`` with no backslash, dollar or link in it, HTML escaped and its inline marks backslash-escaped."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _MD_PUNCT.sub(r"\\\1", escaped)
+
+
 def md_text(text: object) -> str:
     """Outside text (a judge, config, dimension or cue name) as inert inline Markdown: on one line,
     HTML escaped (no tag, no entity of its own) and every mark that can open inline markup backslash-escaped
-    (no emphasis, code, link or image, table cell, strike-through or math). Meant for text inside a line,
-    never at its start."""
+    (no emphasis, code, link or image, table cell, strike-through); a word holding a backslash, a dollar, a
+    URL, ``www.`` or an e-mail address is shown in a code span, so no renderer sets it as math or a link.
+    Meant for text inside a line, never at its start."""
     one_line = " ".join((text if isinstance(text, str) else str(text)).split())
-    escaped = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    return _MD_PUNCT.sub(r"\\\1", escaped)
+    out: list[str] = []
+    pos = 0
+    for m in _LITERAL_WORD.finditer(one_line):
+        out += [_md_inline(one_line[pos:m.start()]), md_code(m.group(0))]
+        pos = m.end()
+    out.append(_md_inline(one_line[pos:]))
+    return "".join(out)
 
 
 def md_code(text: object) -> str:
@@ -206,11 +224,24 @@ def _escaped(text: str, i: int) -> bool:
 def _outside_code(text: str) -> str:
     """Text outside code spans: no tag (``<`` before a letter, ``/``, ``!`` or ``?`` written ``&lt;``), no
     link, image or link definition (``]`` before ``(``, ``[`` or ``:`` backslash-escaped; cfbench's own
-    Markdown uses none), no formula (``$`` backslash-escaped, as :func:`md_text` writes it: JupyterLab and
-    GitHub set the text between two ``$`` as math; cfbench's own Markdown writes amounts as "USD 1.23").
-    ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; an escape pair is kept."""
-    return _UNSAFE.sub(lambda m: m.group(0) if m.group(0)[0] == "\\" else
-                       "&lt;" if m.group(0) == "<" else "\\" + m.group(0), text)
+    Markdown uses none), no formula (a run of ``$``, escaped or not, and a backslash before a letter or, escaped,
+    before a bracket, are shown in a code span: JupyterLab, GitHub and nbconvert's MathJax set the text between two ``$`` or between
+    ``\\(`` and ``\\)`` as math; cfbench's own Markdown writes amounts as "USD 1.23"), no autolink (``:``
+    before ``//``, the ``.`` of ``www.`` and the ``@`` of an address backslash-escaped). ``p < 0.05`` and
+    ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
+    return _UNSAFE.sub(_defused, text)
+
+
+def _defused(m: re.Match) -> str:
+    """What :func:`_outside_code` writes for one match of ``_UNSAFE``."""
+    mark = m.group(0)
+    if mark[-1] == "$":  # a code span: MathJax skips code, and ``\\$`` renders as a ``$`` it would read
+        return md_code(mark.replace("\\", ""))
+    if mark in ("\\", "\\\\"):  # a backslash before a bracket or a letter: ``\\(`` and ``\\begin`` open math
+        return "`\\`"
+    if mark[0] == "\\":
+        return mark
+    return "&lt;" if mark == "<" else "\\" + mark
 
 
 def md_safe(markdown: str) -> str:
@@ -245,8 +276,8 @@ def md_safe(markdown: str) -> str:
             if c is None or len(c.group(0)) == len(fence):
                 break
             close = c.end()
-        if c is None:  # an unclosed run is literal backticks
-            out.append(fence)
+        if c is None:  # an unclosed run is literal backticks, escaped so that no later span pairs with them
+            out.append("\\`" * len(fence))
             pos = m.end()
             continue
         out.append(markdown[m.start():c.end()])
