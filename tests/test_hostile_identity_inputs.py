@@ -117,3 +117,18 @@ def test_amiri_is_error_must_be_a_checkbox_value(value):
     assert not _validate_career(pd.DataFrame([row]), "wb.numbers")["is_error"].iloc[0]
     expect_input_error(lambda: _validate_career(pd.DataFrame([{**row, "is_error": value}]), "wb.numbers"),
                        field="is_error", record="m/p1/i")
+
+
+def test_amiri_rows_repeating_a_model_prompt_and_identity_are_refused():
+    """A repeated row would count its prompt twice in every paired test; the released workbook has none."""
+    import pandas as pd
+
+    from cfbench.io.amiri import _NUMERIC, _validate_career
+
+    row = {"model": "m", "prompt_id": "p1", "identity": "i", "output": "text", "is_error": False,
+           **{c: 1.0 for c in _NUMERIC}}
+    other = {**row, "identity": "j"}
+    assert len(_validate_career(pd.DataFrame([row, other]), "wb.numbers")) == 2
+    err = expect_input_error(lambda: _validate_career(pd.DataFrame([row, other, {**row, "output": "x"}]), "wb.numbers"),
+                             field="identity", record="m/p1/i")
+    assert "rows 2 and 4" in str(err)

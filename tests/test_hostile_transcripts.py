@@ -93,3 +93,19 @@ def test_huge_csv_field_loads_or_is_a_clear_error(tmp_path):
 def test_records_api_names_the_position_of_a_non_object():
     expect_input_error(lambda: transcripts_from_records([{"id": "a", "turns": [{"speaker": "agent", "text": "x"}]},
                                                          "just a string"]), field=None, record="#2")
+
+
+@pytest.mark.parametrize("turn", ["1_0", "\u0661", "1.0", "0x1", "1e1", " "])
+def test_csv_turn_numbers_are_plain_ascii_integers(tmp_path, turn):
+    # int() reads "1_0" as 10 and the Arabic-Indic digit one as 1: a turn order the file never wrote.
+    (tmp_path / "t.csv").write_text(f"id,turn,speaker,text\nt1,0,agent,hello\nt1,{turn},customer,hi\n",
+                                    encoding="utf-8")
+    err = expect_input_error(lambda: load_transcripts(tmp_path / "t.csv"), field="turn", record="t1")
+    assert "row 3" in str(err)
+
+
+def test_csv_turn_numbers_with_a_sign_still_read(tmp_path):
+    (tmp_path / "t.csv").write_text("id,turn,speaker,text\nt1,+1,customer,hi\nt1,-1,agent,hello\n",
+                                    encoding="utf-8")
+    [t] = load_transcripts(tmp_path / "t.csv")
+    assert [x.speaker for x in t.turns] == ["agent", "customer"]

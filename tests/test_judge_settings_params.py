@@ -79,3 +79,20 @@ def test_judge_bias_run_hands_its_settings_to_the_runner():
     run(dataclasses.replace(params, concurrency=0, timeout_s=0.0, judges=("scripted:judge-bias-test-settings-spy-2",)),
         progress=False)
     assert seen and {c for c, _ in seen} == {None} and {t for _, t in seen} == {runner.DEFAULT_TIMEOUT_S}
+
+
+@pytest.mark.parametrize("raw, expected", [("3", 3), ("3.0", 3), ("", None), ("0", None)])
+def test_concurrency_from_the_environment_is_a_whole_number(monkeypatch, raw, expected):
+    from cfbench.judges.runner import resolve_settings
+
+    monkeypatch.setenv("CFBENCH_CONCURRENCY", raw)
+    assert resolve_settings(None, 30.0)[0] == expected
+
+
+@pytest.mark.parametrize("raw", ["2.7", "-1", "two", "nan"])
+def test_a_concurrency_from_the_environment_that_is_not_a_whole_number_is_named(monkeypatch, raw):
+    from cfbench.judges.runner import resolve_settings
+
+    monkeypatch.setenv("CFBENCH_CONCURRENCY", raw)
+    with pytest.raises(ValueError, match="CFBENCH_CONCURRENCY"):
+        resolve_settings(None, 30.0)

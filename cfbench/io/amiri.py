@@ -153,6 +153,13 @@ def _validate_career(career: pd.DataFrame, source: str) -> pd.DataFrame:
         if not isinstance(row["is_error"], (bool, np.bool_)):  # the text "False" would read as True
             raise InputError(f"not a checkbox value (true or false): {shorten(row['is_error'])}", source=source,
                              record=rec, field="is_error")
+    keys = ["model", "prompt_id", "identity"]
+    twice = career.duplicated(keys, keep=False).to_numpy()
+    if twice.any():  # a second row would count its prompt twice in every paired comparison
+        first, again = np.flatnonzero(twice)[:2]
+        row = career.iloc[first]
+        raise InputError(f"this model, prompt and identity has more than one row (rows {first + 2} and "
+                         f"{again + 2})", source=source, record="/".join(str(row[k]) for k in keys), field="identity")
     career = career.copy()
     career[_NUMERIC] = career[_NUMERIC].astype(float)
     career["is_error"] = career["is_error"].astype(bool)

@@ -28,6 +28,7 @@ import io
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -67,6 +68,7 @@ LABEL_VALUES = ("Yes", "No")
 MAX_TURNS = 5_000
 MAX_TURN_CHARS = 20_000
 MAX_TRANSCRIPT_CHARS = 200_000
+_TURN_NUMBER = re.compile(r"[+-]?[0-9]+")  # a CSV turn: ASCII digits, no digit separator
 
 _RECORD_KEYS = {"id", "domain", "agent_name", "turns", "labels", "meta"}
 _TURN_KEYS = {"speaker", "text"}
@@ -283,10 +285,10 @@ def _csv_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             order.append(rid)
             positions[rid] = []
         turn_raw = (row.get("turn") or "").strip()
-        try:
-            turn_no = int(turn_raw)
-        except ValueError:
-            raise _err(f"must be an integer turn number, got {turn_raw!r} (row {rowno})", src, rid, "turn") from None
+        if not _TURN_NUMBER.fullmatch(turn_raw):  # int() would also read "1_0" as 10 and "١" as 1
+            raise _err(f"must be an integer turn number in ASCII digits, got {turn_raw!r} (row {rowno})",
+                       src, rid, "turn")
+        turn_no = int(turn_raw)
         positions[rid].append((turn_no, rowno, {"speaker": (row.get("speaker") or "").strip() or None,
                                                 "text": row.get("text") if row.get("text") else None}))
         for col in _CSV_OPTIONAL:
