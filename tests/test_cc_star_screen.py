@@ -163,3 +163,31 @@ def test_the_screened_tables_read_like_the_arms_other_tables():
     for name in ("star_accuracy", "star_accuracy_by_label", "star_table2"):
         assert list(screened.tables[name].columns) == list(plain.tables[name].columns), name
         assert (screened.tables[name]["source"] == "star").all(), name
+
+
+def test_the_star_arms_progress_bar_names_the_dialogues_and_counts_to_a_total(monkeypatch):
+    import tqdm
+
+    bars: list[dict] = []
+
+    class Bar:
+        def __init__(self, *args, **kw):
+            bars.append(kw)
+
+        def update(self, n=1):
+            bars[-1]["done"] = bars[-1].get("done", 0) + n
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    CALLS.clear()
+    run(dataclasses.replace(BASE, real_path=str(need_star()), real_items=4, real_margin=0.2), progress=True,
+        cache=False)
+    by_name = {b["desc"]: b for b in bars}
+    assert set(by_name) == {"contact-center", "STAR screen (kept)", "contact-center (STAR)"}, bars
+    assert by_name["contact-center"]["total"] == by_name["contact-center"]["done"] == 2  # the synthetic calls
+    assert by_name["contact-center (STAR)"]["total"] == by_name["contact-center (STAR)"]["done"] == 4

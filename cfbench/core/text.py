@@ -170,8 +170,8 @@ _TICKS = re.compile(r"`+")
 #: (MathJax skips code) or links; a backslash escape is not enough: ``\\$x\\$`` renders as ``$x$``, which
 #: the page's MathJax then sets as a formula.
 _LITERAL_WORD = re.compile(r"\S*(?:[\\$]|://|www\.|[A-Za-z0-9._%+-]@[A-Za-z0-9])\S*", re.I)
-_UNSAFE = re.compile(r"(?:\\?\$)+|\\\\(?=[()\[\]A-Za-z])|\\(?=[A-Za-z])|\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|\$|:(?=//)|(?<=www)\.|"
-                     r"(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9])", re.S | re.I)
+_UNSAFE = re.compile(r"(?:\\?\$)+|\\\\(?=[()\[\]A-Za-z])|\\(?=[A-Za-z])|\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|"
+                     r":(?=//)|(?<=www)\.|(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9])", re.S | re.I)
 
 
 def html_text(text: object) -> str:
@@ -224,11 +224,11 @@ def _escaped(text: str, i: int) -> bool:
 def _outside_code(text: str) -> str:
     """Text outside code spans: no tag (``<`` before a letter, ``/``, ``!`` or ``?`` written ``&lt;``), no
     link, image or link definition (``]`` before ``(``, ``[`` or ``:`` backslash-escaped; cfbench's own
-    Markdown uses none), no formula (a run of ``$``, escaped or not, and a backslash before a letter or, escaped,
-    before a bracket, are shown in a code span: JupyterLab, GitHub and nbconvert's MathJax set the text between two ``$`` or between
-    ``\\(`` and ``\\)`` as math; cfbench's own Markdown writes amounts as "USD 1.23"), no autolink (``:``
-    before ``//``, the ``.`` of ``www.`` and the ``@`` of an address backslash-escaped). ``p < 0.05`` and
-    ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
+    Markdown uses none), no formula (a run of ``$``, escaped or not, and a backslash before a letter or,
+    escaped, before a bracket, are shown in a code span: JupyterLab, GitHub and nbconvert's MathJax set the
+    text between two ``$`` or between ``\\(`` and ``\\)`` as math; cfbench's own Markdown writes amounts as
+    "USD 1.23"), no autolink (``:`` before ``//``, the ``.`` of ``www.`` and the ``@`` of an address
+    backslash-escaped). ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
     return _UNSAFE.sub(_defused, text)
 
 

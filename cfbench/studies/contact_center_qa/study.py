@@ -217,7 +217,7 @@ class ContactCenterResult(StudyResult):
 
 @uses_judge_settings
 def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
-        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool = True,
+        transcripts: Sequence[Any] | None = None, config_name: str = "", progress: bool | str = True,
         say_warnings: bool = True, cache: Any = None, mode: str | None = None,
         wave: Any = None) -> ContactCenterResult:
     """Run the study: per transcript variants -> plan -> judgments -> item statistics; then tables ->
@@ -233,7 +233,8 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
 
     ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects, or any iterable of them)
     replaces loading from ``params.transcripts_path``; all of them are audited.
-    ``config_name`` is recorded in the summary (``config``). ``cache``: the response cache to use; ``mode``:
+    ``config_name`` is recorded in the summary (``config``). ``progress``: show one progress line (a string
+    names it; the default name is the study's, with the transcripts' file for given ones). ``cache``: the response cache to use; ``mode``:
     the judge runner's mode (None: ``$CFBENCH_MODE`` or live). ``wave`` (a sequential run): called with each
     admitted wave's plans and the audit before the wave is judged (:func:`.sequential.run_batch` sends the
     wave through the Batch API there and judges it from the cache).
@@ -311,7 +312,7 @@ def finish_tables(tables: dict[str, pd.DataFrame], params: Params, flags: Mappin
     return tables
 
 
-def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, cache: Any, progress: bool,
+def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, cache: Any, progress: bool | str,
           rubric: pd.DataFrame, mode: str | None = None, wave: Any = None) -> dict[str, Any]:
     """Every selected transcript once: judged, its rows into the item-statistics state and the Parquet files,
     a few counts kept; then the tables from the state. Returns what :func:`run` assembles the result from."""
@@ -333,8 +334,8 @@ def _walk(params: Params, folder: Path, transcripts: Iterable[Any] | None, *, ca
 
         # at most one update per 10 s: an executed notebook keeps every update as an output line; not drawn in
         # its first second, so the loaders' warnings and llama.cpp's load line do not land glued to a "0/36"
-        bar = tqdm(total=walk.n_items if transcripts is None else None, desc="contact-center", mininterval=10,
-                   delay=1)
+        bar = tqdm(total=_bar_total(transcripts, walk), desc=_bar_label(params, transcripts, progress),
+                   mininterval=10, delay=1)
     try:
         for t, variants, plan, judgments, rows, st in iter_judged(
                 walk, transcripts=_budgeted(transcripts, walk), cache=cache, rubric=rubric,
@@ -397,6 +398,26 @@ def _admit(seq: "SequentialAudit | None", wave: Any = None) -> Any:
             seq.resent(wave(plans, seq) or {})
         return True
     return admit
+
+
+def _bar_total(transcripts: Iterable[Any] | None, walk: Params) -> int | None:
+    """How many transcripts the walk will judge, when that is known before it starts: the selected synthetic
+    calls, or a list of given ones (a sequential audit may stop early; its total is its budget)."""
+    if transcripts is None:
+        return walk.n_items
+    if not isinstance(transcripts, Sequence):
+        return None
+    return min(len(transcripts), walk.max_items) if walk.sequential and walk.max_items else len(transcripts)
+
+
+def _bar_label(params: Params, transcripts: Iterable[Any] | None, progress: bool | str) -> str:
+    """The progress bar's name: ``progress`` when it is one, else the study's, and for given transcripts the
+    file or folder they came from."""
+    if isinstance(progress, str):
+        return progress
+    if transcripts is None or not params.transcripts_path:
+        return "contact-center"
+    return f"contact-center ({Path(params.transcripts_path).name})"
 
 
 def _budgeted(transcripts: Iterable[Any] | None, walk: Params) -> Iterable[Any] | None:
@@ -752,7 +773,7 @@ def _resolve_real_path(path: str) -> Path | None:
     return None
 
 
-def _real_arm(params: Params, *, progress: bool, cache: Any = None,
+def _real_arm(params: Params, *, progress: bool | str, cache: Any = None,
               mode: str | None = None) -> "ContactCenterResult | str":
     """The real-dialogue arm: the same judges and design on ``real_items`` balanced STAR dialogues, on the
     dimensions that apply to them (the others are warning rows), accuracy against the customers' labels.
@@ -786,7 +807,8 @@ def _real_arm(params: Params, *, progress: bool, cache: Any = None,
             return (f"real-dialogue arm: none of the {screen['screened']} STAR dialogues screened has every "
                     f"judge's P(Yes) at least {margin:g} from 0.5 (real_margin); no STAR gate")
         sub = dataclasses.replace(sub, n_items=len(chosen))
-    result = run(sub, transcripts=chosen, progress=progress, say_warnings=False, cache=cache, mode=mode)
+    result = run(sub, transcripts=chosen, progress="contact-center (STAR)" if progress else False,
+                 say_warnings=False, cache=cache, mode=mode)
     result.summary["label_source"] = ("customers' own answers to the STAR questionnaire's task question "
                                       "(UserQuestionnaire), e.g. 'Did the assistant book your flight?'")
     if screen is not None:
