@@ -152,7 +152,9 @@ def math_and_links(*markdown: str) -> tuple[list[str], list[str]]:
 
 
 MATHS = [r"\(x+y\)", r"\[x\]", "$x$ and $y$", r"\\(x\\)", "$$x$$", r"\begin{equation}x\end{equation}",
-         r"\\begin{x}", "a`$ b $c", "cost \\$1 and \\$2"]
+         r"\\begin{x}", "a`$ b $c", "cost \\$1 and \\$2",
+         # character references the page decodes to $ or a backslash before MathJax reads it
+         "&#36;x&#36;", "&#x24;y&#X024;", "&dollar;z&dollar;", "&#92;(x&#92;)", "&bsol;begin{x}", "&#x5C;[x&#x5c;]"]
 LINKS = ["https://evil.test/a", "http://x.test/?q=1"]  # nbconvert links bare URLs with a scheme
 GFM_LINKS = ["see www.evil.test now", "mail a@b.com", "ftp://x.test"]  # JupyterLab's renderer (GFM) links these too
 

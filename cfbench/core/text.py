@@ -171,7 +171,8 @@ _TICKS = re.compile(r"`+")
 #: the page's MathJax then sets as a formula.
 _LITERAL_WORD = re.compile(r"\S*(?:[\\$]|://|www\.|[A-Za-z0-9._%+-]@[A-Za-z0-9])\S*", re.I)
 _UNSAFE = re.compile(r"(?:\\?\$)+|\\\\(?=[()\[\]A-Za-z])|\\(?=[A-Za-z])|\\.|<(?=[A-Za-z/!?])|\](?=[(\[:])|"
-                     r":(?=//)|(?<=www)\.|(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9])", re.S | re.I)
+                     r":(?=//)|(?<=www)\.|(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9])|"
+                     r"&(?:#0*36|#x0*24|(?-i:dollar)|#0*92|#x0*5c|(?-i:bsol));", re.S | re.I)
 
 
 def html_text(text: object) -> str:
@@ -227,7 +228,7 @@ def _outside_code(text: str) -> str:
     Markdown uses none), no formula (a run of ``$``, escaped or not, and a backslash before a letter or,
     escaped, before a bracket, are shown in a code span: JupyterLab, GitHub and nbconvert's MathJax set the
     text between two ``$`` or between ``\\(`` and ``\\)`` as math; cfbench's own Markdown writes amounts as
-    "USD 1.23"), no autolink (``:`` before ``//``, the ``.`` of ``www.`` and the ``@`` of an address
+    "USD 1.23"; a character reference to ``$`` or ``\\`` is shown the same way), no autolink (``:`` before ``//``, the ``.`` of ``www.`` and the ``@`` of an address
     backslash-escaped). ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
     return _UNSAFE.sub(_defused, text)
 
@@ -235,6 +236,8 @@ def _outside_code(text: str) -> str:
 def _defused(m: re.Match) -> str:
     """What :func:`_outside_code` writes for one match of ``_UNSAFE``."""
     mark = m.group(0)
+    if mark[0] == "&":  # a character reference the page decodes to $ or a backslash, which MathJax then reads
+        return "`$`" if mark == "&dollar;" or mark.lower().lstrip("&#x0") in ("36;", "24;") else "`\\`"
     if mark[-1] == "$":  # a code span: MathJax skips code, and ``\\$`` renders as a ``$`` it would read
         return md_code(mark.replace("\\", ""))
     if mark in ("\\", "\\\\"):  # a backslash before a bracket or a letter: ``\\(`` and ``\\begin`` open math
