@@ -228,8 +228,9 @@ def _outside_code(text: str) -> str:
     Markdown uses none), no formula (a run of ``$``, escaped or not, and a backslash before a letter or,
     escaped, before a bracket, are shown in a code span: JupyterLab, GitHub and nbconvert's MathJax set the
     text between two ``$`` or between ``\\(`` and ``\\)`` as math; cfbench's own Markdown writes amounts as
-    "USD 1.23"; a character reference to ``$`` or ``\\`` is shown the same way), no autolink (``:`` before ``//``, the ``.`` of ``www.`` and the ``@`` of an address
-    backslash-escaped). ``p < 0.05`` and ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
+    "USD 1.23"; a character reference to ``$`` or ``\\`` is shown the same way), no autolink (``:`` before
+    ``//``, the ``.`` of ``www.`` and the ``@`` of an address backslash-escaped). ``p < 0.05`` and
+    ``[0.12, 0.34]`` stay as they are; any other escape pair is kept."""
     return _UNSAFE.sub(_defused, text)
 
 
