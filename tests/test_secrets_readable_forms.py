@@ -4,6 +4,7 @@ scrubbed, and a server echoing it in any of these forms leaves it in no file."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 
@@ -28,7 +29,8 @@ def _env(monkeypatch):
 
 def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
-    base32 word decoded whole (and once more, for base64 of base64), decimal byte lists, octal escapes."""
+    base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
+    lists, octal escapes."""
     import base64
     import re
 
@@ -44,6 +46,14 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
                 except ValueError:
                     continue
                 out += _unpacked(got, depth - 1) if depth > 1 else [got]
+    for word in re.findall(r"[!-~]{20,}", text):  # base85 and Ascii85 use most printable ASCII characters
+        word = word.replace("<~", "").replace("~>", "")
+        for decode in (base64.b85decode, base64.a85decode):
+            for k in range(8):
+                try:
+                    out.append(decode(word[k:]).decode("utf-8"))
+                except ValueError:
+                    continue
     return out
 
 
@@ -78,12 +88,19 @@ def test_a_piece_of_the_key_in_a_form_is_found(form):
     assert echoed_credential(f"look: {piece} ok") == "OPENAI_API_KEY"
 
 
+_ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
+                            for enc in (base64.b85encode, lambda b: base64.a85encode(b, adobe=True)))
+
+
 @pytest.mark.parametrize("text", [
     "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 of the transcript",
     "Fish &amp; chips &lt;3 &#8212; caf&eacute; &#x263A; 0x1f 0x2e", "ｆｕｌｌ－ｗｉｄｔｈ ｔｅｘｔ 123",
     "co\u00adoper\u00adation and zero\u200bwidth", "tab\there\r\nnew line \x00 nul",
     "scores 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 100 200 255 0 17 42 99 12", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567 QRZ",
     "aGVsbG8gd29ybGQsIHRoaXMgaXMgb3JkaW5hcnkgdGV4dA== (base64 of ordinary text)", "path C:\\100\\files \\163\\153",
+    _ORDINARY_85 + " (base85 and Ascii85 of ordinary text)",
+    'if(x<=y&&!z){return(a+b)*c;}else{f(g)-h;} | col | ~~done~~ | `a^b` | {"k":[1,2,{"v":null}]}',
+    "0x73,      0x6b  (two bytes, far apart)", "73    6b    2d    70    72    6f    6a    2d (hex of 'sk-proj-' only)",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

@@ -156,9 +156,10 @@ _ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[0-
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
-#: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by up to three separator
-#: characters (``0x73, 0x6b``; ``73  6b``)
-_HEX_RUN = re.compile(r"(?:(?:0[xX])?[0-9a-fA-F]{2}[\s:,;.\-]{0,3}){8,}")
+#: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by up to eight separator
+#: characters (``0x73, 0x6b``; ``73  6b``; a table's ``0x73,     0x6b``)
+_HEX_SEP = r"[\s:,;.\-]{0,8}"
+_HEX_RUN = re.compile(rf"(?:(?:0[xX])?[0-9a-fA-F]{{2}}{_HEX_SEP}){{8,}}")
 _NOT_HEX = re.compile(r"0[xX]|[^0-9a-fA-F]")
 #: code points outside the control/format categories that still show nothing
 _BLANK = "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0" + "".join(
@@ -297,7 +298,7 @@ def _quick_decodings(text: str) -> list[str]:
 def _hex_blocks(value: str) -> "re.Pattern[str]":
     """The hex spelling of the credential's blocks (:func:`_blocks`), separators allowed: every hex
     spelling of a window holds one, so a text without a match holds none (a fast first test)."""
-    sep = r"[\s:,;.\-]{0,3}(?:0[xX])?"
+    sep = _HEX_SEP + r"(?:0[xX])?"
     return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode("utf-8")) for blk in _blocks(value)),
                       re.IGNORECASE)
 
@@ -333,6 +334,11 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
+#: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs; a run spelled only
+#: in base64's letters is left to base64 (a key's 50 base85 characters all land there about once in 10^7)
+_B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
+_A85_RUN = re.compile(r"[!-uz]{20,}")
+_B64_ONLY = re.compile(r"[A-Za-z0-9+/=_-]*")
 #: longest run decoded (a key's base64 of base64 is under 200 characters; a notebook's images are far longer)
 _MAX_RUN = 4096
 _MAX_DEPTH = 2
@@ -358,6 +364,20 @@ def _b64_text(run: str) -> str | None:
     return _printable(raw)
 
 
+def _b85_text(run: str) -> str | None:
+    try:
+        return _printable(base64.b85decode(run))
+    except ValueError:
+        return None
+
+
+def _a85_text(run: str) -> str | None:
+    try:
+        return _printable(base64.a85decode(run.removeprefix("<~").removesuffix("~>"), adobe=False))
+    except ValueError:
+        return None
+
+
 def _b32_text(run: str) -> str | None:
     body = run.rstrip("=").upper()
     body = body[:len(body) - len(body) % 8]
@@ -368,14 +388,15 @@ def _b32_text(run: str) -> str | None:
 
 
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
-    """``(start, end, text)`` for every run of ``view`` that decodes to text: base64 and base32 runs (tried
-    from each of their first characters up to one block in, since a letter before one joins its run) and
-    decimal byte lists. The span starts where the decoding that gave the text starts."""
+    """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
+    Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
+    joins its run) and decimal byte lists. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
-    for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8)):
+    for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
+                                   (_A85_RUN, _a85_text, 5)):
         for m in pattern.finditer(view):
             run = m.group(0)
-            if len(run) < 16 or len(run) > _MAX_RUN:
+            if len(run) < 16 or len(run) > _MAX_RUN or (block == 5 and _B64_ONLY.fullmatch(run)):
                 continue
             for k in range(min(block, len(run) - 15)):
                 text = decode(run[k:])

@@ -76,11 +76,14 @@ KEY_FORMS = {
     "html-shy": lambda key: "&shy;".join(key),
     "full-width-zero-width": lambda key: "\u200c".join(chr(ord(c) + 0xFEE0) for c in key),
     "hex-two-spaces": lambda key: "  ".join(f"{b:02x}" for b in key.encode()),
+    "hex-wide": lambda key: ",     ".join(f"0x{b:02x}" for b in key.encode()),  # six separator characters
     "c-array": lambda key: "{" + ", ".join(f"0x{b:02x}" for b in key.encode()) + "}",
     "octal-escapes": lambda key: "".join(f"\\{b:03o}" for b in key.encode()),
     "decimal-list": lambda key: "[" + ", ".join(str(b) for b in key.encode()) + "]",
     "base32": lambda key: base64.b32encode(key.encode()).decode(),
     "base64-of-base64": lambda key: base64.b64encode(base64.b64encode(key.encode())).decode(),
+    "base85": lambda key: base64.b85encode(key.encode()).decode(),
+    "ascii85": lambda key: base64.a85encode(key.encode(), adobe=True).decode(),
 }
 
 
