@@ -115,6 +115,6 @@ def test_one_star_row_is_not_ranked_and_its_flips_are_placed_by_margin():
     block = block[block.index("**j, real dialogues (STAR arm)**"):]
     assert "flips seen in 1 of 1 dimension (priming 2/6 [4.3, 77.7] %)." in block
     assert "upper bounds lie between" not in block and "rank" not in block
-    assert ("Where the flips fall (`flips_by_margin`): 2 dialogues had an original whose P(Yes) lay within "
+    assert ("Where the flips fall (`star_flips_by_margin`): 2 dialogues had an original whose P(Yes) lay within "
             "0.10 of 0.5") in block
     assert "2 of the 2 flips were on them (2 of 2 pairs), 0 of 4 pairs elsewhere (4 dialogues)" in block

@@ -255,10 +255,10 @@ def _screen_line(t: Any, n_kept: int) -> str:
             "does not choose the dialogues the judge gets right.")
 
 
-def _margin_line(judge: str, margin: pd.DataFrame, unit: str = "transcript") -> str:
-    """Where the judge's baseline flips fall (table ``flips_by_margin``): on transcripts whose original's
-    P(Yes) lies near the Yes/No boundary or farther from it, ``unit`` naming the items. Empty without P(Yes)
-    or without a flip."""
+def _margin_line(judge: str, margin: pd.DataFrame, unit: str = "transcript", table: str = "flips_by_margin") -> str:
+    """Where the judge's baseline flips fall (``table``, the arm's ``flips_by_margin``): on transcripts whose
+    original's P(Yes) lies near the Yes/No boundary or farther from it, ``unit`` naming the items. Empty
+    without P(Yes) or without a flip."""
     if not len(margin):
         return ""
     m = margin[(margin["judge"] == judge) & (margin["arm"] == "baseline")].set_index("band")
@@ -270,7 +270,7 @@ def _margin_line(judge: str, margin: pd.DataFrame, unit: str = "transcript") -> 
         far = m.loc["far"]
         elsewhere = (f"{int(far.n_flips)} of {_count(int(far.n_pairs), 'pair')} elsewhere "
                      f"({_count(int(far.n_items), unit)})")
-    return (f"Where the flips fall (`flips_by_margin`): {_count(int(near.n_items), unit)} had an original "
+    return (f"Where the flips fall (`{table}`): {_count(int(near.n_items), unit)} had an original "
             f"whose P(Yes) lay within {NEAR_BOUNDARY:.2f} of 0.5, the Yes/No boundary; {int(near.n_flips)} of "
             f"the {_count(total, 'flip')} were on them ({int(near.n_flips)} of {_count(int(near.n_pairs), 'pair')}), "
             f"{elsewhere}. A flip there shows that an edit tipped a {unit} the judge was unsure of, not how "
@@ -382,7 +382,8 @@ def _star_block(judge: str, t: dict[str, pd.DataFrame], n_dialogues: int | None)
                                                    f"{_interval(r.ci_low, r.ci_high, unit=' pp')}"
                                                    for r in above.itertuples())
                                          if len(above) else f"none of {_count(len(cmr), 'dimension')}") + ".")
-        margin = _margin_line(judge, t.get("star_flips_by_margin", pd.DataFrame()), unit="dialogue")
+        margin = _margin_line(judge, t.get("star_flips_by_margin", pd.DataFrame()), unit="dialogue",
+                              table="star_flips_by_margin")
         if margin:
             lines.append(margin)
     if len(acc):
