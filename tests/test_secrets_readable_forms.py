@@ -175,3 +175,13 @@ def test_a_key_read_loosely_is_found_and_scrubbed(form, offset):
 def test_loose_readings_leave_ordinary_text_alone():
     for text in (FILLER, FILLER.upper(), " ".join(FILLER), "sk-proj- is the prefix of a project key", "HQ 4 LZ"):
         assert echoed_credential(text) is None and scrub(text) == text
+
+
+@pytest.mark.parametrize("form", ["base85", "ascii85"])
+def test_a_key_beside_an_image_in_base64_is_still_found(form):
+    # pieces of a long base64 run (a notebook's image) are not read as base85 or Ascii85; a key spelled so
+    # beside one still is
+    image = base64.b64encode(bytes(range(256)) * 24).decode()  # 8,192 characters, '/' and '+' among them
+    text = f'{{"image/png": "{image}", "text/plain": "{KEY_FORMS[form](KEY)}"}}'
+    assert echoed_credential(text) == "OPENAI_API_KEY"
+    assert not readable_trace(scrub(text)) and image in scrub(text)

@@ -334,11 +334,9 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
-#: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs; a run spelled only
-#: in base64's letters is left to base64 (a key's 50 base85 characters all land there about once in 10^7)
+#: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs
 _B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
 _A85_RUN = re.compile(r"[!-uz]{20,}")
-_B64_ONLY = re.compile(r"[A-Za-z0-9+/=_-]*")
 #: longest run decoded (a key's base64 of base64 is under 200 characters; a notebook's images are far longer)
 _MAX_RUN = 4096
 _MAX_DEPTH = 2
@@ -387,16 +385,34 @@ def _b32_text(run: str) -> str | None:
         return None
 
 
+def _blobs(view: str) -> list[tuple[int, int]]:
+    """Spans of base64 runs longer than ``_MAX_RUN`` (a notebook's images), which no reading decodes."""
+    return [(m.start(), m.end()) for m in _B64_RUN.finditer(view) if len(m.group(0)) > _MAX_RUN]
+
+
+def _in_blob(blobs: list[tuple[int, int]], m: re.Match) -> bool:
+    """Whether a base85 or Ascii85 run starts or ends inside one of ``blobs``: a piece of an image, cut off
+    by a character base85 or Ascii85 lacks. Decoding every such piece tripled the time of a results check."""
+    import bisect
+
+    for at in (m.start(), m.end() - 1):
+        k = bisect.bisect_right(blobs, (at, float("inf"))) - 1
+        if k >= 0 and blobs[k][0] <= at < blobs[k][1]:
+            return True
+    return False
+
+
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
     joins its run) and decimal byte lists. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
+    blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
                                    (_A85_RUN, _a85_text, 5)):
         for m in pattern.finditer(view):
             run = m.group(0)
-            if len(run) < 16 or len(run) > _MAX_RUN or (block == 5 and _B64_ONLY.fullmatch(run)):
+            if len(run) < 16 or len(run) > _MAX_RUN or (block == 5 and _in_blob(blobs, m)):
                 continue
             for k in range(min(block, len(run) - 15)):
                 text = decode(run[k:])
