@@ -163,7 +163,7 @@ def json_values(text: str) -> list[list[tuple[str, Any]]]:
 
 
 # -- Markdown and HTML ---------------------------------------------------------------------------------
-_MD_PUNCT = re.compile(r"([\\`*_\[\]|~$])")  # what can open markup inside a line
+_MD_PUNCT = re.compile(r"([`*_\[\]|~])")  # what can open markup inside a line (backslash and $: _LITERAL_WORD)
 _TICKS = re.compile(r"`+")
 #: a word a renderer may turn into math or a link: a backslash (``\\(`` opens math), a dollar, a URL scheme,
 #: ``www.`` or an e-mail address. :func:`md_text` shows such a word in a code span, where no renderer sets math

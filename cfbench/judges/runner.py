@@ -134,7 +134,8 @@ def resolve_settings(concurrency: int | None, timeout_s: Any) -> tuple[int | Non
         if concurrency is None:
             env = _env_number("CFBENCH_CONCURRENCY")
             if env is not None and env != int(env):  # int() would cut 2.7 to 2 without a word
-                raise ValueError(f"$CFBENCH_CONCURRENCY must be a whole number, got {os.environ['CFBENCH_CONCURRENCY']!r}")
+                raw = os.environ["CFBENCH_CONCURRENCY"]
+                raise ValueError(f"$CFBENCH_CONCURRENCY must be a whole number, got {raw!r}")
             concurrency = int(env) if env else None
     if timeout_s is FROM_SETTINGS:
         timeout_s = ctx.get("timeout_s") or _env_number("CFBENCH_TIMEOUT_S") or DEFAULT_TIMEOUT_S

@@ -234,10 +234,10 @@ def run(params: Params, out: "RunOutput | str | Path | None" = None, *,
     ``transcripts`` (loaded :class:`~cfbench.io.transcripts.Transcript` objects, or any iterable of them)
     replaces loading from ``params.transcripts_path``; all of them are audited.
     ``config_name`` is recorded in the summary (``config``). ``progress``: show one progress line (a string
-    names it; the default name is the study's, with the transcripts' file for given ones). ``cache``: the response cache to use; ``mode``:
-    the judge runner's mode (None: ``$CFBENCH_MODE`` or live). ``wave`` (a sequential run): called with each
-    admitted wave's plans and the audit before the wave is judged (:func:`.sequential.run_batch` sends the
-    wave through the Batch API there and judges it from the cache).
+    names it; the default name is the study's, with the transcripts' file for given ones). ``cache``: the
+    response cache to use; ``mode``: the judge runner's mode (None: ``$CFBENCH_MODE`` or live). ``wave`` (a
+    sequential run): called with each admitted wave's plans and the audit before the wave is judged
+    (:func:`.sequential.run_batch` sends the wave through the Batch API there and judges it from the cache).
     """
     if transcripts is None and os.environ.get("CFBENCH_MODE") == "plan":
         preview = _plan_only_preview(params, out, config_name=config_name, progress=progress)
