@@ -22,7 +22,7 @@ from .core.paths import RESULTS_MARKER as MARKER
 from .core.secrets import scrub_secrets
 from .core.text import csv_text
 
-__all__ = ["MARKER", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
+__all__ = ["MARKER", "MATH_IGNORE", "frame_html", "no_math_in_tables", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
            "sequential_paragraph", "released", "draws_text_as_written"]
 
@@ -106,6 +106,38 @@ def _checkout_root(start: Path) -> Path | None:
         if (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir() and (folder / "configs").is_dir():
             return folder
     return None
+
+
+#: the classes that keep a block from being typeset: ``tex2jax_ignore`` for MathJax 2 (nbconvert's HTML pages,
+#: the classic notebook), ``mathjax_ignore`` for MathJax 3 (JupyterLab 4, which does not read the older name)
+MATH_IGNORE = "tex2jax_ignore mathjax_ignore"
+
+
+def frame_html(frame: pd.DataFrame) -> str | None:
+    """pandas' HTML of ``frame`` inside a block that no page's MathJax typesets.
+
+    A table cell that holds two dollar signs ("from $20 to $45", a STAR customer's words) is set as a
+    formula by the page's MathJax: pandas' ``display.html.use_mathjax = False`` marks the table with
+    ``tex2jax_ignore``, which MathJax 2 reads and JupyterLab's MathJax 3 does not, so the block carries
+    both names (:data:`MATH_IGNORE`). None when pandas gives no HTML (``display.notebook_repr_html`` off).
+    """
+    with pd.option_context("display.html.use_mathjax", False):
+        inner = frame._repr_html_()
+    return None if inner is None else f'<div class="{MATH_IGNORE}">{inner}</div>'
+
+
+def no_math_in_tables() -> bool:
+    """Show every DataFrame of the running notebook through :func:`frame_html` (called by the study notebooks'
+    set-up cell); False outside IPython, where nothing is shown as HTML."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, frame_html)
+    return True
 
 
 def notebook_output_dir(output_dir: str, study: str) -> Path:

@@ -69,3 +69,8 @@ def test_smoke_notebook_writes_summary_tables_and_figures(tmp_path, monkeypatch)
     html = "\n".join(o["data"].get("text/html", "") for c in nb.cells if c.cell_type == "code"
                      for o in c.get("outputs", []) if "data" in o)
     assert "rows ×" not in html  # every table shown whole
+    from cfbench.report import MATH_IGNORE
+
+    frames = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if 'class="dataframe' in o.get("data", {}).get("text/html", "")]
+    assert len(frames) > 10 and all(f.startswith(f'<div class="{MATH_IGNORE}">') for f in frames)  # no $ typeset
