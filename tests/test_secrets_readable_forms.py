@@ -30,11 +30,17 @@ def _env(monkeypatch):
 def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
-    lists, octal escapes."""
+    lists, octal and ``\\U`` escapes, bytes in binary, ROT13, the characters of a quoted list joined."""
     import base64
+    import codecs
     import re
 
-    out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text)]
+    out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text),
+           re.sub(r"\\U([0-9a-fA-F]{8})", lambda m: chr(int(m.group(1), 16)), text), codecs.decode(text, "rot13"),
+           "".join(re.findall(r"'(.)'", text))]
+    bits = re.findall(r"\b[01]{8}\b", text)
+    if len(bits) >= 8:
+        out.append(bytes(int(b, 2) for b in bits).decode("utf-8", "ignore"))
     nums = re.findall(r"\b[0-9]{1,3}\b", text)
     if len(nums) >= 8 and all(int(n) < 256 for n in nums):
         out.append(bytes(int(n) for n in nums).decode("utf-8", "ignore"))
@@ -101,6 +107,9 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     _ORDINARY_85 + " (base85 and Ascii85 of ordinary text)",
     'if(x<=y&&!z){return(a+b)*c;}else{f(g)-h;} | col | ~~done~~ | `a^b` | {"k":[1,2,{"v":null}]}',
     "0x73,      0x6b  (two bytes, far apart)", "73    6b    2d    70    72    6f    6a    2d (hex of 'sk-proj-' only)",
+    "letters ['o', 'r', 'd', 'e', 'r', ' ', 'n', 'u', 'm', 'b', 'e', 'r'] and emoji \\U0001F600 \\U0010FFFF \\UFFFFFFFF",
+    "Gur ntrag terrgf gur phfgbzre naq purpxf gur beqre ahzore (ROT13 of ordinary text)",
+    " ".join(f"{b:08b}" for b in b"ordinary text in binary") + " and flags 00000000 11111111",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

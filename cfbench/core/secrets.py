@@ -4,13 +4,15 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
 ``\u``-escaped JSON string, a URL-encoded query, or the reply itself. The rules:
 
 * :func:`scrub` reads a text as a human or a program could read it back before matching: every
-  percent-escape (any case, ``%73%6b%2D``), ``\u``/``\x``, octal (``\163``) and JSON escape and HTML
+  percent-escape (any case, ``%73%6b%2D``), ``\u``/``\U``/``\x``, octal (``\163``) and JSON escape and HTML
   character reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
   every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``) decoded, and every base64 run,
-  base32 run and list of decimal byte values (``115, 107, 45``) decoded whole and read again as a text
-  (so base64 of base64 is read too); then any run of 8 or more consecutive
+  base32, base85 and Ascii85 run, list of decimal byte values (``115, 107, 45``) and bytes written in binary
+  decoded whole and read again as a text (so base64 of base64 is read too); the key is also looked for
+  reversed, in ROT13, in another case and spaced out (separators and the quotes of a list of its characters
+  dropped); then any run of 8 or more consecutive
   characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
@@ -150,8 +152,9 @@ def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
 
 
 # -- canonical form: what a human or a program reads back, with each character's span in the original --
-#: percent, ``\u``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
-_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}|\\[\\/\"'bfnrt]"
+#: percent, ``\u``/``\U``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
+_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}"
+                     r"|\\[\\/\"'bfnrt]"
                      r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
@@ -192,8 +195,9 @@ def _decode_one(m: re.Match) -> str:
         return html.unescape(esc)
     if esc[0] == "%" or esc[1] == "x":
         return chr(int(esc[-2:], 16))
-    if esc[1] == "u":
-        return chr(int(esc[2:], 16))
+    if esc[1] in "uU":
+        cp = int(esc[2:], 16)
+        return chr(cp) if cp <= 0x10FFFF else esc  # \U beyond Unicode spells nothing
     if esc[1] in "0123":  # a C / shell octal escape, \163
         return chr(int(esc[1:], 8))
     return _SIMPLE[esc]
@@ -334,6 +338,8 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
+#: eight or more bytes written in binary, ``01110011 01101011`` (separators optional)
+_BIN_RUN = re.compile(r"(?<![0-9])[01]{8}(?:[\s,;:]{0,3}[01]{8}){7,}(?![0-9])")
 #: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs
 _B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{20,}")
 _A85_RUN = re.compile(r"[!-uz]{20,}")
@@ -405,7 +411,7 @@ def _in_blob(blobs: list[tuple[int, int]], m: re.Match) -> bool:
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
-    joins its run) and decimal byte lists. The span starts where the decoding that gave the text starts."""
+    joins its run), decimal byte lists and bytes written in binary. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
@@ -418,11 +424,12 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
                 text = decode(run[k:])
                 if text is not None:
                     out.append((m.start() + k, m.end(), text))
-    for m in _DEC_RUN.finditer(view):
-        if len(m.group(0)) <= _MAX_RUN:
-            text = _printable(bytes(int(x) for x in re.findall(r"[0-9]+", m.group(0))))
-            if text is not None:
-                out.append((m.start(), m.end(), text))
+    for run_re, digits, base in ((_DEC_RUN, r"[0-9]+", 10), (_BIN_RUN, r"[01]{8}", 2)):
+        for m in run_re.finditer(view):
+            if len(m.group(0)) <= _MAX_RUN:
+                text = _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))
+                if text is not None:
+                    out.append((m.start(), m.end(), text))
     return out
 
 
@@ -434,19 +441,21 @@ def _in_byte_runs(view: str, name: str, value: str, depth: int) -> list[tuple[in
             if echoed_credential(text, creds={name: value}, _depth=depth + 1) is not None]
 
 
-#: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4"): the loose readings
-#: drop them from the text and from the key alike
-_LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\")
+#: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4", a list of its
+#: characters "['s', 'k', '-']"): the loose readings drop them from the text and from the key alike
+_LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\'\"`")
+_ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                       "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
 
 
 def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, str, list[int] | None]]:
     """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
     would appear there and, where characters were dropped, the index in ``view`` of each one kept: upper-
-    or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), spaced out or
-    grouped with separators (the separators dropped from both), and those spaced out in another case. Without
-    ``positions`` (detection) no index list is built."""
-    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None)]
+    or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), ROT13 (read
+    back by ``codecs``), spaced out or grouped with separators (the separators dropped from both), and those
+    spaced out in another case. Without ``positions`` (detection) no index list is built."""
+    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None), (view, value.translate(_ROT13), None)]
     low = view.lower()
     if len(low) == len(view):
         out.append((low, value.lower(), None))

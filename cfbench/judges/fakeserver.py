@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import json
 import threading
 import time
@@ -84,6 +85,10 @@ KEY_FORMS = {
     "base64-of-base64": lambda key: base64.b64encode(base64.b64encode(key.encode())).decode(),
     "base85": lambda key: base64.b85encode(key.encode()).decode(),
     "ascii85": lambda key: base64.a85encode(key.encode(), adobe=True).decode(),
+    "unicode-U": lambda key: "".join(f"\\U{ord(c):08x}" for c in key),
+    "chars-list": lambda key: str(list(key)),
+    "rot13": lambda key: codecs.encode(key, "rot13"),
+    "binary": lambda key: " ".join(f"{b:08b}" for b in key.encode()),
 }
 
 
