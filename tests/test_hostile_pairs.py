@@ -34,6 +34,10 @@ CASES = {
     "short_row.csv": ("<row>", "p2/formal (line 4)"),     # blamed the score cell, not the short row
     "score_is_string.jsonl": ("score", "p1/casual"),      # the JSON string "0.7" was read as 0.7
     "expected_ready_is_string.jsonl": ("expected_ready", "p1/formal"),  # the string "true" was read as true
+    # a JSON list or object in a field: a pandas TypeError ("unhashable type: 'list'") with a traceback before
+    "channel_is_list.jsonl": ("channel", "p1"),
+    "expected_ready_is_object.jsonl": ("expected_ready", "p1/formal"),
+    "pair_id_is_list.jsonl": ("pair_id", "row 1"),      # equal lists in every row: no nested array either
 }
 
 

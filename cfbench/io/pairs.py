@@ -82,10 +82,27 @@ def _is_str(col: pd.Series) -> np.ndarray:
     return col.map(type).eq(str).to_numpy()
 
 
+class _Unhashable:
+    """Stands in for a JSON list or object in a field (unhashable, so pandas cannot factorize it): no check
+    accepts it, and the error shows the value itself, taken from the column."""
+
+    __slots__ = ()
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of a column's values, a list or object from JSON counted as a value no check accepts."""
+    try:
+        return pd.factorize(values, use_na_sentinel=False)
+    except TypeError:  # unhashable: each such cell becomes its own stand-in
+        swapped = np.empty(len(values), dtype=object)  # filled cell by cell: np.array would nest equal lists
+        swapped[:] = [_Unhashable() if isinstance(v, (list, dict)) else v for v in values]
+        return pd.factorize(swapped, use_na_sentinel=False)
+
+
 def _bad_values(col: pd.Series, is_ok) -> np.ndarray:
     """Rows whose value fails ``is_ok``, testing each distinct value once (labels repeat a lot)."""
     values = col.to_numpy(dtype=object)
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    codes, uniques = _factorize(values)
     bad_unique = np.fromiter((not is_ok(u) for u in uniques), bool, len(uniques))
     return bad_unique[codes]
 
@@ -107,7 +124,7 @@ def _check_labels(frame: pd.DataFrame, refs: _Refs, source: str) -> None:
 
 def _to_bool(col: pd.Series, *, text: bool, refs: _Refs, source: str, field: str) -> np.ndarray:
     values = col.to_numpy(dtype=object)
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    codes, uniques = _factorize(values)
     if text:
         mapped = [_TEXT_BOOL.get(u.strip().lower()) if type(u) is str else None for u in uniques]
     else:  # JSON: true/false (0/1 tolerated), never a string
