@@ -13,6 +13,9 @@ after the rules were fixed), shaped like what the studies can produce, and runs 
   ``--calib`` calibration audits each (``bench_width_floor.calibrate`` / ``envelope``). It meets both
   issue-33 targets on most tuning families at 20 items; this shows what it does elsewhere.
 
+Then the gate that reads a mean's upper bound (the judge-bias pointwise gate, at its 32-item floor and above):
+its false-pass rate on held-out shapes of the net score shift whose mean sits exactly on its maximum.
+
 For a family whose mean rests on a rare large shift, the bench also prints the share of audits whose
 items hold no large value (>= ``LARGE``) and how often cfbench's upper bound misses in them: such an
 audit looks like a family with no large shifts at all, so no bound built from its values can reach
@@ -96,6 +99,31 @@ def heldout(name: str, rng: np.random.Generator, reps: int, K: int):
     return v, np.ones_like(v), truth(name), vr
 
 
+#: net absolute score shifts (points, range -9..9) whose mean is exactly the pointwise gate's default maximum of
+#: 1 point: the held-out shapes for the one gate that reads a mean's upper bound (judge bias, pointwise)
+GATE_SHAPES = {
+    "9 points on 1 item in 9": lambda rng, size: 9.0 * (rng.random(size) < 1 / 9),
+    "7 points on 1 item in 7": lambda rng, size: 7.0 * (rng.random(size) < 1 / 7),
+    "5 points on 1 item in 5": lambda rng, size: 5.0 * (rng.random(size) < 0.2),
+    "3 points on 1 item in 3": lambda rng, size: 3.0 * (rng.random(size) < 1 / 3),
+    "+4 on 40 %, -2 on 30 % (independent)": lambda rng, size: (4.0 * (rng.random(size) < 0.4)
+                                                               - 2.0 * (rng.random(size) < 0.3)),
+    "2 points on 30 %, 1 on 40 %, else 0": lambda rng, size: np.select(
+        [(u := rng.random(size)) < 0.3, u < 0.7], [2.0, 1.0], 0.0),
+    "+2 on 60 %, -1 on 20 %, else 0": lambda rng, size: np.select(
+        [(u := rng.random(size)) < 0.6, u < 0.8], [2.0, -1.0], 0.0),
+}
+GATE_MAX, GATE_NS = 1.0, (32, 48, 64)  # the gate's default maximum; its floor (items_needed_score_gate) and more
+
+
+def gate_false_pass(shape: str, K: int, audits: int, n_boot: int) -> float:
+    """Share of audits whose upper bound of the mean net shift lies below the maximum the truth sits on."""
+    rng = np.random.default_rng(SEED + 100 + K)
+    v = GATE_SHAPES[shape](rng, (audits, K))
+    _, hi = C._mean_rows(v, np.ones_like(v), n_boot=n_boot, rng=rng, confidence=0.95, value_range=(-9.0, 9.0))
+    return float((hi < GATE_MAX).mean())
+
+
 def cell(name: str, K: int, audits: int, n_boot: int, pair: tuple[float, float]) -> dict:
     """cfbench's interval and the fixed pair on the same seeded audits of one held-out family."""
     rng = np.random.default_rng(SEED + K)
@@ -136,13 +164,23 @@ def run(audits: int, calib: int, n_boot: int) -> list[str]:
                              f"(0.85^{K} = {100 * r['floor']:.1f} %); cfbench's upper bound misses in "
                              f"{100 * r['miss_unseen']:.1f} % of them.")
                 print(notes[-1], flush=True)
+    gate = ["| shape of the net shift (mean 1 point, the maximum) | " + " | ".join(f"n={K}" for K in GATE_NS) + " |",
+            "|---|" + "---|" * len(GATE_NS)]
+    for shape in GATE_SHAPES:
+        gate.append(f"| {shape} | " + " | ".join(f"{100 * gate_false_pass(shape, K, audits, n_boot):.2f} %"
+                                               for K in GATE_NS) + " |")
+        print(gate[-1], flush=True)
     cmd = f"python benchmarks/bench_heldout_tails.py --audits {audits} --calib {calib} --n-boot {n_boot}"
     se = 100 * math.sqrt(0.035 * 0.965 / audits)
     head = (f"Measured with `{cmd}` on {machine()}: {audits} audits per cell (seed {SEED} + n), {n_boot} "
             f"resamples; the fixed pair from {calib} calibration audits of each tuning family (seed 500000 + n, "
             f"as `bench_width_floor.py`); SE of a 3.5 % miss {se:.2f} points. Each cell: coverage % (miss of "
             "lower / upper bound %) x mean width / sampling spread.")
-    return [head, "", *rows, "", *notes, "", f"Run time: {time.time() - t0:.0f} s."]
+    gate_head = ("The pointwise gate (judge bias), the one gate that reads the upper bound of a mean: false pass "
+                 f"(upper bound below the maximum of {GATE_MAX:g} point, on which the truth sits) at its floor of "
+                 f"32 items and above, on held-out shapes of the per-item net shift, {audits} audits each "
+                 f"(seed {SEED + 100} + n):")
+    return [head, "", *rows, "", *notes, "", gate_head, "", *gate, "", f"Run time: {time.time() - t0:.0f} s."]
 
 
 def main() -> None:

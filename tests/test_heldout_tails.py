@@ -45,3 +45,15 @@ def test_quick_run_prints_every_family_and_size(bench, tmp_path):
     rows = [line for line in out.stdout.splitlines() if line.startswith("| ") and " x" in line]
     assert len(rows) == 3 * len(bench.HELDOUT)
     assert "* `pyes_rare15`, 8 items:" in out.stdout and "* `pyes_rare15`, 60 items:" not in out.stdout
+
+
+@pytest.mark.parametrize("shape", ["9 points on 1 item in 9", "7 points on 1 item in 7", "5 points on 1 item in 5",
+                                   "3 points on 1 item in 3", "+4 on 40 %, -2 on 30 % (independent)",
+                                   "2 points on 30 %, 1 on 40 %, else 0", "+2 on 60 %, -1 on 20 %, else 0"])
+def test_gate_shapes_sit_on_the_maximum(bench, shape):
+    """Each held-out shape of the pointwise gate's net shift has mean 1 point, the gate's maximum, so a pass there
+    is a false pass; 5 Monte Carlo SE."""
+    v = bench.GATE_SHAPES[shape](np.random.default_rng(13), (2_000_000,))
+    assert -9 <= v.min() and v.max() <= 9
+    assert abs(v.mean() - bench.GATE_MAX) < 5 * v.std() / np.sqrt(v.size), (shape, v.mean())
+    assert set(bench.GATE_SHAPES) == set(test_gate_shapes_sit_on_the_maximum.pytestmark[0].args[1])
