@@ -117,9 +117,11 @@ def frame_html(frame: pd.DataFrame) -> str | None:
     """pandas' HTML of ``frame`` inside a block that no page's MathJax typesets.
 
     A table cell that holds two dollar signs ("from $20 to $45", a STAR customer's words) is set as a
-    formula by the page's MathJax: pandas' ``display.html.use_mathjax = False`` marks the table with
-    ``tex2jax_ignore``, which MathJax 2 reads and JupyterLab's MathJax 3 does not, so the block carries
-    both names (:data:`MATH_IGNORE`). None when pandas gives no HTML (``display.notebook_repr_html`` off).
+    formula by the page's MathJax. pandas' ``display.html.use_mathjax = False`` marks the table with
+    ``tex2jax_ignore``, which MathJax 2 reads and JupyterLab's MathJax 3 does not; pandas releases from
+    pandas-dev/pandas#60311 on add ``mathjax_ignore`` too, earlier ones (cfbench allows pandas 2.1) do not.
+    So the block carries both names (:data:`MATH_IGNORE`) whatever pandas is installed. None when pandas
+    gives no HTML (``display.notebook_repr_html`` off).
     """
     with pd.option_context("display.html.use_mathjax", False):
         inner = frame._repr_html_()
