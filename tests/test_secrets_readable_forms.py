@@ -30,7 +30,8 @@ def _env(monkeypatch):
 def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
-    lists, octal and ``\\U`` escapes, bytes in binary, ROT13, the characters of a quoted list joined."""
+    lists (also every second number of a numbered one), octal and ``\\U`` escapes, bytes in binary, ROT13, the
+    characters of a quoted list joined."""
     import base64
     import codecs
     import re
@@ -41,6 +42,11 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     bits = re.findall(r"\b[01]{8}\b", text)
     if len(bits) >= 8:
         out.append(bytes(int(b, 2) for b in bits).decode("utf-8", "ignore"))
+    numbered = [int(n) for n in re.findall(r"[0-9]+", text)]  # "115 (n=0), 107 (n=1)", "1: 115\n2: 107"
+    for first in (0, 1):
+        picked = numbered[first::2]
+        if len(picked) >= 8 and max(picked) < 256:
+            out.append(bytes(picked).decode("utf-8", "ignore"))
     nums = re.findall(r"\b[0-9]{1,3}\b", text)
     if len(nums) >= 8 and all(int(n) < 256 for n in nums):
         out.append(bytes(int(n) for n in nums).decode("utf-8", "ignore"))
@@ -110,6 +116,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     "letters ['o', 'r', 'd', 'e', 'r', ' ', 'n', 'u', 'm', 'b', 'e', 'r'] and emoji \\U0001F600 \\U0010FFFF \\UFFFFFFFF",
     "Gur ntrag terrgf gur phfgbzre naq purpxf gur beqre ahzore (ROT13 of ordinary text)",
     " ".join(f"{b:08b}" for b in b"ordinary text in binary") + " and flags 00000000 11111111",
+    "\n".join(f"{i + 1}: {b}" for i, b in enumerate(b"ordinary text, numbered")) + "\nscores: "
+    + ", ".join(f"{s} (n={i})" for i, s in enumerate([3, 7, 7, 1, 9, 4, 4, 8, 2, 6, 5, 5, 7, 1, 3, 8, 9])),
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

@@ -9,7 +9,8 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
   every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``) decoded, and every base64 run,
-  base32, base85 and Ascii85 run, list of decimal byte values (``115, 107, 45``) and bytes written in binary
+  base32, base85 and Ascii85 run, list of decimal byte values (``115, 107, 45``; numbered too,
+  ``115 (n=0), 107 (n=1)``) and bytes written in binary
   decoded whole and read again as a text (so base64 of base64 is read too); the key is also looked for
   reversed, in ROT13, in another case and spaced out (separators and the quotes of a list of its characters
   dropped); then any run of 8 or more consecutive
@@ -338,6 +339,9 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
+#: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
+#: with up to 10 other characters between them, read every second (and every third) number from each start
+_NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
 #: eight or more bytes written in binary, ``01110011 01101011`` (separators optional)
 _BIN_RUN = re.compile(r"(?<![0-9])[01]{8}(?:[\s,;:]{0,3}[01]{8}){7,}(?![0-9])")
 #: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs
@@ -411,7 +415,8 @@ def _in_blob(blobs: list[tuple[int, int]], m: re.Match) -> bool:
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
-    joins its run), decimal byte lists and bytes written in binary. The span starts where the decoding that gave the text starts."""
+    joins its run), decimal byte lists (also numbered ones, every second or third number) and bytes written in
+    binary. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
@@ -430,6 +435,14 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
                 text = _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))
                 if text is not None:
                     out.append((m.start(), m.end(), text))
+    for m in _NUMBERED_RUN.finditer(view):
+        if len(m.group(0)) <= _MAX_RUN:
+            numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
+            for stride in (2, 3):
+                for first in range(stride):
+                    picked = numbers[first::stride]
+                    if max(picked) <= 255 and (text := _printable(bytes(picked))) is not None:
+                        out.append((m.start(), m.end(), text))
     return out
 
 

@@ -89,6 +89,8 @@ KEY_FORMS = {
     "chars-list": lambda key: str(list(key)),
     "rot13": lambda key: codecs.encode(key, "rot13"),
     "binary": lambda key: " ".join(f"{b:08b}" for b in key.encode()),
+    "decimal-numbered": lambda key: ", ".join(f"{b} (n={i})" for i, b in enumerate(key.encode())),
+    "decimal-lines": lambda key: "\n".join(f"{i + 1}: {b}" for i, b in enumerate(key.encode())),
 }
 
 
