@@ -30,8 +30,8 @@ def _env(monkeypatch):
 def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
-    lists (also every second number of a numbered one), octal and ``\\U`` escapes, bytes in binary, ROT13, the
-    characters of a quoted list joined."""
+    lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
+    binary, ROT13, the characters of a quoted list joined."""
     import base64
     import codecs
     import re
@@ -42,6 +42,13 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     bits = re.findall(r"\b[01]{8}\b", text)
     if len(bits) >= 8:
         out.append(bytes(int(b, 2) for b in bits).decode("utf-8", "ignore"))
+    css = re.findall(r"\\([0-9a-fA-F]{1,6}) ?", text)
+    if len(css) >= 8:
+        out.append("".join(chr(int(x, 16)) for x in css if int(x, 16) < 0x110000))
+    hexed = re.sub(r"[^0-9a-fA-F]", "", text)
+    for start in range(2):
+        raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 4 * 4]) if len(hexed) >= 32 else b""
+        out += [raw.decode("utf-16-le", "ignore"), raw.decode("utf-16-be", "ignore")]
     numbered = [int(n) for n in re.findall(r"[0-9]+", text)]  # "115 (n=0), 107 (n=1)", "1: 115\n2: 107"
     for first in (0, 1):
         picked = numbered[first::2]
@@ -118,6 +125,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     " ".join(f"{b:08b}" for b in b"ordinary text in binary") + " and flags 00000000 11111111",
     "\n".join(f"{i + 1}: {b}" for i, b in enumerate(b"ordinary text, numbered")) + "\nscores: "
     + ", ".join(f"{s} (n={i})" for i, s in enumerate([3, 7, 7, 1, 9, 4, 4, 8, 2, 6, 5, 5, 7, 1, 3, 8, 9])),
+    "".join(f"\\{ord(c):x} " for c in "ordinary text as CSS escapes") + " and lone surrogates " + "\\d800 " * 9,
+    "ordinary text as UTF-16: " + "ordinary text".encode("utf-16-le").hex(),
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

@@ -8,7 +8,8 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   character reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
-  every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``) decoded, and every base64 run,
+  every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``; of UTF-8 or UTF-16 bytes) decoded,
+  every run of CSS escapes (``\73 \6b``), and every base64 run,
   base32, base85 and Ascii85 run, list of decimal byte values (``115, 107, 45``; numbered too,
   ``115 (n=0), 107 (n=1)``) and bytes written in binary
   decoded whole and read again as a text (so base64 of base64 is read too); the key is also looked for
@@ -299,19 +300,24 @@ def _quick_decodings(text: str) -> list[str]:
     return out
 
 
+#: the byte encodings a key's hex spelling is looked for in
+_HEX_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
+
+
 @lru_cache(maxsize=64)
 def _hex_blocks(value: str) -> "re.Pattern[str]":
     """The hex spelling of the credential's blocks (:func:`_blocks`), separators allowed: every hex
     spelling of a window holds one, so a text without a match holds none (a fast first test)."""
     sep = _HEX_SEP + r"(?:0[xX])?"
-    return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode("utf-8")) for blk in _blocks(value)),
-                      re.IGNORECASE)
+    return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode(codec)) for blk in _blocks(value)
+                               for codec in _HEX_CODECS), re.IGNORECASE)
 
 
 @lru_cache(maxsize=64)
 def _hex_windows(value: str) -> tuple[str, ...]:
-    """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value`` (UTF-8 bytes)."""
-    return tuple(w.encode("utf-8").hex() for w in _windows(value))
+    """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value``, as UTF-8 and as UTF-16
+    bytes (either order: a key written out as UTF-16, every other byte 00)."""
+    return tuple(w.encode(codec).hex() for w in _windows(value) for codec in _HEX_CODECS)
 
 
 def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
@@ -342,6 +348,8 @@ _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?
 #: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
 #: with up to 10 other characters between them, read every second (and every third) number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
+#: eight or more CSS escapes (``\73 \6b \2d``: up to six hex digits and an optional space each)
+_CSS_RUN = re.compile(r"(?:\\[0-9a-fA-F]{1,6} ?){8,}")
 #: eight or more bytes written in binary, ``01110011 01101011`` (separators optional)
 _BIN_RUN = re.compile(r"(?<![0-9])[01]{8}(?:[\s,;:]{0,3}[01]{8}){7,}(?![0-9])")
 #: base85 (RFC 1924, Python's b85) and Ascii85 (Adobe's, ``<~ ~>`` framing optional) runs
@@ -415,8 +423,8 @@ def _in_blob(blobs: list[tuple[int, int]], m: re.Match) -> bool:
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
-    joins its run), decimal byte lists (also numbered ones, every second or third number) and bytes written in
-    binary. The span starts where the decoding that gave the text starts."""
+    joins its run), decimal byte lists (also numbered ones, every second or third number), bytes written in
+    binary, and CSS escapes. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
@@ -435,6 +443,11 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
                 text = _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))
                 if text is not None:
                     out.append((m.start(), m.end(), text))
+    for m in _CSS_RUN.finditer(view):
+        if len(m.group(0)) <= _MAX_RUN:
+            points = [int(x, 16) for x in re.findall(r"\\([0-9a-fA-F]{1,6})", m.group(0))]
+            if max(points) <= 0x10FFFF and (text := _printable("".join(map(chr, points)).encode("utf-8", "ignore"))) is not None:
+                out.append((m.start(), m.end(), text))
     for m in _NUMBERED_RUN.finditer(view):
         if len(m.group(0)) <= _MAX_RUN:
             numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]

@@ -91,6 +91,9 @@ KEY_FORMS = {
     "binary": lambda key: " ".join(f"{b:08b}" for b in key.encode()),
     "decimal-numbered": lambda key: ", ".join(f"{b} (n={i})" for i, b in enumerate(key.encode())),
     "decimal-lines": lambda key: "\n".join(f"{i + 1}: {b}" for i, b in enumerate(key.encode())),
+    "utf16-hex": lambda key: key.encode("utf-16-le").hex(),
+    "utf16be-hex-spaced": lambda key: " ".join(f"{b:02x}" for b in key.encode("utf-16-be")),
+    "css-escapes": lambda key: "".join(f"\\{ord(c):x} " for c in key),
 }
 
 
