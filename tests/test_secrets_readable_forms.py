@@ -5,8 +5,10 @@ scrubbed, and a server echoing it in any of these forms leaves it in no file."""
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import sqlite3
+import zlib
 
 import pandas as pd
 import pytest
@@ -31,10 +33,12 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
     lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
-    binary, ROT13, the characters of a quoted list joined."""
+    binary, ROT13, the characters of a quoted list joined, uuencoded lines, zlib or gzip data in base64."""
     import base64
+    import binascii
     import codecs
     import re
+    import zlib
 
     out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text),
            re.sub(r"\\U([0-9a-fA-F]{8})", lambda m: chr(int(m.group(1), 16)), text), codecs.decode(text, "rot13"),
@@ -57,11 +61,21 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     nums = re.findall(r"\b[0-9]{1,3}\b", text)
     if len(nums) >= 8 and all(int(n) < 256 for n in nums):
         out.append(bytes(int(n) for n in nums).decode("utf-8", "ignore"))
+    for block in re.findall(r"begin [0-7]{3} .*\n((?:.*\n)*?)`?\nend", text):  # uuencode
+        out.append(b"".join(binascii.a2b_uu(line) for line in block.splitlines() if line.strip()).decode("utf-8",
+                                                                                                      "ignore"))
     for word in re.findall(r"[A-Za-z0-9+/=]{16,}", text):
         for decode in (base64.b64decode, base64.b32decode):
             for k in range(8):  # a letter of the text around it may be glued on in front
                 try:
-                    got = decode(word[k:]).decode("utf-8")
+                    raw = decode(word[k:])
+                    for wbits in (15, 31):  # zlib or gzip data
+                        try:
+                            raw = zlib.decompress(raw, wbits)
+                            break
+                        except zlib.error:
+                            continue
+                    got = raw.decode("utf-8")
                 except ValueError:
                     continue
                 out += _unpacked(got, depth - 1) if depth > 1 else [got]
@@ -127,6 +141,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     + ", ".join(f"{s} (n={i})" for i, s in enumerate([3, 7, 7, 1, 9, 4, 4, 8, 2, 6, 5, 5, 7, 1, 3, 8, 9])),
     "".join(f"\\{ord(c):x} " for c in "ordinary text as CSS escapes") + " and lone surrogates " + "\\d800 " * 9,
     "ordinary text as UTF-16: " + "ordinary text".encode("utf-16-le").hex(),
+    "zlib: " + base64.b64encode(zlib.compress(b"ordinary text, compressed")).decode() + "\nbegin 644 notes\n"
+    + binascii.b2a_uu(b"ordinary text, uuencoded").decode() + "`\nend\nTHE AGENT SAID HELLO\nNO-REPLY (SEE ABOVE)",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

@@ -348,6 +348,12 @@ _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?
 #: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
 #: with up to 10 other characters between them, read every second (and every third) number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
+#: uuencoded lines (a length character, then characters from space to backtick): after a ``begin 644 name``
+#: header, lines ended by a newline or by a JSON-escaped one (``\n``, which no such line holds: ``n`` is not
+#: among its characters); without a header, whole lines
+_UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\s\\]+(?:\r?\n|\\n)((?:[!-M][ -`]{4,60}?(?:\r?\n|\\n))+)"
+                       r"|((?:^[!-M][ -`]{4,60}$\n?)+)", re.MULTILINE)
+_UU_SPLIT = re.compile(r"\r?\n|\\n")
 #: eight or more CSS escapes (``\73 \6b \2d``: up to six hex digits and an optional space each)
 _CSS_RUN = re.compile(r"(?:\\[0-9a-fA-F]{1,6} ?){8,}")
 #: eight or more bytes written in binary, ``01110011 01101011`` (separators optional)
@@ -377,7 +383,31 @@ def _b64_text(run: str) -> str | None:
         raw = base64.b64decode(body, altchars=alt, validate=True) if alt else base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         return None
-    return _printable(raw)
+    return _printable(raw) or _printable(_inflated(raw))
+
+
+def _inflated(raw: bytes) -> bytes:
+    """``raw`` decompressed when it starts as zlib or gzip data does (at most 64 KiB out), else nothing."""
+    import zlib
+
+    if raw[:2] == b"\x1f\x8b":
+        wbits = 31
+    elif len(raw) >= 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0:
+        wbits = 15
+    else:
+        return b""
+    try:
+        return zlib.decompressobj(wbits).decompress(raw, 65536)
+    except zlib.error:
+        return b""
+
+
+def _uu_text(block: str) -> str | None:
+    """The text a block of uuencoded lines decodes to, else None."""
+    try:
+        return _printable(b"".join(binascii.a2b_uu(line) for line in _UU_SPLIT.split(block) if line.strip()))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _b85_text(run: str) -> str | None:
@@ -424,7 +454,8 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
     joins its run), decimal byte lists (also numbered ones, every second or third number), bytes written in
-    binary, and CSS escapes. The span starts where the decoding that gave the text starts."""
+    binary, CSS escapes and uuencoded lines; a base64 run of zlib or gzip data is read decompressed. The span
+    starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
@@ -443,6 +474,9 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
                 text = _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))
                 if text is not None:
                     out.append((m.start(), m.end(), text))
+    for m in _UU_BLOCK.finditer(view):
+        if len(m.group(0)) <= _MAX_RUN and (text := _uu_text(m.group(1) or m.group(2))) is not None:
+            out.append((m.start(), m.end(), text))
     for m in _CSS_RUN.finditer(view):
         if len(m.group(0)) <= _MAX_RUN:
             points = [int(x, 16) for x in re.findall(r"\\([0-9a-fA-F]{1,6})", m.group(0))]

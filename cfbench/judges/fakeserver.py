@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import codecs
+import gzip
 import json
 import threading
 import time
+import zlib
 from collections import deque
 from typing import Callable, Iterable
 
@@ -94,6 +97,10 @@ KEY_FORMS = {
     "utf16-hex": lambda key: key.encode("utf-16-le").hex(),
     "utf16be-hex-spaced": lambda key: " ".join(f"{b:02x}" for b in key.encode("utf-16-be")),
     "css-escapes": lambda key: "".join(f"\\{ord(c):x} " for c in key),
+    "zlib-base64": lambda key: base64.b64encode(zlib.compress(key.encode())).decode(),
+    "gzip-base64": lambda key: base64.b64encode(gzip.compress(key.encode(), mtime=0)).decode(),
+    "uuencode": lambda key: "begin 644 key\n" + "".join(
+        binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)) + "`\nend",
 }
 
 
