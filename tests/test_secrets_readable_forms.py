@@ -33,7 +33,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     """``text`` and what the test itself reads out of it, independently of cfbench's reader: each base64 or
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
     lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
-    binary, ROT13, the characters of a quoted list joined, uuencoded lines, zlib or gzip data in base64."""
+    binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
+    lines, zlib or gzip data and UTF-16 in base64, base64 in spaced groups; the hex of a piece reversed."""
     import base64
     import binascii
     import codecs
@@ -42,6 +43,9 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
 
     out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text),
            re.sub(r"\\U([0-9a-fA-F]{8})", lambda m: chr(int(m.group(1), 16)), text), codecs.decode(text, "rot13"),
+           re.sub(r"%u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text),
+           re.sub(r"=([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), text),
+           "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in text),
            "".join(re.findall(r"'(.)'", text))]
     bits = re.findall(r"\b[01]{8}\b", text)
     if len(bits) >= 8:
@@ -64,7 +68,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     for block in re.findall(r"begin [0-7]{3} .*\n((?:.*\n)*?)`?\nend", text):  # uuencode
         out.append(b"".join(binascii.a2b_uu(line) for line in block.splitlines() if line.strip()).decode("utf-8",
                                                                                                       "ignore"))
-    for word in re.findall(r"[A-Za-z0-9+/=]{16,}", text):
+    groups = [m.replace(" ", "") for m in re.findall(r"(?:[A-Za-z0-9+/=]{4} )+[A-Za-z0-9+/=]{1,4}", text)]
+    for word in re.findall(r"[A-Za-z0-9+/=]{16,}", text) + groups:
         for decode in (base64.b64decode, base64.b32decode):
             for k in range(8):  # a letter of the text around it may be glued on in front
                 try:
@@ -75,7 +80,7 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
                             break
                         except zlib.error:
                             continue
-                    got = raw.decode("utf-8")
+                    got = raw.decode("utf-16-le") if raw[1::2].count(0) * 2 > len(raw) // 2 else raw.decode("utf-8")
                 except ValueError:
                     continue
                 out += _unpacked(got, depth - 1) if depth > 1 else [got]
@@ -97,7 +102,8 @@ def readable_trace(text: str) -> bool:
     pieces = [BODY[i:i + 8] for i in range(len(BODY) - 7)]
     views = [v for u in _unpacked(text) for v in _quick_decodings(u)]
     hexed = "".join(c for c in text.lower().replace("0x", "") if c in "0123456789abcdef")
-    return any(p in v for p in pieces for v in views) or any(p.encode().hex() in hexed for p in pieces)
+    return any(p in v for p in pieces for v in views) or any(q.encode().hex() in hexed for p in pieces
+                                                              for q in (p, p[::-1]))
 
 
 def placed(form: str, offset: int) -> str:
@@ -140,7 +146,10 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     "\n".join(f"{i + 1}: {b}" for i, b in enumerate(b"ordinary text, numbered")) + "\nscores: "
     + ", ".join(f"{s} (n={i})" for i, s in enumerate([3, 7, 7, 1, 9, 4, 4, 8, 2, 6, 5, 5, 7, 1, 3, 8, 9])),
     "".join(f"\\{ord(c):x} " for c in "ordinary text as CSS escapes") + " and lone surrogates " + "\\d800 " * 9,
-    "ordinary text as UTF-16: " + "ordinary text".encode("utf-16-le").hex(),
+    "ordinary text as UTF-16: " + "ordinary text".encode("utf-16-le").hex() + " and in base64: "
+    + base64.b64encode("ordinary text".encode("utf-16-le")).decode() + " %u0041%u0042 =41=42=43 a=12 b=FF",
+    "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG; base64 groups: " + " ".join(
+        base64.b64encode(b"ordinary text here").decode()[i:i + 4] for i in range(0, 24, 4)),
     "zlib: " + base64.b64encode(zlib.compress(b"ordinary text, compressed")).decode() + "\nbegin 644 notes\n"
     + binascii.b2a_uu(b"ordinary text, uuencoded").decode() + "`\nend\nTHE AGENT SAID HELLO\nNO-REPLY (SEE ABOVE)",
 ])

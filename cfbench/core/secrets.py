@@ -154,13 +154,15 @@ def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
 
 
 # -- canonical form: what a human or a program reads back, with each character's span in the original --
-#: percent, ``\u``/``\U``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
-_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}"
+#: percent (``%73``, ``%u0073``), ``\u``/``\U``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
+_ESCAPE = re.compile(r"%u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}"
                      r"|\\[\\/\"'bfnrt]"
                      r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
+#: base64 written in groups of four with a space or tab between them (``c2st cHJv ai1R``): four groups or more
+_B64_GROUPS = re.compile(r"(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/_-]{4}[ \t]){3,}[A-Za-z0-9+/_=-]{2,4}(?![A-Za-z0-9+/_=-])")
 #: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by up to eight separator
 #: characters (``0x73, 0x6b``; ``73  6b``; a table's ``0x73,     0x6b``)
 _HEX_SEP = r"[\s:,;.\-]{0,8}"
@@ -195,6 +197,8 @@ def _decode_one(m: re.Match) -> str:
         import html
 
         return html.unescape(esc)
+    if esc[:2] == "%u":  # JavaScript's old escape(), %u0073
+        return chr(int(esc[2:], 16))
     if esc[0] == "%" or esc[1] == "x":
         return chr(int(esc[-2:], 16))
     if esc[1] in "uU":
@@ -309,15 +313,16 @@ def _hex_blocks(value: str) -> "re.Pattern[str]":
     """The hex spelling of the credential's blocks (:func:`_blocks`), separators allowed: every hex
     spelling of a window holds one, so a text without a match holds none (a fast first test)."""
     sep = _HEX_SEP + r"(?:0[xX])?"
-    return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode(codec)) for blk in _blocks(value)
-                               for codec in _HEX_CODECS), re.IGNORECASE)
+    return re.compile("|".join(sep.join(f"{b:02x}" for b in blk.encode(codec))
+                               for blk in _blocks(value) + _blocks(value[::-1]) for codec in _HEX_CODECS),
+                      re.IGNORECASE)
 
 
 @lru_cache(maxsize=64)
 def _hex_windows(value: str) -> tuple[str, ...]:
-    """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value``, as UTF-8 and as UTF-16
-    bytes (either order: a key written out as UTF-16, every other byte 00)."""
-    return tuple(w.encode(codec).hex() for w in _windows(value) for codec in _HEX_CODECS)
+    """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value`` and of it reversed, as
+    UTF-8 and as UTF-16 bytes (either order: a key written out as UTF-16, every other byte 00)."""
+    return tuple(w.encode(codec).hex() for w in _windows(value) + _windows(value[::-1]) for codec in _HEX_CODECS)
 
 
 def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
@@ -348,12 +353,13 @@ _DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?
 #: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
 #: with up to 10 other characters between them, read every second (and every third) number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
-#: uuencoded lines (a length character, then characters from space to backtick): after a ``begin 644 name``
-#: header, lines ended by a newline or by a JSON-escaped one (``\n``, which no such line holds: ``n`` is not
-#: among its characters); without a header, whole lines
-_UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\s\\]+(?:\r?\n|\\n)((?:[!-M][ -`]{4,60}?(?:\r?\n|\\n))+)"
-                       r"|((?:^[!-M][ -`]{4,60}$\n?)+)", re.MULTILINE)
+#: uuencoded lines (a length character, then characters from space to backtick) after a ``begin 644 name``
+#: header, each ended by a newline or by a JSON-escaped one (``\n``, which no such line holds: ``n`` is not
+#: among its characters)
+_UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\s\\]+(?:\r?\n|\\n)((?:[!-M][ -`]{4,60}?(?:\r?\n|\\n))+)")
 _UU_SPLIT = re.compile(r"\r?\n|\\n")
+#: eight or more quoted-printable bytes (``=73=6B=2D``)
+_QP_RUN = re.compile(r"(?:=[0-9A-Fa-f]{2}){8,}")
 #: eight or more CSS escapes (``\73 \6b \2d``: up to six hex digits and an optional space each)
 _CSS_RUN = re.compile(r"(?:\\[0-9a-fA-F]{1,6} ?){8,}")
 #: eight or more bytes written in binary, ``01110011 01101011`` (separators optional)
@@ -383,7 +389,16 @@ def _b64_text(run: str) -> str | None:
         raw = base64.b64decode(body, altchars=alt, validate=True) if alt else base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         return None
-    return _printable(raw) or _printable(_inflated(raw))
+    return _printable(raw) or _printable(_utf16(raw)) or _printable(_inflated(raw))
+
+
+def _utf16(raw: bytes) -> bytes:
+    """``raw`` read as UTF-16 (the byte order whose zero bytes fall where ASCII text puts them) and written as
+    UTF-8, when at least a third of its bytes are 0, else nothing."""
+    if raw.count(0) * 3 < len(raw):
+        return b""
+    codec = "utf-16-le" if raw[1::2].count(0) >= raw[0::2].count(0) else "utf-16-be"
+    return raw[: len(raw) // 2 * 2].decode(codec, "ignore").encode("utf-8", "ignore")
 
 
 def _inflated(raw: bytes) -> bytes:
@@ -454,7 +469,8 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
     joins its run), decimal byte lists (also numbered ones, every second or third number), bytes written in
-    binary, CSS escapes and uuencoded lines; a base64 run of zlib or gzip data is read decompressed. The span
+    binary, quoted-printable bytes, CSS escapes and uuencoded lines; a base64 run of UTF-16 text, or of zlib or
+    gzip data, is read as that text, decompressed. The span
     starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
@@ -468,29 +484,54 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
                 text = decode(run[k:])
                 if text is not None:
                     out.append((m.start() + k, m.end(), text))
-    for run_re, digits, base in ((_DEC_RUN, r"[0-9]+", 10), (_BIN_RUN, r"[01]{8}", 2)):
-        for m in run_re.finditer(view):
-            if len(m.group(0)) <= _MAX_RUN:
-                text = _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))
-                if text is not None:
-                    out.append((m.start(), m.end(), text))
-    for m in _UU_BLOCK.finditer(view):
-        if len(m.group(0)) <= _MAX_RUN and (text := _uu_text(m.group(1) or m.group(2))) is not None:
-            out.append((m.start(), m.end(), text))
-    for m in _CSS_RUN.finditer(view):
-        if len(m.group(0)) <= _MAX_RUN:
-            points = [int(x, 16) for x in re.findall(r"\\([0-9a-fA-F]{1,6})", m.group(0))]
-            if max(points) <= 0x10FFFF and (text := _printable("".join(map(chr, points)).encode("utf-8", "ignore"))) is not None:
-                out.append((m.start(), m.end(), text))
-    for m in _NUMBERED_RUN.finditer(view):
-        if len(m.group(0)) <= _MAX_RUN:
-            numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
-            for stride in (2, 3):
-                for first in range(stride):
-                    picked = numbers[first::stride]
-                    if max(picked) <= 255 and (text := _printable(bytes(picked))) is not None:
-                        out.append((m.start(), m.end(), text))
+    out.extend(_number_and_escape_runs(_blanked(view, blobs)))
     return out
+
+
+def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
+    """``view`` with its long base64 runs (:func:`_blobs`: a notebook's images) turned into spaces, same length:
+    the digits in an image would be read as numbers at great cost and to no end."""
+    if not blobs:
+        return view
+    parts, at = [], 0
+    for a, b in blobs:
+        parts += [view[at:a], " " * (b - a)]
+        at = b
+    return "".join(parts) + view[at:]
+
+
+def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
+    """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered
+    ones read every second or third number), bytes in binary, uuencoded lines after a ``begin`` header,
+    quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
+    def runs(pattern: "re.Pattern[str]"):
+        return (m for m in pattern.finditer(view) if len(m.group(0)) <= _MAX_RUN)
+
+    for run_re, digits, base in ((_DEC_RUN, r"[0-9]+", 10), (_BIN_RUN, r"[01]{8}", 2)):
+        for m in runs(run_re):
+            if (text := _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))) is not None:
+                yield m.start(), m.end(), text
+    for m in runs(_NUMBERED_RUN):
+        numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
+        for stride in (2, 3):
+            for first in range(stride):
+                picked = numbers[first::stride]
+                if max(picked) <= 255 and (text := _printable(bytes(picked))) is not None:
+                    yield m.start(), m.end(), text
+    if "begin " in view:
+        for m in runs(_UU_BLOCK):
+            if (text := _uu_text(m.group(1))) is not None:
+                yield m.start(), m.end(), text
+    if "=" in view:
+        for m in runs(_QP_RUN):
+            if (text := _printable(bytes.fromhex(m.group(0).replace("=", "")))) is not None:
+                yield m.start(), m.end(), text
+    if "\\" in view:
+        for m in runs(_CSS_RUN):
+            points = [int(x, 16) for x in re.findall(r"\\([0-9a-fA-F]{1,6})", m.group(0))]
+            if max(points) <= 0x10FFFF and (text := _printable(
+                    "".join(map(chr, points)).encode("utf-8", "ignore"))) is not None:
+                yield m.start(), m.end(), text
 
 
 def _in_byte_runs(view: str, name: str, value: str, depth: int) -> list[tuple[int, int]]:
@@ -504,6 +545,8 @@ def _in_byte_runs(view: str, name: str, value: str, depth: int) -> list[tuple[in
 #: characters a key may be spaced out with ("s k - p r o j", "sk-proj Xq7Lm2P zR9tKw4", a list of its
 #: characters "['s', 'k', '-']"): the loose readings drop them from the text and from the key alike
 _LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\'\"`")
+_ROT47 = str.maketrans("".join(map(chr, range(33, 127))),
+                       "".join(chr(33 + (c - 33 + 47) % 94) for c in range(33, 127)))
 _ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
                        "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
@@ -513,9 +556,10 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, 
     """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
     would appear there and, where characters were dropped, the index in ``view`` of each one kept: upper-
     or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), ROT13 (read
-    back by ``codecs``), spaced out or grouped with separators (the separators dropped from both), and those
+    back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both), and those
     spaced out in another case. Without ``positions`` (detection) no index list is built."""
-    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None), (view, value.translate(_ROT13), None)]
+    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None), (view, value.translate(_ROT13), None),
+                                                    (view, value.translate(_ROT47), None)]
     low = view.lower()
     if len(low) == len(view):
         out.append((low, value.lower(), None))
@@ -527,6 +571,27 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, 
         if len(squeezed.lower()) == len(squeezed):
             out.append((squeezed.lower(), bare.lower(), keep))
     return out
+
+
+def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Spans of ``m`` (a :data:`_B64_GROUPS` match) covering each base64 window of the key found in it once
+    its spaces are taken out: from the window's first character to its last, the spaces between included,
+    so a word glued on in front of the first group stays."""
+    run = m.group(0)
+    keep = [i for i, c in enumerate(run) if c not in " \t"]
+    joined = "".join(run[i] for i in keep)
+    out = []
+    for w in b64:
+        at = joined.find(w)
+        while at != -1:
+            out.append((m.start() + keep[at], m.start() + keep[at + len(w) - 1] + 1))
+            at = joined.find(w, at + 1)
+    return out
+
+
+def _joined(m: re.Match) -> str:
+    """A match of :data:`_B64_GROUPS` with the spaces between its groups taken out."""
+    return re.sub(r"[ \t]+", "", m.group(0))
 
 
 def _loose_hit(view: str, value: str) -> bool:
@@ -548,6 +613,8 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
             run = m.group(0)
             if any(w in run for w in b64):
                 spans.append(to_text(*m.span()))
+        for m in _B64_GROUPS.finditer(view):
+            spans.extend(to_text(a, b) for a, b in _grouped_b64_spans(m, b64))
         spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
         spans.extend(to_text(a, b) for a, b in _in_byte_runs(view, "", value, 0))
     return spans
@@ -608,6 +675,8 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
             if any(b in view for b in blocks) and any(w in view for w in windows):
                 return name
             if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
+                return name
+            if b64 and any(any(w in _joined(m) for w in b64) for m in _B64_GROUPS.finditer(view)):
                 return name
             if _hex_runs(view, value):
                 return name

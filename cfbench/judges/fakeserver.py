@@ -61,6 +61,10 @@ def _named_entities(key: str) -> str:
     return "".join(f"&{names[c]}" if c in names else f"&#{ord(c)};" for c in key)
 
 
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
 #: Spellings of a key a hostile server may echo and a person or program can read back (issue 36).
 KEY_FORMS = {
     "hex": lambda key: key.encode().hex(),
@@ -101,6 +105,12 @@ KEY_FORMS = {
     "gzip-base64": lambda key: base64.b64encode(gzip.compress(key.encode(), mtime=0)).decode(),
     "uuencode": lambda key: "begin 644 key\n" + "".join(
         binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)) + "`\nend",
+    "percent-u": lambda key: "".join(f"%u{ord(c):04X}" for c in key),
+    "quoted-printable": lambda key: "".join(f"={b:02X}" for b in key.encode()),
+    "base64-utf16": lambda key: base64.b64encode(key.encode("utf-16-le")).decode(),
+    "base64-spaced": lambda key: " ".join(_chunks(base64.b64encode(key.encode()).decode(), 4)),
+    "hex-reversed": lambda key: key[::-1].encode().hex(),
+    "rot47": lambda key: "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in key),
 }
 
 
