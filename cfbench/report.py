@@ -22,7 +22,8 @@ from .core.paths import RESULTS_MARKER as MARKER
 from .core.secrets import scrub_secrets
 from .core.text import csv_text
 
-__all__ = ["MARKER", "MATH_IGNORE", "frame_html", "no_math_in_tables", "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
+__all__ = ["MARKER", "MATH_IGNORE", "frame_html", "no_math_in_tables",
+           "RunOutput", "StudyResult", "InvariantError", "to_jsonable", "scrub_secrets",
            "notebook_output_dir", "interval_caption", "method_names", "plot_sequences",
            "sequential_paragraph", "released", "draws_text_as_written"]
 

@@ -140,7 +140,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     _ORDINARY_85 + " (base85 and Ascii85 of ordinary text)",
     'if(x<=y&&!z){return(a+b)*c;}else{f(g)-h;} | col | ~~done~~ | `a^b` | {"k":[1,2,{"v":null}]}',
     "0x73,      0x6b  (two bytes, far apart)", "73    6b    2d    70    72    6f    6a    2d (hex of 'sk-proj-' only)",
-    "letters ['o', 'r', 'd', 'e', 'r', ' ', 'n', 'u', 'm', 'b', 'e', 'r'] and emoji \\U0001F600 \\U0010FFFF \\UFFFFFFFF",
+    "letters ['o', 'r', 'd', 'e', 'r', ' ', 'n', 'u', 'm', 'b', 'e', 'r'] and emoji \\U0001F600 \\U0010FFFF "
+    "\\UFFFFFFFF",
     "Gur ntrag terrgf gur phfgbzre naq purpxf gur beqre ahzore (ROT13 of ordinary text)",
     " ".join(f"{b:08b}" for b in b"ordinary text in binary") + " and flags 00000000 11111111",
     "\n".join(f"{i + 1}: {b}" for i, b in enumerate(b"ordinary text, numbered")) + "\nscores: "

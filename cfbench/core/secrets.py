@@ -154,15 +154,17 @@ def _fragment_spans(text: str, value: str) -> list[tuple[int, int]]:
 
 
 # -- canonical form: what a human or a program reads back, with each character's span in the original --
-#: percent (``%73``, ``%u0073``), ``\u``/``\U``/``\x``, octal (``\163``) and JSON escapes, and HTML character references (named, decimal, hex)
-_ESCAPE = re.compile(r"%u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-3][0-7]{2}"
-                     r"|\\[\\/\"'bfnrt]"
+#: percent (``%73``, ``%u0073``), ``\u``/``\U``/``\x``, octal (``\163``) and JSON escapes, and HTML character
+#: references (named, decimal, hex)
+_ESCAPE = re.compile(r"%u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}"
+                     r"|\\[0-3][0-7]{2}|\\[\\/\"'bfnrt]"
                      r"|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _SIMPLE = {"\\\\": "\\", "\\/": "/", '\\"': '"', "\\'": "'", "\\b": "\b", "\\f": "\f", "\\n": "\n",
            "\\r": "\r", "\\t": "\t"}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{10,}={0,2}")
 #: base64 written in groups of four with a space or tab between them (``c2st cHJv ai1R``): four groups or more
-_B64_GROUPS = re.compile(r"(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/_-]{4}[ \t]){3,}[A-Za-z0-9+/_=-]{2,4}(?![A-Za-z0-9+/_=-])")
+_B64_GROUPS = re.compile(r"(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/_-]{4}[ \t]){3,}[A-Za-z0-9+/_=-]{2,4}"
+                         r"(?![A-Za-z0-9+/_=-])")
 #: runs of 8 or more hex byte pairs, each optionally ``0x``-prefixed or followed by up to eight separator
 #: characters (``0x73, 0x6b``; ``73  6b``; a table's ``0x73,     0x6b``)
 _HEX_SEP = r"[\s:,;.\-]{0,8}"
@@ -322,7 +324,8 @@ def _hex_blocks(value: str) -> "re.Pattern[str]":
 def _hex_windows(value: str) -> tuple[str, ...]:
     """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value`` and of it reversed, as
     UTF-8 and as UTF-16 bytes (either order: a key written out as UTF-16, every other byte 00)."""
-    return tuple(w.encode(codec).hex() for w in _windows(value) + _windows(value[::-1]) for codec in _HEX_CODECS)
+    return tuple(w.encode(codec).hex() for w in _windows(value) + _windows(value[::-1])
+                 for codec in _HEX_CODECS)
 
 
 def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
@@ -556,10 +559,10 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, 
     """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
     would appear there and, where characters were dropped, the index in ``view`` of each one kept: upper-
     or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), ROT13 (read
-    back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both), and those
-    spaced out in another case. Without ``positions`` (detection) no index list is built."""
-    out: list[tuple[str, str, list[int] | None]] = [(view, value[::-1], None), (view, value.translate(_ROT13), None),
-                                                    (view, value.translate(_ROT47), None)]
+    back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
+    and those spaced out in another case. Without ``positions`` (detection) no index list is built."""
+    out: list[tuple[str, str, list[int] | None]] = [
+        (view, value[::-1], None), (view, value.translate(_ROT13), None), (view, value.translate(_ROT47), None)]
     low = view.lower()
     if len(low) == len(view):
         out.append((low, value.lower(), None))
