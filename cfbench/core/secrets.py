@@ -339,13 +339,21 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
         run = m.group(0)
         digits = [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
                   and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
-        hexed = "".join(run[i] for i in digits).lower()
-        for w in wins:
-            at = hexed.find(w)
-            while at != -1:
-                spans.append((m.start() + digits[at], m.start() + digits[at + len(w) - 1] + 1))
-                at = hexed.find(w, at + 1)
+        spans.extend(_kept_spans(m.start(), digits, "".join(run[i] for i in digits).lower(), wins))
     return spans
+
+
+def _kept_spans(start: int, keep: list[int], kept: str, windows: Iterable[str]) -> list[tuple[int, int]]:
+    """Spans in the text of every occurrence of ``windows`` in ``kept``: the characters of a run starting at
+    ``start`` whose offsets in it are ``keep`` (its separators left out), each span from the first to the last
+    character of the occurrence."""
+    out = []
+    for w in windows:
+        at = kept.find(w)
+        while at != -1:
+            out.append((start + keep[at], start + keep[at + len(w) - 1] + 1))
+            at = kept.find(w, at + 1)
+    return out
 
 
 # -- runs that decode to bytes: a base64 run (read whole, so base64 of base64 is read too), a base32 run, a
@@ -582,14 +590,7 @@ def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int
     so a word glued on in front of the first group stays."""
     run = m.group(0)
     keep = [i for i, c in enumerate(run) if c not in " \t"]
-    joined = "".join(run[i] for i in keep)
-    out = []
-    for w in b64:
-        at = joined.find(w)
-        while at != -1:
-            out.append((m.start() + keep[at], m.start() + keep[at + len(w) - 1] + 1))
-            at = joined.find(w, at + 1)
-    return out
+    return _kept_spans(m.start(), keep, "".join(run[i] for i in keep), b64)
 
 
 def _joined(m: re.Match) -> str:
