@@ -34,7 +34,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
     lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
     binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
-    lines, zlib or gzip data and UTF-16 in base64, base64 in spaced groups; the hex of a piece reversed."""
+    lines, zlib or gzip data and UTF-16 in base64, base64 in spaced groups, octal byte values;
+    the hex of a piece reversed."""
     import base64
     import binascii
     import codecs
@@ -57,6 +58,9 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     for start in range(2):
         raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 4 * 4]) if len(hexed) >= 32 else b""
         out += [raw.decode("utf-16-le", "ignore"), raw.decode("utf-16-be", "ignore")]
+    octal = re.findall(r"(?<![0-9])(?:0o)?([0-7]{1,3})(?![0-9])", text)
+    if len(octal) >= 8 and max(int(x, 8) for x in octal) < 256:
+        out.append(bytes(int(x, 8) for x in octal).decode("utf-8", "ignore"))
     numbered = [int(n) for n in re.findall(r"[0-9]+", text)]  # "115 (n=0), 107 (n=1)", "1: 115\n2: 107"
     for first in (0, 1):
         picked = numbered[first::2]
@@ -147,6 +151,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     "\n".join(f"{i + 1}: {b}" for i, b in enumerate(b"ordinary text, numbered")) + "\nscores: "
     + ", ".join(f"{s} (n={i})" for i, s in enumerate([3, 7, 7, 1, 9, 4, 4, 8, 2, 6, 5, 5, 7, 1, 3, 8, 9])),
     "".join(f"\\{ord(c):x} " for c in "ordinary text as CSS escapes") + " and lone surrogates " + "\\d800 " * 9,
+    "ordinary text in octal: " + " ".join(f"{b:o}" for b in b"ordinary text")
+    + "; octal modes 0o644 0o755 0o600 0o700 0o644 0o755 0o600 0o700",
     "ordinary text as UTF-16: " + "ordinary text".encode("utf-16-le").hex() + " and in base64: "
     + base64.b64encode("ordinary text".encode("utf-16-le")).decode() + " %u0041%u0042 =41=42=43 a=12 b=FF",
     "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG; base64 groups: " + " ".join(

@@ -360,7 +360,8 @@ def _kept_spans(start: int, keep: list[int], kept: str, windows: Iterable[str]) 
 # list of decimal byte values; each decoded text is read again, as any text (at most _MAX_DEPTH levels) --
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_DEC_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:(?:\s*[,;]\s*|\s+){_BYTE}){{7,}}(?![0-9.])")
+#: eight or more byte values, decimal or (all digits 0-7, or ``0o`` before each) octal: ``115, 107``, ``163 153``
+_DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;]\s*|\s+)(?:0o)?{_BYTE}){{7,}}(?![0-9.])")
 #: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
 #: with up to 10 other characters between them, read every second (and every third) number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
@@ -513,15 +514,20 @@ def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
 
 def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
     """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered
-    ones read every second or third number), bytes in binary, uuencoded lines after a ``begin`` header,
+    ones read every second or third number), bytes in binary and in octal, uuencoded lines after a ``begin`` header,
     quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
     def runs(pattern: "re.Pattern[str]"):
         return (m for m in pattern.finditer(view) if len(m.group(0)) <= _MAX_RUN)
 
-    for run_re, digits, base in ((_DEC_RUN, r"[0-9]+", 10), (_BIN_RUN, r"[01]{8}", 2)):
+    for run_re, digits, bases in ((_DEC_RUN, r"[0-9]+", (10, 8)), (_BIN_RUN, r"[01]{8}", (2,))):
         for m in runs(run_re):
-            if (text := _printable(bytes(int(x, base) for x in re.findall(digits, m.group(0))))) is not None:
-                yield m.start(), m.end(), text
+            values = re.findall(digits, m.group(0).replace("0o", " "))
+            for base in bases:
+                if base == 8 and any(c in "89" for x in values for c in x):
+                    continue
+                if max(int(x, base) for x in values) <= 255 and (
+                        text := _printable(bytes(int(x, base) for x in values))) is not None:
+                    yield m.start(), m.end(), text
     for m in runs(_NUMBERED_RUN):
         numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
         for stride in (2, 3):

@@ -111,6 +111,8 @@ KEY_FORMS = {
     "base64-spaced": lambda key: " ".join(_chunks(base64.b64encode(key.encode()).decode(), 4)),
     "hex-reversed": lambda key: key[::-1].encode().hex(),
     "rot47": lambda key: "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in key),
+    "octal-values": lambda key: " ".join(f"{b:o}" for b in key.encode()),
+    "octal-0o": lambda key: ", ".join(f"0o{b:o}" for b in key.encode()),
 }
 
 
