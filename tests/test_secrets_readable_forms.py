@@ -36,11 +36,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
     lines, zlib or gzip data and UTF-16 in base64, base64 in spaced groups, octal byte values;
     the hex of a piece reversed."""
-    import base64
-    import binascii
     import codecs
     import re
-    import zlib
 
     out = [text, re.sub(r"\\([0-3][0-7]{2})", lambda m: chr(int(m.group(1), 8)), text),
            re.sub(r"\\U([0-9a-fA-F]{8})", lambda m: chr(int(m.group(1), 16)), text), codecs.decode(text, "rot13"),

@@ -7,14 +7,15 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   percent-escape (any case, ``%73%6b%2D``), ``\u``/``\U``/``\x``, octal (``\163``) and JSON escape and HTML
   character reference (``&#115;``, ``&#x6b;``, ``&hyphen;``) decoded, invisible characters dropped (controls
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
-  full-width and mathematical letters), all repeatedly for double encodings; every base64 run and
-  every hex run (``736b2d…``, ``0x73 0x6b``, ``{0x73, 0x6b}``, ``73:6b``; of UTF-8 or UTF-16 bytes) decoded,
-  every run of CSS escapes (``\73 \6b``), and every base64 run,
-  base32, base85 and Ascii85 run, list of decimal byte values (``115, 107, 45``; numbered too,
-  ``115 (n=0), 107 (n=1)``) and bytes written in binary
-  decoded whole and read again as a text (so base64 of base64 is read too); the key is also looked for
-  reversed, in ROT13, in another case and spaced out (separators and the quotes of a list of its characters
-  dropped); then any run of 8 or more consecutive
+  full-width and mathematical letters), all repeatedly for double encodings (``%u0073`` too); every
+  base64 run (also in groups of four with spaces between) and every hex run (``736b2d…``, ``0x73 0x6b``,
+  ``{0x73, 0x6b}``, ``73:6b``; of UTF-8 or UTF-16 bytes, the key forwards or reversed) decoded; and every
+  base64 run (UTF-16 text, zlib or gzip data too), base32, base85 and Ascii85 run, list of decimal or octal
+  byte values (``115, 107, 45``; numbered too, ``115 (n=0), 107 (n=1)``), bytes written in binary, run of
+  quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block decoded whole and read
+  again as a text (so base64 of base64 is read too); the key is also looked for reversed, in ROT13 and
+  ROT47, in another case and spaced out (separators and the quotes of a list of its characters dropped);
+  then any run of 8 or more consecutive
   characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
@@ -36,6 +37,7 @@ import base64
 import binascii
 import os
 import re
+import zlib
 from functools import lru_cache
 from typing import Callable, Iterable
 
@@ -415,8 +417,6 @@ def _utf16(raw: bytes) -> bytes:
 
 def _inflated(raw: bytes) -> bytes:
     """``raw`` decompressed when it starts as zlib or gzip data does (at most 64 KiB out), else nothing."""
-    import zlib
-
     if raw[:2] == b"\x1f\x8b":
         wbits = 31
     elif len(raw) >= 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0:
@@ -599,11 +599,6 @@ def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int
     return _kept_spans(m.start(), keep, "".join(run[i] for i in keep), b64)
 
 
-def _joined(m: re.Match) -> str:
-    """A match of :data:`_B64_GROUPS` with the spaces between its groups taken out."""
-    return re.sub(r"[ \t]+", "", m.group(0))
-
-
 def _loose_hit(view: str, value: str) -> bool:
     """Whether any loose reading of ``view`` holds a piece of ``value`` (:func:`_loose`)."""
     return any(any(w in v for w in _windows(val)) for v, val, _ in _loose(view, value, positions=False))
@@ -686,7 +681,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                 return name
             if b64 and _B64_RUN.search(view) and any(w in view for w in b64):
                 return name
-            if b64 and any(any(w in _joined(m) for w in b64) for m in _B64_GROUPS.finditer(view)):
+            if b64 and any(_grouped_b64_spans(m, b64) for m in _B64_GROUPS.finditer(view)):
                 return name
             if _hex_runs(view, value):
                 return name
