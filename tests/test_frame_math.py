@@ -116,3 +116,10 @@ def test_every_study_notebook_turns_it_on_before_showing_a_table():
         setup = next(i for i, s in enumerate(code) if "pd.set_option(" in s)
         assert "\nno_math_in_tables()" in code[setup], path.name
         assert not any("display(" in s for s in code[:setup]), path.name
+
+
+def test_frame_html_escapes_markup_from_files():
+    frame = pd.DataFrame({"<script>alert(0)</script>": ["<img src=x onerror=alert(1)>", "../../etc/passwd $1 $2"]})
+    html = frame_html(frame)
+    assert "<script>" not in html and "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert dollars_read(html) == {"mathjax2": 0, "mathjax3": 0}
