@@ -126,6 +126,37 @@ def test_audit_own_transcripts_in_a_few_lines(tmp_path):
     assert all(r.check().values())
 
 
+def test_audit_of_a_file_names_the_file_on_its_progress_bar(tmp_path, monkeypatch):
+    import tqdm
+
+    from cfbench.io.transcripts import load_transcripts, save_transcripts
+    from cfbench.studies.contact_center_qa.synth import shipped_transcripts_path
+
+    bars: list[dict] = []
+
+    class Bar:
+        def __init__(self, *args, **kw):
+            bars.append(dict(kw, done=0))
+
+        def update(self, n=1):
+            bars[-1]["done"] += n
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    path = save_transcripts(load_transcripts(shipped_transcripts_path())[:2], tmp_path / "my_calls.jsonl")
+    audit(path, judges=["scripted:cc-qa"], questions=["issue_resolution"], dimensions=["gender"], n_boot=0)
+    assert [(b["desc"], b["total"], b["done"]) for b in bars] == [("contact-center (my_calls.jsonl)", 2, 2)]
+    bars.clear()
+    audit(load_transcripts(path), judges=["scripted:cc-qa"], questions=["issue_resolution"], dimensions=["gender"],
+          n_boot=0)  # loaded transcripts: no file to name
+    assert [b["desc"] for b in bars] == ["contact-center"]
+
+
 def test_sampled_conditions_give_one_pair_per_unit_and_are_seeded():
     p = Params(n_items=3, dimensions=("ethnicity_name", "priming"), conditions_per_dimension=2, n_boot=0,
                fairness=False, coaching=False, repeats=2)

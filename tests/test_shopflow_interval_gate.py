@@ -86,3 +86,25 @@ def test_a_stratum_with_no_pairs_is_undefined_and_fails(contract):
     row = a.interval_checks.set_index("check").loc["fpr_gap"]
     assert row["n_pairs"] == 0 and row["status"] == "FAIL" and row["verdict"] == "inconclusive"
     assert row["forecast"] == "no forecast: no pair in this stratum"
+
+
+def test_the_audit_checks_responsiveness_once_and_its_gate_rows_and_release_read_that_one(contract, monkeypatch):
+    """The audit computes the responsiveness check once; the interval rows and the release decision read the same
+    result (a check answering "not responsive" stops every pass, though the scores separate the classes)."""
+    from cfbench.studies.shopflow import gate
+
+    frame = _frame([(True, True)] * 60, [(False, False)] * 60)  # no gap; ready scored high, needs-review low
+    calls = []
+
+    def stub(routed, threshold, **kw):
+        calls.append(threshold)
+        return {"responsive": False, "why": "stub: not shown", "balanced_accuracy": 0.5, "ci_low": 0.4,
+                "ci_high": 0.6}
+
+    assert responsiveness_check(gate.route_rows(frame, 0.5), 0.5)["responsive"]
+    monkeypatch.setattr(gate, "responsiveness_check", stub)
+    audit = audit_pairs(frame, contract, threshold=0.5, variants=V)
+    assert calls == [0.5]
+    assert (audit.interval_checks["verdict"] != "pass").all()
+    assert set(audit.interval_checks["responsiveness"]) == {"stub: not shown"}
+    assert audit.release.decision == "BLOCKED" and audit.release.requirements["judge_shown_responsive"] is False

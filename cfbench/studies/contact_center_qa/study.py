@@ -1024,6 +1024,8 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
                     robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed,
                     concurrency=concurrency, timeout_s=timeout_s)
+    if progress is True and isinstance(transcripts, (str, Path)):  # the bar names the file, as run()'s does
+        progress = f"contact-center ({Path(transcripts).name})"
     return run(params, out, transcripts=loaded, progress=progress)
 
 

@@ -167,7 +167,8 @@ def _verdict_columns(d: MatchedDifference, limit: float, responsive: dict[str, A
 
 
 def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
-                    routed: pd.DataFrame | None = None, threshold: float | None = None) -> pd.DataFrame:
+                    routed: pd.DataFrame | None = None, threshold: float | None = None,
+                    responsive: dict[str, Any] | None = None) -> pd.DataFrame:
     """The interval rule: PASS only when the interval of each signed gap lies inside [−max, +max].
 
     One row per gap (TPR, FPR) and pair of slices. ``value`` is the signed
@@ -183,15 +184,21 @@ def interval_checks(rates: pd.DataFrame, contract: FairnessContract, *,
     interval lies inside ``(-max, +max)`` and the scores separate ready from needs-review requests
     (:func:`responsiveness_check` at ``threshold``; without a threshold none is shown), ``fail`` when it lies
     wholly beyond one side, ``inconclusive`` / ``uninformative (why)`` otherwise. ``status`` is the release
-    requirement: ``PASS`` exactly on a ``pass`` verdict, else ``FAIL`` (requirement not met).
+    requirement: ``PASS`` exactly on a ``pass`` verdict, else ``FAIL`` (requirement not met). ``responsive``:
+    the result of :func:`responsiveness_check` on these rows at ``threshold`` when the caller has it already
+    (the audit reads it for the release decision too); computed here when not given.
     """
     if routed is None:
         raise InputError("the matched-pair interval needs the routed rows", source="interval_checks",
                          field="routed")
     gi = contract.gap_interval
     slices = list(rates.index)
-    resp = (responsiveness_check(routed, threshold) if threshold is not None else
-            {"responsive": False, "why": "no threshold given: responsiveness not checked"})
+    if responsive is not None:
+        resp = responsive
+    elif threshold is not None:
+        resp = responsiveness_check(routed, threshold)
+    else:
+        resp = {"responsive": False, "why": "no threshold given: responsiveness not checked"}
     rows = []
     for check, metric, limit_name in _GAPS:
         limit = float(getattr(contract, limit_name))
@@ -392,7 +399,8 @@ def _audit(frame: pd.DataFrame, contract: FairnessContract, *, threshold: float,
     routed = route_rows(frame, threshold)
     rates = policy_rates(routed, variants=vs)
     checks = metric_checks(rates, contract)
-    intervals = interval_checks(rates, contract, routed=routed, threshold=threshold)
+    resp = responsiveness_check(routed, threshold)
+    intervals = interval_checks(rates, contract, routed=routed, threshold=threshold, responsive=resp)
     gi = contract.gap_interval
     tests = (stratum_tests(routed, vs, method=gi.method, confidence=gi.confidence) if len(vs) == 2
              else pd.DataFrame())
@@ -410,7 +418,7 @@ def _audit(frame: pd.DataFrame, contract: FairnessContract, *, threshold: float,
         release=release_decision(contract, metric_checks_pass=bool((checks["status"] == "PASS").all()),
                                  support_pass=bool((support["status"] == "PASS").all()),
                                  interval_checks_pass=bool((intervals["status"] == "PASS").all()),
-                                 responsive=bool(responsiveness_check(routed, threshold)["responsive"])),
+                                 responsive=bool(resp["responsive"])),
     )
 
 
