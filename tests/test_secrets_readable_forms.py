@@ -34,7 +34,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     base32 word decoded whole (and once more, for base64 of base64), base85 and Ascii85 words, decimal byte
     lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
     binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
-    lines, zlib or gzip data and UTF-16 in base64, base64 in spaced groups, octal byte values;
+    lines (also with no header: a line's first character gives its length), zlib or gzip data and UTF-16 in
+    base64, base64 in spaced groups, octal byte values, UTF-32 in hex, base32 in the extended hex alphabet;
     the hex of a piece reversed."""
     import codecs
     import re
@@ -55,6 +56,10 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     for start in range(2):
         raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 4 * 4]) if len(hexed) >= 32 else b""
         out += [raw.decode("utf-16-le", "ignore"), raw.decode("utf-16-be", "ignore")]
+    for start in range(0, 8, 2):  # UTF-32: four bytes a character, the text around may shift the hex digits
+        raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 8 * 8]) if len(hexed) >= 64 else b""
+        for codec in ("utf-32-le", "utf-32-be"):
+            out.append(raw.decode(codec, "ignore"))
     octal = re.findall(r"(?<![0-9])(?:0o)?([0-7]{1,3})(?![0-9])", text)
     if len(octal) >= 8 and max(int(x, 8) for x in octal) < 256:
         out.append(bytes(int(x, 8) for x in octal).decode("utf-8", "ignore"))
@@ -66,12 +71,21 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     nums = re.findall(r"\b[0-9]{1,3}\b", text)
     if len(nums) >= 8 and all(int(n) < 256 for n in nums):
         out.append(bytes(int(n) for n in nums).decode("utf-8", "ignore"))
+    for run in re.findall(r"[ -`]+", text):  # a uuencoded line, framed or not: length character, 4 per 3 bytes
+        for k in range(min(8, len(run))):
+            n = ord(run[k]) - 32
+            line = run[k:k + 1 + (n + 2) // 3 * 4]
+            if 0 < n <= 45 and len(line) == 1 + (n + 2) // 3 * 4:
+                try:
+                    out.append(binascii.a2b_uu(line).decode("utf-8", "ignore"))
+                except binascii.Error:  # bits left over past the n bytes: not a uuencoded line
+                    continue
     for block in re.findall(r"begin [0-7]{3} .*\n((?:.*\n)*?)`?\nend", text):  # uuencode
         out.append(b"".join(binascii.a2b_uu(line) for line in block.splitlines() if line.strip()).decode("utf-8",
                                                                                                       "ignore"))
     groups = [m.replace(" ", "") for m in re.findall(r"(?:[A-Za-z0-9+/=]{4} )+[A-Za-z0-9+/=]{1,4}", text)]
     for word in re.findall(r"[A-Za-z0-9+/=]{16,}", text) + groups:
-        for decode in (base64.b64decode, base64.b32decode):
+        for decode in (base64.b64decode, base64.b32decode, base64.b32hexdecode):
             for k in range(8):  # a letter of the text around it may be glued on in front
                 try:
                     raw = decode(word[k:])
@@ -156,6 +170,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
         base64.b64encode(b"ordinary text here").decode()[i:i + 4] for i in range(0, 24, 4)),
     "zlib: " + base64.b64encode(zlib.compress(b"ordinary text, compressed")).decode() + "\nbegin 644 notes\n"
     + binascii.b2a_uu(b"ordinary text, uuencoded").decode() + "`\nend\nTHE AGENT SAID HELLO\nNO-REPLY (SEE ABOVE)",
+    "UTF-32: " + "ordinary text".encode("utf-32-le").hex() + " base32hex: " + base64.b32hexencode(b"ordinary text").decode()
+    + " a bare uu line: " + binascii.b2a_uu(b"ordinary text, no header").decode() + "ID 4521, 0.125,0.250,0.375 (A-B)",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text
@@ -212,7 +228,9 @@ def test_a_server_echoing_the_key_in_a_form_leaves_it_in_no_row_cache_or_table(t
 LOOSE_FORMS = {"upper": lambda k: k.upper(), "spaced": lambda k: " ".join(k),
                "groups": lambda k: " ".join(k[i:i + 7] for i in range(0, len(k), 7)),
                "hyphen groups": lambda k: "-".join(k[i:i + 5] for i in range(0, len(k), 5)),
-               "bidi reversed": lambda k: "\u202e" + k[::-1] + "\u202c", "upper spaced": lambda k: " ".join(k.upper())}
+               "bidi reversed": lambda k: "\u202e" + k[::-1] + "\u202c", "upper spaced": lambda k: " ".join(k.upper()),
+               "doubled": lambda k: "".join(c + c for c in k),
+               "doubled upper spaced": lambda k: " ".join(c + c for c in k.upper())}
 
 
 @pytest.mark.parametrize("form", LOOSE_FORMS)
@@ -228,7 +246,8 @@ def test_a_key_read_loosely_is_found_and_scrubbed(form, offset):
 
 
 def test_loose_readings_leave_ordinary_text_alone():
-    for text in (FILLER, FILLER.upper(), " ".join(FILLER), "sk-proj- is the prefix of a project key", "HQ 4 LZ"):
+    for text in (FILLER, FILLER.upper(), " ".join(FILLER), "sk-proj- is the prefix of a project key", "HQ 4 LZ",
+                 "".join(c + c for c in FILLER), "======== ++++  aabbccdd  " + " " * 16):
         assert echoed_credential(text) is None and scrub(text) == text
 
 

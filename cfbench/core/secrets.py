@@ -9,12 +9,15 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings (``%u0073`` too); every
   base64 run (also in groups of four with spaces between) and every hex run (``736b2d…``, ``0x73 0x6b``,
-  ``{0x73, 0x6b}``, ``73:6b``; of UTF-8 or UTF-16 bytes, the key forwards or reversed) decoded; and every
-  base64 run (UTF-16 text, zlib or gzip data too), base32, base85 and Ascii85 run, list of decimal or octal
+  ``{0x73, 0x6b}``, ``73:6b``; of UTF-8, UTF-16 or UTF-32 bytes, the key forwards or reversed) decoded; and
+  every base64 run (UTF-16 text, zlib or gzip data too), base32 (also in the extended hex alphabet), base85 and
+  Ascii85 run, list of decimal or octal
   byte values (``115, 107, 45``; numbered too, ``115 (n=0), 107 (n=1)``), bytes written in binary, run of
-  quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block decoded whole and read
+  quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block (or line with no
+  header) decoded whole and read
   again as a text (so base64 of base64 is read too); the key is also looked for reversed, in ROT13 and
-  ROT47, in another case and spaced out (separators and the quotes of a list of its characters dropped);
+  ROT47, in another case, spaced out (separators and the quotes of a list of its characters dropped) and with
+  every character written twice;
   then any run of 8 or more consecutive
   characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
@@ -309,7 +312,7 @@ def _quick_decodings(text: str) -> list[str]:
 
 
 #: the byte encodings a key's hex spelling is looked for in
-_HEX_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
+_HEX_CODECS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 
 
 @lru_cache(maxsize=64)
@@ -325,7 +328,8 @@ def _hex_blocks(value: str) -> "re.Pattern[str]":
 @lru_cache(maxsize=64)
 def _hex_windows(value: str) -> tuple[str, ...]:
     """The lower-case hex spelling of every ``FRAGMENT``-character piece of ``value`` and of it reversed, as
-    UTF-8 and as UTF-16 bytes (either order: a key written out as UTF-16, every other byte 00)."""
+    UTF-8, UTF-16 and UTF-32 bytes (either order: a key written out as UTF-16, every other byte 00, or as
+    UTF-32, three bytes 00 in every four)."""
     return tuple(w.encode(codec).hex() for w in _windows(value) + _windows(value[::-1])
                  for codec in _HEX_CODECS)
 
@@ -361,6 +365,8 @@ def _kept_spans(start: int, keep: list[int], kept: str, windows: Iterable[str]) 
 # -- runs that decode to bytes: a base64 run (read whole, so base64 of base64 is read too), a base32 run, a
 # list of decimal byte values; each decoded text is read again, as any text (at most _MAX_DEPTH levels) --
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
+#: base32 in the extended hex alphabet (RFC 4648 section 7, ``0-9A-V``; Python's ``b32hexencode``)
+_B32H_RUN = re.compile(r"[0-9A-V]{16,}={0,6}|[0-9a-v]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 #: eight or more byte values, decimal or (all digits 0-7, or ``0o`` before each) octal: ``115, 107``, ``163 153``
 _DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;]\s*|\s+)(?:0o)?{_BYTE}){{7,}}(?![0-9.])")
@@ -372,6 +378,9 @@ _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}
 #: among its characters)
 _UU_BLOCK = re.compile(r"begin [0-7]{3,4} [^\s\\]+(?:\r?\n|\\n)((?:[!-M][ -`]{4,60}?(?:\r?\n|\\n))+)")
 _UU_SPLIT = re.compile(r"\r?\n|\\n")
+#: a run of characters from space to backtick, where a uuencoded line with no ``begin`` header may stand: read
+#: from each of its first 8 characters whose value as a uu length (8 to 45 bytes) fits in what follows
+_UU_RUN = re.compile(r"[ -`]{12,}")
 #: eight or more quoted-printable bytes (``=73=6B=2D``)
 _QP_RUN = re.compile(r"(?:=[0-9A-Fa-f]{2}){8,}")
 #: eight or more CSS escapes (``\73 \6b \2d``: up to six hex digits and an optional space each)
@@ -460,6 +469,31 @@ def _b32_text(run: str) -> str | None:
         return None
 
 
+def _b32h_text(run: str) -> str | None:
+    body = run.rstrip("=").upper()
+    body = body[:len(body) - len(body) % 8]
+    try:
+        return _printable(base64.b32hexdecode(body))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _uu_lines(run: str) -> Iterable[tuple[int, int, str]]:
+    """``(start, end, text)`` in ``run`` (a :data:`_UU_RUN` match) for each uuencoded line without a header that
+    starts at one of its first 8 characters: the line's first character gives its byte count ``n`` (8 to 45),
+    so the line is that character and ``4 ceil(n / 3)`` more."""
+    for k in range(min(8, len(run) - 11)):
+        n = ord(run[k]) - 32
+        need = 1 + 4 * -(-n // 3)
+        if 8 <= n <= 45 and k + need <= len(run):
+            try:
+                text = _printable(binascii.a2b_uu(run[k:k + need]))
+            except (binascii.Error, ValueError):
+                continue
+            if text is not None:
+                yield k, k + need, text
+
+
 def _blobs(view: str) -> list[tuple[int, int]]:
     """Spans of base64 runs longer than ``_MAX_RUN`` (a notebook's images), which no reading decodes."""
     return [(m.start(), m.end()) for m in _B64_RUN.finditer(view) if len(m.group(0)) > _MAX_RUN]
@@ -486,8 +520,8 @@ def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
-    for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B85_RUN, _b85_text, 5),
-                                   (_A85_RUN, _a85_text, 5)):
+    for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B32H_RUN, _b32h_text, 8),
+                                   (_B85_RUN, _b85_text, 5), (_A85_RUN, _a85_text, 5)):
         for m in pattern.finditer(view):
             run = m.group(0)
             if len(run) < 16 or len(run) > _MAX_RUN or (block == 5 and _in_blob(blobs, m)):
@@ -539,6 +573,9 @@ def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
         for m in runs(_UU_BLOCK):
             if (text := _uu_text(m.group(1))) is not None:
                 yield m.start(), m.end(), text
+    for m in runs(_UU_RUN):
+        for a, b, text in _uu_lines(m.group(0)):
+            yield m.start() + a, m.start() + b, text
     if "=" in view:
         for m in runs(_QP_RUN):
             if (text := _printable(bytes.fromhex(m.group(0).replace("=", "")))) is not None:
@@ -567,27 +604,60 @@ _ROT47 = str.maketrans("".join(map(chr, range(33, 127))),
 _ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
                        "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
+#: four doubled characters in a row, each unlike the one before ("sskk--pp"): where a key written with every
+#: character twice may stand (a line of "========" or an indent of spaces is not one)
+_DOUBLED = re.compile(r"(.)\1(?!\1)(.)\2(?!\2)(.)\3(?!\3)(.)\4", re.S)
+_PAIR = re.compile(r"(.)\1", re.S)
+_PAIR_OR_ONE = re.compile(r"(.)\1|.", re.S)
 
 
-def _loose(view: str, value: str, *, positions: bool = True) -> list[tuple[str, str, list[int] | None]]:
+_Reading = tuple[str, str, "list[int] | None", "list[int] | None"]
+
+
+def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
-    would appear there and, where characters were dropped, the index in ``view`` of each one kept: upper-
+    would appear there and, where characters were dropped, the index in ``view`` of each one kept and (for
+    a doubled character, else None: one past the kept one) of the end of what it stands for: upper-
     or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), ROT13 (read
     back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
-    and those spaced out in another case. Without ``positions`` (detection) no index list is built."""
-    out: list[tuple[str, str, list[int] | None]] = [
-        (view, value[::-1], None), (view, value.translate(_ROT13), None), (view, value.translate(_ROT47), None)]
+    and those spaced out in another case; and each of these but the reversed, ROT13 and ROT47 with every
+    character written twice (``sskk--pprroojj``: each doubled character read once, where four such pairs stand
+    in a row). Without ``positions`` (detection) no index list
+    is built."""
+    out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
+                           (view, value.translate(_ROT47), None, None)]
     low = view.lower()
     if len(low) == len(view):
-        out.append((low, value.lower(), None))
+        out.append((low, value.lower(), None, None))
     squeezed = view.translate(_DROP_SEP)
     if len(squeezed) < len(view):
         keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP] if positions else None
         bare = value.translate(_DROP_SEP)
-        out.append((squeezed, bare, keep))
+        out.append((squeezed, bare, keep, None))
         if len(squeezed.lower()) == len(squeezed):
-            out.append((squeezed.lower(), bare.lower(), keep))
+            out.append((squeezed.lower(), bare.lower(), keep, None))
+    seen: set[tuple[str, str]] = set()
+    for reading in [(view, value, None, None), *out[3:]]:  # the text itself, another case, separators dropped
+        if (reading[0], reading[1]) not in seen and (once := _undoubled(reading, positions)) is not None:
+            out.append(once)
+        seen.add((reading[0], reading[1]))
     return out
+
+
+def _undoubled(reading: _Reading, positions: bool) -> _Reading | None:
+    """``reading`` (the text itself, lower-cased or with separators dropped: :func:`_loose`) with each doubled
+    character read once, when four such pairs stand in a row (:data:`_DOUBLED`), else None; its indices are
+    in the text the reading was made from."""
+    v, value, keep, _ = reading
+    if not _DOUBLED.search(v):
+        return None
+    if not positions:
+        return _PAIR.sub(r"\1", v), value, None, None
+    tokens = list(_PAIR_OR_ONE.finditer(v))
+    starts, ends = [m.start() for m in tokens], [m.end() for m in tokens]
+    if keep is not None:
+        starts, ends = [keep[i] for i in starts], [keep[e - 1] + 1 for e in ends]
+    return _PAIR.sub(r"\1", v), value, starts, ends
 
 
 def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -601,7 +671,7 @@ def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int
 
 def _loose_hit(view: str, value: str) -> bool:
     """Whether any loose reading of ``view`` holds a piece of ``value`` (:func:`_loose`)."""
-    return any(any(w in v for w in _windows(val)) for v, val, _ in _loose(view, value, positions=False))
+    return any(any(w in v for w in _windows(val)) for v, val, _, _ in _loose(view, value, positions=False))
 
 
 def _spans(text: str, value: str) -> list[tuple[int, int]]:
@@ -611,9 +681,10 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
     b64 = _b64_windows(value)
     for view, to_text in _decoded_chain(text):
         spans.extend(to_text(a, b) for a, b in _fragment_spans(view, value))
-        for v, val, keep in _loose(view, value):
+        for v, val, keep, ends in _loose(view, value):
             for a, b in _fragment_spans(v, val):
-                spans.append(to_text(a, b) if keep is None else to_text(keep[a], keep[b - 1] + 1))
+                spans.append(to_text(a, b) if keep is None else
+                             to_text(keep[a], keep[b - 1] + 1 if ends is None else ends[b - 1]))
         for m in _B64_RUN.finditer(view):
             run = m.group(0)
             if any(w in run for w in b64):

@@ -113,6 +113,11 @@ KEY_FORMS = {
     "rot47": lambda key: "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in key),
     "octal-values": lambda key: " ".join(f"{b:o}" for b in key.encode()),
     "octal-0o": lambda key: ", ".join(f"0o{b:o}" for b in key.encode()),
+    "utf32-hex": lambda key: key.encode("utf-32-le").hex(),
+    "utf32be-hex-spaced": lambda key: " ".join(_chunks(key.encode("utf-32-be").hex(), 8)),
+    "base32hex": lambda key: base64.b32hexencode(key.encode()).decode(),
+    "uu-lines": lambda key: "".join(  # uuencoded lines with no begin/end frame
+        binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)).rstrip("\n"),
 }
 
 
