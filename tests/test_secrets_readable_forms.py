@@ -35,7 +35,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     lists (also every second number of a numbered one), octal, ``\\U`` and CSS escapes, UTF-16 in hex, bytes in
     binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
     lines (also with no header: a line's first character gives its length), zlib or gzip data and UTF-16 in
-    base64, base64 in spaced groups, octal byte values, UTF-32 in hex, base32 in the extended hex alphabet;
+    base64, base64 in spaced groups, octal byte values, UTF-32 in hex, base32 in the extended hex alphabet, Unicode
+    tag characters, the bytes as one decimal number;
     the hex of a piece reversed."""
     import codecs
     import re
@@ -45,7 +46,11 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
            re.sub(r"%u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text),
            re.sub(r"=([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), text),
            "".join(chr(33 + (ord(c) - 33 + 47) % 94) if "!" <= c <= "~" else c for c in text),
-           "".join(re.findall(r"'(.)'", text))]
+           "".join(re.findall(r"'(.)'", text)),
+           "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else c for c in text)]  # tag characters
+    for digits in re.findall(r"[0-9]{19,}", text):  # bytes written as one number
+        number = int(digits)
+        out.append(number.to_bytes((number.bit_length() + 7) // 8, "big").decode("utf-8", "ignore"))
     bits = re.findall(r"\b[01]{8}\b", text)
     if len(bits) >= 8:
         out.append(bytes(int(b, 2) for b in bits).decode("utf-8", "ignore"))
@@ -172,6 +177,9 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     + binascii.b2a_uu(b"ordinary text, uuencoded").decode() + "`\nend\nTHE AGENT SAID HELLO\nNO-REPLY (SEE ABOVE)",
     "UTF-32: " + "ordinary text".encode("utf-32-le").hex() + " base32hex: " + base64.b32hexencode(b"ordinary text").decode()
     + " a bare uu line: " + binascii.b2a_uu(b"ordinary text, no header").decode() + "ID 4521, 0.125,0.250,0.375 (A-B)",
+    "flag \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F, hidden "
+    + "".join(chr(0xE0000 + ord(c)) for c in "ordinary text") + ", version 1.2.3.4.5.6.7.8.9, address 10.0.0.1, "
+    + str(int.from_bytes(b"ordinary text", "big")) + " and 1234567890123456789012 and 0.30000000000000004",
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text
@@ -230,7 +238,8 @@ LOOSE_FORMS = {"upper": lambda k: k.upper(), "spaced": lambda k: " ".join(k),
                "hyphen groups": lambda k: "-".join(k[i:i + 5] for i in range(0, len(k), 5)),
                "bidi reversed": lambda k: "\u202e" + k[::-1] + "\u202c", "upper spaced": lambda k: " ".join(k.upper()),
                "doubled": lambda k: "".join(c + c for c in k),
-               "doubled upper spaced": lambda k: " ".join(c + c for c in k.upper())}
+               "doubled upper spaced": lambda k: " ".join(c + c for c in k.upper()),
+               "reversed upper": lambda k: k[::-1].upper()}
 
 
 @pytest.mark.parametrize("form", LOOSE_FORMS)

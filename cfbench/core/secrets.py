@@ -12,10 +12,12 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   ``{0x73, 0x6b}``, ``73:6b``; of UTF-8, UTF-16 or UTF-32 bytes, the key forwards or reversed) decoded; and
   every base64 run (UTF-16 text, zlib or gzip data too), base32 (also in the extended hex alphabet), base85 and
   Ascii85 run, list of decimal or octal
-  byte values (``115, 107, 45``; numbered too, ``115 (n=0), 107 (n=1)``), bytes written in binary, run of
+  byte values (``115, 107, 45``; numbered too, ``115 (n=0), 107 (n=1)``; dotted, ``115.107.45``), the bytes as
+  one whole number in decimal, bytes written in binary, run of
   quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block (or line with no
   header) decoded whole and read
-  again as a text (so base64 of base64 is read too); the key is also looked for reversed, in ROT13 and
+  again as a text (so base64 of base64 is read too); the key is also looked for in hidden Unicode tag
+  characters, reversed (also in another case), in ROT13 and
   ROT47, in another case, spaced out (separators and the quotes of a list of its characters dropped) and with
   every character written twice;
   then any run of 8 or more consecutive
@@ -370,6 +372,10 @@ _B32H_RUN = re.compile(r"[0-9A-V]{16,}={0,6}|[0-9a-v]{16,}={0,6}")
 _BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 #: eight or more byte values, decimal or (all digits 0-7, or ``0o`` before each) octal: ``115, 107``, ``163 153``
 _DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;]\s*|\s+)(?:0o)?{_BYTE}){{7,}}(?![0-9.])")
+#: eight or more byte values joined by dots, ``115.107.45.112`` (an address-like spelling; a decimal number has one dot)
+_DOT_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:\.{_BYTE}){{7,}}(?![0-9]|\.[0-9])")
+#: the key's bytes read as one big-endian whole number, written in decimal: 19 digits or more (8 bytes)
+_INT_RUN = re.compile(r"(?<![0-9.])[0-9]{19,1200}(?![0-9])")
 #: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
 #: with up to 10 other characters between them, read every second (and every third) number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
@@ -548,12 +554,14 @@ def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
 
 def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
     """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered
-    ones read every second or third number), bytes in binary and in octal, uuencoded lines after a ``begin`` header,
+    ones read every second or third number, dotted ones), the bytes as one whole number, bytes in binary and in
+    octal, uuencoded lines after a ``begin`` header,
     quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
     def runs(pattern: "re.Pattern[str]"):
         return (m for m in pattern.finditer(view) if len(m.group(0)) <= _MAX_RUN)
 
-    for run_re, digits, bases in ((_DEC_RUN, r"[0-9]+", (10, 8)), (_BIN_RUN, r"[01]{8}", (2,))):
+    for run_re, digits, bases in ((_DEC_RUN, r"[0-9]+", (10, 8)), (_DOT_RUN, r"[0-9]+", (10,)),
+                                  (_BIN_RUN, r"[01]{8}", (2,))):
         for m in runs(run_re):
             values = re.findall(digits, m.group(0).replace("0o", " "))
             for base in bases:
@@ -562,6 +570,10 @@ def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
                 if max(int(x, base) for x in values) <= 255 and (
                         text := _printable(bytes(int(x, base) for x in values))) is not None:
                     yield m.start(), m.end(), text
+    for m in runs(_INT_RUN):
+        number = int(m.group(0))
+        if (text := _printable(number.to_bytes((number.bit_length() + 7) // 8, "big"))) is not None:
+            yield m.start(), m.end(), text
     for m in runs(_NUMBERED_RUN):
         numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
         for stride in (2, 3):
@@ -604,6 +616,9 @@ _ROT47 = str.maketrans("".join(map(chr, range(33, 127))),
 _ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
                        "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
+#: Unicode tag characters (U+E0020 to U+E007E), which show nothing and spell ASCII one for one
+_TAG = re.compile("[\U000E0020-\U000E007E]")
+_TAG_ASCII = {cp: cp - 0xE0000 for cp in range(0xE0020, 0xE007F)}
 #: four doubled characters in a row, each unlike the one before ("sskk--pp"): where a key written with every
 #: character twice may stand (a line of "========" or an indent of spaces is not one)
 _DOUBLED = re.compile(r"(.)\1(?!\1)(.)\2(?!\2)(.)\3(?!\3)(.)\4", re.S)
@@ -618,17 +633,21 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     """Readings of ``view`` beside itself that a person still reads as the key, each with the key as it
     would appear there and, where characters were dropped, the index in ``view`` of each one kept and (for
     a doubled character, else None: one past the kept one) of the end of what it stands for: upper-
-    or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override), ROT13 (read
+    or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override; also in another
+    case), Unicode tag characters read as the ASCII they stand for (hidden text), ROT13 (read
     back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
-    and those spaced out in another case; and each of these but the reversed, ROT13 and ROT47 with every
+    and those spaced out in another case; and the text itself and each of these but the first three with every
     character written twice (``sskk--pprroojj``: each doubled character read once, where four such pairs stand
     in a row). Without ``positions`` (detection) no index list
     is built."""
     out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
                            (view, value.translate(_ROT47), None, None)]
+    if _TAG.search(view):  # the canonical readings drop tag characters as invisible; here they are read
+        out.append((view.translate(_TAG_ASCII), value, None, None))
     low = view.lower()
     if len(low) == len(view):
         out.append((low, value.lower(), None, None))
+        out.append((low, value.lower()[::-1], None, None))
     squeezed = view.translate(_DROP_SEP)
     if len(squeezed) < len(view):
         keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP] if positions else None

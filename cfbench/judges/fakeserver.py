@@ -116,6 +116,9 @@ KEY_FORMS = {
     "utf32-hex": lambda key: key.encode("utf-32-le").hex(),
     "utf32be-hex-spaced": lambda key: " ".join(_chunks(key.encode("utf-32-be").hex(), 8)),
     "base32hex": lambda key: base64.b32hexencode(key.encode()).decode(),
+    "tag-chars": lambda key: "".join(chr(0xE0000 + ord(c)) for c in key),  # hidden: shows nothing
+    "decimal-dotted": lambda key: ".".join(str(b) for b in key.encode()),
+    "big-integer": lambda key: str(int.from_bytes(key.encode(), "big")),
     "uu-lines": lambda key: "".join(  # uuencoded lines with no begin/end frame
         binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)).rstrip("\n"),
 }
