@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bz2
 import json
+import lzma
 import sqlite3
 import zlib
 
@@ -36,7 +38,7 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     binary, ROT13 and ROT47, ``%u`` and quoted-printable escapes, the characters of a quoted list joined, uuencoded
     lines (also with no header: a line's first character gives its length), zlib or gzip data and UTF-16 in
     base64, base64 in spaced groups, octal byte values, UTF-32 in hex, base32 in the extended hex alphabet, Unicode
-    tag characters, the bytes as one decimal number;
+    tag characters, the bytes as one decimal number, hex of any of these, bzip2 and xz data in base64;
     the hex of a piece reversed."""
     import codecs
     import re
@@ -61,6 +63,11 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     for start in range(2):
         raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 4 * 4]) if len(hexed) >= 32 else b""
         out += [raw.decode("utf-16-le", "ignore"), raw.decode("utf-16-be", "ignore")]
+    for word in re.findall(r"[0-9a-fA-F]{16,}", text):  # hex of text that is read again (hex of base64)
+        for k in (0, 1):
+            if len(word) - k >= 16:
+                got = bytes.fromhex(word[k:len(word) - (len(word) - k) % 2]).decode("utf-8", "ignore")
+                out += _unpacked(got, depth - 1) if depth > 1 else [got]
     for start in range(0, 8, 2):  # UTF-32: four bytes a character, the text around may shift the hex digits
         raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 8 * 8]) if len(hexed) >= 64 else b""
         for codec in ("utf-32-le", "utf-32-be"):
@@ -94,11 +101,12 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
             for k in range(8):  # a letter of the text around it may be glued on in front
                 try:
                     raw = decode(word[k:])
-                    for wbits in (15, 31):  # zlib or gzip data
+                    for inflate in (lambda b: zlib.decompress(b, 15), lambda b: zlib.decompress(b, 31), bz2.decompress,
+                                    lzma.decompress):  # zlib, gzip, bzip2 or xz data
                         try:
-                            raw = zlib.decompress(raw, wbits)
+                            raw = inflate(raw)
                             break
-                        except zlib.error:
+                        except (zlib.error, OSError, ValueError, lzma.LZMAError):
                             continue
                     got = raw.decode("utf-16-le") if raw[1::2].count(0) * 2 > len(raw) // 2 else raw.decode("utf-8")
                 except ValueError:
@@ -147,6 +155,17 @@ def test_a_piece_of_the_key_in_a_form_is_found(form):
     assert echoed_credential(f"look: {piece} ok") == "OPENAI_API_KEY"
 
 
+@pytest.mark.parametrize("offset", (0, 64))
+def test_a_key_in_xz_data_in_base64_is_found_and_scrubbed(offset):
+    """xz keeps so short an input as it is, so the run also holds the key's own base64, and a base64 run that holds
+    it goes whole: a letter of the text glued on in front goes with it (offsets 0 and 64 have none)."""
+    text = FILLER[:offset] + base64.b64encode(lzma.compress(KEY.encode())).decode() + " " + FILLER[offset:]
+    assert readable_trace(text) and echoed_credential(text) == "OPENAI_API_KEY"
+    out = scrub(text)
+    assert echoed_credential(out) is None and not readable_trace(out)
+    assert out.startswith(FILLER[:offset]) and out.endswith(FILLER[offset:])
+
+
 _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
                             for enc in (base64.b85encode, lambda b: base64.a85encode(b, adobe=True)))
 
@@ -180,6 +199,9 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
     "flag \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F, hidden "
     + "".join(chr(0xE0000 + ord(c)) for c in "ordinary text") + ", version 1.2.3.4.5.6.7.8.9, address 10.0.0.1, "
     + str(int.from_bytes(b"ordinary text", "big")) + " and 1234567890123456789012 and 0.30000000000000004",
+    "dates 2026-11-29, 11/29/2026; zero-padded 001 002 003 004 005 006 007 008 009; hex of base64 of ordinary text "
+    + base64.b64encode(b"ordinary text").hex() + "; bzip2 " + base64.b64encode(bz2.compress(b"ordinary text")).decode()
+    + "; xz " + base64.b64encode(lzma.compress(b"ordinary text")).decode(),
 ])
 def test_ordinary_text_in_those_forms_is_left_alone(text):
     assert echoed_credential(text) is None and scrub(text) == text

@@ -369,9 +369,10 @@ def _kept_spans(start: int, keep: list[int], kept: str, windows: Iterable[str]) 
 _B32_RUN = re.compile(r"[A-Z2-7]{16,}={0,6}|[a-z2-7]{16,}={0,6}")
 #: base32 in the extended hex alphabet (RFC 4648 section 7, ``0-9A-V``; Python's ``b32hexencode``)
 _B32H_RUN = re.compile(r"[0-9A-V]{16,}={0,6}|[0-9a-v]{16,}={0,6}")
-_BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-#: eight or more byte values, decimal or (all digits 0-7, or ``0o`` before each) octal: ``115, 107``, ``163 153``
-_DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;]\s*|\s+)(?:0o)?{_BYTE}){{7,}}(?![0-9.])")
+_BYTE = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])"  # 0 to 255, zero-padded or not (``045``)
+#: eight or more byte values, decimal or (all digits 0-7, or ``0o`` before each) octal: ``115, 107``, ``163 153``,
+#: ``115/107``, ``115-107``, ``115 107 045``
+_DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;/-]\s*|\s+)(?:0o)?{_BYTE}){{7,}}(?![0-9.])")
 #: eight or more byte values joined by dots, ``115.107.45.112`` (an address-like spelling; a decimal number has one dot)
 _DOT_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:\.{_BYTE}){{7,}}(?![0-9]|\.[0-9])")
 #: the key's bytes read as one big-endian whole number, written in decimal: 19 digits or more (8 bytes)
@@ -431,7 +432,16 @@ def _utf16(raw: bytes) -> bytes:
 
 
 def _inflated(raw: bytes) -> bytes:
-    """``raw`` decompressed when it starts as zlib or gzip data does (at most 64 KiB out), else nothing."""
+    """``raw`` decompressed when it starts as zlib, gzip, bzip2 or xz data does (at most 64 KiB out), else
+    nothing."""
+    if raw[:3] == b"BZh" or raw[:6] == b"\xfd7zXZ\x00":
+        import bz2
+        import lzma
+
+        try:
+            return (bz2.BZ2Decompressor() if raw[0] == 0x42 else lzma.LZMADecompressor()).decompress(raw, 65536)
+        except (OSError, EOFError, ValueError, lzma.LZMAError):
+            return b""
     if raw[:2] == b"\x1f\x8b":
         wbits = 31
     elif len(raw) >= 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0:
@@ -554,8 +564,8 @@ def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
 
 def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
     """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered
-    ones read every second or third number, dotted ones), the bytes as one whole number, bytes in binary and in
-    octal, uuencoded lines after a ``begin`` header,
+    ones read every second or third number, dotted ones), hex runs, the bytes as one whole number, bytes in
+    binary and in octal, uuencoded lines after a ``begin`` header,
     quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
     def runs(pattern: "re.Pattern[str]"):
         return (m for m in pattern.finditer(view) if len(m.group(0)) <= _MAX_RUN)
@@ -570,6 +580,22 @@ def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
                 if max(int(x, base) for x in values) <= 255 and (
                         text := _printable(bytes(int(x, base) for x in values))) is not None:
                     yield m.start(), m.end(), text
+    for m in runs(_HEX_RUN):  # hex of another spelling (hex of base64 ...); the key's own hex: _hex_runs
+        run = m.group(0)
+        at = [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
+              and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
+        digits = "".join(run[i] for i in at)
+        for k in (0, 1):  # a hex letter of a word glued on in front shifts the pairs by one
+            raw = bytes.fromhex(digits[k:len(digits) - (len(digits) - k) % 2])
+            # a word of hex letters beside the run ("twice 73 6b ... 35 before") is a byte pair of it: the bytes
+            # at either end that are not printable ASCII are left out, and so are their digits from the span
+            i0, i1 = 0, len(raw)
+            while i0 < i1 and not 0x20 <= raw[i0] <= 0x7E:
+                i0 += 1
+            while i1 > i0 and not 0x20 <= raw[i1 - 1] <= 0x7E:
+                i1 -= 1
+            if i1 - i0 >= FRAGMENT and (text := _printable(raw[i0:i1])) is not None:
+                yield m.start() + at[k + 2 * i0], m.start() + at[k + 2 * i1 - 1] + 1, text
     for m in runs(_INT_RUN):
         number = int(m.group(0))
         if (text := _printable(number.to_bytes((number.bit_length() + 7) // 8, "big"))) is not None:

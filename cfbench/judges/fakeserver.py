@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import bz2
 import codecs
 import gzip
 import json
@@ -119,6 +120,11 @@ KEY_FORMS = {
     "tag-chars": lambda key: "".join(chr(0xE0000 + ord(c)) for c in key),  # hidden: shows nothing
     "decimal-dotted": lambda key: ".".join(str(b) for b in key.encode()),
     "big-integer": lambda key: str(int.from_bytes(key.encode(), "big")),
+    "decimal-padded": lambda key: " ".join(f"{b:03d}" for b in key.encode()),
+    "decimal-slashes": lambda key: "/".join(str(b) for b in key.encode()),
+    "decimal-dashes": lambda key: "-".join(str(b) for b in key.encode()),
+    "hex-of-base64": lambda key: base64.b64encode(key.encode()).hex(),
+    "bz2-base64": lambda key: base64.b64encode(bz2.compress(key.encode())).decode(),
     "uu-lines": lambda key: "".join(  # uuencoded lines with no begin/end frame
         binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)).rstrip("\n"),
 }
