@@ -66,7 +66,12 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     for word in re.findall(r"[0-9a-fA-F]{16,}", text):  # hex of text that is read again (hex of base64)
         for k in (0, 1):
             if len(word) - k >= 16:
-                got = bytes.fromhex(word[k:len(word) - (len(word) - k) % 2]).decode("utf-8", "ignore")
+                raw = bytes.fromhex(word[k:len(word) - (len(word) - k) % 2])
+                try:
+                    raw = zlib.decompress(raw)  # hex of zlib data
+                except zlib.error:
+                    pass
+                got = raw.decode("utf-8", "ignore")
                 out += _unpacked(got, depth - 1) if depth > 1 else [got]
     for start in range(0, 8, 2):  # UTF-32: four bytes a character, the text around may shift the hex digits
         raw = bytes.fromhex(hexed[start:][: (len(hexed) - start) // 8 * 8]) if len(hexed) >= 64 else b""
@@ -76,6 +81,8 @@ def _unpacked(text: str, depth: int = 2) -> list[str]:
     if len(octal) >= 8 and max(int(x, 8) for x in octal) < 256:
         out.append(bytes(int(x, 8) for x in octal).decode("utf-8", "ignore"))
     numbered = [int(n) for n in re.findall(r"[0-9]+", text)]  # "115 (n=0), 107 (n=1)", "1: 115\n2: 107"
+    if len(numbered) >= 8 and max(numbered) < 256:  # every number: "[115][107]", "chr(115)+chr(107)"
+        out.append(bytes(numbered).decode("utf-8", "ignore"))
     for first in (0, 1):
         picked = numbered[first::2]
         if len(picked) >= 8 and max(picked) < 256:

@@ -9,10 +9,12 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   such as NUL, soft hyphens, zero-width characters, bidi marks), compatibility forms folded (NFKC:
   full-width and mathematical letters), all repeatedly for double encodings (``%u0073`` too); every
   base64 run (also in groups of four with spaces between) and every hex run (``736b2d…``, ``0x73 0x6b``,
-  ``{0x73, 0x6b}``, ``73:6b``; of UTF-8, UTF-16 or UTF-32 bytes, the key forwards or reversed) decoded; and
+  ``{0x73, 0x6b}``, ``73:6b``, ``7 3 6 b``; of UTF-8, UTF-16 or UTF-32 bytes, the key forwards or reversed)
+  decoded; and
   every base64 run (UTF-16 text, zlib or gzip data too), base32 (also in the extended hex alphabet), base85 and
   Ascii85 run, list of decimal or octal
-  byte values (``115, 107, 45``; numbered too, ``115 (n=0), 107 (n=1)``; dotted, ``115.107.45``), the bytes as
+  byte values (``115, 107, 45``; numbered or wrapped too, ``115 (n=0), 107 (n=1)``, ``chr(115)+chr(107)``;
+  dotted, ``115.107.45``), the bytes as
   one whole number in decimal, bytes written in binary, run of
   quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block (or line with no
   header) decoded whole and read
@@ -377,8 +379,9 @@ _DEC_RUN = re.compile(rf"(?<![0-9.])(?:0o)?{_BYTE}(?:(?:\s*[,;/-]\s*|\s+)(?:0o)?
 _DOT_RUN = re.compile(rf"(?<![0-9.]){_BYTE}(?:\.{_BYTE}){{7,}}(?![0-9]|\.[0-9])")
 #: the key's bytes read as one big-endian whole number, written in decimal: 19 digits or more (8 bytes)
 _INT_RUN = re.compile(r"(?<![0-9.])[0-9]{19,1200}(?![0-9])")
-#: a numbered or annotated list of byte values, ``115 (n=0), 107 (n=1)`` or ``1: 115\n2: 107``: 16 or more numbers
-#: with up to 10 other characters between them, read every second (and every third) number from each start
+#: a numbered, annotated or wrapped list of byte values, ``115 (n=0), 107 (n=1)``, ``1: 115\n2: 107``, ``[115][107]``,
+#: ``chr(115)+chr(107)``: 16 or more numbers with up to 10 other characters between them, read every number, and
+#: every second and every third number from each start
 _NUMBERED_RUN = re.compile(r"(?<![0-9])[0-9]{1,3}(?:[^0-9]{1,10}[0-9]{1,3}){15,}(?![0-9])")
 #: uuencoded lines (a length character, then characters from space to backtick) after a ``begin 644 name``
 #: header, each ended by a newline or by a JSON-escaped one (``\n``, which no such line holds: ``n`` is not
@@ -434,24 +437,33 @@ def _utf16(raw: bytes) -> bytes:
 def _inflated(raw: bytes) -> bytes:
     """``raw`` decompressed when it starts as zlib, gzip, bzip2 or xz data does (at most 64 KiB out), else
     nothing."""
+    return _inflate(raw)[0]
+
+
+def _inflate(raw: bytes) -> tuple[bytes, int]:
+    """:func:`_inflated` and how many bytes of ``raw`` the compressed data took (0 when it is none)."""
     if raw[:3] == b"BZh" or raw[:6] == b"\xfd7zXZ\x00":
         import bz2
         import lzma
 
+        d = bz2.BZ2Decompressor() if raw[0] == 0x42 else lzma.LZMADecompressor()
         try:
-            return (bz2.BZ2Decompressor() if raw[0] == 0x42 else lzma.LZMADecompressor()).decompress(raw, 65536)
+            out = d.decompress(raw, 65536)
         except (OSError, EOFError, ValueError, lzma.LZMAError):
-            return b""
+            return b"", 0
+        return out, len(raw) - len(d.unused_data)
     if raw[:2] == b"\x1f\x8b":
         wbits = 31
     elif len(raw) >= 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0:
         wbits = 15
     else:
-        return b""
+        return b"", 0
+    z = zlib.decompressobj(wbits)
     try:
-        return zlib.decompressobj(wbits).decompress(raw, 65536)
+        out = z.decompress(raw, 65536)
     except zlib.error:
-        return b""
+        return b"", 0
+    return out, len(raw) - len(z.unused_data)
 
 
 def _uu_text(block: str) -> str | None:
@@ -596,13 +608,19 @@ def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
                 i1 -= 1
             if i1 - i0 >= FRAGMENT and (text := _printable(raw[i0:i1])) is not None:
                 yield m.start() + at[k + 2 * i0], m.start() + at[k + 2 * i1 - 1] + 1, text
+            else:  # hex of zlib, gzip, bzip2 or xz data, maybe after a byte pair of a hex-letter word
+                for j in range(min(3, len(raw))):
+                    out, used = _inflate(raw[j:])
+                    if (text := _printable(out)) is not None:
+                        yield m.start() + at[k + 2 * j], m.start() + at[k + 2 * (j + used) - 1] + 1, text
+                        break
     for m in runs(_INT_RUN):
         number = int(m.group(0))
         if (text := _printable(number.to_bytes((number.bit_length() + 7) // 8, "big"))) is not None:
             yield m.start(), m.end(), text
     for m in runs(_NUMBERED_RUN):
         numbers = [int(x) for x in re.findall(r"[0-9]+", m.group(0))]
-        for stride in (2, 3):
+        for stride in (1, 2, 3):
             for first in range(stride):
                 picked = numbers[first::stride]
                 if max(picked) <= 255 and (text := _printable(bytes(picked))) is not None:
@@ -737,6 +755,10 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
         for m in _B64_GROUPS.finditer(view):
             spans.extend(to_text(a, b) for a, b in _grouped_b64_spans(m, b64))
         spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
+        squeezed = view.translate(_DROP_SEP)
+        if len(squeezed) < len(view) and (hexed := _hex_runs(squeezed, value)):  # hex digits spaced out one by one
+            keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP]
+            spans.extend(to_text(keep[a], keep[b - 1] + 1) for a, b in hexed)
         spans.extend(to_text(a, b) for a, b in _in_byte_runs(view, "", value, 0))
     return spans
 
@@ -799,7 +821,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                 return name
             if b64 and any(_grouped_b64_spans(m, b64) for m in _B64_GROUPS.finditer(view)):
                 return name
-            if _hex_runs(view, value):
+            if _hex_runs(view, value) or _hex_runs(view.translate(_DROP_SEP), value):  # "7 3 6 b" too
                 return name
             if _loose_hit(view, value):
                 return name

@@ -125,6 +125,10 @@ KEY_FORMS = {
     "decimal-dashes": lambda key: "-".join(str(b) for b in key.encode()),
     "hex-of-base64": lambda key: base64.b64encode(key.encode()).hex(),
     "bz2-base64": lambda key: base64.b64encode(bz2.compress(key.encode())).decode(),
+    "hex-digits-spaced": lambda key: " ".join(key.encode().hex()),
+    "hex-of-zlib": lambda key: zlib.compress(key.encode()).hex(),
+    "decimal-bracketed": lambda key: "".join(f"[{b}]" for b in key.encode()),
+    "chr-sum": lambda key: "+".join(f"chr({b})" for b in key.encode()),
     "uu-lines": lambda key: "".join(  # uuencoded lines with no begin/end frame
         binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)).rstrip("\n"),
 }
