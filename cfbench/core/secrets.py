@@ -10,20 +10,15 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   full-width and mathematical letters), all repeatedly for double encodings (``%u0073`` too); every
   base64 run (also in groups of four with spaces between) and every hex run (``736b2d…``, ``0x73 0x6b``,
   ``{0x73, 0x6b}``, ``73:6b``, ``7 3 6 b``; of UTF-8, UTF-16 or UTF-32 bytes, the key forwards or reversed)
-  decoded; and
-  every base64 run (UTF-16 text, zlib or gzip data too), base32 (also in the extended hex alphabet), base85 and
-  Ascii85 run, list of decimal or octal
-  byte values (``115, 107, 45``; numbered or wrapped too, ``115 (n=0), 107 (n=1)``, ``chr(115)+chr(107)``;
-  dotted, ``115.107.45``), the bytes as
-  one whole number in decimal, bytes written in binary, run of
-  quoted-printable bytes (``=73=6B``) or CSS escapes (``\73 \6b``) and uuencoded block (or line with no
-  header) decoded whole and read
-  again as a text (so base64 of base64 is read too); the key is also looked for in hidden Unicode tag
-  characters, reversed (also in another case), in ROT13 and
-  ROT47, in another case, spaced out (separators and the quotes of a list of its characters dropped) and with
-  every character written twice;
-  then any run of 8 or more consecutive
-  characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
+  decoded; and every base64 run (UTF-16 text, zlib, gzip, bzip2 or xz data too), hex run, base32 run (also in
+  the extended hex alphabet), base85 and Ascii85 run, list of decimal or octal byte values (``115, 107, 45``;
+  numbered or wrapped, ``115 (n=0), 107 (n=1)``, ``chr(115)+chr(107)``; dotted, ``115.107.45``), the bytes as
+  one whole number in decimal, bytes written in binary, run of quoted-printable bytes (``=73=6B``) or CSS
+  escapes (``\73 \6b``) and uuencoded block (or line with no header) decoded whole and read again as a text
+  (so base64 of base64 is read too); the key is also looked for in hidden Unicode tag characters, reversed
+  (also in another case), in ROT13 and ROT47, in another case, spaced out (separators and the quotes of a
+  list of its characters dropped) and with every character written twice; then any run of 8 or more
+  consecutive characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
 * :func:`echoed_credential` tells whether a text holds a credential; the judge runner
   then records the call as failed ("reply echoed a credential") and neither caches
@@ -575,8 +570,8 @@ def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
 
 
 def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
-    """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered
-    ones read every second or third number, dotted ones), hex runs, the bytes as one whole number, bytes in
+    """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered or
+    wrapped ones read number by number, every second and every third number; dotted ones), hex runs, the bytes as one whole number, bytes in
     binary and in octal, uuencoded lines after a ``begin`` header,
     quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
     def runs(pattern: "re.Pattern[str]"):
@@ -682,8 +677,7 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
     and those spaced out in another case; and the text itself and each of these but the first three with every
     character written twice (``sskk--pprroojj``: each doubled character read once, where four such pairs stand
-    in a row). Without ``positions`` (detection) no index list
-    is built."""
+    in a row). Without ``positions`` (detection) no index list is built."""
     out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
                            (view, value.translate(_ROT47), None, None)]
     if _TAG.search(view):  # the canonical readings drop tag characters as invisible; here they are read
