@@ -174,6 +174,8 @@ _B64_GROUPS = re.compile(r"(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/_-]{4}[ \t]){3,}[A
 _HEX_SEP = r"[\s:,;.\-]{0,8}"
 _HEX_RUN = re.compile(rf"(?:(?:0[xX])?[0-9a-fA-F]{{2}}{_HEX_SEP}){{8,}}")
 _NOT_HEX = re.compile(r"0[xX]|[^0-9a-fA-F]")
+#: sixteen or more hex digits each followed by a separator (``7 3 6 b``): hex spaced out digit by digit
+_NIBBLES = re.compile(r"(?:[0-9a-fA-F][\s\-_.,:;|/\\'\"`]{1,3}){16,}")
 #: code points outside the control/format categories that still show nothing
 _BLANK = "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0" + "".join(
     map(chr, range(0xFE00, 0xFE10)))
@@ -401,9 +403,11 @@ _MAX_DEPTH = 2
 
 
 def _printable(raw: bytes) -> str | None:
-    """``raw`` as text when it reads as text (UTF-8, at least 8 characters, 90 % of them printable), else None."""
+    """``raw`` as text when it reads as text (UTF-8, at least 8 characters, at least 4 of them different, 90 % of
+    them printable), else None. A float's digits read as hex (``0.3333333333333333``: ``33333333``) are not read
+    again: no credential's piece repeats so few characters (:func:`weakness` turns such values away)."""
     text = raw.decode("utf-8", "ignore")
-    if len(text) < FRAGMENT:
+    if len(text) < FRAGMENT or len(set(text[:64])) < 4:
         return None
     shown = sum(1 for c in text if c.isprintable() or c in "\t\r\n")
     return text if shown >= 0.9 * len(text) else None
@@ -658,11 +662,10 @@ _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
 #: Unicode tag characters (U+E0020 to U+E007E), which show nothing and spell ASCII one for one
 _TAG = re.compile("[\U000E0020-\U000E007E]")
 _TAG_ASCII = {cp: cp - 0xE0000 for cp in range(0xE0020, 0xE007F)}
-#: four doubled characters in a row, each unlike the one before ("sskk--pp"): where a key written with every
-#: character twice may stand (a line of "========" or an indent of spaces is not one)
-_DOUBLED = re.compile(r"(.)\1(?!\1)(.)\2(?!\2)(.)\3(?!\3)(.)\4", re.S)
-_PAIR = re.compile(r"(.)\1", re.S)
-_PAIR_OR_ONE = re.compile(r"(.)\1|.", re.S)
+#: eight or more doubled characters in a row, each pair unlike the next ("sskk--pprroojj--"): where a piece of a
+#: key written with every character twice may stand; read once, each stretch on its own (a run of one character,
+#: an indent of spaces or "AAAA" in an image, is no such stretch)
+_DOUBLED = re.compile(r"(?:(.)\1(?!\1)){8,}", re.S)
 
 
 _Reading = tuple[str, str, "list[int] | None", "list[int] | None"]
@@ -676,11 +679,11 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     case), Unicode tag characters read as the ASCII they stand for (hidden text), ROT13 (read
     back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
     and those spaced out in another case; and the text itself and each of these but the first three with every
-    character written twice (``sskk--pprroojj``: each doubled character read once, where four such pairs stand
-    in a row). Without ``positions`` (detection) no index list is built."""
+    character written twice (``sskk--pprroojj``: each stretch of eight or more doubled characters read once).
+    Without ``positions`` (detection) no index list is built."""
     out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
                            (view, value.translate(_ROT47), None, None)]
-    if _TAG.search(view):  # the canonical readings drop tag characters as invisible; here they are read
+    if not view.isascii() and _TAG.search(view):  # the canonical readings drop tag characters as invisible; here they are read
         out.append((view.translate(_TAG_ASCII), value, None, None))
     low = view.lower()
     if len(low) == len(view):
@@ -693,28 +696,33 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
         out.append((squeezed, bare, keep, None))
         if len(squeezed.lower()) == len(squeezed):
             out.append((squeezed.lower(), bare.lower(), keep, None))
+    if not _DOUBLED.search(view) and not _DOUBLED.search(squeezed.lower()):
+        return out  # no other reading has a stretch of doubled characters either (separators dropped, case folded)
     seen: set[tuple[str, str]] = set()
     for reading in [(view, value, None, None), *out[3:]]:  # the text itself, another case, separators dropped
-        if (reading[0], reading[1]) not in seen and (once := _undoubled(reading, positions)) is not None:
-            out.append(once)
+        if (reading[0], reading[1]) not in seen:
+            out.extend(_undoubled(reading, positions))
         seen.add((reading[0], reading[1]))
     return out
 
 
-def _undoubled(reading: _Reading, positions: bool) -> _Reading | None:
-    """``reading`` (the text itself, lower-cased or with separators dropped: :func:`_loose`) with each doubled
-    character read once, when four such pairs stand in a row (:data:`_DOUBLED`), else None; its indices are
-    in the text the reading was made from."""
+def _undoubled(reading: _Reading, positions: bool) -> list[_Reading]:
+    """Each stretch of ``reading`` (the text itself, lower-cased or with separators dropped: :func:`_loose`)
+    made of eight or more doubled characters (:data:`_DOUBLED`), read once; with ``positions``, the start and
+    end in the text the reading was made from of the pair each character stands for."""
     v, value, keep, _ = reading
-    if not _DOUBLED.search(v):
-        return None
-    if not positions:
-        return _PAIR.sub(r"\1", v), value, None, None
-    tokens = list(_PAIR_OR_ONE.finditer(v))
-    starts, ends = [m.start() for m in tokens], [m.end() for m in tokens]
-    if keep is not None:
-        starts, ends = [keep[i] for i in starts], [keep[e - 1] + 1 for e in ends]
-    return _PAIR.sub(r"\1", v), value, starts, ends
+    out: list[_Reading] = []
+    for m in _DOUBLED.finditer(v):
+        once = m.group(0)[::2]
+        if not positions:
+            out.append((once, value, None, None))
+            continue
+        starts = list(range(m.start(), m.end(), 2))
+        ends = [a + 2 for a in starts]
+        if keep is not None:
+            starts, ends = [keep[a] for a in starts], [keep[e - 1] + 1 for e in ends]
+        out.append((once, value, starts, ends))
+    return out
 
 
 def _grouped_b64_spans(m: re.Match, b64: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -749,7 +757,7 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
         for m in _B64_GROUPS.finditer(view):
             spans.extend(to_text(a, b) for a, b in _grouped_b64_spans(m, b64))
         spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
-        squeezed = view.translate(_DROP_SEP)
+        squeezed = view.translate(_DROP_SEP) if _NIBBLES.search(view) else view
         if len(squeezed) < len(view) and (hexed := _hex_runs(squeezed, value)):  # hex digits spaced out one by one
             keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP]
             spans.extend(to_text(keep[a], keep[b - 1] + 1) for a, b in hexed)
@@ -815,7 +823,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                 return name
             if b64 and any(_grouped_b64_spans(m, b64) for m in _B64_GROUPS.finditer(view)):
                 return name
-            if _hex_runs(view, value) or _hex_runs(view.translate(_DROP_SEP), value):  # "7 3 6 b" too
+            if _hex_runs(view, value) or (_NIBBLES.search(view) and _hex_runs(view.translate(_DROP_SEP), value)):
                 return name
             if _loose_hit(view, value):
                 return name
