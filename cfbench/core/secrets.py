@@ -487,22 +487,18 @@ def _a85_text(run: str) -> str | None:
         return None
 
 
-def _b32_text(run: str) -> str | None:
+def _b32_text(run: str, decode: Callable[[str], bytes] = base64.b32decode) -> str | None:
+    """The text a base32 run decodes to (standard alphabet, or another through ``decode``), else None."""
     body = run.rstrip("=").upper()
     body = body[:len(body) - len(body) % 8]
     try:
-        return _printable(base64.b32decode(body))
+        return _printable(decode(body))
     except (binascii.Error, ValueError):
         return None
 
 
 def _b32h_text(run: str) -> str | None:
-    body = run.rstrip("=").upper()
-    body = body[:len(body) - len(body) % 8]
-    try:
-        return _printable(base64.b32hexdecode(body))
-    except (binascii.Error, ValueError):
-        return None
+    return _b32_text(run, base64.b32hexdecode)
 
 
 def _uu_lines(run: str) -> Iterable[tuple[int, int, str]]:
