@@ -201,7 +201,8 @@ _ORDINARY_85 = " and ".join(enc(b"hello world, this is ordinary text").decode()
         base64.b64encode(b"ordinary text here").decode()[i:i + 4] for i in range(0, 24, 4)),
     "zlib: " + base64.b64encode(zlib.compress(b"ordinary text, compressed")).decode() + "\nbegin 644 notes\n"
     + binascii.b2a_uu(b"ordinary text, uuencoded").decode() + "`\nend\nTHE AGENT SAID HELLO\nNO-REPLY (SEE ABOVE)",
-    "UTF-32: " + "ordinary text".encode("utf-32-le").hex() + " base32hex: " + base64.b32hexencode(b"ordinary text").decode()
+    "UTF-32: " + "ordinary text".encode("utf-32-le").hex()
+    + " base32hex: " + base64.b32hexencode(b"ordinary text").decode()
     + " a bare uu line: " + binascii.b2a_uu(b"ordinary text, no header").decode() + "ID 4521, 0.125,0.250,0.375 (A-B)",
     "flag \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F, hidden "
     + "".join(chr(0xE0000 + ord(c)) for c in "ordinary text") + ", version 1.2.3.4.5.6.7.8.9, address 10.0.0.1, "

@@ -344,10 +344,24 @@ def _hex_runs(view: str, value: str) -> list[tuple[int, int]]:
         return spans
     for m in _HEX_RUN.finditer(view):
         run = m.group(0)
-        digits = [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
-                  and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
+        digits = _hex_digits(run)
         spans.extend(_kept_spans(m.start(), digits, "".join(run[i] for i in digits).lower(), wins))
     return spans
+
+
+def _hex_digits(run: str) -> list[int]:
+    """Offsets in a :data:`_HEX_RUN` match of its hex digits (separators and the ``0`` of ``0x`` left out)."""
+    return [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
+            and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
+
+
+def _spaced_hex_runs(view: str, value: str) -> list[tuple[int, int]]:
+    """:func:`_hex_runs` for hex spaced out digit by digit (``7 3 6 b``, :data:`_NIBBLES`): read with the loose
+    separators dropped, each span mapped back to ``view``."""
+    if not _NIBBLES.search(view):
+        return []
+    keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP]
+    return [(keep[a], keep[b - 1] + 1) for a, b in _hex_runs(view.translate(_DROP_SEP), value)]
 
 
 def _kept_spans(start: int, keep: list[int], kept: str, windows: Iterable[str]) -> list[tuple[int, int]]:
@@ -537,10 +551,9 @@ def _in_blob(blobs: list[tuple[int, int]], m: re.Match) -> bool:
 def _byte_runs(view: str) -> list[tuple[int, int, str]]:
     """``(start, end, text)`` for every run of ``view`` that decodes to text: base64, base32, base85 and
     Ascii85 runs (tried from each of their first characters up to one block in, since a letter before one
-    joins its run), decimal byte lists (also numbered ones, every second or third number), bytes written in
-    binary, quoted-printable bytes, CSS escapes and uuencoded lines; a base64 run of UTF-16 text, or of zlib or
-    gzip data, is read as that text, decompressed. The span
-    starts where the decoding that gave the text starts."""
+    joins its run; base32 also in the extended hex alphabet), and the runs :func:`_number_and_escape_runs`
+    reads; a base64 run of UTF-16 text, or of zlib, gzip, bzip2 or xz data, is read as that text,
+    decompressed. The span starts where the decoding that gave the text starts."""
     out: list[tuple[int, int, str]] = []
     blobs = _blobs(view)
     for pattern, decode, block in ((_B64_RUN, _b64_text, 4), (_B32_RUN, _b32_text, 8), (_B32H_RUN, _b32h_text, 8),
@@ -571,9 +584,10 @@ def _blanked(view: str, blobs: list[tuple[int, int]]) -> str:
 
 def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
     """``(start, end, text)`` for the runs of ``view`` that are not base-N words: decimal byte lists (numbered or
-    wrapped ones read number by number, every second and every third number; dotted ones), hex runs, the bytes as one whole number, bytes in
-    binary and in octal, uuencoded lines after a ``begin`` header,
-    quoted-printable bytes and CSS escapes; each pattern is tried only where its marker occurs."""
+    wrapped ones read number by number, every second and every third number; dotted ones), hex runs (also of
+    compressed data), the bytes as one whole number, bytes in binary and in octal, uuencoded lines (after a
+    ``begin`` header or alone), quoted-printable bytes and CSS escapes; the last three kinds are tried only where
+    their marker occurs."""
     def runs(pattern: "re.Pattern[str]"):
         return (m for m in pattern.finditer(view) if len(m.group(0)) <= _MAX_RUN)
 
@@ -589,8 +603,7 @@ def _number_and_escape_runs(view: str) -> Iterable[tuple[int, int, str]]:
                     yield m.start(), m.end(), text
     for m in runs(_HEX_RUN):  # hex of another spelling (hex of base64 ...); the key's own hex: _hex_runs
         run = m.group(0)
-        at = [i for i, c in enumerate(run) if c in "0123456789abcdefABCDEF"
-              and not (c == "0" and run[i + 1:i + 2] in ("x", "X"))]
+        at = _hex_digits(run)
         digits = "".join(run[i] for i in at)
         for k in (0, 1):  # a hex letter of a word glued on in front shifts the pairs by one
             raw = bytes.fromhex(digits[k:len(digits) - (len(digits) - k) % 2])
@@ -679,7 +692,7 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     Without ``positions`` (detection) no index list is built."""
     out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
                            (view, value.translate(_ROT47), None, None)]
-    if not view.isascii() and _TAG.search(view):  # the canonical readings drop tag characters as invisible; here they are read
+    if not view.isascii() and _TAG.search(view):  # the canonical readings drop tag characters; here they are read
         out.append((view.translate(_TAG_ASCII), value, None, None))
     low = view.lower()
     if len(low) == len(view):
@@ -752,11 +765,7 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
                 spans.append(to_text(*m.span()))
         for m in _B64_GROUPS.finditer(view):
             spans.extend(to_text(a, b) for a, b in _grouped_b64_spans(m, b64))
-        spans.extend(to_text(a, b) for a, b in _hex_runs(view, value))
-        squeezed = view.translate(_DROP_SEP) if _NIBBLES.search(view) else view
-        if len(squeezed) < len(view) and (hexed := _hex_runs(squeezed, value)):  # hex digits spaced out one by one
-            keep = [i for i, c in enumerate(view) if c not in _LOOSE_SEP]
-            spans.extend(to_text(keep[a], keep[b - 1] + 1) for a, b in hexed)
+        spans.extend(to_text(a, b) for a, b in _hex_runs(view, value) + _spaced_hex_runs(view, value))
         spans.extend(to_text(a, b) for a, b in _in_byte_runs(view, "", value, 0))
     return spans
 
@@ -819,7 +828,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                 return name
             if b64 and any(_grouped_b64_spans(m, b64) for m in _B64_GROUPS.finditer(view)):
                 return name
-            if _hex_runs(view, value) or (_NIBBLES.search(view) and _hex_runs(view.translate(_DROP_SEP), value)):
+            if _hex_runs(view, value) or _spaced_hex_runs(view, value):
                 return name
             if _loose_hit(view, value):
                 return name

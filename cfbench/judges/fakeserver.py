@@ -66,6 +66,12 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
+def _uu_lines(key: str) -> str:
+    """``key`` uuencoded: its lines of at most 45 bytes each, with no ``begin``/``end`` frame."""
+    raw = key.encode()
+    return "".join(binascii.b2a_uu(raw[i:i + 45]).decode() for i in range(0, len(raw), 45))
+
+
 #: Spellings of a key a hostile server may echo and a person or program can read back (issue 36).
 KEY_FORMS = {
     "hex": lambda key: key.encode().hex(),
@@ -104,8 +110,7 @@ KEY_FORMS = {
     "css-escapes": lambda key: "".join(f"\\{ord(c):x} " for c in key),
     "zlib-base64": lambda key: base64.b64encode(zlib.compress(key.encode())).decode(),
     "gzip-base64": lambda key: base64.b64encode(gzip.compress(key.encode(), mtime=0)).decode(),
-    "uuencode": lambda key: "begin 644 key\n" + "".join(
-        binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)) + "`\nend",
+    "uuencode": lambda key: "begin 644 key\n" + _uu_lines(key) + "`\nend",
     "percent-u": lambda key: "".join(f"%u{ord(c):04X}" for c in key),
     "quoted-printable": lambda key: "".join(f"={b:02X}" for b in key.encode()),
     "base64-utf16": lambda key: base64.b64encode(key.encode("utf-16-le")).decode(),
@@ -129,8 +134,7 @@ KEY_FORMS = {
     "hex-of-zlib": lambda key: zlib.compress(key.encode()).hex(),
     "decimal-bracketed": lambda key: "".join(f"[{b}]" for b in key.encode()),
     "chr-sum": lambda key: "+".join(f"chr({b})" for b in key.encode()),
-    "uu-lines": lambda key: "".join(  # uuencoded lines with no begin/end frame
-        binascii.b2a_uu(key.encode()[i:i + 45]).decode() for i in range(0, len(key.encode()), 45)).rstrip("\n"),
+    "uu-lines": lambda key: _uu_lines(key).rstrip("\n"),
 }
 
 
