@@ -1020,12 +1020,11 @@ def audit(transcripts: "Sequence[Any] | str | Path", *, judges: Sequence[str], q
                              field="n_items")
         loaded = loaded[:n_items]
     params = Params(judges=tuple(judges), n_items=len(loaded), require_agent_name=False, balance_label="",
+                    transcripts_path=str(transcripts) if isinstance(transcripts, (str, Path)) else "",
                     dimensions=tuple(dimensions), conditions_per_dimension=conditions_per_dimension,
                     questions=tuple(questions), qa_mode=qa_mode, repeats=repeats,
                     robustness_temperatures=(0.0,), fairness=False, coaching=False, n_boot=n_boot, seed=seed,
                     concurrency=concurrency, timeout_s=timeout_s)
-    if progress is True and isinstance(transcripts, (str, Path)):  # the bar names the file, as run()'s does
-        progress = f"contact-center ({Path(transcripts).name})"
     return run(params, out, transcripts=loaded, progress=progress)
 
 
