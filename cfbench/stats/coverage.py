@@ -314,7 +314,10 @@ FAMILIES = {
     "judges_cfr": ("judge A - judge B CFR, 1 pair per item, flips share a uniform per item "
                    "(correlated judges), truth 0.045", "paired_difference(kind='rate', pairing='items'): Tango"),
     "judges_cfr_3pairs": ("the same with 3 pairs per item", "paired_difference(kind='rate', pairing='items'): "
-                          "bootstrap-t of the item differences"),
+                          "Tango scaled by the items' design effect"),
+    "judges_cfr_3pairs_clustered": ("3 pairs per item; judge A also flips every pair of 6 % of items (whole items "
+                                    "biased), truth 0.054", "paired_difference(kind='rate', pairing='items'): "
+                                    "Tango scaled by the items' design effect"),
     "judges_cfr_capped": ("judge A - judge B CFR, 1 pair per item, capped MOVER (before)",
                           "paired_difference(kind='rate', pairing='capped')"),
     "cfr_correlated_flips": ("CFR with 3 pairs per item flipping together (item rate Beta(0.5, 4.5), mean 0.1)",
@@ -372,9 +375,15 @@ def _judges(rng, name: str, reps: int, K: int, n_boot: int):
         truth = 0.2 * 0.1 * np.exp(0.02)
         return a, np.ones_like(a), b, np.ones_like(b), truth, "mean", pairing, {"n_boot": n_boot,
                                                                                 "value_range": (0.0, 1.0)}
-    m = 3 if name.endswith("3pairs") else 1
+    m = 3 if "3pairs" in name else 1
     u = rng.beta(0.5, 4.5, size=(reps, K, 1))                   # item flippiness, mean 0.1
     draw = rng.random((reps, K, m))                             # shared: the judges flip on the same pairs
+    if name.endswith("clustered"):                              # A flips every pair of 6 % of items as well
+        biased = rng.random((reps, K, 1)) < 0.06
+        a = ((draw < u) | biased).sum(axis=2).astype(float)
+        b = (draw < u).sum(axis=2).astype(float)
+        den = np.full(a.shape, float(m))
+        return a, den, b, den, 0.06 * 0.9, "rate", pairing, {"n_boot": n_boot}
     a = (draw < u + 0.05 * (1 - u)).sum(axis=2).astype(float)
     b = (draw < u).sum(axis=2).astype(float)
     den = np.full(a.shape, float(m))

@@ -32,9 +32,11 @@ Three building blocks, each checked by simulation (``tests/test_coverage_*.py``,
   :func:`corrected_correlation`), which is 0 at zero events and never 1 on a few matched items.
 * :func:`paired_difference` with ``pairing="items"`` (judge A minus judge B):
   the two sides paired item by item - Tango's matched-pairs interval for one
-  binary pair per item, else the bootstrap-t of the difference over items
-  (:func:`bootstrap_t_difference_rows`), so a strong positive correlation
-  between two judges narrows the interval as it should.
+  binary pair per item; for rates with several pairs per item judged on both sides, Tango's
+  interval on the discordant counts scaled down by the items' design effect (Rao-Scott,
+  :func:`clustered_tango`, as :func:`clustered_rate_intervals` scales Clopper-Pearson); else the
+  bootstrap-t of the difference over items (:func:`bootstrap_t_difference_rows`), so a strong
+  positive correlation between two judges narrows the interval as it should.
 
 Fewer than two items never give an interval: the bounds are NaN and
 ``ci_method`` starts with ``none:`` and says why.
@@ -54,9 +56,9 @@ from scipy import stats
 from .bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
 
 __all__ = ["clustered_rate_intervals", "clopper_pearson", "mean_interval_t", "bootstrap_t_rows", "bootstrap_t_difference_rows", "floored_se", "long_side_quantiles", "LONG_SIDE_SHARE", "LONG_SIDE_CAP", "paired_difference", "mover_difference",
-           "item_correlation", "corrected_correlation", "CORRELATION_CC", "worst_case_bound",
+           "item_correlation", "corrected_correlation", "clustered_tango", "CORRELATION_CC", "worst_case_bound",
            "items_needed_zero_events", "NO_ITEMS", "ONE_ITEM",
-           "RATE_METHOD", "MEAN_METHOD", "PAIRINGS"]
+           "RATE_METHOD", "MEAN_METHOD", "PAIRINGS", "ITEMS_TANGO", "ITEMS_TANGO_CLUSTERED", "ITEMS_BOOT"]
 
 NO_ITEMS = "none: no item with a pair"
 ONE_ITEM = "none: one item (an interval needs at least 2)"
@@ -503,6 +505,8 @@ def paired_difference(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2
 #: ``pairing`` values of :func:`paired_difference`.
 PAIRINGS = ("capped", "items", "corrected")
 ITEMS_TANGO = "tango score interval on the items' 2x2 counts (matched pairs, one per item)"
+ITEMS_TANGO_CLUSTERED = ("tango score interval on the pairs' discordant counts, scaled by the items' design "
+                         "effect (Rao-Scott; several pairs per item)")
 ITEMS_BOOT = "bootstrap-t and t over items of the paired difference (union)"
 
 
@@ -526,6 +530,58 @@ def _tango(n10: int, n01: int, n: int, confidence: float) -> tuple[float, float]
     return float(lo), float(hi)
 
 
+def clustered_tango(n1: np.ndarray, n2: np.ndarray, m: np.ndarray, confidence: float = 0.95
+                    ) -> tuple[float, float, float]:
+    """Interval of ``sum(n1 - n2) / sum(m)``: two judges' flips on the same ``m_i`` pairs of item ``i``
+    (``n1_i``, ``n2_i`` of them flipped), as ``(low, high, deff)``.
+
+    Tango's matched-pairs score interval, with the pairs' discordant counts and their number divided
+    by a design effect, as Rao and Scott scale a clustered count and as
+    :func:`clustered_rate_intervals` scales Clopper-Pearson. Item sums do not say which pairs of an
+    item disagree, so the discordant counts are the fewest the sums allow: ``b = sum max(n1_i - n2_i, 0)``,
+    ``c = sum max(n2_i - n1_i, 0)``. The design effect is the items' variance of the difference
+    (``K / (K - 1) sum (n1_i - n2_i - d m_i)^2 / M^2``, ``M = sum m``) over the variance of independent
+    pairs with those counts (``((b + c) / M - d^2) / M``), clipped to ``[1, mean pairs per item]``; with
+    no discordant pair the variance says nothing and the item is the unit (``deff`` = mean pairs per
+    item, the conservative end). The estimated design effect carries whatever the fewest-discordance
+    count leaves out. With one pair per item ``deff`` is 1 and this is Tango's interval.
+
+    Chosen by simulation against the bootstrap-t of the item differences, which it replaced for
+    several pairs per item (docs/statistics.md, "Between-judge comparison", "Several pairs per
+    item": judge flips shared by item, whole items biased one way or both, independent flips,
+    1-5 pairs per item; coverage at least 94.8 % and one-sided misses at most 3.4 % at 8, 20, 60
+    items, width 1.16-2.25 sampling spreads at 20 items where the bootstrap-t took 1.42-4.74).
+
+    >>> lo, hi, deff = clustered_tango(np.array([3, 0, 0, 0, 0, 0, 0, 0]), np.zeros(8), np.full(8, 3))
+    >>> deff, bool(lo > 0)
+    (3.0, False)
+    """
+    n1, n2, m = (np.asarray(x, float) for x in (n1, n2, m))
+    diff = n1 - n2
+    K, M = diff.size, float(m.sum())
+    mbar = max(M / K, 1.0)
+    d = float(diff.sum()) / M
+    b, c = float(np.clip(diff, 0, None).sum()), float(np.clip(-diff, 0, None).sum())
+    v_pairs = ((b + c) / M - d * d) / M
+    v_items = K / (K - 1) * float(((diff - d * m) ** 2).sum()) / (M * M)
+    deff = mbar if b + c == 0 or v_pairs <= 0 else min(max(v_items / v_pairs, 1.0), mbar)
+    if deff == 1.0 and b.is_integer() and c.is_integer() and M.is_integer():
+        lo, hi = _tango(int(b), int(c), int(M), float(confidence))
+    else:
+        from .matched import tango_interval
+
+        lo, hi = (float(x) for x in tango_interval(b / deff, c / deff, M / deff, confidence=confidence))
+    return lo, hi, float(deff)
+
+
+def _same_pairs(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.ndarray) -> bool:
+    """Both sides count 0/1 outcomes on the same pairs of each item: equal whole pair counts, whole
+    event counts within them."""
+    ints = [np.all(np.equal(np.mod(x, 1), 0)) for x in (n1, d1, n2)]
+    return bool(np.array_equal(d1, d2) and all(ints) and np.all(d1 >= 1) and np.all((n1 >= 0) & (n1 <= d1))
+                and np.all((n2 >= 0) & (n2 <= d1)))
+
+
 def _items_difference(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.ndarray, *, kind: str, n_boot: int,
                       rng: np.random.Generator | None, confidence: float,
                       value_range: tuple[float, float] | None) -> dict[str, float | str] | None:
@@ -533,7 +589,8 @@ def _items_difference(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.nda
 
     Rates with one pair per item on both sides (0/1 outcomes): Tango's score interval for matched
     pairs on the items' discordant counts (exact coverage in docs/statistics.md, ShopFlow section).
-    Otherwise the studentized bootstrap of the difference over items
+    Rates with the same several pairs per item on both sides: the same interval, scaled by the items'
+    design effect (:func:`clustered_tango`). Otherwise the studentized bootstrap of the difference over items
     (:func:`bootstrap_t_difference_rows`), which carries the two sides' correlation through the
     per-item differences. ``None`` when the item differences show no spread (e.g. both judges
     agree on every item): the caller then falls back to the capped MOVER, which stays valid and
@@ -547,6 +604,9 @@ def _items_difference(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.nda
         n10, n01 = int(((n1 == 1) & (n2 == 0)).sum()), int(((n1 == 0) & (n2 == 1)).sum())
         lo, hi = _tango(n10, n01, int(n1.size), float(confidence))
         return base | {"ci_low": lo, "ci_high": hi, "ci_method": ITEMS_TANGO}
+    if kind == "rate" and _same_pairs(n1, d1, n2, d2):
+        lo, hi, _ = clustered_tango(n1, n2, d1, confidence)
+        return base | {"ci_low": lo, "ci_high": hi, "ci_method": ITEMS_TANGO_CLUSTERED}
     _, z1 = _contrib(n1, d1)
     _, z2 = _contrib(n2, d2)
     z = z1 - z2

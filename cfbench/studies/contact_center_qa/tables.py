@@ -619,8 +619,9 @@ def _placebo_contrast(cf: pd.DataFrame, pl: pd.DataFrame, *, n_boot: int, seed: 
     """Per judge x dimension with placebo rows: the identity flip rate (baseline CFR cells) minus the
     placebo's flip rate (original against a same-group swap), on the items that have both, with the paired
     interval of :func:`cfbench.stats.intervals.paired_difference` (``pairing="items"``: Tango's interval when
-    every item holds one pair on each side, else a bootstrap-t over items of the per-item difference, else the
-    capped MOVER when the differences show no spread). Estimate and interval only: no maximum applies, so no
+    every item holds one pair on each side, scaled by the items' design effect when every item holds the same
+    number of pairs on both sides, else a bootstrap-t over items of the per-item difference, else the capped
+    MOVER when the differences show no spread). Estimate and interval only: no maximum applies, so no
     verdict (docs/statistics.md, Placebo contrast)."""
     from cfbench.stats.intervals import paired_difference
 
