@@ -108,6 +108,16 @@ def write_docs_block(lines: list[str], start: str, end: str, doc: str = "docs/st
     return path
 
 
+def publish(lines: list[str], start: str, end: str, *, write_docs: bool, partial: str | None = None) -> None:
+    """With ``write_docs``, put ``lines`` between the markers of docs/statistics.md; a partial run (``partial``
+    names the options that made it so, e.g. ``"--quick"``) is refused, so the docs only ever hold a full run."""
+    if not write_docs:
+        return
+    if partial:
+        raise SystemExit(f"--write-docs needs the full run (no {partial})")
+    print(f"wrote {write_docs_block(lines, start, end)}")
+
+
 def header(title: str) -> None:
     print(f"== {title}")
     print(f"   machine: {machine()}")

@@ -47,7 +47,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import machine, write_docs_block
+from _common import machine, publish
 from bench_skew_tails import FAMILIES, NS, A, _finish, _parts, draws, resampled
 from bench_width_floor import OURS, PLAIN, calibrate, cell_rows, envelope, ours, plain_bootstrap_t
 
@@ -257,10 +257,8 @@ def main() -> None:
         a.audits, a.calib, a.n_boot, a.outer, a.inner, a.cost = 200, 2000, 200, 50, 50, 3
     lines = run(a)
     print("\n".join(lines[lines.index(RESCUE):]))
-    if a.write_docs:
-        if a.quick or a.only:
-            raise SystemExit("--write-docs needs the full run (no --quick, no --only)")
-        print(f"wrote {write_docs_block(lines, START, END)}")
+    publish(lines, START, END, write_docs=a.write_docs,
+            partial="--quick, no --only" if a.quick or a.only else None)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import machine, write_docs_block
+from _common import machine, publish
 
 from cfbench.stats.bootstrap import resample_counts
 from cfbench.stats.intervals import bootstrap_t_difference_rows, clustered_tango, paired_difference
@@ -172,10 +172,7 @@ def main() -> None:
         a.audits, a.n_boot = 200, 200
     lines = run(a.audits, a.n_boot)
     print(lines[0])
-    if a.write_docs:
-        if a.quick:
-            raise SystemExit("--write-docs needs the full run (no --quick)")
-        print(f"wrote {write_docs_block(lines, START, END)}")
+    publish(lines, START, END, write_docs=a.write_docs, partial="--quick" if a.quick else None)
 
 
 if __name__ == "__main__":

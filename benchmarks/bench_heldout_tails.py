@@ -34,7 +34,7 @@ import math
 import time
 
 import numpy as np
-from _common import machine, write_docs_block
+from _common import machine, publish
 from bench_skew_tails import FAMILIES as TUNING
 from bench_skew_tails import NS
 from bench_width_floor import calibrate, envelope, oracle_bounds
@@ -195,10 +195,7 @@ def main() -> None:
         a.audits, a.calib, a.n_boot = 300, 2000, 200
     lines = run(a.audits, a.calib, a.n_boot)
     print(lines[0])
-    if a.write_docs:
-        if a.quick:
-            raise SystemExit("--write-docs needs the full run (no --quick)")
-        print(f"wrote {write_docs_block(lines, START, END)}")
+    publish(lines, START, END, write_docs=a.write_docs, partial="--quick" if a.quick else None)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import machine, write_docs_block
+from _common import machine, publish
 from bench_skew_tails import FAMILIES, NS, _finish, _parts, draws
 
 from cfbench.stats import coverage as C
@@ -264,10 +264,8 @@ def main() -> None:
         a.audits, a.calib, a.n_boot = 300, 5000, 200
     lines = run(a.audits, a.calib, a.n_boot, a.only or list(FAMILIES), NS)
     print("\n".join(lines[lines.index(WHY):]))  # the table's rows were printed as they came
-    if a.write_docs:
-        if a.quick or a.only:
-            raise SystemExit("--write-docs needs the full run (no --quick, no --only)")
-        print(f"wrote {write_docs_block(lines, START, END)}")
+    publish(lines, START, END, write_docs=a.write_docs,
+            partial="--quick, no --only" if a.quick or a.only else None)
 
 
 if __name__ == "__main__":
