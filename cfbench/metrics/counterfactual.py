@@ -910,9 +910,10 @@ def judge_differences(frame: pd.DataFrame, *, value: str, kind: str, condition: 
     that have pairs for both judges, and the difference gets the paired
     interval of :func:`cfbench.stats.intervals.paired_difference` with
     ``pairing="items"``: the two judges' item statistics are paired item by
-    item (Tango's matched-pairs interval for one binary pair per item, else a
-    bootstrap-t over items of the difference; items that all agree fall back
-    to the capped MOVER).
+    item (Tango's matched-pairs interval for one binary pair per item, the same
+    scaled by the items' design effect when both judges have the same number of
+    pairs in every item, else a bootstrap-t over items of the difference, which
+    falls back to the capped MOVER when the item differences are all equal).
     Columns: ``by`` (without the judge), then :data:`DIFFERENCE_COLUMNS`.
     """
     by = [c for c in _as_list(by) if c != judge]
