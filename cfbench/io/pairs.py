@@ -228,7 +228,9 @@ def pairs_from_records(records: Iterable[dict[str, Any]], *, source: str = "<rec
     """Build and validate a pair frame from dict records (one per pair × variant), with JSON typing.
 
     ``score_column`` names the field holding the judge score (it becomes
-    ``score``); ``None`` means the pairs are not scored yet (``score`` is NaN).
+    ``score``; a field of the records named ``score`` is then not in the frame,
+    and the records are not changed); ``None`` means the pairs are not scored
+    yet (``score`` is NaN).
     ``variants`` fixes the expected set of variants; by default it is every
     variant that appears, and each pair must have all of them.
 
@@ -370,6 +372,10 @@ def _read_jsonl(text: str, source: str) -> list[Any]:
 def load_pairs(path: str | Path, *, score_column: str | None = "score",
                variants: Sequence[str] | None = None) -> pd.DataFrame:
     """Load a matched-pair file (``.csv`` or ``.jsonl``) into a validated tidy frame.
+
+    ``score_column`` names the judge's score field, which becomes ``score``: with
+    ``score_column="candidate_score"`` a file's own ``score`` field is not in the frame
+    (the file is not changed); ``None`` loads unscored pairs (``score`` NaN).
 
     CSV cells are text parsed field by field (``"0.7x"`` or an empty score is
     an error, not a NaN); a duplicated header name or a row with a different
