@@ -92,3 +92,14 @@ def test_bench_independent_truth(import_benchmark):
     a, b, m, truth = bench.draws("independent", np.random.default_rng(3), 20_000, 20)
     d = ((a - b) / m).ravel()
     assert abs(d.mean() - truth) < 5 * d.std() / math.sqrt(d.size), (d.mean(), truth)
+
+
+def test_swapping_the_judges_mirrors_the_interval():
+    rng = np.random.default_rng(9)
+    m = rng.integers(1, 5, 25).astype(float)
+    a = rng.binomial(m.astype(int), 0.3).astype(float)
+    b = rng.binomial(m.astype(int), 0.1).astype(float)
+    lo, hi, deff = clustered_tango(a, b, m)
+    lo2, hi2, deff2 = clustered_tango(b, a, m)
+    assert deff == deff2 and (lo2, hi2) == pytest.approx((-hi, -lo), abs=1e-9)
+    assert lo <= (a - b).sum() / m.sum() <= hi
