@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cfbench.stats import coverage as C
@@ -103,3 +104,22 @@ def test_swapping_the_judges_mirrors_the_interval():
     lo2, hi2, deff2 = clustered_tango(b, a, m)
     assert deff == deff2 and (lo2, hi2) == pytest.approx((-hi, -lo), abs=1e-9)
     assert lo <= (a - b).sum() / m.sum() <= hi
+
+
+def test_contact_center_judge_differences_with_two_questions():
+    """Two questions per transcript give two pairs per item and dimension. Judge A flips both pairs of
+    every other transcript on `gender`: 6 of 12 transcripts, so the interval is Tango's on 6 of 12 (the
+    transcript the unit), not on 12 of 24 pairs."""
+    from test_cc_judge_differences import _rows
+
+    from cfbench.studies.contact_center_qa import tables as T
+
+    r = _rows(n_items=12)
+    d = T.study_tables(pd.concat([r, r.assign(question_id="q2")], ignore_index=True), n_boot=200,
+                       seed=1)["judge_differences"]
+    cfr = d[d["metric"] == "cfr"].set_index("dimension")
+    assert (cfr["ci_method"] == ITEMS_TANGO_CLUSTERED).all()
+    assert cfr.loc["gender", "delta"] == pytest.approx(0.5)
+    assert (cfr.loc["gender", "ci_low"], cfr.loc["gender", "ci_high"]) == pytest.approx(
+        tuple(float(x) for x in tango_interval(6, 0, 12)))
+    assert cfr.loc["gender", "ci_high"] - cfr.loc["gender", "ci_low"] > float(np.subtract(*tango_interval(12, 0, 24)[::-1]))
