@@ -233,10 +233,10 @@ def _difference_tables(R: int, R2: int) -> list[str]:
         rows.append((f"paired tone difference effect={eff:g}",
                      {n: C.paired_mean_coverage(n_units=n, effect=eff, reps=R // 2, seed=n) for n in NS}))
     part = _table("Differences on the same items: net CFR: MOVER with the continuity-corrected item correlation "
-                  "(`pairing=\"corrected\"`, 1 counterfactual pair + 3 repeat pairs per item); matched slices: MOVER "
-                  "with the item correlation capped at 0 ("
-                  "`groups.paired_rate_diff_interval`); judges (1 pair per item): paired by item "
-                  "(`pairing=\"items\"`: Tango for CFR/accuracy, bootstrap-t of the item differences for MASD); paired tone "
+                  "(`pairing=\"corrected\"`, 1 counterfactual pair + 3 repeat pairs per item); matched slices: Tango "
+                  "on the units' discordant counts (`groups.paired_rate_diff_interval`); judges: paired by item "
+                  "(`pairing=\"items\"`: Tango for CFR/accuracy, scaled by the items' design effect with several pairs "
+                  "per item; bootstrap-t of the item differences for MASD); paired tone "
                   "differences: bootstrap-t and paired t (union)", rows)
     out += part
     print("\n".join(part), flush=True)
