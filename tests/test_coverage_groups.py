@@ -104,3 +104,11 @@ def test_matched_slices_use_the_pairing():
     one = np.ones(20)
     old = paired_difference(a.astype(float), one, b.astype(float), one, kind="rate", pairing="capped")
     assert d["ci_high"] - d["ci_low"] < 0.8 * (old["ci_high"] - old["ci_low"]), (d, old)
+
+
+def test_bench_matched_slices_compares_on_the_same_draws(import_benchmark):
+    bench = import_benchmark("bench_matched_slices")
+    tango = bench.cell(20, 0.3, 0.1, 300, "items")
+    mover = bench.cell(20, 0.3, 0.1, 300, "capped")
+    assert tango["width_ratio"] < 0.95 * mover["width_ratio"], (tango, mover)
+    assert tango["coverage"] >= 0.93 - 3 * math.sqrt(0.93 * 0.07 / 300), tango
