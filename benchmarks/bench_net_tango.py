@@ -1,0 +1,96 @@
+"""The net CFR with one counterfactual and one repeat pair per item: the capped MOVER it uses against Tango's
+matched-pairs interval, which would fit that design but is not used yet.
+
+The committed contact-center default runs this design (``repeats: 2`` at T=0: one repeat pair per item), and
+``paired_difference(pairing="corrected")`` gives it the capped MOVER (docs/statistics.md, "Where it is not
+used"). Tango's interval reads the same two 0/1 outcomes per item as a matched pair. Switching would also
+change the design calculator (its zero-event bound, power and forecasts assume the MOVER) and the committed
+tables, so this bench only measures, on two families of ``cfbench.stats.coverage``:
+
+* ``independent``: counterfactual and repeat flips drawn apart, sharing an item factor (``_net_draws``);
+* ``matched``: the counterfactual pair flips whenever the repeat pair does, plus extra flips for the net
+  (``_matched_draws``; repeat flips of a few unstable items carry both sides).
+
+Per cell: coverage % (miss of lower / upper bound %) x mean width over the sampling spread, and the gate's
+pass share at its default maximum of 0.10 (upper bound below it): a false pass where the true net CFR is
+0.10, the power where it is 0.
+
+Usage: ``python benchmarks/bench_net_tango.py [--audits 2000] [--write-docs]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _common import machine, publish
+
+from cfbench.stats.coverage import _matched_draws, _net_draws, _paired_rows, _summary
+from cfbench.stats.matched import tango_interval
+
+START, END = "<!-- bench_net_tango:start -->", "<!-- bench_net_tango:end -->"
+NS = (20, 36, 60)
+GATE_MAX = 0.10
+CASES = [("independent", 0.05, 0.0), ("independent", 0.05, 0.10), ("independent", 0.3, 0.0),
+         ("independent", 0.3, 0.10), ("matched", 0.1, 0.0), ("matched", 0.1, 0.10), ("matched", 0.3, 0.0),
+         ("matched", 0.3, 0.10)]
+
+
+def draws(family: str, p_rep: float, net: float, audits: int, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    if family == "independent":
+        x1, x2 = _net_draws(rng, p_rep + net, p_rep, audits, n, 1, 0.5)
+        return x1, x2
+    x1, x2, _ = _matched_draws(rng, audits, n, 1, p_rep, net, False, 1)
+    return x1, x2
+
+
+def bounds(x1: np.ndarray, x2: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
+    if method == "tango":
+        n10 = ((x1 == 1) & (x2 == 0)).sum(axis=1)
+        n01 = ((x1 == 0) & (x2 == 1)).sum(axis=1)
+        lo, hi = tango_interval(n10, n01, np.full(n10.shape, x1.shape[1]))
+        return np.asarray(lo, float), np.asarray(hi, float)
+    one = np.ones_like(x1)
+    return _paired_rows(x1, one, x2, one, pairing="corrected")
+
+
+def run(audits: int) -> list[str]:
+    t0 = time.time()
+    lines = [f"Measured with `python benchmarks/bench_net_tango.py --audits {audits}` on {machine()}: {audits} "
+             "audits per cell (seed 3000 + n), the same audits for both methods. Each cell: coverage % (miss of "
+             f"lower / upper bound %) x mean width / sampling spread (`n/a` where the estimate does not vary); the "
+             f"share of audits whose upper bound lies below the gate's maximum net CFR of {GATE_MAX:.2f}.", "",
+             "| family, repeat flips, true net | method | " + " | ".join(f"n={n}" for n in NS) + " |",
+             "|---|---|" + "---|" * len(NS)]
+    for family, p_rep, net in CASES:
+        cells: dict[str, list[str]] = {"capped MOVER (in use)": [], "Tango (not used)": []}
+        for n in NS:
+            x1, x2 = draws(family, p_rep, net, audits, n, 3000 + n)
+            est = x1.mean(axis=1) - x2.mean(axis=1)
+            for label, method in (("capped MOVER (in use)", "mover"), ("Tango (not used)", "tango")):
+                lo, hi = bounds(x1, x2, method)
+                r = _summary(lo, hi, net, est)
+                width = f"x{r['width_ratio']:.2f}" if np.isfinite(r["width_ratio"]) else "n/a"
+                cells[label].append(f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / "
+                                    f"{100 * r['miss_high']:.1f}) {width}; pass "
+                                    f"{100 * np.mean(hi < GATE_MAX):.1f} %")
+        for label, row in cells.items():
+            lines.append(f"| {family}, {p_rep:g}, {net:g} | {label} | " + " | ".join(row) + " |")
+            print(lines[-1], flush=True)
+    return lines + ["", f"Run time: {time.time() - t0:.0f} s."]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--audits", type=int, default=2000)
+    ap.add_argument("--write-docs", action="store_true")
+    a = ap.parse_args()
+    lines = run(a.audits)
+    print(lines[0])
+    publish(lines, START, END, write_docs=a.write_docs)
+
+
+if __name__ == "__main__":
+    main()
