@@ -170,3 +170,17 @@ def test_bounds_stay_in_range_on_hostile_counts(n):
                 assert np.isfinite(lo) and np.isfinite(hi), (x1, x2, d)
                 assert -1.0 <= lo <= est <= hi <= 1.0, (x1, x2, d)
                 assert hi - lo > 0, (x1, x2, d)
+
+
+def test_bench_net_tango_reads_the_same_audits_both_ways(import_benchmark):
+    """``benchmarks/bench_net_tango.py`` (Tango for the one-pair net CFR, measured, not used): on one small cell
+    of matched flips with true net 0, the capped MOVER in use passes almost no audit at 36 items and Tango's
+    interval passes every one (its bound with no discordant item is z²/(n+z²) = 0.096 < 0.10); the one-pair
+    net CFR the study reports is still the capped MOVER."""
+    bench = import_benchmark("bench_net_tango")
+    x1, x2 = bench.draws("matched", 0.3, 0.0, 200, 36, 1)
+    _, hi_mover = bench.bounds(x1, x2, "mover")
+    _, hi_tango = bench.bounds(x1, x2, "tango")
+    assert np.mean(hi_mover < bench.GATE_MAX) < 0.05 and np.all(hi_tango < bench.GATE_MAX)
+    d = paired_difference(x1[0], np.ones(36), x2[0], np.ones(36), kind="rate", pairing="corrected")
+    assert "capped at 0" in d["ci_method"]
