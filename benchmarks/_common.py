@@ -15,6 +15,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/<name>.py` from a checkout
@@ -116,6 +117,20 @@ def publish(lines: list[str], start: str, end: str, *, write_docs: bool, partial
     if partial:
         raise SystemExit(f"--write-docs needs the full run (no {partial})")
     print(f"wrote {write_docs_block(lines, start, end)}")
+
+
+def audits_main(doc: str, run: "Callable[[int], list[str]]", start: str, end: str, *, audits: int) -> None:
+    """The command line of a bench whose only size is ``--audits`` (default ``audits``): run it, print its first
+    line (the table's rows were printed as they came), and with ``--write-docs`` put its lines in the docs."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--audits", type=int, default=audits)
+    ap.add_argument("--write-docs", action="store_true")
+    a = ap.parse_args()
+    lines = run(a.audits)
+    print(lines[0])
+    publish(lines, start, end, write_docs=a.write_docs)
 
 
 def header(title: str) -> None:

@@ -11,11 +11,10 @@ Usage: ``python benchmarks/bench_matched_slices.py [--audits 1000] [--write-docs
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from _common import machine, publish
+from _common import audits_main, machine
 
 from cfbench.stats.coverage import _summary
 from cfbench.stats.intervals import paired_difference
@@ -55,15 +54,5 @@ def run(audits: int) -> list[str]:
     return lines + ["", f"Run time: {time.time() - t0:.0f} s."]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--audits", type=int, default=1000)
-    ap.add_argument("--write-docs", action="store_true")
-    a = ap.parse_args()
-    lines = run(a.audits)
-    print(lines[0])
-    publish(lines, START, END, write_docs=a.write_docs)
-
-
 if __name__ == "__main__":
-    main()
+    audits_main(__doc__, run, START, END, audits=1000)
