@@ -9,6 +9,7 @@ received so far) and ``stop``. It stops by itself after ``lifetime_s``.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -117,6 +118,13 @@ def publish(lines: list[str], start: str, end: str, *, write_docs: bool, partial
     if partial:
         raise SystemExit(f"--write-docs needs the full run (no {partial})")
     print(f"wrote {write_docs_block(lines, start, end)}")
+
+
+def coverage_cell(r: dict) -> str:
+    """One table cell of a coverage summary (``cfbench.stats.coverage._summary``): coverage % (miss of the lower
+    / upper bound %) x mean width over the sampling spread, ``n/a`` for the width where the estimate never varies."""
+    width = f"x{r['width_ratio']:.2f}" if math.isfinite(r.get("width_ratio", math.nan)) else "n/a"
+    return f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / {100 * r['miss_high']:.1f}) {width}"
 
 
 def audits_main(doc: str, run: "Callable[[int], list[str]]", start: str, end: str, *, audits: int) -> None:

@@ -38,9 +38,10 @@ import argparse
 import time
 
 import numpy as np
-from _common import machine, publish
+from _common import coverage_cell, machine, publish
 
 from cfbench.stats.bootstrap import resample_counts
+from cfbench.stats.coverage import _summary
 from cfbench.stats.intervals import bootstrap_t_difference_rows, clustered_tango, paired_difference
 
 START, END = "<!-- bench_clustered_tango:start -->", "<!-- bench_clustered_tango:end -->"
@@ -124,25 +125,13 @@ def tango_rows(a, b, m) -> tuple[np.ndarray, np.ndarray]:
     return np.array([g[0] for g in got]), np.array([g[1] for g in got])
 
 
-def summary(lo, hi, truth: float, est: np.ndarray) -> dict[str, float]:
-    spread = float(np.quantile(est, 0.975) - np.quantile(est, 0.025))
-    return {"coverage": float(np.mean((lo <= truth) & (truth <= hi))), "miss_low": float(np.mean(lo > truth)),
-            "miss_high": float(np.mean(hi < truth)),
-            "width_ratio": float(np.mean(hi - lo) / spread) if spread > 0 else float("nan")}
-
-
-def cell(r: dict[str, float]) -> str:
-    return (f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / {100 * r['miss_high']:.1f}) "
-            f"x{r['width_ratio']:.2f}")
-
-
 def family_cells(name: str, audits: int, n_boot: int) -> dict[str, list[dict[str, float]]]:
     out: dict[str, list[dict[str, float]]] = {"clustered Tango": [], "bootstrap-t (before)": []}
     for K in NS:
         a, b, m, truth = draws(name, np.random.default_rng(SEED + K), audits, K)
         est = (a - b).sum(1) / m.sum(1)
-        out["clustered Tango"].append(summary(*tango_rows(a, b, m), truth, est))
-        out["bootstrap-t (before)"].append(summary(*bootstrap_rows(a, b, m, n_boot, np.random.default_rng(7)),
+        out["clustered Tango"].append(_summary(*tango_rows(a, b, m), truth, est))
+        out["bootstrap-t (before)"].append(_summary(*bootstrap_rows(a, b, m, n_boot, np.random.default_rng(7)),
                                                    truth, est))
     return out
 
@@ -156,7 +145,7 @@ def run(audits: int, n_boot: int) -> list[str]:
              "| family | method | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|---|" + "---|" * len(NS)]
     for name, what in FAMILIES.items():
         for label, cells in family_cells(name, audits, n_boot).items():
-            lines.append(f"| {name}: {what} | {label} | " + " | ".join(cell(c) for c in cells) + " |")
+            lines.append(f"| {name}: {what} | {label} | " + " | ".join(coverage_cell(c) for c in cells) + " |")
             print(lines[-1], flush=True)
     return lines + ["", f"Run time: {time.time() - t0:.0f} s."]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _common import audits_main, machine
+from _common import audits_main, coverage_cell, machine
 
 from cfbench.stats.coverage import _summary
 from cfbench.stats.intervals import paired_difference
@@ -47,9 +47,7 @@ def run(audits: int) -> list[str]:
     for pa, pb in CASES:
         for label, pairing in METHODS.items():
             cells = [cell(n, pa, pb, audits, pairing) for n in NS]
-            lines.append(f"| {pa:g}, {pb:g} | {label} | " + " | ".join(
-                f"{100 * c['coverage']:.1f} ({100 * c['miss_low']:.1f} / {100 * c['miss_high']:.1f}) "
-                f"x{c['width_ratio']:.2f}" for c in cells) + " |")
+            lines.append(f"| {pa:g}, {pb:g} | {label} | " + " | ".join(coverage_cell(c) for c in cells) + " |")
             print(lines[-1], flush=True)
     return lines + ["", f"Run time: {time.time() - t0:.0f} s."]
 

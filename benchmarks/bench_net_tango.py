@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _common import audits_main, machine
+from _common import audits_main, coverage_cell, machine
 
 from cfbench.stats.coverage import _matched_draws, _net_draws, _paired_rows, _summary
 from cfbench.stats.matched import tango_interval
@@ -71,10 +71,7 @@ def run(audits: int) -> list[str]:
             for label, method in (("capped MOVER (in use)", "mover"), ("Tango (not used)", "tango")):
                 lo, hi = bounds(x1, x2, method)
                 r = _summary(lo, hi, net, est)
-                width = f"x{r['width_ratio']:.2f}" if np.isfinite(r["width_ratio"]) else "n/a"
-                cells[label].append(f"{100 * r['coverage']:.1f} ({100 * r['miss_low']:.1f} / "
-                                    f"{100 * r['miss_high']:.1f}) {width}; pass "
-                                    f"{100 * np.mean(hi < GATE_MAX):.1f} %")
+                cells[label].append(f"{coverage_cell(r)}; pass {100 * np.mean(hi < GATE_MAX):.1f} %")
         for label, row in cells.items():
             lines.append(f"| {family}, {p_rep:g}, {net:g} | {label} | " + " | ".join(row) + " |")
             print(lines[-1], flush=True)

@@ -379,15 +379,13 @@ def _judges(rng, name: str, reps: int, K: int, n_boot: int):
     u = rng.beta(0.5, 4.5, size=(reps, K, 1))                   # item flippiness, mean 0.1
     draw = rng.random((reps, K, m))                             # shared: the judges flip on the same pairs
     if name.endswith("clustered"):                              # A flips every pair of 6 % of items as well
-        biased = rng.random((reps, K, 1)) < 0.06
-        a = ((draw < u) | biased).sum(axis=2).astype(float)
-        b = (draw < u).sum(axis=2).astype(float)
-        den = np.full(a.shape, float(m))
-        return a, den, b, den, 0.06 * 0.9, "rate", pairing, {"n_boot": n_boot}
-    a = (draw < u + 0.05 * (1 - u)).sum(axis=2).astype(float)
+        flips_a, truth = (draw < u) | (rng.random((reps, K, 1)) < 0.06), 0.06 * 0.9
+    else:
+        flips_a, truth = draw < u + 0.05 * (1 - u), 0.05 * 0.9
+    a = flips_a.sum(axis=2).astype(float)
     b = (draw < u).sum(axis=2).astype(float)
     den = np.full(a.shape, float(m))
-    return a, den, b, den, 0.05 * 0.9, "rate", pairing, {"n_boot": n_boot}
+    return a, den, b, den, truth, "rate", pairing, {"n_boot": n_boot}
 
 
 def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 1000, seed: int = 0,

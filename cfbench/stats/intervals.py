@@ -587,10 +587,10 @@ def _items_difference(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.nda
                       value_range: tuple[float, float] | None) -> dict[str, float | str] | None:
     """Interval of ``r1 - r2`` that uses the pairing of the two sides item by item.
 
-    Rates with one pair per item on both sides (0/1 outcomes): Tango's score interval for matched
-    pairs on the items' discordant counts (exact coverage in docs/statistics.md, ShopFlow section).
-    Rates with the same several pairs per item on both sides: the same interval, scaled by the items'
-    design effect (:func:`clustered_tango`). Otherwise the studentized bootstrap of the difference over items
+    Rates counted on the same number of pairs per item on both sides: :func:`clustered_tango`, which
+    with one pair per item (0/1 outcomes) is Tango's score interval for matched pairs on the items'
+    discordant counts (exact coverage in docs/statistics.md, ShopFlow section) and with several is that
+    interval scaled by the items' design effect. Otherwise the studentized bootstrap of the difference over items
     (:func:`bootstrap_t_difference_rows`), which carries the two sides' correlation through the
     per-item differences. ``None`` when the item differences show no spread (e.g. both judges
     agree on every item): the caller then falls back to the capped MOVER, which stays valid and
@@ -598,15 +598,10 @@ def _items_difference(n1: np.ndarray, d1: np.ndarray, n2: np.ndarray, d2: np.nda
     """
     e1, e2 = n1.sum() / d1.sum(), n2.sum() / d2.sum()
     base = {"est_1": float(e1), "est_2": float(e2), "estimate": float(e1 - e2)}
-    binary = kind == "rate" and np.all(d1 == 1) and np.all(d2 == 1) and np.all(np.isin(n1, (0.0, 1.0))) \
-        and np.all(np.isin(n2, (0.0, 1.0)))
-    if binary:
-        n10, n01 = int(((n1 == 1) & (n2 == 0)).sum()), int(((n1 == 0) & (n2 == 1)).sum())
-        lo, hi = _tango(n10, n01, int(n1.size), float(confidence))
-        return base | {"ci_low": lo, "ci_high": hi, "ci_method": ITEMS_TANGO}
-    if kind == "rate" and _same_pairs(n1, d1, n2, d2):
+    if kind == "rate" and _same_pairs(n1, d1, n2, d2):  # one pair per item: design effect 1, Tango itself
         lo, hi, _ = clustered_tango(n1, n2, d1, confidence)
-        return base | {"ci_low": lo, "ci_high": hi, "ci_method": ITEMS_TANGO_CLUSTERED}
+        how = ITEMS_TANGO if np.all(d1 == 1) else ITEMS_TANGO_CLUSTERED
+        return base | {"ci_low": lo, "ci_high": hi, "ci_method": how}
     _, z1 = _contrib(n1, d1)
     _, z2 = _contrib(n2, d2)
     z = z1 - z2
