@@ -88,19 +88,19 @@ def test_slice_with_zero_or_all_events_is_not_a_point():
 
 
 def test_matched_slices_use_the_pairing():
-    """Six of 20 units selected under variant a, two of those six under b: Tango's interval on the 4
+    """Ten of 20 units selected under variant a, eight of those ten under b: Tango's interval on the 2
     discordant units, narrower than the MOVER of the two sides' Clopper-Pearson intervals that ignored
     the pairing (the method before 2026-11-29)."""
     from cfbench.stats.intervals import ITEMS_TANGO, paired_difference
     from cfbench.stats.matched import tango_interval
 
     a = np.zeros(20, bool)
-    a[:6] = True
+    a[:10] = True
     b = np.zeros(20, bool)
-    b[:2] = True
+    b[:8] = True
     d = paired_rate_diff_interval(pd.DataFrame({"a": a, "b": b, "positive": True}), among=True)
-    assert d["ci_method"] == ITEMS_TANGO and d["estimate"] == pytest.approx(0.2)
-    assert (d["ci_low"], d["ci_high"]) == pytest.approx(tuple(float(x) for x in tango_interval(4, 0, 20)))
+    assert d["ci_method"] == ITEMS_TANGO and d["estimate"] == pytest.approx(0.1)
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx(tuple(float(x) for x in tango_interval(2, 0, 20)))
     one = np.ones(20)
     old = paired_difference(a.astype(float), one, b.astype(float), one, kind="rate", pairing="capped")
     assert d["ci_high"] - d["ci_low"] < 0.8 * (old["ci_high"] - old["ci_low"]), (d, old)

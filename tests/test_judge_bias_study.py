@@ -13,6 +13,7 @@ import yaml
 from cfbench.core.errors import InputError
 from cfbench.report import InvariantError
 from cfbench.studies.judge_bias import Params, iter_requests, run
+from cfbench.studies.judge_bias.metrics import MATCHED_METHOD
 from cfbench.studies.judge_bias.study import n_requests, plan
 
 from judge_bias_util import star_dir
@@ -74,7 +75,7 @@ def test_smoke_run_on_star_writes_tables_figures_and_passes_its_check(smoke):
     cues = pd.read_csv(out / "cues.csv")
     assert list(zip(cues["judge"], cues["cue"])) == [(j, c) for j in result.params.judges for c in result.params.cues]
     assert cues["shift_ci_method"].notna().all() and (cues["shift_ci_high"] > cues["shift_ci_low"]).all()
-    assert cues["net_ci_method"].eq("tango score interval (matched pairs, one per item)").all()
+    assert cues["net_ci_method"].eq(MATCHED_METHOD).all()
     assert cues["net_repeat_ci_method"].str.startswith("MOVER of two clopper-pearson").all()
     # the pairwise gate passes exactly when every net upper bound is below 0.10, at any n; at 8 items that
     # needs the reference to flip on more items than the cue (none here: every row is undecided or fails)

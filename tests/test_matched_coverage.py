@@ -54,7 +54,7 @@ def test_tango_coverage_near_nominal(n):
         delta = p10 - p01
         cover = float(((lo <= delta) & (hi >= delta)).mean())
         assert cover >= 0.95 - 0.02 - 3 * SE_COVER, (n, p10, p01, cover)
-        exact, _ = _exact(n, p10, p01)
+        exact = min(_exact(n, p10, p01)[0], 1.0)  # a sum of probabilities can round above 1
         assert abs(cover - exact) <= 4 * max(np.sqrt(exact * (1 - exact) / REPS), 1 / REPS), (n, cover, exact)
         if p10 == p01 == 0:  # every audit saw zero discordant pairs: covered, and never the point [0, 0]
             assert cover == 1.0 and (hi - lo > 0).all()

@@ -16,9 +16,9 @@ from cfbench.stats.matched import (matched_counts_pmf, matched_difference, min_p
 Z = norm.ppf(0.975)
 
 
-def _score_z_slow(delta: float, b: int, c: int, n: int) -> float:
+def _score_z_slow(delta: float, b: int, c: int, n: int, shift: float = 0.0) -> float:
     """Tango's statistic with the restricted MLE found numerically (no closed form): maximise the trinomial
-    log-likelihood of (p10, p01) = (q + delta, q) over the feasible q."""
+    log-likelihood of (p10, p01) = (q + delta, q) over the feasible q; the numerator moved ``shift`` towards 0."""
     lo_q, hi_q = max(0.0, -delta), (1 - delta) / 2
 
     def negll(q):
@@ -31,19 +31,38 @@ def _score_z_slow(delta: float, b: int, c: int, n: int) -> float:
 
     q = minimize_scalar(negll, bounds=(lo_q, hi_q), method="bounded", options={"xatol": 1e-13}).x
     var = n * (2 * q + delta * (1 - delta))
-    return (b - c - n * delta) / math.sqrt(var)
+    num = b - c - n * delta
+    return math.copysign(max(abs(num) - shift, 0.0), num) / math.sqrt(var)
 
 
 @pytest.mark.parametrize("b,c,n", [(5, 1, 27), (2, 5, 17), (3, 0, 10), (0, 4, 6), (12, 7, 44), (6, 16, 161),
                                    (1, 1, 20), (9, 0, 9)])
-def test_tango_bounds_solve_the_score_equation_with_a_numerical_mle(b, c, n):
-    lo, hi = (float(x) for x in tango_interval(b, c, n))
+@pytest.mark.parametrize("correction", [0.0, 0.5])
+def test_tango_bounds_solve_the_score_equation_with_a_numerical_mle(b, c, n, correction):
+    """Plain Tango (``correction=0``) and the default: the bound between 0 and the estimate (the lower one
+    when b > c, the upper one when c > b) solves the statistic with its numerator moved half a pair to 0."""
+    lo, hi = (float(x) for x in tango_interval(b, c, n, correction=correction))
     est = (b - c) / n
     inner = min(max(est, -1 + 1e-9), 1 - 1e-9)
-    want_lo = -1.0 if c == n else brentq(lambda d: _score_z_slow(d, b, c, n) - Z, -1 + 1e-9, inner)
-    want_hi = 1.0 if b == n else brentq(lambda d: _score_z_slow(d, b, c, n) + Z, inner, 1 - 1e-9)
+    s_lo, s_hi = (correction if b > c else 0.0), (correction if c > b else 0.0)
+    want_lo = -1.0 if c == n else brentq(lambda d: _score_z_slow(d, b, c, n, s_lo) - Z, -1 + 1e-9, inner)
+    want_hi = 1.0 if b == n else brentq(lambda d: _score_z_slow(d, b, c, n, s_hi) + Z, inner, 1 - 1e-9)
     assert lo == pytest.approx(want_lo, abs=2e-6) and hi == pytest.approx(want_hi, abs=2e-6)
     assert lo <= est <= hi
+
+
+def test_the_correction_moves_only_the_bound_between_0_and_the_estimate():
+    """5 of 27 one way, 1 the other: the lower bound moves towards 0 (wider), the upper stays; mirrored for
+    the mirrored counts; equal counts (and none) give plain Tango's interval."""
+    plain, default = tango_interval(5, 1, 27, correction=0), tango_interval(5, 1, 27)
+    assert float(default[0]) < float(plain[0]) - 0.01 and float(default[1]) == pytest.approx(float(plain[1]))
+    mirror = tango_interval(1, 5, 27)
+    assert float(mirror[1]) == pytest.approx(-float(default[0])) and float(mirror[0]) == pytest.approx(
+        -float(default[1]))
+    for b in (0, 3):
+        assert np.allclose(tango_interval(b, b, 20), tango_interval(b, b, 20, correction=0))
+    with pytest.raises(InputError, match="correction"):
+        tango_interval(1, 0, 5, correction=-0.5)
 
 
 def test_zero_discordant_pairs_never_give_a_point():

@@ -504,8 +504,8 @@ def paired_difference(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2
 
 #: ``pairing`` values of :func:`paired_difference`.
 PAIRINGS = ("capped", "items", "corrected")
-ITEMS_TANGO = "tango score interval on the items' 2x2 counts (matched pairs, one per item)"
-ITEMS_TANGO_CLUSTERED = ("tango score interval on the pairs' discordant counts, scaled by the items' design "
+ITEMS_TANGO = "tango score interval, corrected toward 0, on the items' 2x2 counts (matched pairs, one per item)"
+ITEMS_TANGO_CLUSTERED = ("tango score interval, corrected toward 0, on the pairs' discordant counts, scaled by the items' design "
                          "effect (Rao-Scott; several pairs per item)")
 ITEMS_BOOT = "bootstrap-t and t over items of the paired difference (union)"
 

@@ -14,7 +14,13 @@ Two intervals are offered, both vectorised over arrays of counts:
   differences not rejected by the score test that uses the restricted maximum
   likelihood estimate of the discordant cells. It depends only on ``n10``,
   ``n01`` and ``n``. With no discordant pair it is
-  ``[-z²/(n+z²), +z²/(n+z²)]``, never [0, 0].
+  ``[-z²/(n+z²), +z²/(n+z²)]``, never [0, 0]. The bound between 0 and the
+  estimate is found with the numerator ``n10 - n01 - nΔ`` moved half a pair
+  towards 0 (a continuity correction on that side only): plain Tango misses on
+  that side in up to 5 % of audits where one discordant cell is rare (exact
+  sums, ``benchmarks/bench_tango_exact.py``); corrected, every one-sided miss
+  at true differences within ±0.3 is at most 3.3 % at 8-200 pairs, for 2-7 %
+  more width and the same interval with no discordant pair.
 - :func:`newcombe_paired_interval` — Newcombe's (1998) method 10: two Wilson
   intervals combined with the (continuity-corrected) correlation of the pair.
   Kept for comparison: at 4–44 pairs its coverage falls to 84–90 % and a gate
@@ -56,8 +62,9 @@ def _z(confidence: float) -> float:
     return float(norm.ppf(0.5 + confidence / 2))
 
 
-def _tango_z(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Tango's score statistic at difference ``delta`` (decreasing in delta)."""
+def _tango_z(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray, shift=0.0) -> np.ndarray:
+    """Tango's score statistic at difference ``delta`` (decreasing in delta), its numerator moved ``shift``
+    towards 0 (and to 0 when it is smaller than ``shift``)."""
     # restricted MLE of the cell p01 given p10 - p01 = delta (root of 2n q² - B q - c·delta·(1-delta) = 0)
     big_b = (b + c) - delta * (2 * n - b + c)
     disc = np.maximum(big_b ** 2 + 8 * n * c * delta * (1 - delta), 0.0)
@@ -65,16 +72,26 @@ def _tango_z(delta: np.ndarray, b: np.ndarray, c: np.ndarray, n: np.ndarray) -> 
     q = np.clip(q, np.maximum(0.0, -delta), np.maximum((1 - delta) / 2, 0.0))
     var = n * (2 * q + delta * (1 - delta))
     num = b - c - n * delta
+    if np.any(shift):
+        num = np.sign(num) * np.maximum(np.abs(num) - shift, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = num / np.sqrt(np.maximum(var, 0.0))
     return np.where(var <= 1e-15, np.sign(num) * np.inf, out)
 
 
-def tango_interval(n10, n01, n, *, confidence: float = 0.95, iterations: int = 60):
+TOWARD_ZERO = 0.5  # pairs the numerator moves towards 0 for the bound between 0 and the estimate
+
+
+def tango_interval(n10, n01, n, *, confidence: float = 0.95, iterations: int = 60,
+                   correction: float = TOWARD_ZERO):
     """Tango's score interval for ``(n10 - n01) / n`` (arrays broadcast; returns ``(low, high)``).
 
     The bounds solve ``Z(Δ) = ±z`` by bisection on each side of the estimate;
-    a side whose extreme (−1 or +1) cannot be rejected ends there.
+    a side whose extreme (−1 or +1) cannot be rejected ends there. The bound
+    between 0 and the estimate (the lower one when ``n10 > n01``, the upper
+    one when ``n01 > n10``; neither when they are equal) solves it with the
+    numerator moved ``correction`` pairs towards 0 (module docstring);
+    ``correction=0`` is Tango's plain interval.
     """
     b, c, nn = (np.asarray(x, dtype=float) for x in (n10, n01, n))
     b, c, nn = np.broadcast_arrays(b, c, nn)
@@ -84,20 +101,26 @@ def tango_interval(n10, n01, n, *, confidence: float = 0.95, iterations: int = 6
     est = (b - c) / nn
     eps = 1e-12
 
-    def solve(lo, hi, target):  # Z decreasing: find Δ in [lo, hi] with Z(Δ) = target
+    if not (isinstance(correction, (int, float)) and 0 <= correction <= 1):
+        raise InputError(f"correction must be in [0, 1] pairs, got {correction!r}", source="tango_interval",
+                         field="correction")
+    low_shift = np.where(b > c, float(correction), 0.0)
+    high_shift = np.where(c > b, float(correction), 0.0)
+
+    def solve(lo, hi, target, shift):  # Z decreasing: find Δ in [lo, hi] with Z(Δ) = target
         lo, hi = lo.copy(), hi.copy()
         for _ in range(iterations):
             mid = (lo + hi) / 2
-            above = _tango_z(mid, b, c, nn) > target
+            above = _tango_z(mid, b, c, nn, shift) > target
             lo = np.where(above, mid, lo)
             hi = np.where(above, hi, mid)
         return (lo + hi) / 2
 
     minus, plus = np.full_like(est, -1.0 + eps), np.full_like(est, 1.0 - eps)
-    low = solve(minus, est, z)
-    low = np.where(_tango_z(minus, b, c, nn) <= z, -1.0, low)
-    high = solve(est, plus, -z)
-    high = np.where(_tango_z(plus, b, c, nn) >= -z, 1.0, high)
+    low = solve(minus, est, z, low_shift)
+    low = np.where(_tango_z(minus, b, c, nn, low_shift) <= z, -1.0, low)
+    high = solve(est, plus, -z, high_shift)
+    high = np.where(_tango_z(plus, b, c, nn, high_shift) >= -z, 1.0, high)
     return np.minimum(low, est), np.maximum(high, est)
 
 

@@ -43,7 +43,7 @@ __all__ = ["choices", "position_table", "accuracy_table", "noise_table", "cue_ta
            "pointwise_control_table", "pointwise_responsiveness", "discrimination_lower_bound"]
 
 #: ``ci_method`` of a difference of two binary outcomes with one pair per item.
-MATCHED_METHOD = "tango score interval (matched pairs, one per item)"
+MATCHED_METHOD = "tango score interval, corrected toward 0 (matched pairs, one per item)"
 
 
 def choices(parsed: pd.DataFrame) -> pd.DataFrame:
