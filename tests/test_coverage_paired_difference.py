@@ -94,3 +94,26 @@ def test_the_gate_reads_the_capped_interval():
     assert net_cfr_gate(t, max_net=0.10, responsive=pd.DataFrame({"judge": ["j"], "responsive": [True], "why": ["ok"],
                                                                   "balanced_accuracy": [1.0], "ci_low": [0.9]}))[
         "verdict"].iloc[0] == "inconclusive"
+
+
+@pytest.mark.parametrize("num1,den1,field,record", [([1, 5], [3, 3], "num1", 1), ([1, -1], [3, 3], "num1", 1),
+                                                    ([1, 0], [3, -2], "den1", 1)])
+def test_impossible_counts_are_refused_with_the_item_and_field(num1, den1, field, record):
+    """More flips than pairs, negative flips or a negative number of pairs used to go to the bootstrap-t and
+    come out as an interval; now one line names the item and the argument."""
+    from cfbench.core.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        paired_difference(np.array(num1, float), np.array(den1, float), np.zeros(2), np.full(2, 3.0), kind="rate",
+                          pairing="items")
+    assert err.value.field == field and err.value.record == record
+    with pytest.raises(InputError, match="field 'num2'"):
+        paired_difference(np.zeros(2), np.full(2, 3.0), np.array([4.0, 0.0]), np.full(2, 3.0), kind="rate")
+    with pytest.raises(InputError, match="one length"):
+        paired_difference(np.zeros(2), np.full(3, 3.0), np.zeros(2), np.full(2, 3.0), kind="rate")
+    # an item with no pairs is not read, whatever its count; a mean's numerator may be negative
+    got = paired_difference(np.array([1.0, 9.0, 2.0]), np.array([3.0, 0.0, 3.0]), np.array([0.0, 0.0, 1.0]),
+                            np.array([3.0, 0.0, 3.0]), kind="rate", pairing="items")
+    assert got["n_items"] == 2
+    got = paired_difference(np.array([-1.0, 2.0, -3.0]), np.ones(3), np.zeros(3), np.ones(3), kind="mean")
+    assert got["estimate"] == pytest.approx(-2 / 3)

@@ -333,7 +333,7 @@ def paired_rate_diff_interval(paired: pd.DataFrame, *, among: bool, confidence: 
     (:func:`cfbench.stats.intervals.paired_difference` with ``pairing="items"``, one 0/1 outcome per unit
     and variant). Until 2026-11-29 it was the MOVER of two Clopper-Pearson intervals with the matched
     outcomes' correlation capped at 0, which ignored the pairing: 1.26-1.63 sampling spreads wide at 8-60
-    units where Tango takes 0.99-1.39, covering at least 95.0 % (``benchmarks/bench_matched_slices.py``).
+    units where Tango takes 1.02-1.46, covering at least 95.7 % (``benchmarks/bench_matched_slices.py``).
 
     The alternative to :func:`paired_rate_diff_bootstrap`, whose percentile interval is ``[0, 0]``
     when neither variant is ever selected and undercovers at small n (``docs/statistics.md``).

@@ -144,10 +144,10 @@ def gate_status(ci_high: float, n_items: int, gate_max: float, ci_low: float = -
 
     With ``floor=True`` there is no pass below ``need`` items (default: the items at which no event gives a
     Clopper-Pearson bound below ``gate_max``): the pointwise gate, where the mean interval of 8 items
-    false-passed one simulated shape in 4.5 % of audits, nearly twice its nominal 2.5 %
+    false-passed one simulated shape in 4.5-5.6 % of audits, about twice its nominal 2.5 %
     (``tests/test_judge_bias_gate_coverage.py``); such a row is ``inconclusive``. The pairwise nets need no
-    floor: at a true net equal to the maximum Tango's interval false-passes at most 2.5 % at 8-120 items
-    (exact; 2.9 % at most simulated) and the MOVER at most 2.5 % (simulated), same test file."""
+    floor: at a true net equal to the maximum Tango's interval false-passes at most 2.3 % at 8-120 items
+    (exact; 2.5 % at most simulated) and the MOVER at most 2.5 % (simulated), same test file."""
     v = V.verdict(ci_low, ci_high, gate_max, responsive=responsive, why=why)
     need = items_needed_zero_events(gate_max) if need is None else need
     if v == V.PASS and floor and n_items < need:

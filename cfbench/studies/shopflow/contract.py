@@ -66,10 +66,11 @@ class GapInterval:
     """How the interval rule computes a gap's interval (always on the matched pairs of the gap's stratum).
 
     ``tango`` (the only method): Tango's score interval for a difference of
-    paired proportions. It uses the pairing and never collapses to [0, 0];
-    its exact coverage at 4–200 pairs is at least 93.6 % (nominal 95 %) and the
-    gate built on it passes a true gap equal to the limit at most 2.5 % of the
-    time (``benchmarks/bench_gate_shopflow.py``). Methods that failed those
+    paired proportions, its bound between 0 and the estimate moved half a pair
+    towards 0 (``cfbench.stats.matched.tango_interval``). It uses the pairing
+    and never collapses to [0, 0]; its exact coverage at 4–200 pairs is at
+    least 95.0 % (nominal 95 %) and the gate built on it passes a true gap equal
+    to the limit at most 2.5 % of the time (``benchmarks/bench_gate_shopflow.py``). Methods that failed those
     checks are refused with the reason: ``newcombe`` (two independent samples:
     ignores the pairing), ``paired_bootstrap`` (percentile: [0, 0] with no
     discordant pair, so it passed a gate on no evidence) and
