@@ -97,3 +97,21 @@ def test_the_false_pass_check_has_teeth():
     b, c, prob = matched_counts_pmf(44, 0.12, 0.02)
     est = (b - c) / 44
     assert float(prob[gap_gate(est, est, LIMIT)].sum()) > 0.3
+
+
+def test_bench_tango_exact_finds_the_plain_misses_and_the_correction_removes_them(import_benchmark):
+    """At the judge-bias default's 36 items, summed exactly over the 0.01 grid of true rates: plain Tango's
+    lower bound lies above a true 0.10 in more than 3.5 % of audits somewhere (a gate's false fail) and some
+    bound misses more than 4 %; with the correction toward 0 in use, no bound misses more than 3.5 % at
+    differences within ±0.3, the false fail and false pass stay under 3 %, and the interval with no
+    discordant item is unchanged (35 items to pass at 0.10)."""
+    bench = import_benchmark("bench_tango_exact")
+    plain = bench.per_n(36, {})
+    used = bench.per_n(36, {"cc": 0.5, "near": True})
+    assert plain["ffail"] > 0.035 and plain["worst"] > 0.04, plain
+    assert used["small"] <= 0.035 and used["ffail"] < 0.03 and used["fpass"] < 0.03, used
+    assert used["cover"] >= 0.94 > plain["cover"], (used["cover"], plain["cover"])
+    assert bench.zero_event_items({}) == bench.zero_event_items({"cc": 0.5, "near": True}) == 35
+    # the bench's "in use" row is the library's default interval
+    b, c, _ = matched_counts_pmf(36, 0.1, 0.1)
+    assert np.allclose(bench.interval(b, c, 36, cc=0.5, near=True), tango_interval(b, c, 36))
