@@ -298,3 +298,28 @@ def test_a_key_beside_an_image_in_base64_is_still_found(form):
     text = f'{{"image/png": "{image}", "text/plain": "{KEY_FORMS[form](KEY)}"}}'
     assert echoed_credential(text) == "OPENAI_API_KEY"
     assert not readable_trace(scrub(text)) and image in scrub(text)
+
+
+@pytest.mark.parametrize("form", ["base64", "hex", "base32", "decimal bytes"])
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_a_spelling_written_backwards_is_found_and_scrubbed(form, offset):
+    """The key's base64 (or hex, base32, decimal byte list) written backwards, inside ordinary text: until
+    2026-11-29 only the key's own characters were looked for reversed, so these passed. The text around it
+    is kept."""
+    raw = KEY.encode()
+    spelled = {"base64": base64.b64encode(raw).decode(), "hex": raw.hex(),
+               "base32": base64.b32encode(raw).decode(), "decimal bytes": ", ".join(str(b) for b in raw)}[form]
+    text = FILLER[:offset] + " ref " + spelled[::-1] + " end. " + FILLER
+    assert KEY not in text and BODY[:8] not in text
+    assert echoed_credential(text) == "OPENAI_API_KEY"
+    out = scrub(text)
+    assert "<OPENAI_API_KEY>" in out and echoed_credential(out) is None
+    assert out.startswith(FILLER[:offset] + " ref ") and out.endswith(" end. " + FILLER)
+    for view in (out, out[::-1]):
+        assert spelled not in view and spelled[::-1] not in view
+
+
+def test_ordinary_text_read_backwards_is_not_a_key():
+    """Reading backwards finds nothing in text that holds no key, in either direction (no false alarm)."""
+    text = FILLER + " Order 4521-8890-1123, call back at 0800 123 456. " + base64.b64encode(b"hello world!").decode()
+    assert echoed_credential(text) is None and scrub(text) == text

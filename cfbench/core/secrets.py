@@ -15,7 +15,9 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   numbered or wrapped, ``115 (n=0), 107 (n=1)``, ``chr(115)+chr(107)``; dotted, ``115.107.45``), the bytes as
   one whole number in decimal, bytes written in binary, run of quoted-printable bytes (``=73=6B``) or CSS
   escapes (``\73 \6b``) and uuencoded block (or line with no header) decoded whole and read again as a text
-  (so base64 of base64 is read too); the key is also looked for in hidden Unicode tag characters, reversed
+  (so base64 of base64 is read too); all of this is also done on the whole text read backwards (so the
+  key's base64, hex or any other of these spellings written backwards is found); the key is also looked for
+  in hidden Unicode tag characters, reversed
   (also in another case), in ROT13 and ROT47, in another case, spaced out (separators and the quotes of a
   list of its characters dropped) and with every character written twice; then any run of 8 or more
   consecutive characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
@@ -753,9 +755,12 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
     that holds one goes whole."""
     spans: list[tuple[int, int]] = []
     b64 = _b64_windows(value)
-    for view, to_text in _decoded_chain(text):
+    n = len(text)
+    backwards = [(view, lambda a, b, back=back: (n - back(a, b)[1], n - back(a, b)[0]), True)
+                 for view, back in _decoded_chain(text[::-1])]  # a spelling written backwards, whole
+    for view, to_text, reverse in [(v, m, False) for v, m in _decoded_chain(text)] + backwards:
         spans.extend(to_text(a, b) for a, b in _fragment_spans(view, value))
-        for v, val, keep, ends in _loose(view, value):
+        for v, val, keep, ends in ([] if reverse else _loose(view, value)):
             for a, b in _fragment_spans(v, val):
                 spans.append(to_text(a, b) if keep is None else
                              to_text(keep[a], keep[b - 1] + 1 if ends is None else ends[b - 1]))
@@ -817,10 +822,12 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
     creds = credentials(extra_env) if creds is None else creds
     if not creds:
         return None
-    views = _quick_decodings(text)
+    # also the whole text read backwards, for a spelling written backwards (the loose readings already
+    # reverse the key itself, and reversing twice would match its public prefix)
+    views = [(v, False) for v in _quick_decodings(text)] + [(v, True) for v in _quick_decodings(text[::-1])]
     for name, value in creds.items():
         windows, blocks, b64 = _windows(value), _blocks(value), _b64_windows(value)
-        for view in views:
+        for view, backwards in views:
             # every window holds one of the blocks: the full test only runs on a block hit
             if any(b in view for b in blocks) and any(w in view for w in windows):
                 return name
@@ -830,7 +837,7 @@ def echoed_credential(text: str | None, extra_env: Iterable[str] = (), *,
                 return name
             if _hex_runs(view, value) or _spaced_hex_runs(view, value):
                 return name
-            if _loose_hit(view, value):
+            if not backwards and _loose_hit(view, value):
                 return name
             if _in_byte_runs(view, name, value, _depth):
                 return name
