@@ -323,3 +323,30 @@ def test_ordinary_text_read_backwards_is_not_a_key():
     """Reading backwards finds nothing in text that holds no key, in either direction (no false alarm)."""
     text = FILLER + " Order 4521-8890-1123, call back at 0800 123 456. " + base64.b64encode(b"hello world!").decode()
     assert echoed_credential(text) is None and scrub(text) == text
+
+
+def _caesar(text: str, k: int) -> str:
+    """The test's own Caesar shift (or Atbash for ``k=None``) of the letters, case kept."""
+    out = []
+    for ch in text:
+        if ch.isascii() and ch.isalpha():
+            base = ord("A") if ch.isupper() else ord("a")
+            i = ord(ch) - base
+            out.append(chr(base + (25 - i if k is None else (i + k) % 26)))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 13, 20, 25, None], ids=lambda k: "atbash" if k is None else f"shift{k}")
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_the_key_with_its_letters_shifted_is_found_and_scrubbed(k, offset):
+    """Every Caesar shift of the key's letters and Atbash (the alphabet reversed), inside ordinary text: until
+    2026-11-29 only ROT13 (and ROT47) was read, so the others passed. The text around it is kept."""
+    spelled = _caesar(KEY, k)
+    text = FILLER[:offset] + " token " + spelled + " end. " + FILLER
+    assert BODY[:8] not in text
+    assert echoed_credential(text) == "OPENAI_API_KEY"
+    out = scrub(text)
+    assert "<OPENAI_API_KEY>" in out and echoed_credential(out) is None and _caesar(BODY, k)[:8] not in out
+    assert out.startswith(FILLER[:offset] + " token ") and out.endswith(" end. " + FILLER)

@@ -18,7 +18,8 @@ A careless or hostile server may echo the key: in an error body, a redirect, a
   (so base64 of base64 is read too); all of this is also done on the whole text read backwards (so the
   key's base64, hex or any other of these spellings written backwards is found); the key is also looked for
   in hidden Unicode tag characters, reversed
-  (also in another case), in ROT13 and ROT47, in another case, spaced out (separators and the quotes of a
+  (also in another case), with its letters shifted by any number of places (ROT13 and every other Caesar
+  shift) or the alphabet reversed (Atbash), in ROT47, in another case, spaced out (separators and the quotes of a
   list of its characters dropped) and with every character written twice; then any run of 8 or more
   consecutive characters of a credential (beyond its public prefix such as ``sk-proj-``) is replaced,
   in whatever spelling it had, *before* the text is clipped;
@@ -667,8 +668,17 @@ def _in_byte_runs(view: str, name: str, value: str, depth: int) -> list[tuple[in
 _LOOSE_SEP = frozenset(" \t\r\n\f\v-_.,:;|/\\'\"`")
 _ROT47 = str.maketrans("".join(map(chr, range(33, 127))),
                        "".join(chr(33 + (c - 33 + 47) % 94) for c in range(33, 127)))
-_ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-                       "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+
+
+def _letters_as(alphabet: str) -> dict[int, int]:
+    """A table writing each letter as the one at its place in ``alphabet`` (case kept, other characters too)."""
+    upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return str.maketrans(upper + upper.lower(), alphabet + alphabet.lower())
+
+
+#: the letters shifted by each of 1..25 places (a Caesar cipher; 13 is ROT13) and the alphabet reversed (Atbash)
+_LETTER_CODES = tuple(_letters_as("ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k:] + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:k])
+                      for k in range(1, 26)) + (_letters_as("ZYXWVUTSRQPONMLKJIHGFEDCBA"),)
 _DROP_SEP = {ord(c): None for c in _LOOSE_SEP}
 #: Unicode tag characters (U+E0020 to U+E007E), which show nothing and spell ASCII one for one
 _TAG = re.compile("[\U000E0020-\U000E007E]")
@@ -687,13 +697,15 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     would appear there and, where characters were dropped, the index in ``view`` of each one kept and (for
     a doubled character, else None: one past the kept one) of the end of what it stands for: upper-
     or mixed-case (both lower-cased), reversed (shown the right way round by a bidi override; also in another
-    case), Unicode tag characters read as the ASCII they stand for (hidden text), ROT13 (read
-    back by ``codecs``) or ROT47, spaced out or grouped with separators (the separators dropped from both),
-    and those spaced out in another case; and the text itself and each of these but the first three with every
+    case), Unicode tag characters read as the ASCII they stand for (hidden text), the letters shifted by any
+    of 1..25 places (a Caesar cipher; ROT13, which ``codecs`` reads back, is one) or with the alphabet
+    reversed (Atbash), ROT47, spaced out or grouped with separators (the separators dropped from both),
+    and those spaced out in another case; and the text itself and each of these but the shifted ones with every
     character written twice (``sskk--pprroojj``: each stretch of eight or more doubled characters read once).
     Without ``positions`` (detection) no index list is built."""
-    out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT13), None, None),
-                           (view, value.translate(_ROT47), None, None)]
+    out: list[_Reading] = [(view, value[::-1], None, None), (view, value.translate(_ROT47), None, None)]
+    out += [(view, value.translate(code), None, None) for code in _LETTER_CODES]
+    head = len(out)  # the readings above are not read for doubled characters
     if not view.isascii() and _TAG.search(view):  # the canonical readings drop tag characters; here they are read
         out.append((view.translate(_TAG_ASCII), value, None, None))
     low = view.lower()
@@ -710,7 +722,7 @@ def _loose(view: str, value: str, *, positions: bool = True) -> list[_Reading]:
     if not _DOUBLED.search(view) and not _DOUBLED.search(squeezed.lower()):
         return out  # no other reading has a stretch of doubled characters either (separators dropped, case folded)
     seen: set[tuple[str, str]] = set()
-    for reading in [(view, value, None, None), *out[3:]]:  # the text itself, another case, separators dropped
+    for reading in [(view, value, None, None), *out[head:]]:  # the text itself, another case, separators dropped
         if (reading[0], reading[1]) not in seen:
             out.extend(_undoubled(reading, positions))
         seen.add((reading[0], reading[1]))
