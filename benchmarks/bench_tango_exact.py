@@ -37,7 +37,7 @@ from _common import machine, publish  # noqa: E402
 
 from scipy.stats import norm  # noqa: E402
 
-from cfbench.stats.matched import _tango_z, matched_counts_pmf, tango_interval  # noqa: E402
+from cfbench.stats.matched import _tango_bounds, matched_counts_pmf, tango_interval  # noqa: E402
 
 START, END = "<!-- bench_tango_exact:start -->", "<!-- bench_tango_exact:end -->"
 NS = (8, 20, 27, 36, 60, 100, 200)
@@ -57,20 +57,7 @@ def interval(b, c, n, *, z: float = Z95, cc: float = 0.0, near: bool = False, it
     if near or not cc:
         return tango_interval(b, c, n, confidence=confidence, correction=cc, iterations=iterations)
     b, c, n = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (b, c, n)))
-    est = (b - c) / n
-
-    def solve(lo, hi, target):
-        for _ in range(iterations):
-            mid = (lo + hi) / 2
-            above = _tango_z(mid, b, c, n, cc) > target
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return (lo + hi) / 2
-
-    eps = 1e-12
-    minus, plus = np.full_like(est, -1 + eps), np.full_like(est, 1 - eps)
-    low = np.where(_tango_z(minus, b, c, n, cc) <= z, -1.0, solve(minus, est.copy(), z))
-    high = np.where(_tango_z(plus, b, c, n, cc) >= -z, 1.0, solve(est.copy(), plus, -z))
-    return np.minimum(low, est), np.maximum(high, est)
+    return _tango_bounds(b, c, n, z, cc, cc, iterations)
 
 
 def zero_event_items(kw: dict) -> int:

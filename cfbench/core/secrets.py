@@ -768,7 +768,14 @@ def _spans(text: str, value: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     b64 = _b64_windows(value)
     n = len(text)
-    backwards = [(view, lambda a, b, back=back: (n - back(a, b)[1], n - back(a, b)[0]), True)
+
+    def flipped(back: Callable[[int, int], tuple[int, int]]) -> Callable[[int, int], tuple[int, int]]:
+        def to_text(a: int, b: int) -> tuple[int, int]:
+            start, end = back(a, b)
+            return n - end, n - start
+        return to_text
+
+    backwards = [(view, flipped(back), True)
                  for view, back in _decoded_chain(text[::-1])]  # a spelling written backwards, whole
     for view, to_text, reverse in [(v, m, False) for v, m in _decoded_chain(text)] + backwards:
         spans.extend(to_text(a, b) for a, b in _fragment_spans(view, value))

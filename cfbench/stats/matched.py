@@ -97,15 +97,18 @@ def tango_interval(n10, n01, n, *, confidence: float = 0.95, iterations: int = 6
     b, c, nn = np.broadcast_arrays(b, c, nn)
     if (nn < 1).any() or (b < 0).any() or (c < 0).any() or (b + c > nn).any():
         raise InputError("need n >= 1 and 0 <= n10 + n01 <= n", source="tango_interval", field="n")
-    z = _z(confidence)
-    est = (b - c) / nn
-    eps = 1e-12
-
     if not (isinstance(correction, (int, float)) and 0 <= correction <= 1):
         raise InputError(f"correction must be in [0, 1] pairs, got {correction!r}", source="tango_interval",
                          field="correction")
-    low_shift = np.where(b > c, float(correction), 0.0)
-    high_shift = np.where(c > b, float(correction), 0.0)
+    return _tango_bounds(b, c, nn, _z(confidence), np.where(b > c, float(correction), 0.0),
+                         np.where(c > b, float(correction), 0.0), iterations)
+
+
+def _tango_bounds(b, c, nn, z: float, low_shift, high_shift, iterations: int = 60):
+    """The bounds solving ``Z(Δ) = ±z`` by bisection on each side of the estimate, the numerator of the lower
+    one moved ``low_shift`` towards 0 and of the upper one ``high_shift`` (arrays of float, broadcast)."""
+    est = (b - c) / nn
+    eps = 1e-12
 
     def solve(lo, hi, target, shift):  # Z decreasing: find Δ in [lo, hi] with Z(Δ) = target
         lo, hi = lo.copy(), hi.copy()
