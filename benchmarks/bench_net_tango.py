@@ -1,11 +1,11 @@
-"""The net CFR with one counterfactual and one repeat pair per item: the capped MOVER it uses against Tango's
-matched-pairs interval, which would fit that design but is not used yet.
+"""The net CFR with one counterfactual and one repeat pair per item: Tango's matched-pairs interval it uses
+against the capped MOVER it used before.
 
-The committed contact-center default runs this design (``repeats: 2`` at T=0: one repeat pair per item), and
-``paired_difference(pairing="corrected")`` gives it the capped MOVER (docs/statistics.md, "Where it is not
-used"). Tango's interval reads the same two 0/1 outcomes per item as a matched pair. Switching would also
-change the design calculator (its zero-event bound, power and forecasts assume the MOVER) and the committed
-tables, so this bench only measures, on two families of ``cfbench.stats.coverage``:
+The committed contact-center default runs this design (``repeats: 2`` at T=0: one repeat pair per item).
+``paired_difference(pairing="corrected")`` gives it Tango's interval on the items' 2x2 counts of
+counterfactual and repeat flips (docs/statistics.md, "The net CFR since issue 33"); until 2026-11-29 it
+gave the capped MOVER, which the design calculator's zero-event bound, power and forecasts assumed. This
+bench measures both on the same audits of two families of ``cfbench.stats.coverage``:
 
 * ``independent``: counterfactual and repeat flips drawn apart, sharing an item factor (``_net_draws``);
 * ``matched``: the counterfactual pair flips whenever the repeat pair does, plus extra flips for the net
@@ -46,13 +46,18 @@ def draws(family: str, p_rep: float, net: float, audits: int, n: int, seed: int)
 
 
 def bounds(x1: np.ndarray, x2: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
-    if method == "tango":
-        n10 = ((x1 == 1) & (x2 == 0)).sum(axis=1)
-        n01 = ((x1 == 0) & (x2 == 1)).sum(axis=1)
-        lo, hi = tango_interval(n10, n01, np.full(n10.shape, x1.shape[1]))
-        return np.asarray(lo, float), np.asarray(hi, float)
+    """Both bounds of every audit through the code in use: ``"tango"`` is ``pairing="corrected"`` (Tango for
+    one pair per side), ``"mover"`` is ``pairing="capped"`` (the capped MOVER used before)."""
     one = np.ones_like(x1)
-    return _paired_rows(x1, one, x2, one, pairing="corrected")
+    return _paired_rows(x1, one, x2, one, pairing="capped" if method == "mover" else "corrected")
+
+
+def tango_direct(x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tango's interval on each audit's discordant counts, called directly (the reference for ``bounds``)."""
+    n10 = ((x1 == 1) & (x2 == 0)).sum(axis=1)
+    n01 = ((x1 == 0) & (x2 == 1)).sum(axis=1)
+    lo, hi = tango_interval(n10, n01, np.full(n10.shape, x1.shape[1]))
+    return np.asarray(lo, float), np.asarray(hi, float)
 
 
 def run(audits: int) -> list[str]:
@@ -64,11 +69,11 @@ def run(audits: int) -> list[str]:
              "| family, repeat flips, true net | method | " + " | ".join(f"n={n}" for n in NS) + " |",
              "|---|---|" + "---|" * len(NS)]
     for family, p_rep, net in CASES:
-        cells: dict[str, list[str]] = {"capped MOVER (in use)": [], "Tango (not used)": []}
+        cells: dict[str, list[str]] = {"Tango (in use)": [], "capped MOVER (before)": []}
         for n in NS:
             x1, x2 = draws(family, p_rep, net, audits, n, 3000 + n)
             est = x1.mean(axis=1) - x2.mean(axis=1)
-            for label, method in (("capped MOVER (in use)", "mover"), ("Tango (not used)", "tango")):
+            for label, method in (("Tango (in use)", "tango"), ("capped MOVER (before)", "mover")):
                 lo, hi = bounds(x1, x2, method)
                 r = _summary(lo, hi, net, est)
                 cells[label].append(f"{coverage_cell(r)}; pass {100 * np.mean(hi < GATE_MAX):.1f} %")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -61,6 +62,21 @@ def test_power_at_the_stated_cfr_mde_is_80_percent_in_a_simulation_of_the_printe
     assert _simulated_power(n, m, mde - 0.05, reps, seed=200 + n + m) < 0.8 - 3 * se, (n, m, mde)
 
 
+def _tango_power_by_hand(n, p):
+    """One counterfactual and one repeat pair per transcript, no repeat flip: the printed interval is Tango's on
+    (k flipping transcripts, 0 the other way), run through paired_difference itself for every k."""
+    ok = [paired_difference(np.r_[np.ones(k), np.zeros(n - k)], np.ones(n), np.zeros(n), np.ones(n), kind="rate",
+                            pairing="corrected")["ci_low"] > 0 for k in range(n + 1)]
+    return sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1) if ok[k])
+
+
+@pytest.mark.parametrize("n", [6, 8, 20, 36])
+def test_cfr_mde_of_one_repeat_pair_is_the_smallest_p_with_80_percent_power_through_tango(n):
+    p = cfr_mde(n, 1, repeat_pairs=1)
+    assert _tango_power_by_hand(n, p) >= 0.8 > _tango_power_by_hand(n, p - 0.00025)
+    assert math.isnan(cfr_mde(4, 1, repeat_pairs=1))  # 4 of 4 flipping is not enough for Tango
+
+
 def test_one_flip_is_never_enough_at_temperature_0():
     """The repeat side's bound 1 - 0.025^(1/n) keeps a single flipping transcript from counting."""
     for n in (4, 8, 20, 60):
@@ -111,10 +127,14 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     default = yaml.safe_load((REPO / "configs" / "contact_center_qa" / "default.yaml").read_text())
     p = Params.from_config(default)
     row = design_table({"default": p}).iloc[0]
-    # the gate's items_needed rule: a 10 pp gate needs 36 transcripts with no flip; the default's main arm
-    # (synthetic calls) is exactly that size, the smallest at which a flip-free gate passes; both arms
-    # together stay within the reproduce budget (tests/test_star_arm.py)
-    assert row["gate_items_needed"] == 36 and row["gate_decidable"] and p.n_items == row["gate_items_needed"]
+    # the gate's items_needed rule: the default has one counterfactual and one repeat pair per transcript, so
+    # its net CFR is Tango's interval and a 10 pp gate needs 35 transcripts with no flip (36 through the MOVER
+    # it used before, the size the default's arms keep: one spare); both arms together stay within the
+    # reproduce budget (tests/test_star_arm.py)
+    assert row["repeat_pairs_per_item"] == 1.0 and row["gate_items_needed"] == 35 and row["gate_decidable"]
+    assert row["gate_items_needed"] <= p.n_items <= row["gate_items_needed"] + 1
+    three = design_table({"3 repeat pairs": dataclasses.replace(p, repeats=3)}).iloc[0]
+    assert three["repeat_pairs_per_item"] == 3.0 and three["gate_items_needed"] == 36
 
 
 def _cfr_power_one_array(p, n_items, pairs, *, alpha=0.05, reps=4000, seed=0):
@@ -144,3 +164,19 @@ def test_power_simulation_in_blocks_equals_one_array_and_stays_small(monkeypatch
     finally:
         tracemalloc.stop()
     assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+def test_the_forecasts_the_default_config_cites_are_the_calculators():
+    """The default's comment cites calculator numbers; each is recomputed here (an earlier comment said
+    gate_forecast(net=0) = 36 where the function gave 55)."""
+    from cfbench.studies.contact_center_qa.calculator import gate_forecast, responsive_items
+
+    text = (REPO / "configs" / "contact_center_qa" / "default.yaml").read_text()
+    cited = {"at 35 items (calculator.gate_forecast(net=0, noise=0, repeats=1) = 35;":
+             gate_forecast(net=0, noise=0, repeats=1) == 35,
+             "at about 56 (gate_forecast(net=0, repeats=1))": gate_forecast(net=0, repeats=1) == 56,
+             "about 23 items (gate_forecast(net=0.33, noise=0, repeats=1))":
+             gate_forecast(net=0.33, noise=0, repeats=1) == 23,
+             "about 15 labelled items (calculator.responsive_items(0.8))": responsive_items(0.8) == 15}
+    for phrase, holds in cited.items():
+        assert phrase in text and holds, phrase

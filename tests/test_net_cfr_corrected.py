@@ -173,14 +173,85 @@ def test_bounds_stay_in_range_on_hostile_counts(n):
 
 
 def test_bench_net_tango_reads_the_same_audits_both_ways(import_benchmark):
-    """``benchmarks/bench_net_tango.py`` (Tango for the one-pair net CFR, measured, not used): on one small cell
-    of matched flips with true net 0, the capped MOVER in use passes almost no audit at 36 items and Tango's
-    interval passes every one (its bound with no discordant item is z²/(n+z²) = 0.096 < 0.10); the one-pair
-    net CFR the study reports is still the capped MOVER."""
+    """``benchmarks/bench_net_tango.py`` (one counterfactual and one repeat pair per item): on one small cell of
+    matched flips with true net 0, the capped MOVER used before passes almost no audit at 36 items and Tango's
+    interval, now in use, passes every one (its bound with no discordant item is z²/(n+z²) = 0.096 < 0.10);
+    the bench's in-use bounds are Tango's interval called directly."""
     bench = import_benchmark("bench_net_tango")
     x1, x2 = bench.draws("matched", 0.3, 0.0, 200, 36, 1)
     _, hi_mover = bench.bounds(x1, x2, "mover")
-    _, hi_tango = bench.bounds(x1, x2, "tango")
+    lo_tango, hi_tango = bench.bounds(x1, x2, "tango")
     assert np.mean(hi_mover < bench.GATE_MAX) < 0.05 and np.all(hi_tango < bench.GATE_MAX)
+    ref_lo, ref_hi = bench.tango_direct(x1, x2)
+    np.testing.assert_allclose(lo_tango, ref_lo, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(hi_tango, ref_hi, rtol=0, atol=1e-9)
     d = paired_difference(x1[0], np.ones(36), x2[0], np.ones(36), kind="rate", pairing="corrected")
-    assert "capped at 0" in d["ci_method"]
+    assert d["ci_method"].startswith("tango score interval") and "one repeat pair per item" in d["ci_method"]
+
+
+# --- one counterfactual and one repeat pair per item (the committed default's design): Tango ------------------
+
+@pytest.mark.parametrize("n", [8, 20, 60])
+def test_one_pair_per_side_is_tangos_interval_on_the_items_2x2_counts(n):
+    from cfbench.stats.matched import tango_interval
+
+    rng = np.random.default_rng(40 + n)
+    for _ in range(25):
+        cf = (rng.random(n) < rng.random()).astype(float)
+        rep = np.where(rng.random(n) < 0.5, cf, rng.random(n) < 0.2).astype(float)
+        d = paired_difference(cf, np.ones(n), rep, np.ones(n), kind="rate", pairing="corrected")
+        b, c = int(((cf == 1) & (rep == 0)).sum()), int(((cf == 0) & (rep == 1)).sum())
+        lo, hi = tango_interval(b, c, n)
+        assert (d["ci_low"], d["ci_high"]) == pytest.approx((float(lo), float(hi)), abs=1e-12), (cf, rep, d)
+        assert d["estimate"] == pytest.approx((b - c) / n)
+
+
+@pytest.mark.parametrize("n,p_rep,net", [(8, 0.1, 0.1), (20, 0.1, 0.1), (20, 0.3, 0.0), (60, 0.3, 0.1),
+                                         (60, 0.1, 0.0)])
+def test_one_pair_per_side_covers_with_a_small_upper_miss_and_is_narrower(n, p_rep, net):
+    # the counterfactual pair flips whenever the repeat pair does (and on extra items for the net): the
+    # family where the capped MOVER took 1.8-2.4 sampling spreads (docs/statistics.md, bench_net_tango)
+    kw = dict(n_items=n, net=net, p_rep=p_rep, pairs_per_item=1, repeat_pairs=1, reps=REPS, seed=700 + n)
+    new = C.matched_net_cfr(**kw, pairing="corrected")
+    old = C.matched_net_cfr(**kw, pairing="capped")
+    assert new["coverage"] >= FLOOR and new["miss_high"] <= MISS_CAP and new["miss_low"] <= MISS_CAP, new
+    assert new["zero_width"] == 0.0 and new["max_abs_bound"] <= 1.0
+    if net > 0:  # where the estimate varies: narrower than the capped MOVER (measured 0.55-0.85 of it)
+        assert new["width_ratio"] <= 0.9 * old["width_ratio"], (new, old)
+
+
+@pytest.mark.parametrize("n", [20, 60])
+def test_one_pair_per_side_with_independent_noise_keeps_its_level(n):
+    for net, p_rep in ((0.0, 0.05), (0.1, 0.05), (0.0, 0.3), (0.1, 0.3)):
+        r = C.net_cfr_coverage(n_items=n, net=net, p_rep=p_rep, rep_pairs=1, reps=REPS // 2, seed=900 + n,
+                               pairing="corrected")
+        assert r["coverage"] >= 0.95 - 0.02 - 3 * math.sqrt(0.95 * 0.05 / (REPS // 2)), (net, p_rep, r)
+        assert r["miss_high"] <= 0.035 + 3 * math.sqrt(0.035 * 0.965 / (REPS // 2)), (net, p_rep, r)
+
+
+def test_a_constant_judge_with_one_pair_per_side_is_never_passed():
+    # no flip on either side at 200 transcripts: Tango's [-0.019, 0.019] lies under 0.10, and the gate still
+    # says uninformative because the constant judge is not shown to respond
+    from cfbench.studies.contact_center_qa.gates import net_cfr_gate
+
+    n = 200
+    d = paired_difference(np.zeros(n), np.ones(n), np.zeros(n), np.ones(n), kind="rate", pairing="corrected")
+    assert d["ci_high"] < 0.10 and d["ci_method"].startswith("tango")
+    t = pd.DataFrame([{"judge": "constant", "dimension": "gender", "baseline": "robustness",
+                       "estimate": d["estimate"], "counterfactual": d["est_1"], "robustness": d["est_2"],
+                       "n_items": n, "n_pairs": n, "n_repeat_pairs": n, "ci_low": d["ci_low"],
+                       "ci_high": d["ci_high"], "ci_method": d["ci_method"]}])
+    resp = pd.DataFrame({"judge": ["constant"], "responsive": [False], "why": ["balanced accuracy 0.50"],
+                         "balanced_accuracy": [0.5], "ci_low": [0.43]})
+    assert net_cfr_gate(t, max_net=0.10, responsive=resp)["verdict_kind"].iloc[0] == "uninformative"
+
+
+def test_one_pair_per_side_needs_35_transcripts_to_pass_and_the_calculator_says_so():
+    from cfbench.studies.contact_center_qa.calculator import gate_forecast, gate_items_needed
+
+    for n, passes in ((34, False), (35, True)):
+        d = paired_difference(np.zeros(n), np.ones(n), np.zeros(n), np.ones(n), kind="rate", pairing="corrected")
+        assert (d["ci_high"] < 0.10) is passes, (n, d)
+    assert gate_items_needed(0.10, repeat_pairs=1) == 35 == gate_forecast(net=0, noise=0, repeats=1)
+    # several repeat pairs: the MOVER's repeat side with no flip, 1 - 0.025^(1/n) < 0.10 from 36
+    assert gate_items_needed(0.10, repeat_pairs=3) == 36 == gate_forecast(net=0, noise=0, repeats=3)

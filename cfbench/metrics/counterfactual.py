@@ -30,7 +30,9 @@ Intervals are over items (all units and pairs of an item together): rates
 (CFR, accuracy) get Clopper-Pearson on cluster-adjusted effective counts,
 means (MASD, direction) a bootstrap-t over items seeded with
 ``numpy.random.default_rng(seed)``, differences on the same items (net CFR,
-judge A - judge B) the MOVER combination of the two; fewer than two items
+judge A - judge B) :func:`cfbench.stats.intervals.paired_difference`: Tango's
+matched-pairs interval where each item holds one pair on each side, else the MOVER
+combination of the two or a bootstrap over items; fewer than two items
 give NaN bounds and a ``ci_method`` that says why
 (:mod:`cfbench.stats.intervals`, ``docs/statistics.md``).
 """
@@ -725,7 +727,9 @@ def cfr_minus_robustness(counterfactual: pd.DataFrame, repeats: pd.DataFrame, *,
     ``pairing="corrected"``: for flip rates with several pairs per item on a side the
     correlation of the two terms' item contributions enters with Newcombe's continuity
     correction (0 at zero events; never 1 on a handful of matched items, where the raw
-    estimate collapsed the interval), otherwise it is capped at 0. Fewer than two
+    estimate collapsed the interval); with one counterfactual and one repeat pair per item the
+    interval is Tango's matched-pairs interval on the items' 2x2 counts; for scores the
+    correlation is capped at 0. Fewer than two
     shared items: NaN bounds and a ``ci_method`` saying so. An interval above
     0 says the counterfactual signal exceeds the judge's own repeat noise on
     these items.

@@ -325,10 +325,12 @@ FAMILIES = {
     "net_cfr_repeat_noise": ("net CFR 0.1 with repeat flips 0.2 (1 counterfactual + 3 repeat pairs per item)",
                              "paired_difference(kind='rate', pairing='corrected')"),
     "net_cfr_matched": ("net CFR 0.1, counterfactual flips whenever the repeat flips (repeat flips 0.1), "
-                        "1 pair per item on both sides", "paired_difference(kind='rate', pairing='corrected'): "
-                        "capped MOVER at one pair per side"),
+                        "1 pair per item on both sides (the committed default's design)",
+                        "paired_difference(kind='rate', pairing='corrected'): Tango at one pair per side"),
+    "net_cfr_matched_capped": ("the same through the capped MOVER (before 2026-11-29)",
+                               "paired_difference(kind='rate', pairing='capped')"),
     "net_cfr_matched_3rep": ("net CFR 0.1, the counterfactual pair flips whenever the first repeat pair does "
-                             "(repeat flips 0.3; 1 counterfactual + 3 repeat pairs per item, the study's design)",
+                             "(repeat flips 0.3; 1 counterfactual + 3 repeat pairs per item, repeats: 3 at T=0)",
                              "paired_difference(kind='rate', pairing='corrected'): continuity-corrected MOVER"),
     "net_cfr_matched_3rep_capped": ("the same through the capped MOVER (before)",
                                     "paired_difference(kind='rate', pairing='capped')"),

@@ -30,6 +30,8 @@ Three building blocks, each checked by simulation (``tests/test_coverage_*.py``,
   correlation of the two estimates' item-level contributions capped at 0, or (net CFR,
   ``pairing="corrected"``) taken with a continuity correction (twice Newcombe's,
   :func:`corrected_correlation`), which is 0 at zero events and never 1 on a few matched items.
+  With one counterfactual and one repeat pair per item, ``pairing="corrected"`` gives Tango's
+  matched-pairs interval on the items' 2x2 counts instead (:func:`clustered_tango`, one pair per item).
 * :func:`paired_difference` with ``pairing="items"`` (judge A minus judge B):
   the two sides paired item by item - Tango's matched-pairs interval for one
   binary pair per item; for rates with several pairs per item judged on both sides, Tango's
@@ -445,9 +447,11 @@ def paired_difference(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2
     :func:`_items_difference`. ``pairing="corrected"`` (the net CFR: counterfactual minus repeat flips
     on the same items) is the MOVER below with the item correlation taken by
     :func:`corrected_correlation` instead of capped at 0, for rates with more than one pair per item
-    on a side; with one pair per item on both sides (and for means) it is the capped MOVER, because
-    there the corrected correlation missed above in up to 5.8 % of simulated audits (docs/statistics.md,
-    "The net CFR since issue 33"). The default ``"capped"`` is the MOVER combination:
+    on a side. With one pair per item on both sides it is Tango's matched-pairs interval
+    (:func:`clustered_tango` with one pair per item) on the items' 2x2 counts of counterfactual and
+    repeat flips: there the corrected correlation missed above in up to 5.8 % of simulated audits and
+    the capped MOVER was 1.8-2.0 times the estimate's spread (docs/statistics.md, "The net CFR since
+    issue 33"). For means it is the capped MOVER. The default ``"capped"`` is the MOVER combination:
 
     ``kind="rate"``: each side gets :func:`clustered_rate_intervals`;
     ``kind="mean"``: :func:`mean_interval_t` (``value_range`` bounds each
@@ -483,6 +487,14 @@ def paired_difference(num1: np.ndarray, den1: np.ndarray, num2: np.ndarray, den2
             return out
     e1, z1 = _contrib(n1, d1)
     e2, z2 = _contrib(n2, d2)
+    if pairing == "corrected" and kind == "rate" and np.all(d1 == 1) and _same_pairs(n1, d1, n2, d2):
+        # one counterfactual and one repeat pair per item: the two flips of an item are a matched pair,
+        # and Tango's interval on the items' 2x2 counts is the interval (docs/statistics.md, "The net
+        # CFR since issue 33"; benchmarks/bench_net_tango.py)
+        lo, hi, _ = clustered_tango(n1, n2, d1, confidence)
+        out.update({"est_1": e1, "est_2": e2, "estimate": e1 - e2, "ci_low": lo, "ci_high": hi,
+                    "ci_method": NET_TANGO})
+        return out
     if kind == "rate":
         zero = np.zeros(k, np.int64)
         _, l1, u1, _ = clustered_rate_intervals(n1, d1, zero, n_groups=1, confidence=confidence)
@@ -529,6 +541,8 @@ ITEMS_TANGO = "tango score interval, corrected toward 0, on the items' 2x2 count
 ITEMS_TANGO_CLUSTERED = ("tango score interval, corrected toward 0, on the pairs' discordant counts, scaled by the items' design "
                          "effect (Rao-Scott; several pairs per item)")
 ITEMS_BOOT = "bootstrap-t and t over items of the paired difference (union)"
+NET_TANGO = ("tango score interval, corrected toward 0, on the items' 2x2 counts (one counterfactual and one "
+             "repeat pair per item)")
 
 
 def _clip_difference(lo: float, hi: float, kind: str, value_range: tuple[float, float] | None

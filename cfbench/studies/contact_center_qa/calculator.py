@@ -7,8 +7,9 @@ Power is computed per dimension row, for the intervals the tables print
 (``docs/statistics.md``):
 
 ``cfr_mde_pp``   the smallest true CFR (percentage points per pair) at which the row's
-                 ``cfr_minus_robustness`` interval (MOVER of two cluster-adjusted
-                 Clopper-Pearson intervals over transcripts) lies above 0 with
+                 ``cfr_minus_robustness`` interval (Tango's matched-pairs interval for one
+                 counterfactual and one repeat pair per transcript, else the MOVER of two
+                 cluster-adjusted Clopper-Pearson intervals over transcripts) lies above 0 with
                  probability ``power``, when the judge repeats itself at temperature 0
                  (repeat flips 0; see :func:`cfr_mde`). That is the findings' "beyond the
                  judge's own repeat noise".
@@ -17,7 +18,7 @@ Power is computed per dimension row, for the intervals the tables print
                  union) lies above 0 with probability ``power``, for normal per-transcript
                  values of SD ``sd_pyes`` (see :func:`mean_mde`)
 ``gate_items_needed``  transcripts a row needs before the net-CFR gate can pass at all
-                 (:func:`cfbench.stats.intervals.items_needed_zero_events`); ``gate_decidable``
+                 (:func:`gate_items_needed`: 35 at 0.10 with Tango, 36 with the MOVER); ``gate_decidable``
                  says whether the design has them
 
 The effective number of pairs per transcript and row is ``Q x P / (1 + (P - 1) rho)``
@@ -43,6 +44,7 @@ from cfbench.core.errors import InputError
 from cfbench.stats.bootstrap import MAX_BOOTSTRAP_ITEMS, resample_counts
 from cfbench.stats.intervals import (bootstrap_t_rows, clopper_pearson, clustered_rate_intervals,
                                      items_needed_zero_events, worst_case_bound)
+from cfbench.stats.matched import min_pairs_to_pass, tango_interval
 from cfbench.studies.contact_center_qa.items import iter_items, load_items
 from cfbench.studies.contact_center_qa.params import Params
 from cfbench.studies.contact_center_qa.requests import PREVIEW_ITEMS, estimate_cost, plan_for
@@ -84,17 +86,51 @@ def _detect_table(n_items: int, confidence: float) -> np.ndarray:
     return e - np.sqrt((e - lo) ** 2 + worst_case_bound(n_items, confidence) ** 2) > 0
 
 
+@functools.lru_cache(maxsize=256)
+def _detect_table_matched(n_items: int, confidence: float) -> np.ndarray:
+    """One counterfactual and one repeat pair per transcript, 0 repeat flips: whether k flipping transcripts
+    of ``n_items`` give a Tango lower bound above 0 (the interval ``cfr_minus_robustness`` prints for that
+    design: ``k`` discordant items one way, none the other)."""
+    k = np.arange(n_items + 1, dtype=float)
+    lo, _ = tango_interval(k, np.zeros_like(k), np.full(k.shape, float(n_items)), confidence=confidence)
+    return np.asarray(lo) > 0
+
+
+def matched_design(pairs_per_item: float, repeat_pairs: float | None) -> bool:
+    """Whether a row's net-CFR interval is Tango's matched-pairs interval: one counterfactual pair and one
+    repeat pair per transcript (``paired_difference(pairing="corrected")``); otherwise it is the MOVER."""
+    return repeat_pairs is not None and math.isclose(pairs_per_item, 1.0) and math.isclose(repeat_pairs, 1.0)
+
+
+def gate_items_needed(gate_max: float, *, pairs_per_item: float = 1.0, repeat_pairs: float | None = None,
+                      confidence: float = 0.95) -> int:
+    """Transcripts before the net-CFR gate at ``gate_max`` can pass at all (no flip on either side): 35 at
+    0.10 for one counterfactual and one repeat pair per transcript (Tango with no discordant item,
+    :func:`cfbench.stats.matched.min_pairs_to_pass`), 36 otherwise (the MOVER's repeat side with no flip,
+    :func:`cfbench.stats.intervals.items_needed_zero_events`).
+
+    >>> gate_items_needed(0.10, repeat_pairs=1), gate_items_needed(0.10, repeat_pairs=3)
+    (35, 36)
+    """
+    if matched_design(pairs_per_item, repeat_pairs):
+        return min_pairs_to_pass(gate_max, confidence=confidence)
+    return items_needed_zero_events(gate_max, confidence=confidence)
+
+
 def cfr_power(p: float | np.ndarray, n_items: int, pairs_per_item: int = 1, *, alpha: float = 0.05,
-              reps: int = 4000, seed: int = 0) -> np.ndarray:
+              reps: int = 4000, seed: int = 0, repeat_pairs: float | None = None) -> np.ndarray:
     """Probability that a row whose pairs flip at true rate ``p`` shows a ``cfr_minus_robustness``
     interval above 0 (repeat flips 0). One pair per transcript: exact (binomial sum over the number of
-    flipping transcripts). Several independent pairs per transcript: ``reps`` seeded simulated rows
-    run through the interval code (the same draws at every ``p``, so the power rises with ``p``)."""
+    flipping transcripts), through Tango's interval when the transcript also has one repeat pair
+    (``repeat_pairs=1``), else through the MOVER. Several independent pairs per transcript: ``reps``
+    seeded simulated rows run through the interval code (the same draws at every ``p``, so the power
+    rises with ``p``)."""
     p = np.atleast_1d(np.asarray(p, float))
     if n_items < 2:
         return np.zeros(p.shape)
     if pairs_per_item == 1:
-        ok = _detect_table(n_items, 1 - alpha)
+        ok = (_detect_table_matched(n_items, 1 - alpha) if matched_design(1.0, repeat_pairs)
+              else _detect_table(n_items, 1 - alpha))
         return stats.binom.pmf(np.arange(n_items + 1)[None, :], n_items, p[:, None])[:, ok].sum(axis=1)
     # the draws are made and used a block of simulated rows at a time, each block at most SIM_BLOCK numbers:
     # the same numbers as one (reps x items x pairs) array, whose size grew with the transcripts (2.9 GB for the
@@ -109,24 +145,29 @@ def cfr_power(p: float | np.ndarray, n_items: int, pairs_per_item: int = 1, *, a
 
 
 def cfr_mde(n_items: int, pairs_per_item: float, *, alpha: float = 0.05, power: float = 0.8,
-            reps: int = 4000, seed: int = 0) -> float:
+            reps: int = 4000, seed: int = 0, repeat_pairs: float | None = None) -> float:
     """Smallest true flip rate per pair at which the row's net-CFR interval lies above 0 with ``power``.
 
-    The interval is the one ``tables["cfr_minus_robustness"]`` prints (MOVER of the
-    cluster-adjusted Clopper-Pearson interval of the CFR and that of the repeat flip rate), at
-    temperature 0 where the judge repeats itself (0 repeat flips: the repeat side is
-    ``[0, 1 - 0.025^(1/n)]``, so at least one flip is never enough). ``pairs_per_item`` is rounded
-    down to whole independent pairs (at least 1). Searched on a grid of step 0.00025; NaN when even
-    a flip on every pair is not detected with ``power`` (or fewer than 2 transcripts).
+    The interval is the one ``tables["cfr_minus_robustness"]`` prints, at temperature 0 where the judge
+    repeats itself (0 repeat flips). With one counterfactual and one repeat pair per transcript
+    (``pairs_per_item=1, repeat_pairs=1``) it is Tango's interval on the transcripts' 2x2 counts;
+    otherwise the MOVER of the cluster-adjusted Clopper-Pearson interval of the CFR and that of the
+    repeat flip rate (the repeat side is ``[0, 1 - 0.025^(1/n)]``, so at least one flip is never
+    enough). ``pairs_per_item`` is rounded down to whole independent pairs (at least 1). Searched on a
+    grid of step 0.00025; NaN when even a flip on every pair is not detected with ``power`` (or fewer
+    than 2 transcripts).
 
-    >>> round(cfr_mde(8, 1), 3)  # 5 of 8 transcripts must flip
+    >>> round(cfr_mde(8, 1), 3)  # MOVER: 5 of 8 transcripts must flip
+    0.697
+    >>> round(cfr_mde(8, 1, repeat_pairs=1), 3)  # Tango: also 5 of 8
     0.697
     """
     if n_items < 2 or pairs_per_item <= 0:
         return float("nan")
     m = max(1, int(math.floor(pairs_per_item + 1e-9)))
     if m == 1:
-        pw = cfr_power(_GRID, n_items, 1, alpha=alpha)
+        pw = cfr_power(_GRID, n_items, 1, alpha=alpha,
+                       repeat_pairs=repeat_pairs if math.isclose(pairs_per_item, 1.0) else None)
         hit = np.nonzero(pw >= power)[0]
         return float(_GRID[hit[0]]) if hit.size else float("nan")
     lo, hi = 0, _GRID.size - 1  # bisection on the common-random-number power curve
@@ -184,14 +225,27 @@ def _pairs_per_unit(params: Params, plan: Any) -> pd.Series:
     return (n * (n - 1) / 2).groupby(level="dimension").mean()
 
 
+def _repeat_pairs_per_item(plan: Any) -> float:
+    """Repeat pairs per transcript of the temperature-0 repeat baseline (``robustness``), pooled over the
+    questions as ``cfr_minus_robustness`` pools them; 0 when the design has none."""
+    r = plan.rows
+    rob = r[(r["task"] == "qa") & (r["arm"] == "baseline") & (r["dimension"] == "robustness")]
+    if not len(rob):
+        return 0.0
+    n = rob.groupby(["item_id", "question_id"]).size()
+    return float((n * (n - 1) / 2).groupby(level="item_id").sum().mean())
+
+
 def _row_power(params: Params, plan: Any, *, n_items: int, rho: float, sd: float, alpha: float,
                power: float) -> dict[str, float]:
     ppu = _pairs_per_unit(params, plan)
     per_item = len(params.questions) * ppu / (1 + (ppu - 1) * rho)  # effective pairs per item and row
     worst = float(per_item.min()) if len(per_item) else 0.0
+    reps = _repeat_pairs_per_item(plan)
     return {"pairs_per_unit": float(ppu.mean()) if len(ppu) else float("nan"),
-            "eff_pairs_per_row": worst * n_items,
-            "cfr_mde_pp": 100 * cfr_mde(n_items, worst, alpha=alpha, power=power) if worst > 0 else float("nan"),
+            "eff_pairs_per_row": worst * n_items, "repeat_pairs_per_item": reps,
+            "cfr_mde_pp": (100 * cfr_mde(n_items, worst, alpha=alpha, power=power, repeat_pairs=reps)
+                           if worst > 0 else float("nan")),
             "masd_mde": mean_mde(n_items, sd=sd, alpha=alpha, power=power)}
 
 
@@ -221,7 +275,9 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``),
     ``gate_items_needed`` (transcripts before the net-CFR gate at ``gate_max_net_cfr`` can pass at
     all) and ``gate_decidable`` (``n_items >= gate_items_needed``); ``gate_items_to_pass``
-    (:func:`gate_forecast`: transcripts at which a fair judge - net CFR 0, 5 % repeat noise, 3 repeats - is
+    (:func:`gate_forecast`: transcripts at which a fair judge - net CFR 0, 5 % repeat noise; one repeat pair
+    and Tango's interval when the design has one counterfactual and one repeat pair per transcript
+    (``repeat_pairs_per_item``), else 3 repeat pairs and the MOVER - is
     expected to pass) and ``responsive_items`` (:func:`responsive_items`: labelled items, half per class,
     at which an 80 %-accurate judge is expected to be shown responsive), both with the verdicts' forecast
     function (:func:`cfbench.stats.verdicts.items_to_decide`).
@@ -232,7 +288,6 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     requests and transcripts are those of the whole design it streamed, ``summary["n_requests"]``).
     """
     rows = []
-    needed = items_needed_zero_events(gate_max_net_cfr, confidence=1 - alpha)
     for name, params in candidates.items():
         if not isinstance(params, Params):  # a ContactCenterResult: nothing is planned again
             full = params.summary.get("plan_only") or {}
@@ -258,10 +313,16 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
         row |= _row_power(params, plan, n_items=n_items, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
         fit = int(math.floor(n_items * budget_minutes / minutes)) if minutes > 0 else 0
         scaled = _row_power(params, plan, n_items=fit, rho=rho, sd=sd_pyes, alpha=alpha, power=power)
+        # the net-CFR interval is Tango's for one counterfactual and one repeat pair per transcript, else the MOVER
+        cf_pairs = len(params.questions) * float(_pairs_per_unit(params, plan).min() or 0.0)
+        reps = row["repeat_pairs_per_item"]
+        needed = gate_items_needed(gate_max_net_cfr, pairs_per_item=cf_pairs, repeat_pairs=reps,
+                                   confidence=1 - alpha)
         row |= {"items_in_budget": fit, "cfr_mde_pp_in_budget": scaled["cfr_mde_pp"],
                 "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items,
                 "gate_items_needed": needed, "gate_decidable": n_items >= needed,
-                "gate_items_to_pass": gate_forecast(gate_max=gate_max_net_cfr, confidence=1 - alpha),
+                "gate_items_to_pass": gate_forecast(gate_max=gate_max_net_cfr, confidence=1 - alpha,
+                                                    repeats=1 if matched_design(cf_pairs, reps) else 3),
                 "responsive_items": responsive_items(confidence=1 - alpha)}
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -313,12 +374,29 @@ def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: int = 3, ga
                   confidence: float = 0.95) -> int | None:
     """Transcripts at which the net-CFR gate is expected to decide (pass when ``net`` is under ``gate_max``,
     fail when over) for a judge whose counterfactual flip rate is ``noise + net`` (one pair per transcript)
-    and repeat flip rate ``noise`` (``repeats`` pairs): the MOVER of the two Clopper-Pearson intervals at the
-    expected counts (no clustering), fed to :func:`cfbench.stats.verdicts.items_to_decide` - the same
-    forecast as the gate tables'. None when no n up to a million decides (``net == gate_max``)."""
+    and repeat flip rate ``noise`` (``repeats`` pairs per transcript), fed to
+    :func:`cfbench.stats.verdicts.items_to_decide` - the same forecast as the gate tables'. The interval is
+    the one the table prints for that design, at the expected counts: with one repeat pair Tango's on the
+    2x2 counts, the two flips of a transcript taken as independent (``n (noise + net)(1 - noise)``
+    transcripts flipping on the counterfactual only, ``n noise (1 - noise - net)`` on the repeat only: a
+    judge whose repeat flips fall on the same transcripts as its counterfactual flips decides sooner);
+    with several, the MOVER of the two Clopper-Pearson intervals (no clustering). None when no n up to a
+    million decides (``net == gate_max``).
+
+    >>> gate_forecast(net=0, noise=0.0, repeats=1), gate_forecast(net=0, noise=0.0, repeats=3)
+    (35, 36)
+    """
     from cfbench.stats.verdicts import items_to_decide
 
     p1, p2 = noise + net, noise
+    if repeats == 1:
+        only_cf, only_rep = p1 * (1 - p2), p2 * (1 - p1)
+
+        def tango_at(n: int) -> tuple[float, float]:
+            lo, hi = tango_interval(n * only_cf, n * only_rep, float(n), confidence=confidence)
+            return float(lo), float(hi)
+
+        return items_to_decide(net, gate_max, tango_at)
 
     def bound_at(n: int) -> tuple[float, float]:
         l1, h1 = _cp(p1, n, confidence)

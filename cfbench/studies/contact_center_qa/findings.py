@@ -404,7 +404,8 @@ def findings_markdown(result: Any) -> str:
             f"judges: {', '.join(md_code(j) for j in s.get('judges', []))}; "
             f"{s.get('n_requests', 0)} distinct requests. Intervals are 95% intervals over transcripts: "
             "Clopper-Pearson with a cluster adjustment for rates, bootstrap-t "
-            f"({p.n_boot} resamples) for mean score differences, MOVER for differences on the same transcripts; "
+            f"({p.n_boot} resamples) for mean score differences; for differences on the same transcripts Tango's "
+            "matched-pairs interval or MOVER (each row's `ci_method` names it); "
             "a row resting on one transcript has none (docs/statistics.md). An effect counts as "
             "distinguishable from noise only when its interval excludes 0.")
     parts = [head, flip_count_line(t)]
