@@ -291,21 +291,27 @@ def _difference_tables(R: int, R2: int) -> list[str]:
                   "pair flips, plus extra flips so the true net CFR is exactly 0.10; identical sides: the same "
                   "flips on both). In the net CFR=0.1 rows the one-sided miss above is the gate's false-pass rate "
                   "at the maximum. Interval: `pairing=\"corrected\"` (continuity-corrected item correlation; "
-                  "the capped MOVER at one pair per item on both sides)", rows)
+                  "Tango's matched-pairs interval at one pair per item on both sides)", rows)
     zw = max(r["zero_width"] for _, cells in rows for r in cells.values())
     part += [f"Largest share of zero-width intervals in these rows: {100 * zw:.1f} %.", ""]
     out += part
     print("\n".join(part), flush=True)
 
     gate = ["**Gate false-pass rate** - share of audits passing `net_cfr_gate` (upper bound < 0.10) when the "
-            "true net CFR equals 0.10 (%)", "",
-            "| repeat flip rate | " + " | ".join(f"n={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
-    for p_rep in (0.0, 0.05, 0.2):
-        fps = [C.gate_false_pass(n_items=n, max_net=0.10, p_rep=p_rep, reps=R2, seed=n) for n in NS]
-        gate.append(f"| {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
-    from cfbench.stats.intervals import items_needed_zero_events
-    gate += ["", f"Items needed before 0 flips can pass a 0.10 maximum: {items_needed_zero_events(0.10)} "
-             "(below that a gate row with no flip stays `inconclusive`).", ""]
+            "true net CFR equals 0.10 (%); one counterfactual pair per item against 3 repeat pairs (the MOVER with "
+            "the corrected correlation) or 1 (Tango, the committed default's design)", "",
+            "| repeat pairs per item, repeat flip rate | " + " | ".join(f"n={n}" for n in NS) + " |",
+            "|---|" + "---|" * len(NS)]
+    for rep_pairs in (3, 1):
+        for p_rep in (0.0, 0.05, 0.2):
+            fps = [C.gate_false_pass(n_items=n, max_net=0.10, p_rep=p_rep, rep_pairs=rep_pairs, reps=R2, seed=n)
+                   for n in NS]
+            gate.append(f"| {rep_pairs}, {p_rep:g} | " + " | ".join(f"{100 * f:.1f}" for f in fps) + " |")
+    from cfbench.studies.contact_center_qa.calculator import gate_items_needed
+    gate += ["", "Items needed before 0 flips can pass a 0.10 maximum: "
+             f"{gate_items_needed(0.10, repeat_pairs=3)} with 3 repeat pairs per item, "
+             f"{gate_items_needed(0.10, repeat_pairs=1)} with 1 (below that a gate row with no flip stays "
+             "`inconclusive`).", ""]
     out += gate
     print("\n".join(gate), flush=True)
     return out
