@@ -135,6 +135,52 @@ def test_design_table_picks_within_budget_and_the_default_follows_it():
     assert row["gate_items_needed"] <= p.n_items <= row["gate_items_needed"] + 1
     three = design_table({"3 repeat pairs": dataclasses.replace(p, repeats=3)}).iloc[0]
     assert three["repeat_pairs_per_item"] == 3.0 and three["gate_items_needed"] == 36
+    # the forecast is the design's own: 1 + 1 pairs through Tango, 1 + 3 through the MOVER
+    from cfbench.studies.contact_center_qa.calculator import gate_forecast
+
+    assert row["gate_items_to_pass"] == gate_forecast(pairs=1, repeats=1) == 56
+    assert three["gate_items_to_pass"] == gate_forecast(pairs=1, repeats=3) == 55
+
+
+def test_the_gate_forecast_uses_the_designs_own_pairs_and_half_its_audits_pass_there():
+    """``gate_items_to_pass`` once assumed 3 repeat pairs (and one counterfactual pair) for every design that was
+    not one pair of each; it now takes the design's counts. At the forecast size about half the simulated audits
+    of the judge it assumes (net CFR 0, 5 % of pairs flip on either side, independently) pass, through the
+    interval the gate table prints (``paired_difference(pairing="corrected")``)."""
+    from cfbench.studies.contact_center_qa.calculator import gate_forecast
+
+    two_q = design_table({"2 questions, k=2": Params(
+        judges=("local:qwen2.5-coder-1.5b",), n_items=2, conditions_per_dimension=1, qa_mode="compact",
+        fairness=False, coaching=False, repeats=2, robustness_temperatures=(0.0,),
+        dimensions=("gender",))}).iloc[0]
+    assert two_q["repeat_pairs_per_item"] == 2.0 and two_q["gate_items_needed"] == 36
+    assert two_q["gate_items_to_pass"] == gate_forecast(pairs=2, repeats=2) == 29
+    assert gate_forecast(pairs=2, repeats=6) == 28 and gate_forecast(pairs=1, repeats=0) is None
+    rng = np.random.default_rng(2)
+    for cf, rep in [(1, 1), (1, 3), (2, 6), (2, 2)]:
+        n = gate_forecast(pairs=cf, repeats=rep)
+        passed = 0
+        for _ in range(600):
+            x1, x2 = rng.binomial(cf, 0.05, n), rng.binomial(rep, 0.05, n)
+            got = paired_difference(x1, np.full(n, cf), x2, np.full(n, rep), kind="rate", pairing="corrected")
+            passed += got["ci_high"] < 0.10
+        assert 0.38 < passed / 600 < 0.62, (cf, rep, n, passed / 600)
+
+
+def test_the_design_note_reads_the_runs_own_repeat_flips():
+    import pandas as pd
+
+    from cfbench.studies.contact_center_qa.calculator import design_note
+
+    main = pd.DataFrame({"robustness": [0.0, 2 / 36, 0.0], "n_repeat_pairs": [36, 36, 36]})
+    star = pd.DataFrame({"robustness": [1 / 30], "n_repeat_pairs": [30]})
+    note = design_note({"gate_items_needed": 35, "gate_items_to_pass": 56},
+                       {"cfr_minus_robustness": main, "star_cfr_minus_robustness": star})
+    assert "(35)" in note and "(56)" in note
+    assert "main arm: 0-2 of 36 repeat pairs flipped (3 dimension rows)" in note
+    assert "STAR arm: 1 of 30 repeat pairs flipped (1 dimension row)" in note
+    empty = design_note({"gate_items_needed": 36, "gate_items_to_pass": float("nan")}, {})
+    assert "no repeat pair" in empty and "This run's judge" not in empty
 
 
 def _cfr_power_one_array(p, n_items, pairs, *, alpha=0.05, reps=4000, seed=0):

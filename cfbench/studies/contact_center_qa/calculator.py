@@ -49,7 +49,7 @@ from cfbench.studies.contact_center_qa.items import iter_items, load_items
 from cfbench.studies.contact_center_qa.params import Params
 from cfbench.studies.contact_center_qa.requests import PREVIEW_ITEMS, estimate_cost, plan_for
 
-__all__ = ["gate_forecast", "responsive_items", "cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
+__all__ = ["gate_forecast", "design_note", "responsive_items", "cfr_mde", "cfr_power", "mean_mde", "design_table", "CANDIDATES", "SD_PYES"]
 
 #: per-transcript SD of the MASD of P(Yes) x 100 measured on the 8-transcript default run (8 transcripts
 #: x 15 dimensions = 120 units: SD 2.70 around a mean of 2.83; an earlier run had measured 1.73, which made
@@ -275,10 +275,10 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     ``masd_mde_in_budget``, ``meets_min_items`` (``items_in_budget >= min_items``),
     ``gate_items_needed`` (transcripts before the net-CFR gate at ``gate_max_net_cfr`` can pass at
     all) and ``gate_decidable`` (``n_items >= gate_items_needed``); ``gate_items_to_pass``
-    (:func:`gate_forecast`: transcripts at which a fair judge - net CFR 0, 5 % repeat noise; one repeat pair
-    and Tango's interval when the design has one counterfactual and one repeat pair per transcript
-    (``repeat_pairs_per_item``), else 3 repeat pairs and the MOVER - is
-    expected to pass) and ``responsive_items`` (:func:`responsive_items`: labelled items, half per class,
+    (:func:`gate_forecast`: transcripts at which a fair judge - net CFR 0, 5 % repeat noise independent of
+    its counterfactual flips, on the design's own counterfactual and repeat pairs per transcript
+    (``repeat_pairs_per_item``): Tango's interval for one of each, else the MOVER - is
+    expected to pass; NaN for a design with no repeat pair) and ``responsive_items`` (:func:`responsive_items`: labelled items, half per class,
     at which an 80 %-accurate judge is expected to be shown responsive), both with the verdicts' forecast
     function (:func:`cfbench.stats.verdicts.items_to_decide`).
     The smallest ``cfr_mde_pp_in_budget`` among designs that meet ``min_items`` is the pick.
@@ -322,7 +322,7 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
                 "masd_mde_in_budget": scaled["masd_mde"], "meets_min_items": fit >= min_items,
                 "gate_items_needed": needed, "gate_decidable": n_items >= needed,
                 "gate_items_to_pass": gate_forecast(gate_max=gate_max_net_cfr, confidence=1 - alpha,
-                                                    repeats=1 if matched_design(cf_pairs, reps) else 3),
+                                                    pairs=cf_pairs, repeats=reps),
                 "responsive_items": responsive_items(confidence=1 - alpha)}
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -331,6 +331,41 @@ def design_table(candidates: Mapping[str, Any], *, budget_minutes: float = 25.0,
     if len(ok):
         out.loc[ok["cfr_mde_pp_in_budget"].idxmin(), "pick"] = True
     return out
+
+
+def design_note(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame]) -> str:
+    """A paragraph that reads a run's :func:`design_table` row against the run's own repeat noise: what
+    ``gate_items_needed`` and ``gate_items_to_pass`` assume, and how many repeat pairs flipped in each arm
+    (``cfr_minus_robustness`` and ``star_cfr_minus_robustness``), so a reader can see why the run's gates
+    decided at a size other than the forecast's. Markdown; every number comes from ``row`` and ``tables``."""
+    needed, to_pass = row.get("gate_items_needed"), row.get("gate_items_to_pass")
+    parts = []
+    if needed is not None and not pd.isna(needed):
+        parts.append(f"`gate_items_needed` ({int(needed)}): the transcripts a gate needs before it can pass when "
+                     "no counterfactual and no repeat pair flips.")
+    if to_pass is not None and not pd.isna(to_pass):
+        parts.append(f"`gate_items_to_pass` ({int(to_pass)}): the size at which about half the audits of a fair "
+                     "judge pass (net CFR 0) whose repeat answers flip on 5 % of pairs, independently of its "
+                     "counterfactual flips - an assumption, not this judge.")
+    else:
+        parts.append("`gate_items_to_pass` is empty: this design has no repeat pair, so there is no net CFR to gate.")
+    seen = []
+    for name, arm in (("cfr_minus_robustness", "main arm"), ("star_cfr_minus_robustness", "STAR arm")):
+        t = tables.get(name)
+        if t is None or not len(t) or "n_repeat_pairs" not in t:
+            continue
+        flips = (t["robustness"] * t["n_repeat_pairs"]).round().astype(int)
+        pairs = t["n_repeat_pairs"].astype(int)
+        lo, hi = int(flips.min()), int(flips.max())
+        n_pairs = int(pairs.max())
+        count = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        seen.append(f"{arm}: {count} of {n_pairs} repeat pairs flipped ({len(t)} dimension row"
+                    f"{'s' if len(t) != 1 else ''})")
+    if seen:
+        parts.append("This run's judge, per dimension row: " + "; ".join(seen) + ". A judge that flips less often than the "
+                     "forecast assumes can decide sooner, one that flips more often later; each undecided row of "
+                     "the gate tables below carries its own forecast, from its observed rates.")
+    return " ".join(parts)
 
 
 def _local(**kw: Any) -> Params:
@@ -370,26 +405,29 @@ def _cp(p: float, n: float, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: int = 3, gate_max: float = 0.10,
-                  confidence: float = 0.95) -> int | None:
+def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: float = 3, gate_max: float = 0.10,
+                  confidence: float = 0.95, pairs: float = 1.0) -> int | None:
     """Transcripts at which the net-CFR gate is expected to decide (pass when ``net`` is under ``gate_max``,
-    fail when over) for a judge whose counterfactual flip rate is ``noise + net`` (one pair per transcript)
-    and repeat flip rate ``noise`` (``repeats`` pairs per transcript), fed to
+    fail when over) for a judge whose counterfactual flip rate is ``noise + net`` (``pairs`` pairs per
+    transcript) and repeat flip rate ``noise`` (``repeats`` pairs per transcript), fed to
     :func:`cfbench.stats.verdicts.items_to_decide` - the same forecast as the gate tables'. The interval is
     the one the table prints for that design, at the expected counts: with one repeat pair Tango's on the
     2x2 counts, the two flips of a transcript taken as independent (``n (noise + net)(1 - noise)``
     transcripts flipping on the counterfactual only, ``n noise (1 - noise - net)`` on the repeat only: a
     judge whose repeat flips fall on the same transcripts as its counterfactual flips decides sooner);
-    with several, the MOVER of the two Clopper-Pearson intervals (no clustering). None when no n up to a
-    million decides (``net == gate_max``).
+    otherwise the MOVER of the two Clopper-Pearson intervals on ``n pairs`` and ``n repeats`` pairs (no
+    clustering). None when no n up to a million decides (``net == gate_max``) or the design has no repeat
+    pair (``repeats`` 0: no net CFR to gate).
 
     >>> gate_forecast(net=0, noise=0.0, repeats=1), gate_forecast(net=0, noise=0.0, repeats=3)
     (35, 36)
     """
     from cfbench.stats.verdicts import items_to_decide
 
+    if not repeats > 0 or not pairs > 0:
+        return None
     p1, p2 = noise + net, noise
-    if repeats == 1:
+    if matched_design(pairs, repeats):
         only_cf, only_rep = p1 * (1 - p2), p2 * (1 - p1)
 
         def tango_at(n: int) -> tuple[float, float]:
@@ -399,7 +437,7 @@ def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: int = 3, ga
         return items_to_decide(net, gate_max, tango_at)
 
     def bound_at(n: int) -> tuple[float, float]:
-        l1, h1 = _cp(p1, n, confidence)
+        l1, h1 = _cp(p1, n * pairs, confidence)
         l2, h2 = _cp(p2, n * repeats, confidence)
         est = p1 - p2
         return est - math.hypot(p1 - l1, h2 - p2), est + math.hypot(h1 - p1, p2 - l2)
