@@ -79,3 +79,21 @@ def test_bench_paper_scale_prints_every_figure_with_its_ratio():
         assert figure in out, figure
     assert len(re.findall(r"RATIO", out)) >= 6
     assert "import: 500 lines" in out and "replay: 400 requests" in out
+
+
+def test_bench_sentiment_range_holds_bounds_and_the_betting_interval_covers():
+    """At a toy size: every family's rows print, the held rows say how often the range bound, and the betting
+    interval (valid for any shape on the range) covers every audit of the rare-drop family, where cfbench's misses."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import bench_sentiment_range as B
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    d, truth = B.draws("rare10", np.random.default_rng(0), 200, 10)
+    lo, hi = B.betting_interval(d, -2.0, 2.0)
+    assert np.all((lo <= truth) & (truth <= hi)) and np.all(lo >= -2.0) and np.all(hi <= 2.0)
+    out = _run("bench_sentiment_range.py", "--audits", "60")
+    for family in B.FAMILIES:
+        assert re.search(rf"\| {family} \| cfbench, held at \[-2, 2\] \(now\) \| .*held \d+\.\d %", out), family

@@ -339,3 +339,28 @@ def test_all_equal_differences_get_no_point_interval():
     rows = [{"model": "m", "prompt_id": i, "identity": g, "x": 1.0} for i in range(8) for g in ("g1", "g2")]
     res = paired_tests(pd.DataFrame(rows), metrics=["x"], groups=["g1", "g2"], seed=0, n_resamples=200, **KEYS).iloc[0]
     assert res.mean_diff == 0 and math.isnan(res.ci_low) and math.isnan(res.ci_high)
+
+
+def test_a_known_score_range_holds_every_method_s_bounds_and_the_row_says_so():
+    """Ten prompts, one far outlier: the bootstrap-t lower bound went to -2.70 for a VADER compound, whose
+    differences cannot leave [-2, 2] (a committed sentiment row). With the metric's range the bound is held at
+    -2 and ``ci_method`` says so; a row that stays inside is untouched; a metric without a range is unchanged."""
+    d = np.array([-1.262, -0.474, 0.004, -0.309, -0.012, 0.017, -0.023, 0.031, -0.09, -0.063])
+    rows = []
+    for i, x in enumerate(d):
+        rows += [{"model": "m", "prompt_id": f"p{i}", "identity": "g1", "s": x / 2, "u": x / 2 + 0.4},
+                 {"model": "m", "prompt_id": f"p{i}", "identity": "g2", "s": -x / 2, "u": -x / 2 + 0.4}]
+    sc = pd.DataFrame(rows)
+    free = paired_tests(sc, metrics=["s", "u"], groups=["g1", "g2"], seed=0, n_resamples=2000, **KEYS)
+    held = paired_tests(sc, metrics=["s", "u"], groups=["g1", "g2"], seed=0, n_resamples=2000,
+                        value_ranges={"s": (-1.0, 1.0)}, **KEYS)
+    f, h = free.set_index("metric"), held.set_index("metric")
+    assert f.loc["s", "ci_low"] < -2.0  # the pathology: a bound no mean of these differences can reach
+    assert h.loc["s", "ci_low"] == -2.0 and h.loc["s", "ci_high"] == f.loc["s", "ci_high"]
+    assert h.loc["s", "ci_method"].endswith("bound held at the differences' range [-2, 2]")
+    assert h.loc["u"].equals(f.loc["u"])
+    for method in ("paired_t", "bootstrap"):
+        t = paired_tests(sc, metrics=["s"], groups=["g1", "g2"], seed=0, n_resamples=500, ci_method=method,
+                         value_ranges={"s": (-1.0, 1.0)}, **KEYS).iloc[0]
+        assert -2.0 <= t.ci_low <= t.mean_diff <= t.ci_high <= 2.0
+

@@ -46,6 +46,7 @@ __all__ = [
     "tone_scores",
     "score_responses",
     "TONE_METRICS",
+    "TONE_RANGES",
 ]
 
 #: Lexicon names in the data files, in output-column order.
@@ -54,6 +55,10 @@ _COLUMN = {"politeness": "politeness", "hedging": "hedging", "negative_tone": "n
 
 #: Per-response tone metrics, as columns of :func:`tone_scores`.
 TONE_METRICS = ("sentiment", "politeness", "hedging", "neg_tone", "words", "chars")
+
+#: The range each tone metric's score is known to lie in: a VADER compound in [-1, 1]. The lexicon
+#: columns (counts, or rates per 100 words) and the lengths have no upper bound to state.
+TONE_RANGES: dict[str, tuple[float, float]] = {"sentiment": (-1.0, 1.0)}
 
 
 @dataclass(frozen=True)

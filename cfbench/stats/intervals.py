@@ -100,6 +100,22 @@ def clustered_rate_intervals(events: np.ndarray, pairs: np.ndarray, group: np.nd
     ``events[i]`` / ``pairs[i]``: events and pairs of item ``i``; ``group[i]``
     its group (0..n_groups-1). Items with no pair are ignored. Returns
     ``(estimate, low, high, ci_method)``, one entry per group.
+
+    The counts are divided by the design effect (the items' variance of the rate over the variance of
+    independent pairs, between 1 and the mean pairs per item). With no event (or all events) the
+    variance says nothing, and the item is the unit: the bound is ``1 - a^(1/K)`` for ``K`` items. A
+    few events spread over many pairs then estimate a design effect near 1, and the bound on the pairs
+    could fall *below* that no-event bound: with two pairs per item, one flip in 28 items gave an upper
+    bound of 0.097 where no flip gave 0.123, so a judge that flipped could pass a 0.10 gate that a
+    judge that never flipped could not. The upper bound is therefore never below the no-event bound of
+    the same items (and the lower bound never above the all-events one): an observed event never makes
+    the interval say the rate is lower. This binds only with several pairs per item and few events
+    (or few non-events); with one pair per item the two already agree.
+
+    >>> _, lo, hi, _ = clustered_rate_intervals(np.r_[1, np.zeros(27)], np.full(28, 2.0), np.zeros(28, int))
+    >>> _, lo0, hi0, _ = clustered_rate_intervals(np.zeros(28), np.full(28, 2.0), np.zeros(28, int))
+    >>> bool(hi[0] >= hi0[0]), round(float(hi0[0]), 3)
+    (True, 0.123)
     """
     events, pairs = np.asarray(events, float), np.asarray(pairs, float)
     group = np.asarray(group, np.int64)
@@ -121,6 +137,10 @@ def clustered_rate_intervals(events: np.ndarray, pairs: np.ndarray, group: np.nd
     deff = np.where(boundary, np.maximum(mbar, 1.0), deff)
     n_eff = M / deff
     lo, hi = clopper_pearson(p * n_eff, n_eff, confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the no-event / all-events bounds on K items
+        edge = 1.0 - ((1 - confidence) / 2) ** (1.0 / K)
+    hi = np.where((K > 0) & (hi < edge - 1e-12), edge, hi)  # the tolerance keeps Clopper-Pearson's own value
+    lo = np.where((K > 0) & (lo > 1.0 - edge + 1e-12), 1.0 - edge, lo)  # where the two agree (no event)
     method = []
     for j in range(g):
         if K[j] == 0:

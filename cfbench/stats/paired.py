@@ -11,8 +11,11 @@ reports
   with ``ci_method="paired_t"`` the paired-t interval mean(D) ± t_{n-1} sd(D)/sqrt(n), or with
   ``"bootstrap"`` the percentile bootstrap (:func:`cfbench.stats.bootstrap.mean_interval`; kept
   for reproductions, it undercovers at small n). Differences that are all equal (e.g. all 0)
-  have no spread to resample and no known range here, so the bootstrap-t gives NaN bounds for
-  them rather than a point;
+  have no spread to resample, so the bootstrap-t gives NaN bounds for them rather than a point.
+  A metric with a known range (``value_ranges``: a VADER compound lies in [-1, 1]) has its
+  bounds held within the range of its differences (``[-2, 2]`` for that one): a bootstrap-t
+  bound from a few units with one far outlier can lie beyond it (a committed sentiment row had
+  -2.70 from ten prompts, one of them at -1.26), and such a row's ``ci_method`` says so;
 * the paired t test (``scipy.stats.ttest_rel``);
 * the Wilcoxon signed-rank test (``scipy.stats.wilcoxon`` with its defaults:
   ``zero_method="wilcox"`` drops zero differences, no continuity correction,
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,6 +61,8 @@ __all__ = [
     "CI_METHODS",
     "paired_t_interval",
     "bootstrap_t_interval",
+    "clip_to_range",
+    "difference_range",
     "length_adjusted_tests",
     "intercept_interval",
     "LENGTH_CI_METHODS",
@@ -83,16 +88,22 @@ CI_METHODS = {"bootstrap_t": "bootstrap-t and paired t over units (union)", "boo
               "paired_t": "paired t over units"}
 
 
-def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator, confidence: float = 0.95
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator, confidence: float = 0.95,
+                         value_range: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap-t interval of the mean along the last axis; the rows of a 2-D ``D`` share resamples.
 
     The interval of :func:`cfbench.stats.intervals.bootstrap_t_rows` with one unit per item: each
     resample b (units drawn with replacement) gives ``t_b = (mean_b - mean) / se_b`` with ``se_b``
     floored (:func:`cfbench.stats.intervals.floored_se`: a resample with no spread keeps a finite t); the bounds
     ``mean - c t_(1-a) se`` and ``mean - c t_(a) se`` with ``c = (n / (n - 1))^2`` are widened to
-    include the paired t interval. Fewer than 2 units, or a row without spread, give NaN bounds
-    (no range is known for tone metrics).
+    include the paired t interval. Fewer than 2 units, or a row without spread, give NaN bounds.
+    ``value_range`` (the range of the differences, when the metric's own range is known) bounds the
+    interval (:func:`clip_to_range`).
+
+    >>> d = np.array([[-1.262, -0.474, 0.004, -0.309, -0.012, 0.017, -0.023, 0.031, -0.09, -0.063]])
+    >>> lo, hi = bootstrap_t_interval(d, n_boot=2000, rng=np.random.default_rng(0), value_range=(-2.0, 2.0))
+    >>> float(lo[0]), bool(hi[0] < 0.1)
+    (-2.0, True)
     """
     from .bootstrap import resample_counts
     from .intervals import bootstrap_t_rows
@@ -106,7 +117,38 @@ def bootstrap_t_interval(D: np.ndarray, *, n_boot: int, rng: np.random.Generator
     lo, hi = bootstrap_t_rows(D, np.ones_like(D), resample_counts(n, n_boot, rng), confidence)
     flat = ~(se > 1e-12 * np.maximum(1.0, np.abs(D.mean(axis=1))))
     lo[flat] = hi[flat] = np.nan
-    return lo, hi
+    return clip_to_range(lo, hi, value_range)
+
+
+def clip_to_range(lo: np.ndarray, hi: np.ndarray, value_range: tuple[float, float] | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds held within ``value_range`` (the range the mean of the differences can take; NaN stays NaN).
+
+    A mean cannot leave the range its values lie in, so this never lowers coverage; it only removes the
+    part of an interval no truth can occupy.
+
+    >>> clip_to_range(np.array([-2.7, 0.1]), np.array([0.07, 2.5]), (-2.0, 2.0))
+    (array([-2. ,  0.1]), array([0.07, 2.  ]))
+    """
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    if value_range is None:
+        return lo, hi
+    a, b = value_range
+    if not a < b:
+        raise ValueError(f"value_range must be (low, high) with low < high, got {value_range!r}")
+    return np.where(np.isnan(lo), lo, np.clip(lo, a, b)), np.where(np.isnan(hi), hi, np.clip(hi, a, b))
+
+
+def difference_range(score_range: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The range of ``score(A) - score(B)`` for scores in ``score_range``: ``(low - high, high - low)``.
+
+    >>> difference_range((-1.0, 1.0))
+    (-2.0, 2.0)
+    """
+    if score_range is None:
+        return None
+    a, b = (float(x) for x in score_range)
+    return a - b, b - a
 
 
 def pair_columns(*, model: str, group: str) -> list[str]:
@@ -258,7 +300,8 @@ def paired_matrix(scores: pd.DataFrame, *, metric: str, groups: Sequence[str],
 def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequence[str], seed: int,
                  model: str, unit: str, group: str,
                  n_resamples: int = 10_000, confidence: float = 0.95, ci_method: str = "bootstrap_t",
-                 on_missing: str = "raise", source: str = "scores") -> pd.DataFrame:
+                 on_missing: str = "raise", source: str = "scores",
+                 value_ranges: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """All pairwise paired comparisons of ``groups`` per model × metric.
 
     ``scores`` is long: one row per (model, unit, group) with a column per
@@ -268,7 +311,9 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
     ``"bootstrap"`` (percentile) or ``"paired_t"`` (see :func:`paired_t_interval`; ``n_resamples`` unused).
     A NaN score (e.g. an empty response) raises with ``on_missing="raise"``;
     with ``"drop_unit"`` that prompt is left out of the pairs involving it and
-    ``n`` shows how many prompts remain.
+    ``n`` shows how many prompts remain. ``value_ranges`` maps a metric to the range its scores lie in
+    (:data:`cfbench.metrics.lexicon.TONE_RANGES`); that metric's bounds, by any ``ci_method``, are held
+    within the range of its differences, and a row whose bound was moved there says so in ``ci_method``.
     """
     if ci_method not in CI_METHODS:
         raise ValueError(f"ci_method must be one of {sorted(CI_METHODS)}, got {ci_method!r}")
@@ -288,6 +333,7 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                                  "pass on_missing='drop_unit' to leave the prompt out of its pairs",
                                  source=source, record=wide.index[r], field=metric)
             rng = np.random.default_rng(derive_seed(seed, m_name, metric))
+            d_range = difference_range((value_ranges or {}).get(metric))
             A = X[:, [i for i, _ in pairs]].T  # (n_pairs, n_units)
             B = X[:, [j for _, j in pairs]].T
             D = A - B
@@ -311,6 +357,11 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     ci = (float(l1[0]), float(h1[0]))
                 else:
                     ci = (float(lo[k]), float(hi[k]))
+                raw = ci
+                cl, ch = clip_to_range(np.array([ci[0]]), np.array([ci[1]]), d_range)
+                ci = (float(cl[0]), float(ch[0]))
+                held = "" if raw == ci or d_range is None else (
+                    f"; bound held at the differences' range [{d_range[0]:g}, {d_range[1]:g}]")
                 with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
                     warnings.simplefilter("ignore", RuntimeWarning)
                     t = stats.ttest_rel(a, b) if n >= 2 else None
@@ -335,7 +386,7 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     "wilcoxon_stat": w_stat, "wilcoxon_p": w_p,
                     "cohens_d": float(cohens_dz(d)) if n >= 2 else np.nan,
                     "wilcoxon_method": w_method, "n_zero_diff": int((d == 0).sum()),
-                    "ci_method": CI_METHODS[ci_method] if np.isfinite(ci).all() else
+                    "ci_method": CI_METHODS[ci_method] + held if np.isfinite(ci).all() else
                     ("none: fewer than 2 units" if n < 2 else "none: the differences have no spread"),
                 })
             fam = pd.DataFrame(rows)

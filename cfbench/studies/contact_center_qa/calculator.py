@@ -416,7 +416,8 @@ def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: float = 3, 
     transcripts flipping on the counterfactual only, ``n noise (1 - noise - net)`` on the repeat only: a
     judge whose repeat flips fall on the same transcripts as its counterfactual flips decides sooner);
     otherwise the MOVER of the two Clopper-Pearson intervals on ``n pairs`` and ``n repeats`` pairs (no
-    clustering). None when no n up to a million decides (``net == gate_max``) or the design has no repeat
+    clustering; the counterfactual side's upper bound no lower than with no flip on ``n`` transcripts, as
+    :func:`cfbench.stats.intervals.clustered_rate_intervals` holds it). None when no n up to a million decides (``net == gate_max``) or the design has no repeat
     pair (``repeats`` 0: no net CFR to gate).
 
     >>> gate_forecast(net=0, noise=0.0, repeats=1), gate_forecast(net=0, noise=0.0, repeats=3)
@@ -438,6 +439,7 @@ def gate_forecast(*, net: float = 0.0, noise: float = 0.05, repeats: float = 3, 
 
     def bound_at(n: int) -> tuple[float, float]:
         l1, h1 = _cp(p1, n * pairs, confidence)
+        h1 = max(h1, worst_case_bound(n, confidence))  # never below the no-flip bound on n transcripts
         l2, h2 = _cp(p2, n * repeats, confidence)
         est = p1 - p2
         return est - math.hypot(p1 - l1, h2 - p2), est + math.hypot(h1 - p1, p2 - l2)

@@ -20,7 +20,7 @@ import pandas as pd
 from cfbench.judges.base import GenerationConfig
 from cfbench.judges.failures import failure_counts
 from cfbench.metrics.state import ItemState, ItemStatistics
-from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
+from cfbench.metrics.lexicon import TONE_METRICS, TONE_RANGES, Lexicons, score_responses
 from cfbench.metrics.refusal import refusal_table
 from cfbench.core.seeding import rng_for
 from cfbench.perturb.stimuli import GRAMMATICAL_TEMPLATE, PLACEBO_TEMPLATE, identity_ids, identity_variants
@@ -288,7 +288,8 @@ def tables_from_stats(s: ItemStatistics, *, modes: Sequence[str], seed: int, n_r
         audit.tables[f"fresh_table2_{mode}"] = group_means(sc, metrics=TABLE2_METRICS, groups=ids,
                                                            model="model", group="identity")
         audit.tables[f"fresh_pairs_{mode}"] = paired_tests(sc, metrics=list(TONE_METRICS), groups=ids, seed=seed,
-                                                           n_resamples=n_resamples, on_missing="drop_unit", **KEYS)
+                                                           n_resamples=n_resamples, on_missing="drop_unit",
+                                                           value_ranges=TONE_RANGES, **KEYS)
     _described_tables(audit, seed=seed)
     audit.summary = _fresh_summary(audit, replies, cap=cap)
     pl = s.frame("placebo/described")

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cfbench.io import amiri
-from cfbench.metrics.lexicon import TONE_METRICS, Lexicons, score_responses
+from cfbench.metrics.lexicon import TONE_METRICS, TONE_RANGES, Lexicons, score_responses
 from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.metrics.refusal import refusal_labels, refusal_table
 from cfbench.perturb.stimuli import identity_ids
@@ -77,7 +77,7 @@ def _score(resp: pd.DataFrame, lexicons: Lexicons, mode: str) -> pd.DataFrame:
 
 def _pairs(scores: pd.DataFrame, *, seed: int, n_resamples: int, ci_method: str = "bootstrap") -> pd.DataFrame:
     return paired_tests(scores, metrics=list(TONE_METRICS), groups=identity_ids(), seed=seed,
-                        n_resamples=n_resamples, ci_method=ci_method, **KEYS)
+                        n_resamples=n_resamples, ci_method=ci_method, value_ranges=TONE_RANGES, **KEYS)
 
 
 def tables34(pairs_t: pd.DataFrame, pairs_boot: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -12,7 +12,7 @@ import pandas as pd
 from cfbench.core.text import md_code, md_safe, md_text
 from cfbench.core.params import check_judge_settings, params_from_mapping, params_to_mapping
 from cfbench.judges.runner import uses_judge_settings
-from cfbench.metrics.lexicon import TONE_METRICS
+from cfbench.metrics.lexicon import TONE_METRICS, TONE_RANGES
 from cfbench.perturb.stimuli import identity_ids, identity_label
 from cfbench.report import RunOutput, StudyResult, released
 
@@ -97,6 +97,10 @@ class IdentityToneResult(StudyResult):
             checks[f"{mode}: n never exceeds the prompts"] = bool((pr["n"] <= n_prompts).all())
             checks[f"{mode}: intervals contain their estimates"] = bool(
                 ((ok.ci_low <= ok.mean_diff + 1e-12) & (ok.mean_diff <= ok.ci_high + 1e-12)).all())
+            for metric, (low, high) in TONE_RANGES.items():  # a mean difference cannot leave [low - high, high - low]
+                m = ok[ok.metric == metric]
+                checks[f"{mode}: {metric} bounds within [{low - high:g}, {high - low:g}]"] = bool(
+                    ((m.ci_low >= low - high) & (m.ci_high <= high - low)).all())
             checks[f"{mode}: Holm p >= raw p"] = bool(
                 (pr.p_holm.dropna() >= pr.wilcoxon_p[pr.p_holm.notna()] - 1e-15).all())
         tr = t["fresh_truncation"]
