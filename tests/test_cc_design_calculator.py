@@ -179,6 +179,12 @@ def test_the_design_note_reads_the_runs_own_repeat_flips():
     assert "(35)" in note and "(56)" in note
     assert "main arm: 0-2 of 36 repeat pairs flipped (3 dimension rows)" in note
     assert "STAR arm: 1 of 30 repeat pairs flipped (1 dimension row)" in note
+    failed = pd.DataFrame({"robustness": [np.nan, 0.0], "n_repeat_pairs": [0, 36]})  # a judge whose replies failed
+    assert "main arm: 0 of 36 repeat pairs flipped (2 dimension rows; 1 with no repeat pair read)" in design_note(
+        {"gate_items_needed": 35, "gate_items_to_pass": 56}, {"cfr_minus_robustness": failed})
+    none = pd.DataFrame({"robustness": [np.nan], "n_repeat_pairs": [np.nan]})
+    assert "main arm: no repeat pair read (1 dimension row)" in design_note(
+        {"gate_items_needed": 35, "gate_items_to_pass": 56}, {"cfr_minus_robustness": none})
     empty = design_note({"gate_items_needed": 36, "gate_items_to_pass": float("nan")}, {})
     assert "no repeat pair" in empty and "This run's judge" not in empty
 

@@ -139,6 +139,16 @@ def clip_to_range(lo: np.ndarray, hi: np.ndarray, value_range: tuple[float, floa
     return np.where(np.isnan(lo), lo, np.clip(lo, a, b)), np.where(np.isnan(hi), hi, np.clip(hi, a, b))
 
 
+def _hold(ci: tuple[float, float], d_range: tuple[float, float] | None) -> tuple[tuple[float, float], str]:
+    """``ci`` held within ``d_range``, and the note its row's ``ci_method`` gets when a bound moved ("" if none)."""
+    if d_range is None:
+        return ci, ""
+    lo, hi = clip_to_range(np.array([ci[0]]), np.array([ci[1]]), d_range)
+    held = (float(lo[0]), float(hi[0]))
+    moved = held != ci and not any(np.isnan(ci))
+    return held, (f"; bound held at the differences' range [{d_range[0]:g}, {d_range[1]:g}]" if moved else "")
+
+
 def difference_range(score_range: tuple[float, float] | None) -> tuple[float, float] | None:
     """The range of ``score(A) - score(B)`` for scores in ``score_range``: ``(low - high, high - low)``.
 
@@ -357,11 +367,7 @@ def paired_tests(scores: pd.DataFrame, *, metrics: Sequence[str], groups: Sequen
                     ci = (float(l1[0]), float(h1[0]))
                 else:
                     ci = (float(lo[k]), float(hi[k]))
-                raw = ci
-                cl, ch = clip_to_range(np.array([ci[0]]), np.array([ci[1]]), d_range)
-                ci = (float(cl[0]), float(ch[0]))
-                held = "" if raw == ci or d_range is None else (
-                    f"; bound held at the differences' range [{d_range[0]:g}, {d_range[1]:g}]")
+                ci, held = _hold(ci, d_range)
                 with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
                     warnings.simplefilter("ignore", RuntimeWarning)
                     t = stats.ttest_rel(a, b) if n >= 2 else None

@@ -354,13 +354,16 @@ def design_note(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame]) -> s
         t = tables.get(name)
         if t is None or not len(t) or "n_repeat_pairs" not in t:
             continue
-        flips = (t["robustness"] * t["n_repeat_pairs"]).round().astype(int)
-        pairs = t["n_repeat_pairs"].astype(int)
-        lo, hi = int(flips.min()), int(flips.max())
-        n_pairs = int(pairs.max())
+        read = t[t["robustness"].notna() & (t["n_repeat_pairs"].fillna(0) > 0)]
+        rows = f"{len(t)} dimension row{'s' if len(t) != 1 else ''}"
+        if not len(read):  # every repeat reply failed or could not be read
+            seen.append(f"{arm}: no repeat pair read ({rows})")
+            continue
+        flips = (read["robustness"] * read["n_repeat_pairs"]).round().astype(int)
+        lo, hi, n_pairs = int(flips.min()), int(flips.max()), int(read["n_repeat_pairs"].max())
         count = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        seen.append(f"{arm}: {count} of {n_pairs} repeat pairs flipped ({len(t)} dimension row"
-                    f"{'s' if len(t) != 1 else ''})")
+        seen.append(f"{arm}: {count} of {n_pairs} repeat pairs flipped ({rows}"
+                    + (f"; {len(t) - len(read)} with no repeat pair read)" if len(read) < len(t) else ")"))
     if seen:
         parts.append("This run's judge, per dimension row: " + "; ".join(seen) + ". A judge that flips less often than the "
                      "forecast assumes can decide sooner, one that flips more often later; each undecided row of "
