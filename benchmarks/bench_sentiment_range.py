@@ -94,7 +94,7 @@ def run(audits: int) -> list[str]:
             lo, hi = bootstrap_t_interval(d, n_boot=2000, rng=np.random.default_rng(1))
             lo2, hi2 = bootstrap_t_interval(d, n_boot=2000, rng=np.random.default_rng(1), value_range=(-2.0, 2.0))
             held = float(np.mean((lo2 != lo) | (hi2 != hi)))
-            bl, bh = betting_interval(d, -1.0 * 2, 2.0)
+            bl, bh = betting_interval(d, -2.0, 2.0)
             rows["cfbench, no range (before)"].append(coverage_cell(_summary(lo, hi, truth, est)))
             rows["cfbench, held at [-2, 2] (now)"].append(coverage_cell(_summary(lo2, hi2, truth, est))
                                                           + f"; held {100 * held:.1f} %")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"

@@ -138,7 +138,7 @@ def clustered_rate_intervals(events: np.ndarray, pairs: np.ndarray, group: np.nd
     n_eff = M / deff
     lo, hi = clopper_pearson(p * n_eff, n_eff, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):  # the no-event / all-events bounds on K items
-        edge = 1.0 - ((1 - confidence) / 2) ** (1.0 / K)
+        edge = worst_case_bound(K, confidence)
     hi = np.where((K > 0) & (hi < edge - 1e-12), edge, hi)  # the tolerance keeps Clopper-Pearson's own value
     lo = np.where((K > 0) & (lo > 1.0 - edge + 1e-12), 1.0 - edge, lo)  # where the two agree (no event)
     method = []

@@ -136,7 +136,7 @@ def clip_to_range(lo: np.ndarray, hi: np.ndarray, value_range: tuple[float, floa
     a, b = value_range
     if not a < b:
         raise ValueError(f"value_range must be (low, high) with low < high, got {value_range!r}")
-    return np.where(np.isnan(lo), lo, np.clip(lo, a, b)), np.where(np.isnan(hi), hi, np.clip(hi, a, b))
+    return np.clip(lo, a, b), np.clip(hi, a, b)
 
 
 def _hold(ci: tuple[float, float], d_range: tuple[float, float] | None) -> tuple[tuple[float, float], str]:
