@@ -13,8 +13,8 @@ after the rules were fixed), shaped like what the studies can produce, and runs 
   ``--calib`` calibration audits each (``bench_width_floor.calibrate`` / ``envelope``). It meets both
   issue-33 targets on most tuning families at 20 items; this shows what it does elsewhere.
 
-Then the gate that reads a mean's upper bound (the judge-bias pointwise gate, at its 32-item floor and above):
-its false-pass rate on held-out shapes of the net score shift whose mean sits exactly on its maximum.
+Then the gate that reads a mean's upper bound (the judge-bias pointwise gate, at maxima of 1, 2 and 4 points, from
+its floor on): its false-pass rate on held-out shapes of the net score shift whose mean sits exactly on its maximum.
 
 For a family whose mean rests on a rare large shift, the bench also prints the share of audits whose
 items hold no large value (>= ``LARGE``) and how often cfbench's upper bound misses in them: such an
@@ -99,29 +99,51 @@ def heldout(name: str, rng: np.random.Generator, reps: int, K: int):
     return v, np.ones_like(v), truth(name), vr
 
 
-#: net absolute score shifts (points, range -9..9) whose mean is exactly the pointwise gate's default maximum of
-#: 1 point: the held-out shapes for the one gate that reads a mean's upper bound (judge bias, pointwise)
+def _rare(points: float):
+    """``points`` on a share ``m / points`` of items, else 0 (mean m); None where the share would pass 1."""
+    return lambda m: (None if m > points else
+                      lambda rng, size: points * (rng.random(size) < m / points))
+
+
+def _two_values(high: float, p_high: float, low: float, p_low: float, *, independent: bool = False):
+    """``high * m`` on a share ``p_high`` of items and ``low * m`` on ``p_low`` (exclusive, or drawn independently
+    and added), else 0; the shares are chosen so the mean is m. None where a value would leave -9..9."""
+    def shape(m: float):
+        if max(abs(high), abs(low), abs(high + low) if independent else 0) * m > 9:
+            return None
+        if independent:
+            return lambda rng, size: high * m * (rng.random(size) < p_high) + low * m * (rng.random(size) < p_low)
+        return lambda rng, size: np.select([(u := rng.random(size)) < p_high, u < p_high + p_low],
+                                           [high * m, low * m], 0.0)
+    return shape
+
+
+#: held-out shapes of the net absolute score shift (points, range -9..9) for the one gate that reads a mean's
+#: upper bound (judge bias, pointwise): each, given the gate's maximum m, returns a sampler whose mean is exactly
+#: m (or None where the shape cannot have that mean inside -9..9)
 GATE_SHAPES = {
-    "9 points on 1 item in 9": lambda rng, size: 9.0 * (rng.random(size) < 1 / 9),
-    "7 points on 1 item in 7": lambda rng, size: 7.0 * (rng.random(size) < 1 / 7),
-    "5 points on 1 item in 5": lambda rng, size: 5.0 * (rng.random(size) < 0.2),
-    "3 points on 1 item in 3": lambda rng, size: 3.0 * (rng.random(size) < 1 / 3),
-    "+4 on 40 %, -2 on 30 % (independent)": lambda rng, size: (4.0 * (rng.random(size) < 0.4)
-                                                               - 2.0 * (rng.random(size) < 0.3)),
-    "2 points on 30 %, 1 on 40 %, else 0": lambda rng, size: np.select(
-        [(u := rng.random(size)) < 0.3, u < 0.7], [2.0, 1.0], 0.0),
-    "+2 on 60 %, -1 on 20 %, else 0": lambda rng, size: np.select(
-        [(u := rng.random(size)) < 0.6, u < 0.8], [2.0, -1.0], 0.0),
+    "9 points on m/9 of items": _rare(9.0),
+    "7 points on m/7 of items": _rare(7.0),
+    "5 points on m/5 of items": _rare(5.0),
+    "3 points on m/3 of items": _rare(3.0),
+    "+4m on 40 %, -2m on 30 % (independent)": _two_values(4.0, 0.4, -2.0, 0.3, independent=True),
+    "2m on 30 %, m on 40 %, else 0": _two_values(2.0, 0.3, 1.0, 0.4),
+    "+2m on 60 %, -m on 20 %, else 0": _two_values(2.0, 0.6, -1.0, 0.2),
+    "m - 1, m or m + 1 (1/4, 1/2, 1/4)": lambda m: (None if m + 1 > 9 else lambda rng, size: m + np.select(
+        [(u := rng.random(size)) < 0.25, u < 0.5], [-1.0, 1.0], 0.0)),
 }
-GATE_MAX, GATE_NS = 1.0, (32, 48, 64)  # the gate's default maximum; its floor (items_needed_score_gate) and more
+#: (maximum in points, audit sizes): the default maximum of 1 point and two larger ones, each at the gate's floor
+#: (``items_needed_score_gate``: 32, 15, 7 items; 8 at 4 points, the smallest size the issue-33 targets name) and
+#: larger sizes
+GATE_CASES = ((1.0, (32, 64)), (2.0, (15, 30)), (4.0, (8, 20)))
 
 
-def gate_false_pass(shape: str, K: int, audits: int, n_boot: int) -> float:
-    """Share of audits whose upper bound of the mean net shift lies below the maximum the truth sits on."""
-    rng = np.random.default_rng(SEED + 100 + K)
-    v = GATE_SHAPES[shape](rng, (audits, K))
+def gate_false_pass(shape: str, maximum: float, K: int, audits: int, n_boot: int) -> float:
+    """Share of audits whose upper bound of the mean net shift lies below ``maximum``, where the truth sits."""
+    rng = np.random.default_rng(SEED + 100 + K + int(10 * maximum))
+    v = GATE_SHAPES[shape](maximum)(rng, (audits, K))
     _, hi = C._mean_rows(v, np.ones_like(v), n_boot=n_boot, rng=rng, confidence=0.95, value_range=(-9.0, 9.0))
-    return float((hi < GATE_MAX).mean())
+    return float((hi < maximum).mean())
 
 
 def cell(name: str, K: int, audits: int, n_boot: int, pair: tuple[float, float]) -> dict:
@@ -164,11 +186,13 @@ def run(audits: int, calib: int, n_boot: int) -> list[str]:
                              f"(0.85^{K} = {100 * r['floor']:.1f} %); cfbench's upper bound misses in "
                              f"{100 * r['miss_unseen']:.1f} % of them.")
                 print(notes[-1], flush=True)
-    gate = ["| shape of the net shift (mean 1 point, the maximum) | " + " | ".join(f"n={K}" for K in GATE_NS) + " |",
-            "|---|" + "---|" * len(GATE_NS)]
-    for shape in GATE_SHAPES:
-        gate.append(f"| {shape} | " + " | ".join(f"{100 * gate_false_pass(shape, K, audits, n_boot):.2f} %"
-                                               for K in GATE_NS) + " |")
+    cols = [(m, K) for m, sizes in GATE_CASES for K in sizes]
+    gate = ["| shape of the net shift (mean m, the maximum) | " + " | ".join(f"m={m:g}, n={K}" for m, K in cols)
+            + " |", "|---|" + "---|" * len(cols)]
+    for shape, make in GATE_SHAPES.items():
+        gate.append(f"| {shape} | " + " | ".join(
+            "-" if make(m) is None else f"{100 * gate_false_pass(shape, m, K, audits, n_boot):.2f} %"
+            for m, K in cols) + " |")
         print(gate[-1], flush=True)
     cmd = f"python benchmarks/bench_heldout_tails.py --audits {audits} --calib {calib} --n-boot {n_boot}"
     se = 100 * math.sqrt(0.035 * 0.965 / audits)
@@ -177,9 +201,10 @@ def run(audits: int, calib: int, n_boot: int) -> list[str]:
             f"as `bench_width_floor.py`); SE of a 3.5 % miss {se:.2f} points. Each cell: coverage % (miss of "
             "lower / upper bound %) x mean width / sampling spread.")
     gate_head = ("The pointwise gate (judge bias), the one gate that reads the upper bound of a mean: false pass "
-                 f"(upper bound below the maximum of {GATE_MAX:g} point, on which the truth sits) at its floor of "
-                 f"32 items and above, on held-out shapes of the per-item net shift, {audits} audits each "
-                 f"(seed {SEED + 100} + n):")
+                 "(upper bound below the maximum m, on which the truth sits) at its default maximum of 1 point and at "
+                 "2 and 4 points, each from its floor (32, 15 and 7 items: no pass below them) on, on held-out "
+                 f"shapes of the per-item net shift, {audits} audits each (seed {SEED + 100} + n + 10 m; '-': the "
+                 "shape cannot have mean m inside -9..9):")
     return [head, "", *rows, "", *notes, "", gate_head, "", *gate, "", f"Run time: {time.time() - t0:.0f} s."]
 
 

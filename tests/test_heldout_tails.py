@@ -47,13 +47,32 @@ def test_quick_run_prints_every_family_and_size(bench, tmp_path):
     assert "* `pyes_rare15`, 8 items:" in out.stdout and "* `pyes_rare15`, 60 items:" not in out.stdout
 
 
-@pytest.mark.parametrize("shape", ["9 points on 1 item in 9", "7 points on 1 item in 7", "5 points on 1 item in 5",
-                                   "3 points on 1 item in 3", "+4 on 40 %, -2 on 30 % (independent)",
-                                   "2 points on 30 %, 1 on 40 %, else 0", "+2 on 60 %, -1 on 20 %, else 0"])
-def test_gate_shapes_sit_on_the_maximum(bench, shape):
-    """Each held-out shape of the pointwise gate's net shift has mean 1 point, the gate's maximum, so a pass there
-    is a false pass; 5 Monte Carlo SE."""
-    v = bench.GATE_SHAPES[shape](np.random.default_rng(13), (2_000_000,))
+GATE_SHAPE_NAMES = ["9 points on m/9 of items", "7 points on m/7 of items", "5 points on m/5 of items",
+                    "3 points on m/3 of items", "+4m on 40 %, -2m on 30 % (independent)",
+                    "2m on 30 %, m on 40 %, else 0", "+2m on 60 %, -m on 20 %, else 0",
+                    "m - 1, m or m + 1 (1/4, 1/2, 1/4)"]
+
+
+@pytest.mark.parametrize("maximum", [1.0, 2.0, 4.0])
+@pytest.mark.parametrize("shape", GATE_SHAPE_NAMES)
+def test_gate_shapes_sit_on_the_maximum(bench, shape, maximum):
+    """Each held-out shape of the pointwise gate's net shift has mean m, the gate's maximum, so a pass there is a
+    false pass (5 Monte Carlo SE), and stays inside -9..9; a shape that cannot is left out (None), not clipped."""
+    assert set(bench.GATE_SHAPES) == set(GATE_SHAPE_NAMES)
+    assert {m for m, _ in bench.GATE_CASES} == {1.0, 2.0, 4.0}
+    draw = bench.GATE_SHAPES[shape](maximum)
+    if draw is None:
+        assert shape in ("3 points on m/3 of items", "+4m on 40 %, -2m on 30 % (independent)") and maximum == 4.0
+        return
+    v = draw(np.random.default_rng(13), (2_000_000,))
     assert -9 <= v.min() and v.max() <= 9
-    assert abs(v.mean() - bench.GATE_MAX) < 5 * v.std() / np.sqrt(v.size), (shape, v.mean())
-    assert set(bench.GATE_SHAPES) == set(test_gate_shapes_sit_on_the_maximum.pytestmark[0].args[1])
+    assert abs(v.mean() - maximum) < 5 * v.std() / np.sqrt(v.size), (shape, maximum, v.mean())
+
+
+def test_gate_cases_start_at_the_gate_floor(bench):
+    """Each maximum's smallest size is at or just above the pointwise gate's floor, the fewest items it can pass at."""
+    from cfbench.studies.judge_bias.metrics import items_needed_score_gate
+
+    for m, sizes in bench.GATE_CASES:
+        need = items_needed_score_gate(m)
+        assert need <= min(sizes) <= max(need, 8), (m, need, sizes)
