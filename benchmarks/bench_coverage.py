@@ -146,7 +146,8 @@ def families_table(R: int, *, before: bool) -> list[str]:
     second line per family with the intervals as they were before issue 33 (same seeds)."""
     out = ["**Families of data the studies produce (`coverage.family_coverage`)** - each cell: coverage % "
            "(one-sided miss low % / high %) x mean width / sampling spread (the 2.5-97.5 % range of the "
-           f"estimate over the same audits); {R} audits per cell"
+           f"estimate over {C.SPREAD_AUDITS:,} other audits of the family, `coverage.family_spread`); {R} audits "
+           "per cell"
            + ("; `before` rows: the same audits through the intervals as they were before issue 33 "
               "(`legacy_intervals` in this script)" if before else ""), "",
            "| family | interval | " + " | ".join(f"n={n}" for n in FAMILY_NS) + " |",

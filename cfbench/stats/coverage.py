@@ -21,13 +21,16 @@ from .intervals import (bootstrap_t_rows, clustered_rate_intervals, paired_diffe
 
 __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_coverage", "gate_false_pass", "judge_delta_coverage",
            "matched_net_cfr", "length_adjusted_coverage", "NET_PAIRING",
-           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage", "placebo_contrast_coverage"]
+           "MEAN_SHAPES", "LENGTH_ERRORS", "mean_truth", "FAMILIES", "family_coverage", "family_spread",
+           "SPREAD_AUDITS", "placebo_contrast_coverage"]
 
 
-def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | None = None) -> dict[str, float]:
+def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | None = None, *,
+             spread: float | None = None) -> dict[str, float]:
     """Coverage, one-sided misses and share without interval; with the audits' point estimates
     ``est`` also ``width_ratio``: the mean width over the estimator's own sampling spread (the
-    2.5-97.5 % range of ``est`` over the simulated audits), and the largest absolute bound."""
+    2.5-97.5 % range of ``est`` over the simulated audits, or ``spread`` when given: the same range
+    from more audits), and the largest absolute bound."""
     ok = ~(np.isnan(lo) | np.isnan(hi))
     out_lo, out_hi = lo[ok], hi[ok]
     n = max(int(ok.sum()), 1)
@@ -36,7 +39,8 @@ def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | Non
            "no_ci": float(1 - ok.mean()), "reps": int(ok.sum())}
     if est is not None:
         est = np.asarray(est, float)
-        spread = float(np.diff(np.nanquantile(est, [0.025, 0.975]))[0])
+        if spread is None:
+            spread = float(np.diff(np.nanquantile(est, [0.025, 0.975]))[0])
         width = float(np.mean(out_hi - out_lo)) if ok.any() else np.nan
         out["width_ratio"] = width / spread if spread > 0 else np.inf
         out["max_abs_bound"] = float(np.max(np.abs(np.concatenate([out_lo, out_hi])), initial=0.0))
@@ -390,47 +394,83 @@ def _judges(rng, name: str, reps: int, K: int, n_boot: int):
     return a, den, b, den, truth, "rate", pairing, {"n_boot": n_boot}
 
 
-def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 1000, seed: int = 0,
-                    confidence: float = 0.95) -> dict[str, float]:
-    """Coverage, one-sided misses and width over sampling spread of the interval cfbench reports for
-    the data family ``name`` (:data:`FAMILIES`) at ``n_items`` items, ``reps`` seeded audits."""
-    from .paired import bootstrap_t_interval
+#: audits whose estimates give the sampling spread of :func:`family_coverage` (drawn apart from the audits whose
+#: intervals are scored): the 2.5-97.5 % range of a discrete estimate sits on a few values, and from the 1,000-2,000
+#: scored audits alone a quantile near the edge of one value moved a width ratio by up to 0.25 (coaching scores)
+SPREAD_AUDITS = 100_000
 
-    rng = np.random.default_rng(seed)
-    K = n_items
-    if name in ("coaching_mostly_zero", "coaching_rare", "pyes_heavy_tail", "pyes_rare_large", "variants_hetero"):
+
+def _family_draw(rng, name: str, reps: int, K: int, n_boot: int) -> tuple[str, tuple, float, np.ndarray]:
+    """One family's audits: ``(kind, data for the interval, truth, estimates)``; ``kind`` says which interval
+    :func:`family_coverage` runs on the data."""
+    if name in _MEAN_FAMILIES:
         num, den, truth, vr = _family_means(rng, name, reps, K)
-        lo, hi = _mean_rows(num, den, n_boot=n_boot, rng=rng, confidence=confidence, value_range=vr)
-        return _summary(lo, hi, truth, num.sum(axis=1) / den.sum(axis=1))
+        return "mean", (num, den, vr), truth, num.sum(axis=1) / den.sum(axis=1)
     if name.startswith("tone_skewed"):
         d = rng.gamma(0.5, 2.0, size=(reps, K)) - 1.0
         d = -d if name.endswith("left") else d
-        lo, hi = bootstrap_t_interval(d, n_boot=n_boot, rng=rng, confidence=confidence)
-        return _summary(lo, hi, 0.0, d.mean(axis=1))
+        return "tone", (d,), 0.0, d.mean(axis=1)
     if name.startswith("judges_"):
         x1, d1, x2, d2, truth, kind, pairing, kw = _judges(rng, name, reps, K, n_boot)
-        lo, hi = _paired_rows(x1, d1, x2, d2, kind=kind, confidence=confidence, rng=rng, pairing=pairing, **kw)
-        return _summary(lo, hi, truth, x1.sum(axis=1) / d1.sum(axis=1) - x2.sum(axis=1) / d2.sum(axis=1))
+        return "judges", (x1, d1, x2, d2, kind, pairing, kw), truth, (x1.sum(axis=1) / d1.sum(axis=1)
+                                                                       - x2.sum(axis=1) / d2.sum(axis=1))
     if name == "cfr_correlated_flips":
         u = rng.beta(0.5, 4.5, size=(reps, K, 1))
         x = (rng.random((reps, K, 3)) < u).sum(axis=2).astype(float)
-        group = np.repeat(np.arange(reps), K)
-        _, lo, hi, _ = clustered_rate_intervals(x.ravel(), np.full(x.size, 3.0), group, n_groups=reps,
-                                                confidence=confidence)
-        return _summary(lo, hi, 0.1, x.sum(axis=1) / (3 * K))
+        return "rate", (x,), 0.1, x.sum(axis=1) / (3 * K)
     if name == "net_cfr_repeat_noise":
         x1, x2 = _net_draws(rng, 0.3, 0.2, reps, K, 3, 0.5)
-        lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, 3.0), confidence=confidence,
-                              pairing=NET_PAIRING)
-        return _summary(lo, hi, 0.1, x1.mean(axis=1) - x2.sum(axis=1) / (3 * K))
+        return "net", (x1, x2, 3, NET_PAIRING), 0.1, x1.mean(axis=1) - x2.sum(axis=1) / (3 * K)
     if name.startswith("net_cfr_matched"):
         m_rep, p_rep = (3, 0.3) if "3rep" in name else (1, 0.1)
         pairing = "capped" if name.endswith("_capped") else NET_PAIRING
         x1, x2, truth = _matched_draws(rng, reps, K, 1, p_rep, 0.1, False, m_rep)
+        return "net", (x1, x2, m_rep, pairing), truth, x1.mean(axis=1) - x2.sum(axis=1) / (m_rep * K)
+    raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")
+
+
+_MEAN_FAMILIES = ("coaching_mostly_zero", "coaching_rare", "pyes_heavy_tail", "pyes_rare_large", "variants_hetero")
+
+
+def family_spread(name: str, *, n_items: int, audits: int = SPREAD_AUDITS, seed: int = 0, chunk: int = 20_000) -> float:
+    """The estimator's own sampling spread for family ``name`` at ``n_items`` items: the 2.5-97.5 % range of
+    its estimate over ``audits`` audits (drawn in chunks; estimates only, no interval)."""
+    rng = np.random.default_rng(seed)
+    est = np.concatenate([_family_draw(rng, name, min(chunk, audits - k), n_items, 1)[3]
+                          for k in range(0, audits, chunk)])
+    return float(np.diff(np.nanquantile(est, [0.025, 0.975]))[0])
+
+
+def family_coverage(name: str, *, n_items: int, reps: int = 1000, n_boot: int = 1000, seed: int = 0,
+                    confidence: float = 0.95, spread_audits: int = SPREAD_AUDITS) -> dict[str, float]:
+    """Coverage, one-sided misses and width over sampling spread of the interval cfbench reports for
+    the data family ``name`` (:data:`FAMILIES`) at ``n_items`` items, ``reps`` seeded audits. The spread is
+    :func:`family_spread` over ``spread_audits`` other audits (seed ``seed + 10**6``); ``spread_audits=0`` takes
+    it from the ``reps`` audits themselves, as before 2026-11-29."""
+    from .paired import bootstrap_t_interval
+
+    rng = np.random.default_rng(seed)
+    K = n_items
+    kind, data, truth, est = _family_draw(rng, name, reps, K, n_boot)
+    if kind == "mean":
+        num, den, vr = data
+        lo, hi = _mean_rows(num, den, n_boot=n_boot, rng=rng, confidence=confidence, value_range=vr)
+    elif kind == "tone":
+        lo, hi = bootstrap_t_interval(data[0], n_boot=n_boot, rng=rng, confidence=confidence)
+    elif kind == "judges":
+        x1, d1, x2, d2, how, pairing, kw = data
+        lo, hi = _paired_rows(x1, d1, x2, d2, kind=how, confidence=confidence, rng=rng, pairing=pairing, **kw)
+    elif kind == "rate":
+        x = data[0]
+        group = np.repeat(np.arange(reps), K)
+        _, lo, hi, _ = clustered_rate_intervals(x.ravel(), np.full(x.size, 3.0), group, n_groups=reps,
+                                                confidence=confidence)
+    else:
+        x1, x2, m_rep, pairing = data
         lo, hi = _paired_rows(x1, np.ones_like(x1), x2, np.full(x2.shape, float(m_rep)), confidence=confidence,
                               pairing=pairing)
-        return _summary(lo, hi, truth, x1.mean(axis=1) - x2.sum(axis=1) / (m_rep * K))
-    raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")
+    spread = family_spread(name, n_items=K, audits=spread_audits, seed=seed + 10**6) if spread_audits else None
+    return _summary(lo, hi, truth, est, spread=spread)
 
 
 def _placebo_draws(rng, reps: int, n_items: int, m1: int, m2: int, p_any: float, zero_share: float,
