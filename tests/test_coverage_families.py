@@ -3,9 +3,9 @@ version of the families table of ``benchmarks/bench_coverage.py`` (docs/statisti
 
 Each check reads coverage, the one-sided miss a gate reads and the mean width over the estimator's own
 sampling spread (``width_ratio``; the spread from 100,000 other audits, ``coverage.family_spread``).
-Tolerances: coverage >= 93 % - 3 SE and a one-sided miss <= 3.5 % + 3 SE (SE binomial at the audits run). The width checks sit between the measured value of the method in
-use and that of the method before issue 33 on the same seeds (in brackets; bench table), so the old
-method fails them.
+Tolerances: coverage >= 93 % - 3 SE and a one-sided miss <= 3.5 % + 3 SE (SE binomial at the audits run).
+The width checks sit between the measured value of the method in use and that of the method before issue 33
+on the same seeds (in brackets; bench table), so the old method fails them.
 """
 
 from __future__ import annotations
