@@ -23,10 +23,10 @@ The models are the ones cfbench's intervals are meant to be valid over:
   far end of the range, or towards 0), or shrink the whole distribution towards 0.
 
 Outcomes the truth cannot produce add nothing to ``P(A)`` and can be accepted for free, so only outcomes on the
-truth's support are enumerated. Beside the floor, the width of the interval cfbench reports: for the matched families
-Tango's (exact expected width), for the scores the mean interval on simulated audits drawn as in the families
-table (``cfbench.stats.coverage``). Widths are in sampling spreads (the 2.5-97.5 % range of the estimate), as in
-every coverage table.
+truth's support are enumerated. Beside the floor, the width of the interval cfbench reports: for the matched
+families Tango's (exact expected width), for the scores the mean interval on the families table's simulated
+audits (``cfbench.stats.coverage.family_coverage``). Widths are in sampling spreads (the 2.5-97.5 % range of the
+estimate), as in every coverage table.
 
 Usage: ``python benchmarks/bench_width_bound.py [--reps 2000] [--grid 1601] [--quick] [--write-docs]``
 (``--write-docs`` replaces the block between the ``bench_width_bound`` markers of docs/statistics.md).
@@ -162,18 +162,17 @@ def pratt_floor(kind: str, truth, n: int, alpha: float, grid: int = 1601) -> flo
     return float(np.trapezoid(acc, thetas))
 
 
-def spread(kind: str, truth, n: int, reps: int = 400_000, seed: int = 1) -> float:
-    """The 2.5-97.5 % range of the estimate at ``truth`` (exact for the matched families, whose truths have no
-    ``p01``, so the estimate is a binomial share; simulated for the scores)."""
-    t = np.asarray(truth, float)
-    if kind == "matched":
-        assert t[2] == 0.0
-        lo, hi = stats.binom.ppf([0.025, 0.975], n, t[1])
-        return float((hi - lo) / n)
-    rng = np.random.default_rng(seed)
-    est = rng.choice(np.arange(len(t), dtype=float), p=t / t.sum(), size=(reps, n)).mean(axis=1)
-    lo, hi = np.quantile(est, [0.025, 0.975])
-    return float(hi - lo)
+def spread(name: str, n: int) -> float:
+    """The 2.5-97.5 % range of the estimate at the family's truth: exact for the matched families, whose truths
+    have no ``p01`` (the estimate is a binomial share), and for the scores from 400,000 audits
+    (``cfbench.stats.coverage.family_spread``)."""
+    kind, truth = FAMILIES[name]
+    if kind == "scores":
+        return C.family_spread(name, n_items=n, audits=400_000, seed=1)
+    if truth[2] != 0.0:
+        raise ValueError(f"{name}: the exact spread needs a truth without p01, got {truth!r}")
+    lo, hi = stats.binom.ppf([0.025, 0.975], n, truth[1])
+    return float((hi - lo) / n)
 
 
 def tango_expected_width(truth, n: int) -> float:
@@ -185,15 +184,6 @@ def tango_expected_width(truth, n: int) -> float:
     keep = pmf > 0
     lo, hi = tango_interval(counts[keep, 0].astype(float), counts[keep, 1].astype(float), float(n))
     return float((pmf[keep] * (np.asarray(hi) - np.asarray(lo))).sum())
-
-
-def cfbench_width(name: str, n: int, reps: int, n_boot: int = 1000) -> tuple[float, float]:
-    """Mean width and coverage of cfbench's mean interval on ``reps`` simulated audits of a score family, drawn
-    and computed as ``cfbench.stats.coverage.family_coverage`` does (seed 1000 + n)."""
-    rng = np.random.default_rng(1000 + n)
-    num, den, truth, vr = C._family_means(rng, name, reps, n)
-    lo, hi = C._mean_rows(num, den, n_boot=n_boot, rng=rng, confidence=0.95, value_range=vr)
-    return float(np.mean(hi - lo)), float(np.mean((lo <= truth) & (truth <= hi)))
 
 
 FAR_EPS = (0.01, 0.02, 0.03, 0.05)
@@ -219,13 +209,13 @@ def run(reps: int, grid: int, ns=NS) -> list[str]:
             "|---|---|---|---|---|---|"]
     for name, (kind, truth) in FAMILIES.items():
         for n in ns:
-            s = spread(kind, truth, n)
+            s = spread(name, n)
             floors = [pratt_floor(kind, truth, n, a, grid) / s for a in ALPHAS]
             if kind == "matched":
                 ours = f"x{tango_expected_width(truth, n) / s:.2f} (Tango, exact)"
             else:
-                w, cov = cfbench_width(name, n, reps)
-                ours = f"x{w / s:.2f} (mean interval; covers {100 * cov:.1f} % here)"
+                r = C.family_coverage(name, n_items=n, reps=reps, seed=1000 + n)
+                ours = f"x{r['mean_width'] / s:.2f} (mean interval; covers {100 * r['coverage']:.1f} % here)"
             rows.append(f"| {name} | {n} | {s:.3g} | x{floors[0]:.2f} | x{floors[1]:.2f} | {ours} |")
             print(rows[-1], flush=True)
     far = ["| items | " + " | ".join(f"{100 * e:g} % of items at 9" for e in FAR_EPS) + " |",

@@ -14,6 +14,8 @@ pairs), zero true effect included. Used by ``tests/test_coverage_*.py`` and
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .bootstrap import resample_counts
@@ -28,7 +30,7 @@ __all__ = ["rate_coverage", "mean_coverage", "paired_mean_coverage", "net_cfr_co
 def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | None = None, *,
              spread: float | None = None) -> dict[str, float]:
     """Coverage, one-sided misses and share without interval; with the audits' point estimates
-    ``est`` also ``width_ratio``: the mean width over the estimator's own sampling spread (the
+    ``est`` also ``mean_width`` and ``width_ratio``: the mean width over the estimator's own sampling spread (the
     2.5-97.5 % range of ``est`` over the simulated audits, or ``spread`` when given: the same range
     from more audits), and the largest absolute bound."""
     ok = ~(np.isnan(lo) | np.isnan(hi))
@@ -42,6 +44,7 @@ def _summary(lo: np.ndarray, hi: np.ndarray, truth: float, est: np.ndarray | Non
         if spread is None:
             spread = float(np.diff(np.nanquantile(est, [0.025, 0.975]))[0])
         width = float(np.mean(out_hi - out_lo)) if ok.any() else np.nan
+        out["mean_width"] = width
         out["width_ratio"] = width / spread if spread > 0 else np.inf
         out["max_abs_bound"] = float(np.max(np.abs(np.concatenate([out_lo, out_hi])), initial=0.0))
     return out
@@ -396,8 +399,10 @@ def _judges(rng, name: str, reps: int, K: int, n_boot: int):
 
 #: audits whose estimates give the sampling spread of :func:`family_coverage` (drawn apart from the audits whose
 #: intervals are scored): the 2.5-97.5 % range of a discrete estimate sits on a few values, and from the 1,000-2,000
-#: scored audits alone a quantile near the edge of one value moved a width ratio by up to 0.25 (coaching scores)
+#: scored audits alone a quantile near the edge of one value moved a width ratio by up to 0.26 (coaching scores)
 SPREAD_AUDITS = 100_000
+#: the families whose interval is the mean interval (:func:`_family_means` draws them)
+_MEAN_FAMILIES = ("coaching_mostly_zero", "coaching_rare", "pyes_heavy_tail", "pyes_rare_large", "variants_hetero")
 
 
 def _family_draw(rng, name: str, reps: int, K: int, n_boot: int) -> tuple[str, tuple, float, np.ndarray]:
@@ -429,12 +434,12 @@ def _family_draw(rng, name: str, reps: int, K: int, n_boot: int) -> tuple[str, t
     raise ValueError(f"unknown family {name!r}; known: {sorted(FAMILIES)}")
 
 
-_MEAN_FAMILIES = ("coaching_mostly_zero", "coaching_rare", "pyes_heavy_tail", "pyes_rare_large", "variants_hetero")
 
-
+@functools.lru_cache(maxsize=None)
 def family_spread(name: str, *, n_items: int, audits: int = SPREAD_AUDITS, seed: int = 0, chunk: int = 20_000) -> float:
     """The estimator's own sampling spread for family ``name`` at ``n_items`` items: the 2.5-97.5 % range of
-    its estimate over ``audits`` audits (drawn in chunks; estimates only, no interval)."""
+    its estimate over ``audits`` audits (drawn in chunks; estimates only, no interval). Cached: the same
+    arguments draw the same audits, and the families table asks again for its ``before`` rows."""
     rng = np.random.default_rng(seed)
     est = np.concatenate([_family_draw(rng, name, min(chunk, audits - k), n_items, 1)[3]
                           for k in range(0, audits, chunk)])
