@@ -25,8 +25,11 @@ The models are the ones cfbench's intervals are meant to be valid over:
 Outcomes the truth cannot produce add nothing to ``P(A)`` and can be accepted for free, so only outcomes on the
 truth's support are enumerated. Beside the floor, the width of the interval cfbench reports: for the matched
 families Tango's (exact expected width), for the scores the mean interval on the families table's simulated
-audits (``cfbench.stats.coverage.family_coverage``). Widths are in sampling spreads (the 2.5-97.5 % range of the
-estimate), as in every coverage table.
+audits (``cfbench.stats.coverage.family_coverage``); and the width of an interval built to cover at every
+distribution of the model, which no study uses: on matched pairs the exact unconditional interval on Tango's
+statistic (:func:`exact_unconditional_bounds`, its width exact), on scores Gaffke's bound
+(:func:`gaffke_interval`, simulated), with its coverage where far swings are added. Widths are in sampling
+spreads (the 2.5-97.5 % range of the estimate), as in every coverage table.
 
 Usage: ``python benchmarks/bench_width_bound.py [--reps 2000] [--grid 1601] [--quick] [--write-docs]``
 (``--write-docs`` replaces the block between the ``bench_width_bound`` markers of docs/statistics.md).
@@ -39,6 +42,7 @@ import itertools
 import math
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +56,7 @@ if str(REPO) not in sys.path:
 from _common import machine, publish  # noqa: E402
 
 from cfbench.stats import coverage as C  # noqa: E402
-from cfbench.stats.matched import tango_interval  # noqa: E402
+from cfbench.stats.matched import _tango_z, tango_interval  # noqa: E402
 
 START, END = "<!-- bench_width_bound:start -->", "<!-- bench_width_bound:end -->"
 NS = (8, 20, 60)
@@ -186,6 +190,93 @@ def tango_expected_width(truth, n: int) -> float:
     return float((pmf[keep] * (np.asarray(hi) - np.asarray(lo))).sum())
 
 
+def _pmf_rows(counts: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """``multinomial_pmf`` for many rate vectors at once: one row per row of ``rates``, one column per count row."""
+    n = counts.sum(axis=1)
+    log_coef = gammaln(n + 1) - gammaln(counts + 1).sum(axis=1)
+    log_rates = np.log(np.maximum(rates, 1e-300))         # a zero rate with a positive count gives exp(-690 k) = 0
+    return np.exp(log_coef[None, :] + log_rates @ counts.T)
+
+
+@lru_cache(maxsize=None)
+def exact_unconditional_bounds(n: int, alpha: float = 0.05, step: float = 0.001,
+                               nuisance: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tango's statistic made exact (an exact unconditional interval): a difference ``delta`` is kept when, at
+    the largest over the nuisance rate ``p01`` (``nuisance`` values from its least to its largest), the chance of
+    a statistic at most the observed one is above ``alpha / 2``, and so is the chance of one at least the
+    observed. So each bound misses at most ``alpha / 2`` at every pair of cell rates, by construction, up to the
+    grids (a grid of ``nuisance`` values finds a maximum no larger than the true one, so the interval comes out
+    narrower, never wider, than the exact one). Returns the tables ``(b, c, rest)`` of ``n`` pairs and, for each,
+    the least and largest kept ``delta`` on a grid of ``step``."""
+    counts = compositions(n, 3)
+    b, c = counts[:, 0].astype(float), counts[:, 1].astype(float)
+    deltas = np.linspace(-1.0, 1.0, int(round(2.0 / step)) + 1)
+    low = np.full(len(counts), np.inf)
+    high = np.full(len(counts), -np.inf)
+    for d in deltas:
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = _tango_z(np.full_like(b, d), b, c, np.full_like(b, float(n)))
+            z = np.round(np.nan_to_num(z, nan=0.0, posinf=np.inf, neginf=-np.inf), 9)  # 0/0: the table is delta
+        order = np.argsort(z, kind="stable")
+        zs = z[order]
+        q = np.linspace(max(0.0, -d), (1.0 - d) / 2.0, nuisance)
+        rates = np.clip(np.stack([q + d, q, 1.0 - 2.0 * q - d], axis=1), 0.0, 1.0)
+        cum = np.concatenate([np.zeros((nuisance, 1)), np.cumsum(_pmf_rows(counts, rates)[:, order], axis=1)],
+                             axis=1)
+        at_most = cum[:, np.searchsorted(zs, zs, side="right")].max(axis=0)     # P(Z <= z_obs), largest over q
+        at_least = (1.0 - cum[:, np.searchsorted(zs, zs, side="left")]).max(axis=0)
+        kept = np.empty(len(counts), bool)
+        kept[order] = (at_most > alpha / 2) & (at_least > alpha / 2)
+        low = np.where(kept, np.minimum(low, d), low)
+        high = np.where(kept, np.maximum(high, d), high)
+    return counts, low, high
+
+
+def exact_unconditional_width(truth, n: int) -> float:
+    """Expected width of :func:`exact_unconditional_bounds` at the 2x2 cell rates ``truth``, exact."""
+    t = np.asarray(truth, float)
+    counts, low, high = exact_unconditional_bounds(n)
+    pmf = multinomial_pmf(counts, np.array([t[1], t[2], t[0] + t[3]]))
+    return float((pmf * (high - low)).sum())
+
+
+def gaffke_interval(values: np.ndarray, top: float, *, alpha: float = 0.05, draws: int = 4000,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaffke's (2005) nonparametric bounds on the mean of values in ``[0, top]``, as computed by Learned-Miller
+    and Thomas (2019), at ``alpha / 2`` on each side, for each row of ``values`` (they conjecture that it covers at
+    every distribution on the range; the bench measures its coverage): the upper bound is the ``1 - alpha / 2``
+    quantile of ``sum_i U_i z_(i)``, the sorted values with ``top`` appended, weighted by a
+    uniform split ``U`` of 1 into ``n + 1`` parts (``draws`` seeded Dirichlet draws); the lower bound is the same
+    on ``top - values``. With every value 0 the upper bound is ``top (1 - (alpha / 2) ** (1 / n))``, the exact
+    binomial bound for values on {0, top}."""
+    v = np.asarray(values, float)
+    weights = np.random.default_rng(seed).dirichlet(np.ones(v.shape[1] + 1), size=draws)
+
+    def upper(x: np.ndarray) -> np.ndarray:
+        z = np.concatenate([np.sort(x, axis=1), np.full((len(x), 1), top)], axis=1)
+        return np.quantile(z @ weights.T, 1.0 - alpha / 2, axis=1)
+
+    return top - upper(top - v), upper(v)
+
+
+def _score_truth(name: str, eps: float = 0.0) -> np.ndarray:
+    """The odds of each absolute difference 0..9 of a score family, ``eps`` of items moved from 0 to 9."""
+    q = np.concatenate([np.asarray(FAMILIES[name][1], float), np.zeros(10 - len(FAMILIES[name][1]))])
+    q[0] -= eps
+    q[9] += eps
+    return q
+
+
+def gaffke_coverage(name: str, n: int, reps: int, eps: float = 0.0) -> tuple[float, float]:
+    """Gaffke's interval on ``reps`` audits of a score family (seed 7000 + n; ``eps`` of items moved from a
+    difference of 0 to 9): ``(coverage, mean width)``."""
+    q = _score_truth(name, eps)
+    truth = float((q * SCORES).sum())
+    v = np.random.default_rng(7000 + n).choice(SCORES, p=q, size=(reps, n))
+    lo, hi = gaffke_interval(v, 9.0, seed=n)
+    return float(np.mean((lo <= truth) & (truth <= hi))), float(np.mean(hi - lo))
+
+
 FAR_EPS = (0.01, 0.02, 0.03, 0.05)
 
 
@@ -193,9 +284,7 @@ def far_tail_coverage(n: int, eps: float, reps: int, n_boot: int = 1000) -> tupl
     """cfbench's mean interval at a neighbour of ``coaching_rare``: a share ``eps`` of items moved from a
     difference of 0 to 9 (a judge that now and then swings a score across the whole scale). ``(truth, coverage,
     miss of the upper bound)`` over ``reps`` audits (seed 5 + n)."""
-    q = np.concatenate([np.asarray(FAMILIES["coaching_rare"][1], float), np.zeros(7)])
-    q[0] -= eps
-    q[9] += eps
+    q = _score_truth("coaching_rare", eps)
     truth = float((q * SCORES).sum())
     rng = np.random.default_rng(5 + n)
     v = rng.choice(SCORES, p=q, size=(reps, n))
@@ -205,36 +294,45 @@ def far_tail_coverage(n: int, eps: float, reps: int, n_boot: int = 1000) -> tupl
 
 def run(reps: int, grid: int, ns=NS) -> list[str]:
     t0 = time.time()
-    rows = ["| family | n | sampling spread | floor, 95 % everywhere | floor, 93 % everywhere | cfbench's interval |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| family | n | sampling spread | floor, 95 % everywhere | floor, 93 % everywhere | cfbench's interval "
+            "| a 95 % interval valid everywhere |", "|---|---|---|---|---|---|---|"]
     for name, (kind, truth) in FAMILIES.items():
         for n in ns:
             s = spread(name, n)
             floors = [pratt_floor(kind, truth, n, a, grid) / s for a in ALPHAS]
             if kind == "matched":
                 ours = f"x{tango_expected_width(truth, n) / s:.2f} (Tango, exact)"
+                valid = f"x{exact_unconditional_width(truth, n) / s:.2f} (exact unconditional, exact)"
             else:
                 r = C.family_coverage(name, n_items=n, reps=reps, seed=1000 + n)
                 ours = f"x{r['mean_width'] / s:.2f} (mean interval; covers {100 * r['coverage']:.1f} % here)"
-            rows.append(f"| {name} | {n} | {s:.3g} | x{floors[0]:.2f} | x{floors[1]:.2f} | {ours} |")
+                cov, width = gaffke_coverage(name, n, reps)
+                valid = f"x{width / s:.2f} (Gaffke; covers {100 * cov:.1f} % here)"
+            rows.append(f"| {name} | {n} | {s:.3g} | x{floors[0]:.2f} | x{floors[1]:.2f} | {ours} | {valid} |")
             print(rows[-1], flush=True)
-    far = ["| items | " + " | ".join(f"{100 * e:g} % of items at 9" for e in FAR_EPS) + " |",
-           "|---|" + "---|" * len(FAR_EPS)]
+    far = ["| items | interval | " + " | ".join(f"{100 * e:g} % of items at 9" for e in FAR_EPS) + " |",
+           "|---|---|" + "---|" * len(FAR_EPS)]
     for n in [k for k in ns if k >= 20]:
         cells = [far_tail_coverage(n, e, reps) for e in FAR_EPS]
-        far.append(f"| {n} | " + " | ".join(f"mean {t:.2f}: {100 * c:.1f} % ({100 * m:.1f} above)" for t, c, m in cells)
-                   + " |")
-        print(far[-1], flush=True)
-    far_head = ("cfbench's mean interval where the floor says it cannot hold 95 %: `coaching_rare` with a few items "
-                f"moved from a difference of 0 to 9, {reps} audits per cell (seed 5 + n): coverage (miss of the upper "
-                "bound):")
+        far.append(f"| {n} | cfbench's | " + " | ".join(f"mean {t:.2f}: {100 * c:.1f} % ({100 * m:.1f} above)"
+                                                         for t, c, m in cells) + " |")
+        far.append(f"| {n} | Gaffke's | " + " | ".join(f"{100 * gaffke_coverage('coaching_rare', n, reps, e)[0]:.1f} %"
+                                                       for e in FAR_EPS) + " |")
+        print(*far[-2:], sep="\n", flush=True)
+    far_head = ("Where the floor says cfbench's mean interval cannot hold 95 %: `coaching_rare` with a few items "
+                f"moved from a difference of 0 to 9, {reps} audits per cell (seed 5 + n; Gaffke's on seed 7000 + n): "
+                "coverage (miss of the upper bound):")
     cmd = f"python benchmarks/bench_width_bound.py --reps {reps} --grid {grid}"
     head = (f"Measured with `{cmd}` on {machine()}: Pratt's floor on a grid of {grid} values of the quantity, "
             f"each the largest over the bench's nulls of the Neyman-Pearson acceptance; cfbench's mean interval "
-            f"on {reps} simulated audits per cell (seed 1000 + n, 1000 resamples), Tango's width exact. Widths in "
-            "sampling spreads: the 2.5-97.5 % range of the estimate at the truth, exact for the matched families "
-            "and from 400,000 audits for the scores, so on the estimate's own values (as the families table's from "
-            "100,000).")
+            f"on {reps} simulated audits per cell (seed 1000 + n, 1000 resamples), Tango's width exact. The last "
+            "column is an interval built to cover 95 % at every distribution of the model: on matched pairs the "
+            "exact unconditional interval (Tango's statistic, its p-value the largest over the nuisance rate; grids "
+            "of 0.001 in the difference and 60 nuisance values), its width exact; on scores Gaffke's bounds "
+            f"(covering everywhere is conjectured, not proved; 4,000 Dirichlet draws) on {reps} audits per cell "
+            "(seed 7000 + n). Widths in sampling spreads: the 2.5-97.5 % range of the estimate at the truth, exact "
+            "for the matched families and from 400,000 audits for the scores, so on the estimate's own values (as "
+            "the families table's from 100,000).")
     return [head, "", *rows, "", far_head, "", *far, "", f"Run time: {time.time() - t0:.0f} s."]
 
 
