@@ -199,18 +199,20 @@ def _pmf_rows(counts: np.ndarray, rates: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def exact_unconditional_bounds(n: int, alpha: float = 0.05, step: float = 0.001,
-                               nuisance: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def exact_unconditional_bounds(n: int, alpha: float = 0.05, step: float = 0.001, nuisance: int = 60,
+                               span: tuple[float, float] = (-1.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tango's statistic made exact (an exact unconditional interval): a difference ``delta`` is kept when, at
     the largest over the nuisance rate ``p01`` (``nuisance`` values from its least to its largest), the chance of
     a statistic at most the observed one is above ``alpha / 2``, and so is the chance of one at least the
     observed. So each bound misses at most ``alpha / 2`` at every pair of cell rates, by construction, up to the
     grids (a grid of ``nuisance`` values finds a maximum no larger than the true one, so the interval comes out
     narrower, never wider, than the exact one). Returns the tables ``(b, c, rest)`` of ``n`` pairs and, for each,
-    the least and largest kept ``delta`` on a grid of ``step``."""
+    the least and largest kept ``delta`` on a grid of ``step`` (only the grid values within ``span``: ``inf`` and
+    ``-inf`` where none of them is kept)."""
     counts = compositions(n, 3)
     b, c = counts[:, 0].astype(float), counts[:, 1].astype(float)
     deltas = np.linspace(-1.0, 1.0, int(round(2.0 / step)) + 1)
+    deltas = deltas[(deltas >= span[0] - 1e-12) & (deltas <= span[1] + 1e-12)]
     low = np.full(len(counts), np.inf)
     high = np.full(len(counts), -np.inf)
     for d in deltas:

@@ -123,3 +123,18 @@ def test_quick_run_prints_every_family(bench, tmp_path):
     assert len(rows) == 2 * len(bench.FAMILIES)
     for name in bench.FAMILIES:
         assert f"| {name} | 8 | " in out.stdout and f"| {name} | 20 | " in out.stdout, name
+
+
+def test_exact_unconditional_items_to_pass_on_no_discordance(import_benchmark):
+    """``bench_tango_exact`` finds the fewest pairs at which the exact interval of a table with no discordant pair
+    ends below the gate's 0.10 from a grid of differences at or above 0.10 only; on the whole grid the bound of
+    that table is below 0.10 at that n and not one pair earlier."""
+    tango_exact = import_benchmark("bench_tango_exact")
+    width_bound = import_benchmark("bench_width_bound")
+    n = tango_exact.zero_event_items({"exact": True})
+    highs = []
+    for m in (n - 1, n):
+        counts, _, high = width_bound.exact_unconditional_bounds(m)
+        highs.append(high[(counts[:, 0] == 0) & (counts[:, 1] == 0)][0])
+    assert highs[0] >= tango_exact.GATE_MAX > highs[1]
+    assert n >= tango_exact.zero_event_items({"cc": 0.5, "near": True})   # the published table: 36 against 35
