@@ -114,7 +114,8 @@ def per_n(n: int, kw: dict) -> dict:
         ffail = max(ffail, p[lo > GATE_MAX + 1e-9].sum())
         fpass = max(fpass, p[hi < GATE_MAX - 1e-9].sum())
     widths = [float((matched_counts_pmf(n, a, q)[2] * (hi - lo)).sum()) for a, q in WIDTH_AT]
-    return {"worst": worst, "where": where, "small": small, "cover": cover, "ffail": ffail, "fpass": fpass, "widths": widths}
+    return {"worst": worst, "where": where, "small": small, "cover": cover, "ffail": ffail, "fpass": fpass,
+            "widths": widths}
 
 
 def run() -> list[str]:
