@@ -15,9 +15,9 @@ Tango's at four rate pairs; the fewest items at which no discordant item gives a
 
 The methods: plain Tango (cfbench until 2026-11-29); Tango with its numerator moved 0.5 or 0.25 pairs towards
 0 for the bound between 0 and the estimate only (0.5 is what cfbench uses now); 0.5 on both bounds; plain
-Tango at z = 2.1 instead of 1.96; the exact unconditional interval on Tango's statistic, which no gate uses
-(``bench_width_bound.exact_unconditional_bounds``: each bound misses at most 2.5 % at every pair of rates by
-construction, up to its grids).
+Tango at z = 2.1 instead of 1.96; the exact unconditional interval on Tango's statistic, which no default uses
+(``cfbench.stats.matched.exact_interval``, ShopFlow's ``gap_interval: {method: exact}``: each bound misses at most
+2.5 % at every pair of rates by construction, up to its grids).
 
 Usage: ``python benchmarks/bench_tango_exact.py [--write-docs]`` (about 75 s on 2 cores).
 """
@@ -39,9 +39,7 @@ from _common import machine, publish  # noqa: E402
 
 from scipy.stats import norm  # noqa: E402
 
-from bench_width_bound import exact_unconditional_bounds  # noqa: E402
-
-from cfbench.stats.matched import _tango_bounds, matched_counts_pmf, tango_interval  # noqa: E402
+from cfbench.stats.matched import _tango_bounds, exact_interval, matched_counts_pmf, tango_interval  # noqa: E402
 
 START, END = "<!-- bench_tango_exact:start -->", "<!-- bench_tango_exact:end -->"
 NS = (8, 20, 27, 36, 60, 100, 200)
@@ -50,7 +48,7 @@ STEP = 0.01
 WIDTH_AT = ((0.15, 0.05), (0.10, 0.0), (0.30, 0.20), (0.20, 0.10))
 METHODS = {"plain Tango (until 2026-11-29)": {}, "0.5 toward 0 (in use)": {"cc": 0.5, "near": True},
            "0.25 toward 0": {"cc": 0.25, "near": True}, "0.5 on both bounds": {"cc": 0.5}, "z = 2.1": {"z": 2.1},
-           "exact unconditional (not used)": {"exact": True}}
+           "exact unconditional (`exact`, no default)": {"exact": True}}
 Z95 = 1.959963984540054
 
 
@@ -58,31 +56,17 @@ def interval(b, c, n, *, z: float = Z95, cc: float = 0.0, near: bool = False, it
              exact: bool = False):
     """Tango's interval at ``z``; ``cc`` pairs of continuity correction on the bound between 0 and the estimate
     (``near``: ``cfbench.stats.matched.tango_interval`` itself, whose default is 0.5) or on both bounds (a
-    variant measured here only). ``exact``: the exact unconditional interval on Tango's statistic
-    (``bench_width_bound.exact_unconditional_bounds``; one number of pairs ``n`` for all tables)."""
-    if exact:
-        return _exact_at(np.asarray(b, int), np.asarray(c, int), int(np.max(n)))
+    variant measured here only). ``exact``: ``cfbench.stats.matched.exact_interval`` (at ``z``'s confidence)."""
     confidence = float(2 * norm.cdf(z) - 1)
+    if exact:
+        return exact_interval(b, c, n, confidence=confidence)
     if near or not cc:
         return tango_interval(b, c, n, confidence=confidence, correction=cc, iterations=iterations)
     b, c, n = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (b, c, n)))
     return _tango_bounds(b, c, n, z, cc, cc, iterations)
 
 
-def _exact_at(b: np.ndarray, c: np.ndarray, n: int, span: tuple[float, float] = (-1.0, 1.0)):
-    """The exact unconditional bounds of the tables ``(b, c)`` of ``n`` pairs."""
-    counts, lo, hi = exact_unconditional_bounds(n, span=span)
-    where = np.full((n + 1, n + 1), -1)
-    where[counts[:, 0], counts[:, 1]] = np.arange(len(counts))
-    return lo[where[b, c]], hi[where[b, c]]
-
-
 def zero_event_items(kw: dict) -> int:
-    if kw.get("exact"):   # the fewest n at which no difference of GATE_MAX or more is kept for the table (0, 0)
-        n = 2
-        while _exact_at(np.array([0]), np.array([0]), n, span=(GATE_MAX, 0.5))[1][0] >= GATE_MAX:
-            n += 1
-        return n
     n = 2
     while interval(0, 0, n, **kw)[1] >= GATE_MAX:
         n += 1

@@ -26,8 +26,8 @@ Outcomes the truth cannot produce add nothing to ``P(A)`` and can be accepted fo
 truth's support are enumerated. Beside the floor, the width of the interval cfbench reports: for the matched
 families Tango's (exact expected width), for the scores the mean interval on the families table's simulated
 audits (``cfbench.stats.coverage.family_coverage``); and the width of an interval built to cover at every
-distribution of the model, which no study uses: on matched pairs the exact unconditional interval on Tango's
-statistic (:func:`exact_unconditional_bounds`, its width exact), on scores Gaffke's bound
+distribution of the model, which no study default uses: on matched pairs the exact unconditional interval on
+Tango's statistic (``cfbench.stats.matched.exact_interval``, its width exact), on scores Gaffke's bound
 (:func:`gaffke_interval`, simulated), with its coverage where far swings are added. Widths are in sampling
 spreads (the 2.5-97.5 % range of the estimate), as in every coverage table.
 
@@ -42,7 +42,6 @@ import itertools
 import math
 import sys
 import time
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +55,7 @@ if str(REPO) not in sys.path:
 from _common import machine, publish  # noqa: E402
 
 from cfbench.stats import coverage as C  # noqa: E402
-from cfbench.stats.matched import _tango_z, tango_interval  # noqa: E402
+from cfbench.stats.matched import exact_interval, tango_interval  # noqa: E402
 
 START, END = "<!-- bench_width_bound:start -->", "<!-- bench_width_bound:end -->"
 NS = (8, 20, 60)
@@ -190,47 +189,12 @@ def tango_expected_width(truth, n: int) -> float:
     return float((pmf[keep] * (np.asarray(hi) - np.asarray(lo))).sum())
 
 
-def _pmf_rows(counts: np.ndarray, rates: np.ndarray) -> np.ndarray:
-    """``multinomial_pmf`` for many rate vectors at once: one row per row of ``rates``, one column per count row."""
-    n = counts.sum(axis=1)
-    log_coef = gammaln(n + 1) - gammaln(counts + 1).sum(axis=1)
-    log_rates = np.log(np.maximum(rates, 1e-300))         # a zero rate with a positive count gives exp(-690 k) = 0
-    return np.exp(log_coef[None, :] + log_rates @ counts.T)
-
-
-@lru_cache(maxsize=None)
-def exact_unconditional_bounds(n: int, alpha: float = 0.05, step: float = 0.001, nuisance: int = 60,
-                               span: tuple[float, float] = (-1.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tango's statistic made exact (an exact unconditional interval): a difference ``delta`` is kept when, at
-    the largest over the nuisance rate ``p01`` (``nuisance`` values from its least to its largest), the chance of
-    a statistic at most the observed one is above ``alpha / 2``, and so is the chance of one at least the
-    observed. So each bound misses at most ``alpha / 2`` at every pair of cell rates, by construction, up to the
-    grids (a grid of ``nuisance`` values finds a maximum no larger than the true one, so the interval comes out
-    narrower, never wider, than the exact one). Returns the tables ``(b, c, rest)`` of ``n`` pairs and, for each,
-    the least and largest kept ``delta`` on a grid of ``step`` (only the grid values within ``span``: ``inf`` and
-    ``-inf`` where none of them is kept)."""
+def exact_unconditional_bounds(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every table ``(b, c, rest)`` of ``n`` pairs with the bounds of the exact unconditional interval on Tango's
+    statistic (``cfbench.stats.matched.exact_interval``: each bound misses at most 2.5 % at every pair of cell
+    rates by construction, up to its grids)."""
     counts = compositions(n, 3)
-    b, c = counts[:, 0].astype(float), counts[:, 1].astype(float)
-    deltas = np.linspace(-1.0, 1.0, int(round(2.0 / step)) + 1)
-    deltas = deltas[(deltas >= span[0] - 1e-12) & (deltas <= span[1] + 1e-12)]
-    low = np.full(len(counts), np.inf)
-    high = np.full(len(counts), -np.inf)
-    for d in deltas:
-        with np.errstate(invalid="ignore", over="ignore"):
-            z = _tango_z(np.full_like(b, d), b, c, np.full_like(b, float(n)))
-            z = np.round(np.nan_to_num(z, nan=0.0, posinf=np.inf, neginf=-np.inf), 9)  # 0/0: the table is delta
-        order = np.argsort(z, kind="stable")
-        zs = z[order]
-        q = np.linspace(max(0.0, -d), (1.0 - d) / 2.0, nuisance)
-        rates = np.clip(np.stack([q + d, q, 1.0 - 2.0 * q - d], axis=1), 0.0, 1.0)
-        cum = np.concatenate([np.zeros((nuisance, 1)), np.cumsum(_pmf_rows(counts, rates)[:, order], axis=1)],
-                             axis=1)
-        at_most = cum[:, np.searchsorted(zs, zs, side="right")].max(axis=0)     # P(Z <= z_obs), largest over q
-        at_least = (1.0 - cum[:, np.searchsorted(zs, zs, side="left")]).max(axis=0)
-        kept = np.empty(len(counts), bool)
-        kept[order] = (at_most > alpha / 2) & (at_least > alpha / 2)
-        low = np.where(kept, np.minimum(low, d), low)
-        high = np.where(kept, np.maximum(high, d), high)
+    low, high = exact_interval(counts[:, 0], counts[:, 1], n)
     return counts, low, high
 
 
@@ -329,9 +293,10 @@ def run(reps: int, grid: int, ns=NS) -> list[str]:
             f"each the largest over the bench's nulls of the Neyman-Pearson acceptance; cfbench's mean interval "
             f"on {reps} simulated audits per cell (seed 1000 + n, 1000 resamples), Tango's width exact. The last "
             "column is an interval built to cover 95 % at every distribution of the model: on matched pairs the "
-            "exact unconditional interval (Tango's statistic, its p-value the largest over the nuisance rate; grids "
-            "of 0.001 in the difference and 60 nuisance values), its width exact; on scores Gaffke's bounds "
-            f"(covering everywhere is conjectured, not proved; 4,000 Dirichlet draws) on {reps} audits per cell "
+            "exact unconditional interval (`exact_interval`: Tango's statistic, its p-value the largest over the "
+            "nuisance rate; grids of 0.001 in the difference and 60 nuisance values), its width exact; on scores "
+            "Gaffke's bounds (covering everywhere is conjectured, not proved; 4,000 Dirichlet draws) on "
+            f"{reps} audits per cell "
             "(seed 7000 + n). Widths in sampling spreads: the 2.5-97.5 % range of the estimate at the truth, exact "
             "for the matched families and from 400,000 audits for the scores, so on the estimate's own values (as "
             "the families table's from 100,000).")

@@ -10,8 +10,8 @@ from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import multinomial, norm
 
 from cfbench.core.errors import InputError
-from cfbench.stats.matched import (matched_counts_pmf, matched_difference, min_pairs_to_pass,
-                                   newcombe_paired_interval, tango_interval, zero_position)
+from cfbench.stats.matched import (EXACT_MAX_PAIRS, exact_interval, matched_counts_pmf, matched_difference,
+                                   min_pairs_to_pass, newcombe_paired_interval, tango_interval, zero_position)
 
 Z = norm.ppf(0.975)
 
@@ -142,3 +142,61 @@ def test_trinomial_pmf_matches_scipy():
         assert p[i] == pytest.approx(ref.pmf([b[i], c[i], 12 - b[i] - c[i]]))
     b, c, p = matched_counts_pmf(10, 0.0, 0.0)  # no discordance: all mass on (0, 0)
     assert p[(b == 0) & (c == 0)].item() == pytest.approx(1.0) and p.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n", [8, 20])
+def test_exact_interval_misses_at_most_alpha_half_on_each_side(n):
+    """Summed exactly over every table of ``n`` pairs at every pair of cell rates on a 0.01 grid (ends included):
+    neither bound misses on its side in more than 2.5 % of audits. The worst comes within 0.5 points of 2.5 %, so
+    the check can fail (a nuisance grid that missed the maximum, or a wrong tail, would show here)."""
+    b, c, _ = matched_counts_pmf(n, 0.1, 0.1)
+    low, high = exact_interval(b, c, n)
+    assert np.isfinite(low).all() and np.isfinite(high).all() and (low <= high).all()
+    worst_low = worst_high = 0.0
+    for p10 in np.linspace(0.0, 1.0, 101):
+        for p01 in np.linspace(0.0, 1.0 - p10, max(1, int(round((1.0 - p10) / 0.01))) + 1):
+            _, _, pmf = matched_counts_pmf(n, float(p10), float(min(p01, 1.0 - p10)))
+            d = p10 - p01
+            worst_low = max(worst_low, pmf[low > d + 1e-9].sum())
+            worst_high = max(worst_high, pmf[high < d - 1e-9].sum())
+    assert 0.02 < worst_low <= 0.025 + 1e-9 and 0.02 < worst_high <= 0.025 + 1e-9
+
+
+def test_exact_interval_is_symmetric_keeps_the_estimate_and_is_wider_where_tango_misses():
+    b, c, _ = matched_counts_pmf(8, 0.1, 0.1)
+    low, high = exact_interval(b, c, 8)
+    est = (b - c) / 8
+    assert ((low <= est + 1e-9) & (est - 1e-9 <= high)).all()
+    mirror_low, mirror_high = exact_interval(c, b, 8)
+    assert np.allclose(low, -mirror_high) and np.allclose(high, -mirror_low)
+    # no discordant item in 0 of 8 while the truth is -0.6 (p01 = 0.6): corrected Tango's far bound misses there
+    t_low, _ = tango_interval(0, 2, 8)
+    e_low, _ = exact_interval(0, 2, 8)
+    assert e_low < t_low
+
+
+def test_exact_interval_through_matched_difference_and_min_pairs():
+    a = np.array([1, 0, 0, 1, 1] * 6, bool)
+    b = np.array([1, 0, 0, 0, 1] * 6, bool)
+    d = matched_difference(a, b, method="exact")
+    lo, hi = exact_interval(6, 0, 30)
+    assert (d.method, d.a_only, d.b_only, d.ci_low, d.ci_high) == ("exact", 6, 0, float(lo), float(hi))
+    n = min_pairs_to_pass(0.20, method="exact")
+    assert exact_interval(0, 0, n)[1] <= 0.20 < exact_interval(0, 0, n - 1)[1]
+    assert n > min_pairs_to_pass(0.20)            # 18 against Tango's 16 (at 0.10: 36 against 35, bench_tango_exact)
+
+
+def test_exact_interval_refuses_what_it_cannot_compute(monkeypatch):
+    with pytest.raises(InputError, match=f"at most {EXACT_MAX_PAIRS} pairs") as info:
+        exact_interval(0, 0, EXACT_MAX_PAIRS + 1)
+    assert info.value.field == "n"
+    with pytest.raises(InputError, match="whole pair counts"):
+        exact_interval(0.5, 0, 10)
+    with pytest.raises(InputError, match="0 <= n10"):
+        exact_interval(5, 6, 10)
+    import cfbench.stats.matched as matched
+
+    monkeypatch.setattr(matched, "EXACT_MAX_PAIRS", 16)   # the search stops at the cap (200 would take 25 s here)
+    with pytest.raises(InputError, match="at most 16 pairs, use method 'tango'") as info:
+        matched.min_pairs_to_pass(0.10, method="exact")
+    assert info.value.field == "limit"

@@ -108,6 +108,7 @@ def test_gap_interval_settings_are_checked():
     assert FairnessContract.from_mapping(base).gap_interval.method == "tango"
     c = FairnessContract.from_mapping({**base, "gap_interval": {"method": "tango", "confidence": 0.9}})
     assert (c.gap_interval.method, c.gap_interval.confidence) == ("tango", 0.9)
+    assert FairnessContract.from_mapping({**base, "gap_interval": {"method": "exact"}}).gap_interval.method == "exact"
     # methods that ignored the pairing, gave [0, 0] or failed the false-pass check are refused with the reason
     for old, reason in (("newcombe", "independent samples"), ("paired_bootstrap", "[0, 0]"),
                         ("newcombe_paired", "up to 9 %")):

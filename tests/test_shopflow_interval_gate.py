@@ -108,3 +108,30 @@ def test_the_audit_checks_responsiveness_once_and_its_gate_rows_and_release_read
     assert (audit.interval_checks["verdict"] != "pass").all()
     assert set(audit.interval_checks["responsiveness"]) == {"stub: not shown"}
     assert audit.release.decision == "BLOCKED" and audit.release.requirements["judge_shown_responsive"] is False
+
+
+def test_the_exact_interval_is_a_contract_choice_the_audit_reads(contract):
+    """``gap_interval: {method: exact}``: the audit's rows carry ``exact_interval`` on the same counts, the pairs
+    before a pass are the exact interval's (36 at 0.10, one more than Tango's), and a stratum beyond the pairs
+    it is computed for is refused naming the contract's field rather than read with another method."""
+    from dataclasses import replace
+
+    from cfbench.core.errors import InputError
+    from cfbench.stats.matched import exact_interval
+
+    exact = replace(contract, gap_interval=replace(contract.gap_interval, method="exact"))
+    rng = np.random.default_rng(5)
+    ready, review = _draw(rng, 40, 0.08, 0.02), _draw(rng, 30, 0.02, 0.08)
+    iv = audit_pairs(_frame(ready, review), exact, threshold=0.5, variants=V).interval_checks.set_index("check")
+    for check, pairs in (("tpr_gap", ready), ("fpr_gap", review)):
+        n10 = sum(a and not b for a, b in pairs)
+        n01 = sum(b and not a for a, b in pairs)
+        lo, hi = exact_interval(n10, n01, len(pairs))
+        row = iv.loc[check]
+        assert (row["ci_low"], row["ci_high"], row["method"]) == (float(lo), float(hi), "exact")
+        assert bool(row["pass_possible"]) == (len(pairs) >= 36)
+        assert (row["verdict"] == "fail") is bool(lo > 0.10 or hi < -0.10)
+    big = _draw(rng, 201, 0.05, 0.05)
+    with pytest.raises(InputError, match="ready pairs stratum of tpr has 201 pairs.*at most 200") as info:
+        audit_pairs(_frame(big, review), exact, threshold=0.5, variants=V)
+    assert (info.value.source, info.value.record, info.value.field) == ("contract", "gap_interval", "method")

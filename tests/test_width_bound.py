@@ -1,9 +1,9 @@
 """``benchmarks/bench_width_bound.py``: Pratt's floor on the expected width of any valid interval. Its
 Neyman-Pearson step agrees with a linear program, and the floor lies below the expected width of intervals known
 to be valid on the same model (Tango's on matched pairs, exact; Hoeffding's on scores in 0..9), so it is a
-floor and not an overstatement that would excuse a wide interval. The two intervals the bench sets beside it as
-built to cover everywhere do: the exact unconditional one misses at most 2.5 % on each side at every pair of cell
-rates (summed exactly), and Gaffke's bound is the exact binomial bound where it can be checked by hand."""
+floor and not an overstatement that would excuse a wide interval. Gaffke's bound, which the bench sets beside it
+on scores, is the exact binomial bound where it can be checked by hand (the exact unconditional interval it sets
+beside it on matched pairs is checked in ``test_matched_intervals.py``)."""
 
 from __future__ import annotations
 
@@ -75,32 +75,6 @@ def test_nulls_have_the_quantity_they_are_tested_at(bench):
                           and (q >= 0).all() for q in qs)
 
 
-@pytest.mark.parametrize("n", [8, 20])
-def test_exact_unconditional_misses_at_most_alpha_half_on_each_side(bench, n):
-    """Summed exactly over the tables of ``n`` pairs at every pair of cell rates on a 0.01 grid (ends included):
-    neither bound misses on its side in more than 2.5 % of audits; the worst comes close to 2.5 %, so the check
-    can fail (a nuisance grid that missed the maximum would show here)."""
-    counts, low, high = bench.exact_unconditional_bounds(n)
-    assert np.isfinite(low).all() and np.isfinite(high).all() and (low <= high).all()
-    worst_low = worst_high = 0.0
-    for p10 in np.linspace(0.0, 1.0, 101):
-        for p01 in np.linspace(0.0, 1.0 - p10, max(1, int(round((1.0 - p10) / 0.01))) + 1):
-            pmf = bench.multinomial_pmf(counts, np.array([p10, p01, max(0.0, 1.0 - p10 - p01)]))
-            d = p10 - p01
-            worst_low = max(worst_low, pmf[low > d + 1e-9].sum())
-            worst_high = max(worst_high, pmf[high < d - 1e-9].sum())
-    assert 0.02 < worst_low <= 0.025 + 1e-9 and 0.02 < worst_high <= 0.025 + 1e-9
-
-
-def test_exact_unconditional_is_symmetric_and_keeps_the_estimate(bench):
-    counts, low, high = bench.exact_unconditional_bounds(8)
-    est = (counts[:, 0] - counts[:, 1]) / 8
-    assert ((low <= est + 1e-9) & (est - 1e-9 <= high)).all()
-    swap = {(b, c): i for i, (b, c, _) in enumerate(counts)}
-    mirror = np.array([swap[(c, b)] for b, c, _ in counts])
-    assert np.allclose(low, -high[mirror], atol=1e-9)
-
-
 def test_gaffke_matches_the_binomial_bound_where_it_is_known(bench):
     """Every value 0: the upper bound is the exact binomial bound top (1 - (alpha/2)^(1/n)) and the lower bound 0;
     one value x: the upper bound is x + (1 - alpha/2)(top - x) (a uniform split of 1 into 2)."""
@@ -124,17 +98,3 @@ def test_quick_run_prints_every_family(bench, tmp_path):
     for name in bench.FAMILIES:
         assert f"| {name} | 8 | " in out.stdout and f"| {name} | 20 | " in out.stdout, name
 
-
-def test_exact_unconditional_items_to_pass_on_no_discordance(import_benchmark):
-    """``bench_tango_exact`` finds the fewest pairs at which the exact interval of a table with no discordant pair
-    ends below the gate's 0.10 from a grid of differences at or above 0.10 only; on the whole grid the bound of
-    that table is below 0.10 at that n and not one pair earlier."""
-    tango_exact = import_benchmark("bench_tango_exact")
-    width_bound = import_benchmark("bench_width_bound")
-    n = tango_exact.zero_event_items({"exact": True})
-    highs = []
-    for m in (n - 1, n):
-        counts, _, high = width_bound.exact_unconditional_bounds(m)
-        highs.append(high[(counts[:, 0] == 0) & (counts[:, 1] == 0)][0])
-    assert highs[0] >= tango_exact.GATE_MAX > highs[1]
-    assert n >= tango_exact.zero_event_items({"cc": 0.5, "near": True})   # the published table: 36 against 35

@@ -65,12 +65,18 @@ class ReleaseRequirement:
 class GapInterval:
     """How the interval rule computes a gap's interval (always on the matched pairs of the gap's stratum).
 
-    ``tango`` (the only method): Tango's score interval for a difference of
+    ``tango`` (the default): Tango's score interval for a difference of
     paired proportions, its bound between 0 and the estimate moved half a pair
     towards 0 (``cfbench.stats.matched.tango_interval``). It uses the pairing
     and never collapses to [0, 0]; its exact coverage at 4–200 pairs is at
     least 95.0 % (nominal 95 %) and the gate built on it passes a true gap equal
-    to the limit at most 2.5 % of the time (``benchmarks/bench_gate_shopflow.py``). Methods that failed those
+    to the limit at most 2.5 % of the time (``benchmarks/bench_gate_shopflow.py``).
+    ``exact``: the exact unconditional interval on Tango's statistic
+    (``cfbench.stats.matched.exact_interval``), each bound missing at most
+    2.5 % at every pair of cell rates (Tango's far bound misses up to 5 % at 8
+    pairs when one kind of discordant pair is impossible), for about the same
+    width from 20 pairs on and 36 pairs before anything can pass at 0.10 (35);
+    at most 200 pairs per stratum (``benchmarks/bench_tango_exact.py``). Methods that failed those
     checks are refused with the reason: ``newcombe`` (two independent samples:
     ignores the pairing), ``paired_bootstrap`` (percentile: [0, 0] with no
     discordant pair, so it passed a gate on no evidence) and
@@ -81,7 +87,7 @@ class GapInterval:
     method: str = "tango"
     confidence: float = 0.95
 
-    METHODS = ("tango",)
+    METHODS = ("tango", "exact")
     REMOVED = {"newcombe": "it treats the two wordings as independent samples although they are the same requests",
                "paired_bootstrap": "its percentile interval is [0, 0] when no pair is discordant, so the gate "
                                    "passed on no evidence",

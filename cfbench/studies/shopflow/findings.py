@@ -154,7 +154,8 @@ def invariants(result: "ShopflowResult") -> dict[str, bool]:
 # --------------------------------------------------------------------------- findings
 
 
-_METHOD_WORDS = {"tango": "Tango score", "newcombe_paired": "Newcombe paired (method 10)"}
+_METHOD_WORDS = {"tango": "Tango score", "exact": "exact unconditional (Tango's statistic)",
+                 "newcombe_paired": "Newcombe paired (method 10)"}
 _ZERO_WORDS = {
     "inside": "0 lies inside it, so this difference cannot be told apart from noise",
     "outside": "0 lies outside it, so this difference is unlikely to be noise alone",

@@ -23,7 +23,7 @@ from cfbench.metrics import groups as G
 from cfbench.metrics.state import ItemState, ItemStatistics
 from cfbench.stats import verdicts as VD
 from cfbench.stats.intervals import clustered_rate_intervals
-from cfbench.stats.matched import MatchedDifference, matched_difference, min_pairs_to_pass
+from cfbench.stats.matched import EXACT_MAX_PAIRS, MatchedDifference, matched_difference, min_pairs_to_pass
 from cfbench.stats.mcnemar import McNemarResult, mcnemar_exact
 
 from .contract import FairnessContract, ReleaseRequirement
@@ -104,6 +104,10 @@ def stratum_difference(routed: pd.DataFrame, variants: Sequence[str], metric: st
     paired = _paired(routed, variants)
     if ready is not None:
         paired = paired[paired["positive"] == ready]
+    if method == "exact" and len(paired) > EXACT_MAX_PAIRS:
+        raise InputError(f"the {_STRATA[metric][1]} stratum of {metric} has {len(paired)} pairs; the exact interval is "
+                         f"computed for at most {EXACT_MAX_PAIRS} (its cost grows with the square of the pairs): use "
+                         "method tango", source="contract", record="gap_interval", field="method")
     return matched_difference(paired["a"].to_numpy(), paired["b"].to_numpy(), method=method, confidence=confidence)
 
 
