@@ -28,7 +28,7 @@ Two intervals are offered, both vectorised over arrays of counts:
   that often at every pair of cell rates (up to its grids: summed exactly, at
   most 2.50 % at 8-200 pairs). About as wide as the corrected Tango from 20
   pairs on, 7 % wider at 8; computed for every table of ``n`` pairs at once
-  and cached, which costs about n² (5 s at 100 pairs), so it stops at
+  and cached, which costs about n² (7 s at 100 pairs), so it stops at
   :data:`EXACT_MAX_PAIRS`. A study may offer it as a choice; no default
   uses it.
 - :func:`newcombe_paired_interval` — Newcombe's (1998) method 10: two Wilson
@@ -71,7 +71,7 @@ __all__ = ["MATCHED_METHODS", "MatchedDifference", "tango_interval", "exact_inte
 MATCHED_METHODS = ("tango", "exact", "newcombe_paired")
 
 #: the most pairs :func:`exact_interval` is computed for: it enumerates every table of ``n`` pairs (about n²/2) at
-#: 2,001 differences and 60 nuisance rates (0.8 s at 36 pairs, 5 s at 100 on a 2-core AMD EPYC)
+#: 2,001 differences and 60 nuisance rates (0.8 s at 36 pairs, 7 s at 100 on a 2-core AMD EPYC)
 EXACT_MAX_PAIRS = 200
 
 
