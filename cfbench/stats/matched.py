@@ -8,7 +8,7 @@ an independent-sample interval (Newcombe's hybrid for two samples) ignores the
 correlation within a pair, and a percentile bootstrap of pairs collapses to
 [0, 0] when no pair is discordant.
 
-Two intervals are offered, both vectorised over arrays of counts:
+Three intervals are offered, all vectorised over arrays of counts:
 
 - :func:`tango_interval` — Tango's (1998) score interval: the set of
   differences not rejected by the score test that uses the restricted maximum
@@ -164,7 +164,7 @@ def exact_interval(n10, n01, n, *, confidence: float = 0.95):
         raise InputError(f"the exact interval is computed for at most {EXACT_MAX_PAIRS} pairs (its cost grows with "
                          f"the square of the pairs), got {int(nn.max())}; use method 'tango'",
                          source="exact_interval", field="n")
-    _z(confidence)
+    _z(confidence)                                       # refuses a confidence outside (0, 1)
     low, high = np.empty(nn.shape), np.empty(nn.shape)
     for m in np.unique(nn):
         at = nn == m
