@@ -178,32 +178,17 @@ def spread(name: str, n: int) -> float:
     return float((hi - lo) / n)
 
 
-def tango_expected_width(truth, n: int) -> float:
-    """Tango's exact expected width (as ``tango_interval`` reports it, correction toward 0 included) at the 2x2
-    cell rates ``truth`` with one pair per item: a sum over the discordant counts' trinomial."""
+def expected_width(truth, n: int, interval=tango_interval) -> float:
+    """The exact expected width of ``interval`` at the 2x2 cell rates ``truth`` with one pair per item: a sum
+    over the discordant counts' trinomial. ``tango_interval`` (the default) as cfbench reports it, correction
+    toward 0 included; ``exact_interval``: the exact unconditional interval on Tango's statistic (each bound
+    misses at most 2.5 % at every pair of cell rates by construction, up to its grids)."""
     t = np.asarray(truth, float)
     counts = compositions(n, 3)                      # discordant b, c and the rest
     pmf = multinomial_pmf(counts, np.array([t[1], t[2], t[0] + t[3]]))
     keep = pmf > 0
-    lo, hi = tango_interval(counts[keep, 0].astype(float), counts[keep, 1].astype(float), float(n))
+    lo, hi = interval(counts[keep, 0].astype(float), counts[keep, 1].astype(float), float(n))
     return float((pmf[keep] * (np.asarray(hi) - np.asarray(lo))).sum())
-
-
-def exact_unconditional_bounds(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every table ``(b, c, rest)`` of ``n`` pairs with the bounds of the exact unconditional interval on Tango's
-    statistic (``cfbench.stats.matched.exact_interval``: each bound misses at most 2.5 % at every pair of cell
-    rates by construction, up to its grids)."""
-    counts = compositions(n, 3)
-    low, high = exact_interval(counts[:, 0], counts[:, 1], n)
-    return counts, low, high
-
-
-def exact_unconditional_width(truth, n: int) -> float:
-    """Expected width of :func:`exact_unconditional_bounds` at the 2x2 cell rates ``truth``, exact."""
-    t = np.asarray(truth, float)
-    counts, low, high = exact_unconditional_bounds(n)
-    pmf = multinomial_pmf(counts, np.array([t[1], t[2], t[0] + t[3]]))
-    return float((pmf * (high - low)).sum())
 
 
 def gaffke_interval(values: np.ndarray, top: float, *, alpha: float = 0.05, draws: int = 4000,
@@ -267,8 +252,8 @@ def run(reps: int, grid: int, ns=NS) -> list[str]:
             s = spread(name, n)
             floors = [pratt_floor(kind, truth, n, a, grid) / s for a in ALPHAS]
             if kind == "matched":
-                ours = f"x{tango_expected_width(truth, n) / s:.2f} (Tango, exact)"
-                valid = f"x{exact_unconditional_width(truth, n) / s:.2f} (exact unconditional, exact)"
+                ours = f"x{expected_width(truth, n) / s:.2f} (Tango, exact)"
+                valid = f"x{expected_width(truth, n, exact_interval) / s:.2f} (exact unconditional, exact)"
             else:
                 r = C.family_coverage(name, n_items=n, reps=reps, seed=1000 + n)
                 ours = f"x{r['mean_width'] / s:.2f} (mean interval; covers {100 * r['coverage']:.1f} % here)"

@@ -47,7 +47,7 @@ def test_matched_floor_lies_below_tangos_exact_width(bench, n):
     """Tango's interval covers at least 94.5 % at every pair of cell rates (bench_tango_exact), so at 93 % the
     floor must lie below its exact expected width; at 95 % as well here, where Tango is far from the floor."""
     kind, truth = bench.FAMILIES["judges_cfr"]
-    tango = bench.tango_expected_width(truth, n)
+    tango = bench.expected_width(truth, n)
     floors = [bench.pratt_floor(kind, truth, n, a, grid=801) for a in (0.05, 0.07)]
     assert 0 < floors[1] < floors[0] < tango
 
