@@ -200,3 +200,10 @@ def test_exact_interval_refuses_what_it_cannot_compute(monkeypatch):
     with pytest.raises(InputError, match="at most 16 pairs, use method 'tango'") as info:
         matched.min_pairs_to_pass(0.10, method="exact")
     assert info.value.field == "limit"
+
+
+def test_min_pairs_to_pass_refuses_a_method_it_does_not_know():
+    """An unknown name is an error naming the field, never another method's answer (it read Newcombe's 18)."""
+    with pytest.raises(InputError, match="must be one of") as info:
+        min_pairs_to_pass(0.10, method="tangoo")
+    assert info.value.field == "method"

@@ -320,6 +320,9 @@ def min_pairs_to_pass(limit: float, *, method: str = "tango", confidence: float 
     """
     if not 0 < limit < 1:
         raise InputError(f"limit must be in (0, 1), got {limit!r}", source="min_pairs_to_pass", field="limit")
+    if method not in MATCHED_METHODS:
+        raise InputError(f"must be one of {list(MATCHED_METHODS)}, got {method!r}", source="min_pairs_to_pass",
+                         field="method")
 
     def passes(n: int) -> bool:
         if method in ("tango", "exact"):
